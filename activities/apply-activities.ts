@@ -1,0 +1,248 @@
+/**
+ * The activities of `apply`: each makes one idempotent change on the service.
+ *
+ * Idempotency comes from business keys, never from activity ids (they restart in every run):
+ * a create whose name is already taken (409 `conflict`, a retry after a lost response, or an
+ * interrupted earlier run) adopts the `existing_id` and brings it up to date instead. Secrets
+ * (the organization key, provider keys) are resolved here, at the moment of the call.
+ */
+import { createHash } from 'node:crypto';
+import type { Agent, Human, Provider, Team } from '../api/schemas.ts';
+import { AcsApiError } from '../client/errors.ts';
+import { AcsClient } from '../client/acs-client.ts';
+import { resolveSecret, secretHint } from '../definitions/secrets.ts';
+import { ToolkitError } from '../errors/catalogue.ts';
+import { diffFields, patchOf } from '../plan/plan.ts';
+import type { DesiredState, ObservedState, ObservedTeam } from '../plan/types.ts';
+import type { Connection } from './connection.ts';
+import { toApplicationFailure } from './failures.ts';
+
+/** Dependencies of the activities: where secrets come from and how HTTP is sent. */
+export interface ActivityDeps {
+  /** Environment that `${env:NAME}` references and `apiKeyEnv` resolve against (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
+  /** `fetch` for the client; tests pass a counting or failing one. */
+  fetch?: typeof fetch;
+}
+
+/** Result of an ensure-activity: the resource's id and what was done. */
+export interface EnsureResult {
+  id: string;
+  outcome: 'created' | 'updated' | 'unchanged';
+}
+
+/** Fields of a team to ensure. */
+export interface TeamFields {
+  team_name: string;
+  description: string;
+}
+
+/**
+ * Creates the activities over their dependencies. Every activity raises `ApplicationFailure`s
+ * typed by the stable codes of contract §2 (see `toApplicationFailure`).
+ */
+export function createApplyActivities(deps: ActivityDeps = {}) {
+  const env = deps.env ?? process.env;
+
+  function clientFor(connection: Connection): AcsClient {
+    const apiKey = env[connection.apiKeyEnv];
+    if (!apiKey) {
+      throw new ToolkitError('unresolved_secret', `environment variable ${connection.apiKeyEnv} (the organization API key) is not set`);
+    }
+    return new AcsClient({ baseUrl: connection.baseUrl, apiKey, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+  }
+
+  /** Runs `fn`, mapping its errors to `ApplicationFailure`s. */
+  async function call<T>(fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (error) {
+      throw toApplicationFailure(error);
+    }
+  }
+
+  /** Creates with `create`; on a name conflict adopts the existing resource and patches it when drifted. */
+  async function createOrAdopt<T extends object>(
+    create: () => Promise<T>,
+    idOf: (resource: T) => string,
+    fetchExisting: (id: string) => Promise<T>,
+    update: (id: string, patch: Record<string, unknown>) => Promise<unknown>,
+    desired: object,
+  ): Promise<EnsureResult> {
+    try {
+      return { id: idOf(await create()), outcome: 'created' };
+    } catch (error) {
+      if (!(error instanceof AcsApiError) || error.code !== 'conflict' || !error.existingId) throw error;
+      const existing = await fetchExisting(error.existingId);
+      const diff = diffFields(existing, desired);
+      if (Object.keys(diff).length === 0) return { id: error.existingId, outcome: 'unchanged' };
+      await update(error.existingId, patchOf(diff));
+      return { id: error.existingId, outcome: 'updated' };
+    }
+  }
+
+  return {
+    /**
+     * Reads what the key can see of the definition's organization: the organization (by name),
+     * its provider keys (each compared with the desired secret's hint, resolved here), and the
+     * teams the definition names with their graphs. Read-only.
+     */
+    async readState(input: { connection: Connection; desired: DesiredState }): Promise<ObservedState> {
+      return call(async () => {
+        const client = clientFor(input.connection);
+        const org = (await client.listOrganizations()).find((o) => o.org_name === input.desired.organization.name) ?? null;
+        if (!org) return { organization: null, providerKeys: [], teams: [] };
+        const refs = input.desired.organization.providerKeys ?? {};
+        const providerKeys = (await client.listProviderKeys(org.org_id)).map((k) => {
+          const ref = refs[k.provider];
+          return { provider: k.provider, key_hint: k.key_hint, matchesDesired: ref === undefined ? undefined : secretHint(resolveSecret(ref, env)) === k.key_hint };
+        });
+        const wanted = new Set(input.desired.teams.map((t) => t.name));
+        const teams: ObservedTeam[] = [];
+        for (const team of await client.listTeams(org.org_id)) {
+          if (!wanted.has(team.team_name)) continue;
+          const graph = await client.getTeam(team.team_id);
+          const { agents, humans, edges, active_thread_count: _count, ...rest } = graph;
+          teams.push({ team: rest as Team, agents, humans, edges });
+        }
+        return { organization: org, providerKeys, teams };
+      });
+    },
+
+    /** Creates the organization, or adopts the one of that name this key reaches. Returns its id. */
+    async ensureOrganization(input: { connection: Connection; name: string }): Promise<EnsureResult> {
+      return call(async () => {
+        const client = clientFor(input.connection);
+        try {
+          const org = await client.createOrganization(input.name, { idempotencyKey: businessKey('org', input.name) });
+          return { id: org.org_id, outcome: 'created' };
+        } catch (error) {
+          if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
+            return { id: error.existingId, outcome: 'unchanged' };
+          }
+          throw error;
+        }
+      });
+    },
+
+    /** Sets a provider key from its secret reference (resolved here). PUT is idempotent by nature. */
+    async putProviderKey(input: { connection: Connection; orgId: string; provider: Provider; secretRef: string }): Promise<EnsureResult> {
+      return call(async () => {
+        const value = resolveSecret(input.secretRef, env);
+        await clientFor(input.connection).putProviderKey(input.orgId, input.provider, value);
+        return { id: input.provider, outcome: 'updated' };
+      });
+    },
+
+    /** Creates a team by name in the organization, or adopts and updates the existing one. */
+    async ensureTeam(input: { connection: Connection; orgId: string; fields: TeamFields }): Promise<EnsureResult> {
+      return call(() => {
+        const client = clientFor(input.connection);
+        return createOrAdopt(
+          () => client.createTeam(input.orgId, input.fields, { idempotencyKey: businessKey('team', input.orgId, input.fields) }),
+          (t) => t.team_id,
+          (id) => client.getTeam(id),
+          (id, patch) => client.updateTeam(id, patch),
+          input.fields,
+        );
+      });
+    },
+
+    /** Patches a team's drifted fields. */
+    async updateTeam(input: { connection: Connection; teamId: string; patch: Record<string, unknown> }): Promise<EnsureResult> {
+      return call(async () => {
+        await clientFor(input.connection).updateTeam(input.teamId, input.patch);
+        return { id: input.teamId, outcome: 'updated' };
+      });
+    },
+
+    /**
+     * Creates an agent by name in the team, or adopts and updates the existing one. A human of
+     * that name holds it instead: non-retryable `conflict`.
+     */
+    async ensureAgent(input: { connection: Connection; teamId: string; fields: Partial<Agent> & { name: string } }): Promise<EnsureResult> {
+      return call(() => {
+        const client = clientFor(input.connection);
+        return createOrAdopt(
+          () => client.createAgent(input.teamId, input.fields as Parameters<AcsClient['createAgent']>[1], { idempotencyKey: businessKey('agent', input.teamId, input.fields) }),
+          (a) => a.agent_id,
+          (id) => adoptable(client.getAgent(id), `participant name "${input.fields.name}" is held by a human`),
+          (id, patch) => client.updateAgent(id, patch),
+          input.fields,
+        );
+      });
+    },
+
+    /** Patches an agent's drifted fields. */
+    async updateAgent(input: { connection: Connection; agentId: string; patch: Record<string, unknown> }): Promise<EnsureResult> {
+      return call(async () => {
+        await clientFor(input.connection).updateAgent(input.agentId, input.patch);
+        return { id: input.agentId, outcome: 'updated' };
+      });
+    },
+
+    /** Creates a human by name in the team, or adopts and updates the existing one. */
+    async ensureHuman(input: { connection: Connection; teamId: string; fields: Partial<Human> & { name: string } }): Promise<EnsureResult> {
+      return call(() => {
+        const client = clientFor(input.connection);
+        return createOrAdopt(
+          () => client.createHuman(input.teamId, input.fields, { idempotencyKey: businessKey('human', input.teamId, input.fields) }),
+          (h) => h.human_id,
+          async (id) => {
+            const humans = await client.listHumans(input.teamId);
+            const human = humans.find((h) => h.human_id === id);
+            if (!human) throw new AcsApiError({ status: 409, code: 'conflict', message: `participant name "${input.fields.name}" is held by an agent` });
+            return human;
+          },
+          (id, patch) => client.updateHuman(id, patch),
+          input.fields,
+        );
+      });
+    },
+
+    /** Patches a human's drifted fields. */
+    async updateHuman(input: { connection: Connection; humanId: string; patch: Record<string, unknown> }): Promise<EnsureResult> {
+      return call(async () => {
+        await clientFor(input.connection).updateHuman(input.humanId, input.patch);
+        return { id: input.humanId, outcome: 'updated' };
+      });
+    },
+
+    /** Creates the edge between two participants, or adopts the existing edge of that pair. */
+    async ensureEdge(input: { connection: Connection; teamId: string; participants: [string, string] }): Promise<EnsureResult> {
+      return call(async () => {
+        const client = clientFor(input.connection);
+        try {
+          const edge = await client.createEdge(input.teamId, input.participants, {
+            idempotencyKey: businessKey('edge', input.teamId, [...input.participants].sort()),
+          });
+          return { id: edge.edge_id, outcome: 'created' };
+        } catch (error) {
+          if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
+            return { id: error.existingId, outcome: 'unchanged' };
+          }
+          throw error;
+        }
+      });
+    },
+  };
+}
+
+/** The activities of `apply`, as workflows see them (`import type` only). */
+export type ApplyActivities = ReturnType<typeof createApplyActivities>;
+
+/** An `Idempotency-Key` from the business key and the body, so a changed body is a new request. */
+function businessKey(kind: string, scope: string, body?: unknown): string {
+  const digest = createHash('sha256').update(JSON.stringify(body ?? null)).digest('hex').slice(0, 32);
+  return `teamctl-${kind}-${createHash('sha256').update(scope).digest('hex').slice(0, 16)}-${digest}`;
+}
+
+/** Turns a 404 on the existing id (the name belongs to the other kind of participant) into a conflict. */
+async function adoptable<T>(lookup: Promise<T>, message: string): Promise<T> {
+  try {
+    return await lookup;
+  } catch (error) {
+    if (error instanceof AcsApiError && error.status === 404) throw new AcsApiError({ status: 409, code: 'conflict', message });
+    throw error;
+  }
+}

@@ -1,0 +1,11 @@
+/**
+ * How an activity reaches the service: a base URL and the *name* of the environment variable
+ * holding the organization key. The key itself is resolved inside the activity, at call time,
+ * so it never enters a workflow input or history.
+ */
+export interface Connection {
+  /** Base URL of the service, e.g. `http://127.0.0.1:8080`. */
+  baseUrl: string;
+  /** Name of the environment variable holding the organization API key (default `ACS_API_KEY`). */
+  apiKeyEnv: string;
+}

@@ -1,0 +1,179 @@
+/**
+ * Zod schemas of the service's wire format: request bodies, query strings and resources.
+ *
+ * Single source of truth (contract §1, §4, §5): the service validates requests with them, the
+ * client types its results with them, and the OpenAPI document is generated from them.
+ */
+import { z } from 'zod';
+
+const trimmed = (min: number, max: number) => z.string().trim().min(min).max(max);
+
+/** A resource name: 1–100 characters after trimming (contract §1). */
+export const Name = trimmed(1, 100);
+/** A description or instructions: up to 4,000 characters (contract §1). */
+export const LongText = trimmed(0, 4000);
+/** A thread subject: up to 200 characters (contract §1). */
+export const Subject = trimmed(0, 200);
+/** Message content: 1–32,768 characters (contract §1). */
+export const Content = trimmed(1, 32768);
+/** A channel hint (contract §1). */
+export const Channel = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must match ^[a-z][a-z0-9_-]{0,31}$');
+/** An identifier (UUID string). */
+export const Id = z.uuid();
+/** An ISO 8601 UTC timestamp with milliseconds. */
+export const Timestamp = z.string();
+
+/** The LLM providers the service knows (contract §5). */
+export const Providers = ['openai', 'anthropic', 'google', 'mistral', 'groq', 'openrouter', 'echo'] as const;
+/** A provider name. */
+export const Provider = z.enum(Providers);
+export type Provider = z.infer<typeof Provider>;
+
+/** Agent statuses (contract §4). */
+export const AgentStatuses = { active: 'active', paused: 'paused' } as const;
+export const AgentStatus = z.enum(['active', 'paused']);
+export type AgentStatus = z.infer<typeof AgentStatus>;
+
+// ---- request bodies -------------------------------------------------------------------------
+
+export const CreateOrganizationBody = z.strictObject({ org_name: Name });
+export const CreateTeamBody = z.strictObject({ team_name: Name, description: LongText.optional() });
+export const PatchTeamBody = z.strictObject({ team_name: Name.optional(), description: LongText.optional() });
+export const CreateAgentBody = z.strictObject({
+  name: Name,
+  description: LongText.optional(),
+  provider: Provider.nullable().optional(),
+  model: trimmed(1, 200).nullable().optional(),
+  instructions: LongText.optional(),
+  status: AgentStatus.optional(),
+});
+export const PatchAgentBody = CreateAgentBody.partial();
+export const CreateHumanBody = z.strictObject({ name: Name, email: z.email().max(320).nullable().optional() });
+export const PatchHumanBody = CreateHumanBody.partial();
+export const CreateEdgeBody = z.strictObject({ participants: z.tuple([Id, Id]) });
+export const OpenThreadBody = z.strictObject({
+  sender_agent_id: Id,
+  subject: Subject.optional(),
+  content: Content,
+  channel: Channel.optional(),
+});
+export const AppendMessageBody = z.strictObject({
+  sender_agent_id: Id,
+  content: Content,
+  attachments: z.array(Id).max(100).optional(),
+});
+export const PutProviderKeyBody = z.strictObject({ api_key: trimmed(1, 4096) });
+export const ThreadPageQuery = z.strictObject({
+  after: Id.optional(),
+  limit: z.coerce.number().int().min(1).max(200).default(50),
+  wait: z.coerce.number().min(0).max(30).default(0),
+});
+
+// ---- resources ------------------------------------------------------------------------------
+
+export const Organization = z.object({
+  org_id: Id,
+  org_name: z.string(),
+  team_count: z.number().int(),
+  human_count: z.number().int(),
+  is_personal: z.boolean(),
+  created_at: Timestamp,
+});
+export type Organization = z.infer<typeof Organization>;
+
+export const Team = z.object({
+  team_id: Id,
+  org_id: Id,
+  team_name: z.string(),
+  description: z.string(),
+  agent_count: z.number().int(),
+  edge_count: z.number().int(),
+  engine_id: z.string(),
+  created_at: Timestamp,
+});
+export type Team = z.infer<typeof Team>;
+
+export const Agent = z.object({
+  agent_id: Id,
+  team_id: Id,
+  name: z.string(),
+  description: z.string(),
+  provider: Provider.nullable(),
+  model: z.string().nullable(),
+  instructions: z.string(),
+  status: AgentStatus,
+  created_at: Timestamp,
+});
+export type Agent = z.infer<typeof Agent>;
+
+export const Human = z.object({
+  human_id: Id,
+  team_id: Id,
+  name: z.string(),
+  email: z.string().nullable(),
+  created_at: Timestamp,
+});
+export type Human = z.infer<typeof Human>;
+
+export const Edge = z.object({
+  edge_id: Id,
+  team_id: Id,
+  participants: z.tuple([Id, Id]),
+  created_at: Timestamp,
+});
+export type Edge = z.infer<typeof Edge>;
+
+export const TeamGraph = Team.extend({
+  agents: z.array(Agent),
+  humans: z.array(Human),
+  edges: z.array(Edge),
+  active_thread_count: z.number().int(),
+});
+export type TeamGraph = z.infer<typeof TeamGraph>;
+
+export const Thread = z.object({
+  thread_id: Id,
+  edge_id: Id,
+  team_id: Id,
+  subject: z.string(),
+  message_count: z.number().int(),
+  unread_count: z.number().int(),
+  channel: z.string(),
+  created_at: Timestamp,
+});
+export type Thread = z.infer<typeof Thread>;
+
+export const Message = z.object({
+  message_id: Id,
+  thread_id: Id,
+  sender_id: Id,
+  content: z.string(),
+  attachments: z.array(Id),
+  sent_at: Timestamp,
+});
+export type Message = z.infer<typeof Message>;
+
+export const ThreadPage = Thread.extend({
+  messages: z.array(Message),
+  has_more: z.boolean(),
+  next_after: Id.nullable(),
+});
+export type ThreadPage = z.infer<typeof ThreadPage>;
+
+export const ProviderKey = z.object({ provider: Provider, key_hint: z.string(), updated_at: Timestamp });
+export type ProviderKey = z.infer<typeof ProviderKey>;
+
+export const Deleted = (idField: string) => z.object({ deleted: z.literal(true), [idField]: Id });
+
+/** The problem+json body of every error (RFC 9457, contract §2). */
+export const Problem = z.object({
+  type: z.string(),
+  title: z.string(),
+  status: z.number().int(),
+  detail: z.string(),
+  code: z.string(),
+  request_id: z.string(),
+  errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
+  existing_id: z.string().optional(),
+});
+export type Problem = z.infer<typeof Problem>;

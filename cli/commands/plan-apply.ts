@@ -1,0 +1,108 @@
+/** `teamctl validate`, `plan` and `apply`. */
+import type { Command } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import ora from 'ora';
+import { createApplyActivities } from '../../activities/apply-activities.ts';
+import { applyLocally } from '../../engine/local-engine.ts';
+import { applyWithTemporal, temporalOptionsFromEnv } from '../../engine/temporal-engine.ts';
+import { computePlan } from '../../plan/plan.ts';
+import type { ApplyResult } from '../../workflows/apply-orchestration.ts';
+import { resolveConnection } from '../context.ts';
+import { loadDesired } from '../desired.ts';
+import { ExitCodes } from '../errors.ts';
+import type { CliIo } from '../io.ts';
+import { renderApplied, renderApplySummary, renderPlan } from '../render.ts';
+import type { Runner } from './runner.ts';
+
+/** Engines of `apply`. */
+export const Engines = { local: 'local', temporal: 'temporal' } as const;
+
+/** Adds `--base-url` and `--api-key-env`. */
+export function connectionOptions(command: Command): Command {
+  return command
+    .option('--base-url <url>', 'service base URL (default: $ACS_BASE_URL)')
+    .option('--api-key-env <name>', 'environment variable holding the organization API key', 'ACS_API_KEY');
+}
+
+/** Parses a positive integer flag value. Raises commander's InvalidArgumentError (exit 1 with usage). */
+export function positiveInt(value: string): number {
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new InvalidArgumentError(`not a positive integer: ${value}`);
+  return n;
+}
+
+/** Registers `validate`, `plan` and `apply` on the program. */
+export function registerPlanApply(program: Command, io: CliIo, run: Runner): void {
+  program
+    .command('validate')
+    .description('Check a definition file without contacting the service; problems are printed as FILE:LINE:COL: message.')
+    .requiredOption('-f, --file <path>', 'definition file (YAML)')
+    .action((opts: { file: string }) =>
+      run(async () => {
+        const desired = await loadDesired(opts.file, io.env, false);
+        const counts = desired.teams.map((t) => `${t.name} (${t.agents.length} agents, ${t.humans.length} humans, ${t.edges.length} edges)`);
+        io.stdout(`${opts.file}: valid. Organization ${desired.organization.name}; teams: ${counts.join(', ') || 'none'}.`);
+        return ExitCodes.ok;
+      }),
+    );
+
+  connectionOptions(
+    program
+      .command('plan')
+      .description('Read the live state and print the changes apply would make (create, update). Sends no mutating request.')
+      .requiredOption('-f, --file <path>', 'definition file (YAML)')
+      .option('--json', 'print {"changes": [...]} as JSON')
+      .option('--detailed-exitcode', 'exit 0 when in sync, 2 when there are changes, 1 on error'),
+  ).action((opts: { file: string; json?: boolean; detailedExitcode?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+    run(async () => {
+      const desired = await loadDesired(opts.file, io.env, true);
+      const connection = resolveConnection(opts, io.env);
+      const observed = await createApplyActivities({ env: io.env }).readState({ connection, desired });
+      const plan = computePlan(desired, observed);
+      io.stdout(opts.json ? JSON.stringify(plan, null, 2) : renderPlan(plan.changes));
+      return opts.detailedExitcode && plan.changes.length > 0 ? ExitCodes.changes : ExitCodes.ok;
+    }),
+  );
+
+  connectionOptions(
+    program
+      .command('apply')
+      .description('Make the live state match the definition: organization, provider keys, teams, agents, humans, edges. Idempotent; safe to re-run after an interruption.')
+      .requiredOption('-f, --file <path>', 'definition file (YAML)')
+      .addOption(new Option('--engine <engine>', 'where the orchestration runs').choices(Object.values(Engines)).default(Engines.local))
+      .option('--task-queue <name>', 'Temporal task queue (engine temporal; default teamctl)')
+      .addOption(new Option('--parallelism <n>', 'most changes in flight at once').argParser(positiveInt).default(4))
+      .option('--json', 'print the result as JSON'),
+  ).action(
+    (opts: { file: string; engine: keyof typeof Engines; taskQueue?: string; parallelism: number; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+      run(async () => {
+        const desired = await loadDesired(opts.file, io.env, true);
+        const connection = resolveConnection(opts, io.env);
+        const input = { connection, desired, parallelism: opts.parallelism };
+        const spinner = io.isTTY && !opts.json ? ora({ text: `Applying ${opts.file}…`, stream: process.stderr }).start() : undefined;
+        let result: ApplyResult;
+        try {
+          if (opts.engine === Engines.temporal) {
+            result = await applyWithTemporal(input, temporalOptionsFromEnv(io.env, opts.taskQueue));
+          } else {
+            result = await applyLocally(input, createApplyActivities({ env: io.env }), {
+              onProgress: (change) => {
+                if (opts.json) return;
+                spinner?.clear();
+                io.stdout(renderApplied(change));
+                spinner?.render();
+              },
+            });
+          }
+        } finally {
+          spinner?.stop();
+        }
+        if (opts.json) io.stdout(JSON.stringify(result, null, 2));
+        else {
+          if (opts.engine === Engines.temporal) result.applied.forEach((c) => io.stdout(renderApplied(c)));
+          io.stdout(renderApplySummary(result.applied));
+        }
+        return ExitCodes.ok;
+      }),
+  );
+}

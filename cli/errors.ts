@@ -1,0 +1,64 @@
+/**
+ * The CLI's edge of the error catalogue: turns any error into an exit code and a one-line
+ * message with a hint. Never prints a stack trace or a secret.
+ */
+import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
+import { AcsApiError } from '../client/errors.ts';
+import { ServiceError, ToolkitError } from '../errors/catalogue.ts';
+
+/** Exit codes of `teamctl`. */
+export const ExitCodes = {
+  /** Success; for `plan --detailed-exitcode`: in sync. */
+  ok: 0,
+  /** Any error. */
+  error: 1,
+  /** `plan --detailed-exitcode`: the plan has changes. */
+  changes: 2,
+  /** A wait ran out of time (`thread open --wait` got no reply). */
+  timedOut: 4,
+} as const;
+export type ExitCode = (typeof ExitCodes)[keyof typeof ExitCodes];
+
+/** One-line hints by stable code. */
+const HINTS: Record<string, string> = {
+  unauthenticated: 'set ACS_API_KEY (or name another variable with --api-key-env)',
+  invalid_api_key: 'the key in ACS_API_KEY is unknown, revoked or expired; issue a new one',
+  network_error: 'is the service running? check ACS_BASE_URL or --base-url',
+  not_found: 'the resource does not exist or this key cannot reach it',
+  conflict: 'a resource of that name already exists',
+  unresolved_secret: 'export the variable before running teamctl',
+  rate_limited: 'the service is rate limiting this key; try again shortly',
+  invalid_usage: 'see teamctl --help',
+  timed_out: 'try a longer --wait, or check that the peer is running',
+};
+
+/** What the CLI prints and returns for an error. */
+export interface ReportedError {
+  code: string;
+  message: string;
+  hint: string | undefined;
+  exitCode: ExitCode;
+}
+
+/** Finds the innermost error with a stable code (Temporal wraps activity failures in causes). */
+function rootCause(error: unknown): unknown {
+  let current = error;
+  for (let depth = 0; depth < 10 && current instanceof TemporalFailure && !(current instanceof ApplicationFailure); depth++) {
+    if (!current.cause) break;
+    current = current.cause;
+  }
+  if (current instanceof Error && !(current instanceof TemporalFailure) && current.cause instanceof TemporalFailure) return rootCause(current.cause);
+  return current;
+}
+
+/** Maps an error to its code, message, hint and exit code. */
+export function reportError(error: unknown): ReportedError {
+  const cause = rootCause(error);
+  let code = 'internal';
+  let message = cause instanceof Error ? cause.message : String(cause);
+  if (cause instanceof AcsApiError || cause instanceof ServiceError || cause instanceof ToolkitError) code = cause.code;
+  else if (cause instanceof ApplicationFailure && cause.type) code = cause.type;
+  if (cause instanceof AcsApiError && cause.requestId) message += ` (request ${cause.requestId})`;
+  const exitCode = code === 'timed_out' ? ExitCodes.timedOut : ExitCodes.error;
+  return { code, message, hint: HINTS[code], exitCode };
+}

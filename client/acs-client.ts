@@ -1,0 +1,331 @@
+/**
+ * A typed client for the Agent Collaboration Service REST API (contract §5).
+ *
+ * One method per route; results are typed by the Zod schemas of `api/schemas.ts`. Every error
+ * is an {@link AcsApiError} (`status`, `code`, `requestId`). The API key is held in a private
+ * field: it is sent as `X-API-Key` and never appears in a message, a log or `util.inspect`.
+ */
+import type {
+  Agent,
+  AgentStatus,
+  Edge,
+  Human,
+  Message,
+  Organization,
+  Provider,
+  ProviderKey,
+  Team,
+  TeamGraph,
+  Thread,
+  ThreadPage,
+} from '../api/schemas.ts';
+import { AcsApiError, NETWORK_ERROR } from './errors.ts';
+
+/** Options of {@link AcsClient}. */
+export interface AcsClientOptions {
+  /** Base URL of the service, e.g. `http://127.0.0.1:8080` (no `/api/v1`). */
+  baseUrl: string;
+  /** Organization API key (`acs_org_…`). */
+  apiKey: string;
+  /** `fetch` implementation; defaults to the global one. Tests pass a counting or failing one. */
+  fetch?: typeof fetch;
+  /** Per-request timeout in milliseconds (default 60,000; long polls add their `wait`). */
+  timeoutMs?: number;
+  /** `User-Agent` sent with every request. */
+  userAgent?: string;
+}
+
+/** Options of a POST: an `Idempotency-Key` (contract §1) derived from a business key. */
+export interface PostOptions {
+  idempotencyKey?: string;
+}
+
+/** Fields of an agent as created or patched (contract §5). */
+export interface AgentFields {
+  name: string;
+  description?: string;
+  provider?: Provider | null;
+  model?: string | null;
+  instructions?: string;
+  status?: AgentStatus;
+}
+
+/** A typed client of one service and one organization key. */
+export class AcsClient {
+  readonly baseUrl: string;
+  readonly #apiKey: string;
+  readonly #fetch: typeof fetch;
+  readonly #timeoutMs: number;
+  readonly #userAgent: string;
+
+  constructor(options: AcsClientOptions) {
+    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.#apiKey = options.apiKey;
+    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#timeoutMs = options.timeoutMs ?? 60_000;
+    this.#userAgent = options.userAgent ?? 'teamctl';
+  }
+
+  // ---- organizations ------------------------------------------------------------------------
+
+  /** `GET /api/v1/organizations`: the organizations this key reaches. */
+  async listOrganizations(): Promise<Organization[]> {
+    return (await this.request<{ organizations: Organization[] }>('GET', '/organizations')).organizations;
+  }
+
+  /** `POST /api/v1/organizations` → 201 Organization. Errors: `conflict` (name taken), `invalid_request`. */
+  createOrganization(orgName: string, options?: PostOptions): Promise<Organization> {
+    return this.request('POST', '/organizations', { org_name: orgName }, options);
+  }
+
+  /** `GET /api/v1/organizations/{org_id}`. Errors: `not_found`. */
+  getOrganization(orgId: string): Promise<Organization> {
+    return this.request('GET', `/organizations/${seg(orgId)}`);
+  }
+
+  // ---- teams --------------------------------------------------------------------------------
+
+  /** `POST /api/v1/organizations/{org_id}/teams` → 201 Team. Errors: `conflict`, `not_found`. */
+  createTeam(orgId: string, body: { team_name: string; description?: string }, options?: PostOptions): Promise<Team> {
+    return this.request('POST', `/organizations/${seg(orgId)}/teams`, body, options);
+  }
+
+  /** `GET /api/v1/organizations/{org_id}/teams`. */
+  async listTeams(orgId: string): Promise<Team[]> {
+    return (await this.request<{ teams: Team[] }>('GET', `/organizations/${seg(orgId)}/teams`)).teams;
+  }
+
+  /** `GET /api/v1/teams/{team_id}`: the team with its graph (agents, humans, edges). */
+  getTeam(teamId: string): Promise<TeamGraph> {
+    return this.request('GET', `/teams/${seg(teamId)}`);
+  }
+
+  /** `PATCH /api/v1/teams/{team_id}`. Errors: `conflict`, `not_found`. */
+  updateTeam(teamId: string, body: { team_name?: string; description?: string }): Promise<Team> {
+    return this.request('PATCH', `/teams/${seg(teamId)}`, body);
+  }
+
+  /** `DELETE /api/v1/teams/{team_id}` (cascades). */
+  deleteTeam(teamId: string): Promise<{ deleted: true; team_id: string }> {
+    return this.request('DELETE', `/teams/${seg(teamId)}`);
+  }
+
+  // ---- agents -------------------------------------------------------------------------------
+
+  /** `POST /api/v1/teams/{team_id}/agents` → 201 Agent. Errors: `conflict`, `not_found`. */
+  createAgent(teamId: string, body: AgentFields, options?: PostOptions): Promise<Agent> {
+    return this.request('POST', `/teams/${seg(teamId)}/agents`, body, options);
+  }
+
+  /** `GET /api/v1/teams/{team_id}/agents`. */
+  async listAgents(teamId: string): Promise<Agent[]> {
+    return (await this.request<{ agents: Agent[] }>('GET', `/teams/${seg(teamId)}/agents`)).agents;
+  }
+
+  /** `GET /api/v1/agents/{agent_id}`. */
+  getAgent(agentId: string): Promise<Agent> {
+    return this.request('GET', `/agents/${seg(agentId)}`);
+  }
+
+  /** `PATCH /api/v1/agents/{agent_id}`. Errors: `conflict`, `not_found`. */
+  updateAgent(agentId: string, body: Partial<AgentFields>): Promise<Agent> {
+    return this.request('PATCH', `/agents/${seg(agentId)}`, body);
+  }
+
+  /** `DELETE /api/v1/agents/{agent_id}`. Errors: `in_use` while on an edge. */
+  deleteAgent(agentId: string): Promise<{ deleted: true; agent_id: string }> {
+    return this.request('DELETE', `/agents/${seg(agentId)}`);
+  }
+
+  // ---- humans -------------------------------------------------------------------------------
+
+  /** `POST /api/v1/teams/{team_id}/humans` → 201 Human. Errors: `conflict`, `not_found`. */
+  createHuman(teamId: string, body: { name: string; email?: string | null }, options?: PostOptions): Promise<Human> {
+    return this.request('POST', `/teams/${seg(teamId)}/humans`, body, options);
+  }
+
+  /** `GET /api/v1/teams/{team_id}/humans`. */
+  async listHumans(teamId: string): Promise<Human[]> {
+    return (await this.request<{ humans: Human[] }>('GET', `/teams/${seg(teamId)}/humans`)).humans;
+  }
+
+  /** `PATCH /api/v1/humans/{human_id}`. */
+  updateHuman(humanId: string, body: { name?: string; email?: string | null }): Promise<Human> {
+    return this.request('PATCH', `/humans/${seg(humanId)}`, body);
+  }
+
+  /** `DELETE /api/v1/humans/{human_id}`. Errors: `in_use` while on an edge. */
+  deleteHuman(humanId: string): Promise<{ deleted: true; human_id: string }> {
+    return this.request('DELETE', `/humans/${seg(humanId)}`);
+  }
+
+  // ---- edges --------------------------------------------------------------------------------
+
+  /** `POST /api/v1/teams/{team_id}/edges` → 201 Edge. Errors: `conflict`, `unknown_reference`. */
+  createEdge(teamId: string, participants: [string, string], options?: PostOptions): Promise<Edge> {
+    return this.request('POST', `/teams/${seg(teamId)}/edges`, { participants }, options);
+  }
+
+  /** `GET /api/v1/teams/{team_id}/edges`. */
+  async listEdges(teamId: string): Promise<Edge[]> {
+    return (await this.request<{ edges: Edge[] }>('GET', `/teams/${seg(teamId)}/edges`)).edges;
+  }
+
+  /** `DELETE /api/v1/edges/{edge_id}` (cascades to its threads). */
+  deleteEdge(edgeId: string): Promise<{ deleted: true; edge_id: string }> {
+    return this.request('DELETE', `/edges/${seg(edgeId)}`);
+  }
+
+  // ---- threads and messages -----------------------------------------------------------------
+
+  /** `POST /api/v1/edges/{edge_id}/threads` → 201 Thread. Errors: `not_a_participant`, `not_found`. */
+  openThread(
+    edgeId: string,
+    body: { sender_agent_id: string; content: string; subject?: string; channel?: string },
+    options?: PostOptions,
+  ): Promise<Thread> {
+    return this.request('POST', `/edges/${seg(edgeId)}/threads`, body, options);
+  }
+
+  /** `GET /api/v1/edges/{edge_id}/threads`, newest first. */
+  async listThreads(edgeId: string): Promise<Thread[]> {
+    return (await this.request<{ threads: Thread[] }>('GET', `/edges/${seg(edgeId)}/threads`)).threads;
+  }
+
+  /**
+   * `GET /api/v1/threads/{thread_id}`: one page of messages strictly after `after`.
+   * `wait` (seconds, 0–30) holds the request until a message arrives. Errors: `invalid_cursor`.
+   */
+  getThread(threadId: string, query: { after?: string | null; limit?: number; wait?: number } = {}): Promise<ThreadPage> {
+    const params = new URLSearchParams();
+    if (query.after) params.set('after', query.after);
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.wait !== undefined) params.set('wait', String(query.wait));
+    const qs = params.size > 0 ? `?${params}` : '';
+    return this.request('GET', `/threads/${seg(threadId)}${qs}`, undefined, undefined, (query.wait ?? 0) * 1000);
+  }
+
+  /** `POST /api/v1/threads/{thread_id}/messages` → 201 Message. Errors: `not_a_participant`. */
+  appendMessage(
+    threadId: string,
+    body: { sender_agent_id: string; content: string; attachments?: string[] },
+    options?: PostOptions,
+  ): Promise<Message> {
+    return this.request('POST', `/threads/${seg(threadId)}/messages`, body, options);
+  }
+
+  // ---- provider keys ------------------------------------------------------------------------
+
+  /** `PUT /api/v1/organizations/{org_id}/api-keys/{provider}`: sets a provider key (write-only). */
+  putProviderKey(orgId: string, provider: Provider, apiKey: string): Promise<ProviderKey> {
+    return this.request('PUT', `/organizations/${seg(orgId)}/api-keys/${seg(provider)}`, { api_key: apiKey });
+  }
+
+  /** `GET /api/v1/organizations/{org_id}/api-keys`: providers with a key, each with its `key_hint`. */
+  async listProviderKeys(orgId: string): Promise<ProviderKey[]> {
+    return (await this.request<{ provider_keys: ProviderKey[] }>('GET', `/organizations/${seg(orgId)}/api-keys`)).provider_keys;
+  }
+
+  /** `DELETE /api/v1/organizations/{org_id}/api-keys/{provider}`. */
+  deleteProviderKey(orgId: string, provider: Provider): Promise<{ deleted: true; provider: string }> {
+    return this.request('DELETE', `/organizations/${seg(orgId)}/api-keys/${seg(provider)}`);
+  }
+
+  // ---- transport ----------------------------------------------------------------------------
+
+  /**
+   * Sends one request under `/api/v1` and returns the parsed JSON body of a 2xx answer.
+   * Raises {@link AcsApiError} for every other answer and for network failures.
+   */
+  async request<T>(
+    method: string,
+    path: string,
+    body?: unknown,
+    options?: PostOptions,
+    extraTimeoutMs = 0,
+  ): Promise<T> {
+    const headers: Record<string, string> = {
+      accept: 'application/json',
+      'x-api-key': this.#apiKey,
+      'user-agent': this.#userAgent,
+    };
+    if (body !== undefined) headers['content-type'] = 'application/json';
+    if (options?.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
+    const url = `${this.baseUrl}/api/v1${path}`;
+    let response: Response;
+    try {
+      response = await this.#fetch(url, {
+        method,
+        headers,
+        body: body === undefined ? undefined : JSON.stringify(body),
+        signal: AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs),
+      });
+    } catch (cause) {
+      throw new AcsApiError({
+        status: 0,
+        code: NETWORK_ERROR,
+        message: `${method} ${path}: cannot reach ${this.baseUrl} (${describeCause(cause)})`,
+      });
+    }
+    const requestId = response.headers.get('x-request-id') ?? undefined;
+    const text = await response.text();
+    if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
+    throw errorFromResponse(method, path, response, text, requestId);
+  }
+
+  /** Keeps the key out of `console.log(client)` and `util.inspect`. */
+  [Symbol.for('nodejs.util.inspect.custom')](): string {
+    return `AcsClient { baseUrl: '${this.baseUrl}' }`;
+  }
+}
+
+function seg(value: string): string {
+  return encodeURIComponent(value);
+}
+
+function describeCause(cause: unknown): string {
+  if (cause instanceof Error) {
+    const inner = (cause as Error & { cause?: { code?: string } }).cause;
+    return inner?.code ?? cause.name;
+  }
+  return 'unknown error';
+}
+
+function errorFromResponse(
+  method: string,
+  path: string,
+  response: Response,
+  text: string,
+  requestId: string | undefined,
+): AcsApiError {
+  let problem: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(text);
+    if (parsed && typeof parsed === 'object') problem = parsed as Record<string, unknown>;
+  } catch {
+    // Not problem+json (a proxy's HTML page, say): fall back to the status alone.
+  }
+  const code = typeof problem.code === 'string' ? problem.code : fallbackCode(response.status);
+  const detail = typeof problem.detail === 'string' ? problem.detail : response.statusText;
+  const retryAfter = Number(response.headers.get('retry-after'));
+  return new AcsApiError({
+    status: response.status,
+    code,
+    message: `${method} ${path}: ${response.status} ${code}${detail ? `: ${detail}` : ''}`,
+    requestId: typeof problem.request_id === 'string' ? problem.request_id : requestId,
+    errors: Array.isArray(problem.errors) ? (problem.errors as AcsApiError['errors']) : undefined,
+    existingId: typeof problem.existing_id === 'string' ? problem.existing_id : undefined,
+    retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+  });
+}
+
+/** A code for answers without problem+json, by status class (contract §2's codes where one fits). */
+function fallbackCode(status: number): string {
+  if (status === 401) return 'unauthenticated';
+  if (status === 404) return 'not_found';
+  if (status === 409) return 'conflict';
+  if (status === 429) return 'rate_limited';
+  if (status === 503) return 'unavailable';
+  if (status >= 500) return 'internal';
+  return 'invalid_request';
+}

@@ -1,0 +1,87 @@
+/**
+ * Secret references of definition files: `${env:NAME}`.
+ *
+ * A definition file is meant to be committed, so it never holds a key itself, only the name of
+ * the environment variable that holds it; the key is read at apply time and is never echoed back
+ * (errors name the variable, the service shows only a hint).
+ */
+import { z } from 'zod';
+import { ToolkitError } from '../errors/catalogue.ts';
+
+/** What an environment variable name may look like (POSIX portable names). */
+const VARIABLE = '[A-Za-z_][A-Za-z0-9_]*';
+/** The whole reference, anchored; also emitted as the JSON Schema `pattern` for editors. */
+const SECRET_REF = new RegExp(`^\\$\\{env:(${VARIABLE})\\}$`);
+
+/** The message for a secret that is not a reference; it never repeats the value. */
+export const SECRET_REF_MESSAGE =
+  'provider keys must be references like ${env:NAME}; never put the key itself in the file';
+
+/**
+ * Zod schema of a secret reference: a string of the form `${env:NAME}`, branded so that a plain
+ * string cannot be passed where a reference is expected.
+ */
+export const SecretRefSchema = z
+  .string()
+  .regex(SECRET_REF, SECRET_REF_MESSAGE)
+  .brand<'SecretRef'>()
+  // patternErrorMessage: shown by yaml-language-server instead of the bare regex.
+  .meta({
+    description: 'A reference to an environment variable holding the secret: ${env:NAME}',
+    patternErrorMessage: SECRET_REF_MESSAGE,
+  });
+
+/** A secret reference `${env:NAME}` (validated, branded string). */
+export type SecretRef = z.infer<typeof SecretRefSchema>;
+
+/** Whether `text` is a well-formed secret reference `${env:NAME}`. */
+export function isSecretRef(text: string): text is SecretRef {
+  return SECRET_REF.test(text);
+}
+
+/**
+ * Checks that `text` is a secret reference and returns it branded.
+ *
+ * Input: any string. Output: the same string as a {@link SecretRef}.
+ * Errors: `invalid_definition` when it is not of the form `${env:NAME}` (the message never
+ * contains `text`, which may be a pasted key).
+ */
+export function parseSecretRef(text: string): SecretRef {
+  if (!isSecretRef(text)) throw new ToolkitError('invalid_definition', SECRET_REF_MESSAGE);
+  return text;
+}
+
+/**
+ * The name of the environment variable a reference points at: `${env:ECHO_KEY}` → `ECHO_KEY`.
+ * Errors: `invalid_definition` when `ref` is not a reference (the message does not repeat it).
+ */
+export function secretVariable(ref: string): string {
+  const match = SECRET_REF.exec(ref);
+  if (!match?.[1]) throw new ToolkitError('invalid_definition', SECRET_REF_MESSAGE);
+  return match[1];
+}
+
+/**
+ * Reads the secret a reference points at.
+ *
+ * Input: a reference and an environment (default `process.env`). Output: the value. Takes a plain
+ * string, checked here, because references reach activities as JSON, where the brand is lost.
+ * Errors: `unresolved_secret` when the variable is unset or empty (an empty key is never valid);
+ * the message names the variable only. `invalid_definition` when `ref` is not a reference.
+ */
+export function resolveSecret(ref: SecretRef | string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const variable = secretVariable(ref);
+  const value = env[variable];
+  if (value === undefined || value === '') {
+    throw new ToolkitError('unresolved_secret', `environment variable ${variable} is not set (referenced as ${ref})`);
+  }
+  return value;
+}
+
+/**
+ * The hint of a secret that is safe to show: its last 4 characters, as the service reports it in
+ * `key_hint` (contract §5), so that a plan can tell whether the stored key is the same one.
+ */
+export function secretHint(value: string): string {
+  return value.slice(-4);
+}

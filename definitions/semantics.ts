@@ -1,0 +1,108 @@
+/**
+ * Rules of a definition that span several fields, checked after the schema passes and before
+ * anything is sent to the service, so that a plan never starts from a definition the service
+ * would reject halfway through an apply.
+ */
+import { closestMatch } from './did-you-mean.ts';
+import type { PathProblem } from './problems.ts';
+import type { Definition, TeamDefinition } from './schema.ts';
+
+/** Participant names of a team, with where each was first defined. */
+function participants(team: TeamDefinition, teamIndex: number, problems: PathProblem[]): Map<string, string> {
+  const seen = new Map<string, string>();
+  const add = (kind: 'agents' | 'humans', name: string, index: number) => {
+    const first = seen.get(name);
+    if (first !== undefined) {
+      problems.push({
+        path: ['teams', teamIndex, kind, index, 'name'],
+        target: 'value',
+        message: `duplicate participant name ${JSON.stringify(name)} in team ${team.name} (first used by ${first}; agents and humans share one namespace)`,
+      });
+    } else {
+      seen.set(name, `${kind}[${index}]`);
+    }
+  };
+  team.agents.forEach((agent, i) => add('agents', agent.name, i));
+  team.humans.forEach((human, i) => add('humans', human.name, i));
+  return seen;
+}
+
+/** Agents with a model need a provider: an external agent runs no model in the service. */
+function checkAgents(team: TeamDefinition, teamIndex: number, problems: PathProblem[]): void {
+  team.agents.forEach((agent, i) => {
+    if (agent.model !== undefined && agent.provider === undefined) {
+      problems.push({
+        path: ['teams', teamIndex, 'agents', i, 'model'],
+        target: 'value',
+        message: 'a model needs a provider; an agent without a provider is external (MCP) and runs no model',
+      });
+    }
+  });
+}
+
+/** Edges join two different existing participants of the team, each pair at most once. */
+function checkEdges(team: TeamDefinition, teamIndex: number, names: Map<string, string>, problems: PathProblem[]): void {
+  const pairs = new Map<string, number>();
+  team.edges.forEach((edge, i) => {
+    const path = ['teams', teamIndex, 'edges', i];
+    let known = true;
+    edge.forEach((name, end) => {
+      if (names.has(name)) return;
+      known = false;
+      const match = closestMatch(name, [...names.keys()]);
+      problems.push({
+        path: [...path, end],
+        target: 'value',
+        message: `unknown participant ${JSON.stringify(name)} in team ${team.name}${match === undefined ? '' : ` (did you mean ${JSON.stringify(match)}?)`}`,
+      });
+    });
+    if (!known) return;
+    const [a, b] = edge;
+    if (a === b) {
+      problems.push({ path, target: 'value', message: `an edge cannot join ${JSON.stringify(a)} to itself` });
+      return;
+    }
+    // Edges are undirected in the service: [a, b] and [b, a] are the same edge.
+    const key = JSON.stringify([a, b].sort());
+    const first = pairs.get(key);
+    if (first !== undefined) {
+      problems.push({
+        path,
+        target: 'value',
+        message: `duplicate edge between ${JSON.stringify(a)} and ${JSON.stringify(b)} (same as edges[${first}]; edges have no direction)`,
+      });
+    } else {
+      pairs.set(key, i);
+    }
+  });
+}
+
+/**
+ * Checks the rules that the schema cannot express.
+ *
+ * Input: a definition that passed the schema. Output: the problems, with paths into the document
+ * (empty when there are none): team names unique in the organization; participant names (agents
+ * and humans together) unique in a team; edges between existing participants of the same team,
+ * no self-edges, no duplicate pairs in either order; no model on an agent without a provider.
+ * Raises nothing.
+ */
+export function checkDefinition(definition: Definition): PathProblem[] {
+  const problems: PathProblem[] = [];
+  const teams = new Map<string, number>();
+  definition.teams.forEach((team, t) => {
+    const first = teams.get(team.name);
+    if (first !== undefined) {
+      problems.push({
+        path: ['teams', t, 'name'],
+        target: 'value',
+        message: `duplicate team name ${JSON.stringify(team.name)} (first used by teams[${first}])`,
+      });
+    } else {
+      teams.set(team.name, t);
+    }
+    const names = participants(team, t, problems);
+    checkAgents(team, t, problems);
+    checkEdges(team, t, names, problems);
+  });
+  return problems;
+}

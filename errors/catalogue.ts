@@ -1,0 +1,93 @@
+/**
+ * The one error catalogue of the project: every stable error code, its HTTP status and title.
+ *
+ * The service maps these to problem+json (RFC 9457, contract §2); the client turns problem+json
+ * back into {@link AcsError}; activities map them to `ApplicationFailure` (non-retryable for 4xx
+ * other than 429); the CLI maps them to exit codes and a one-line hint.
+ */
+export const ErrorCatalogue = {
+  malformed_json: { status: 400, title: 'Malformed JSON' },
+  invalid_request: { status: 400, title: 'Invalid request' },
+  invalid_cursor: { status: 400, title: 'Invalid cursor' },
+  unauthenticated: { status: 401, title: 'Unauthenticated' },
+  invalid_api_key: { status: 401, title: 'Invalid API key' },
+  wrong_key_type: { status: 403, title: 'Wrong key type' },
+  not_a_participant: { status: 403, title: 'Not a participant' },
+  not_found: { status: 404, title: 'Not found' },
+  route_not_found: { status: 404, title: 'Route not found' },
+  method_not_allowed: { status: 405, title: 'Method not allowed' },
+  conflict: { status: 409, title: 'Conflict' },
+  last_key: { status: 409, title: 'Last key' },
+  key_limit: { status: 409, title: 'Key limit reached' },
+  in_use: { status: 409, title: 'In use' },
+  idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  payload_too_large: { status: 413, title: 'Payload too large' },
+  unsupported_media_type: { status: 415, title: 'Unsupported media type' },
+  unknown_reference: { status: 422, title: 'Unknown reference' },
+  idempotency_key_mismatch: { status: 422, title: 'Idempotency key mismatch' },
+  rate_limited: { status: 429, title: 'Rate limited' },
+  internal: { status: 500, title: 'Internal error' },
+  unavailable: { status: 503, title: 'Unavailable' },
+} as const;
+
+/** A stable error code of the service (contract §2). */
+export type ErrorCode = keyof typeof ErrorCatalogue;
+
+/** Codes of errors raised by the toolkit itself, before or without a service call. */
+export const ToolkitErrorCodes = {
+  /** A definition file failed to parse or validate. */
+  invalid_definition: 'invalid_definition',
+  /** A `${env:NAME}` reference names a variable that is not set. */
+  unresolved_secret: 'unresolved_secret',
+  /** Flags, environment or configuration are missing or wrong. */
+  invalid_usage: 'invalid_usage',
+  /** The service could not be reached (connection refused, DNS, timeout). */
+  network_error: 'network_error',
+  /** A wait (for a reply, for a workflow) ran out of time. */
+  timed_out: 'timed_out',
+} as const;
+
+/** A code of an error raised by the toolkit itself. */
+export type ToolkitErrorCode = keyof typeof ToolkitErrorCodes;
+
+/** One problem of a request, with the path of the field it concerns (`team_name`, `participants.1`). */
+export interface FieldProblem {
+  path: string;
+  message: string;
+}
+
+/** Whether `code` is one of the service's stable codes. */
+export function isErrorCode(code: unknown): code is ErrorCode {
+  return typeof code === 'string' && Object.hasOwn(ErrorCatalogue, code);
+}
+
+/**
+ * An error with a stable code from {@link ErrorCatalogue}, raised by the service's domain layer
+ * and mapped to problem+json at the HTTP edge.
+ */
+export class ServiceError extends Error {
+  readonly code: ErrorCode;
+  readonly status: number;
+  readonly errors: FieldProblem[] | undefined;
+  /** Extra members of the problem document (`existing_id` for `conflict`). */
+  readonly extra: Record<string, unknown>;
+
+  constructor(code: ErrorCode, detail?: string, options: { errors?: FieldProblem[]; extra?: Record<string, unknown> } = {}) {
+    super(detail ?? ErrorCatalogue[code].title);
+    this.name = 'ServiceError';
+    this.code = code;
+    this.status = ErrorCatalogue[code].status;
+    this.errors = options.errors;
+    this.extra = options.extra ?? {};
+  }
+}
+
+/** An error raised by the toolkit (definitions, CLI, engines) with a stable code. */
+export class ToolkitError extends Error {
+  readonly code: ToolkitErrorCode;
+  constructor(code: ToolkitErrorCode, message: string) {
+    super(message);
+    this.name = 'ToolkitError';
+    this.code = code;
+  }
+}

@@ -1,0 +1,44 @@
+import { readFile } from 'node:fs/promises';
+import { fileURLToPath } from 'node:url';
+import { Ajv } from 'ajv';
+import { describe, expect, it } from 'vitest';
+import { parse } from 'yaml';
+import { JSON_SCHEMA_PATH, buildJsonSchema } from '../../definitions/index.ts';
+
+const EXAMPLE = fileURLToPath(new URL('../../examples/acme-research.yaml', import.meta.url));
+
+/**
+ * A validator for the generated schema. patternErrorMessage is an editor extension keyword; the
+ * email format is checked loosely, as editors do (the Zod schema has the strict check).
+ */
+function validator() {
+  const ajv = new Ajv({ allErrors: true });
+  ajv.addKeyword('patternErrorMessage');
+  ajv.addFormat('email', /^[^\s@]+@[^\s@]+$/);
+  return ajv.compile(buildJsonSchema());
+}
+
+describe('definitions: JSON Schema', () => {
+  it('the committed teamctl.schema.json is up to date with the Zod schema', async () => {
+    const committed: unknown = JSON.parse(await readFile(JSON_SCHEMA_PATH, 'utf8'));
+    expect(committed, 'definitions/teamctl.schema.json is stale: run `npm run schema`').toEqual(buildJsonSchema());
+  });
+
+  it('the JSON Schema is draft-07 for yaml-language-server', () => {
+    expect(buildJsonSchema().$schema).toBe('http://json-schema.org/draft-07/schema#');
+  });
+
+  it('the example file validates against the JSON Schema', async () => {
+    const validate = validator();
+    const data: unknown = parse(await readFile(EXAMPLE, 'utf8'));
+    expect(validate(data), JSON.stringify(validate.errors)).toBe(true);
+  });
+
+  it('the JSON Schema refuses a literal provider key and an unknown key', async () => {
+    const validate = validator();
+    const base = { apiVersion: 'teamctl/v1', organization: { name: 'acme' } };
+    expect(validate({ ...base, organization: { name: 'acme', providerKeys: { echo: '${env:ECHO_KEY}' } } })).toBe(true);
+    expect(validate({ ...base, organization: { name: 'acme', providerKeys: { echo: 'sk-1234' } } })).toBe(false);
+    expect(validate({ ...base, teams: [{ name: 't', agents: [{ name: 'a', provder: 'echo' }] }] })).toBe(false);
+  });
+});

@@ -1,0 +1,2 @@
+/** The workflows a worker registers (the entry of the workflow bundle). */
+export { applyWorkflow } from './apply-workflow.ts';
