@@ -85,17 +85,22 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     /**
      * Reads what the key can see of the definition's organization: the organization (by name),
      * its provider keys (each compared with the desired secret's hint, resolved here), and the
-     * teams the definition names with their graphs. Read-only.
+     * teams the definition names with their graphs. Read-only. Raises `unresolved_secret` before
+     * any request when a secret reference does not resolve.
      */
     async readState(input: { connection: Connection; desired: DesiredState }): Promise<ObservedState> {
       return call(async () => {
+        // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
+        const hints = new Map<string, string>();
+        for (const [provider, ref] of Object.entries(input.desired.organization.providerKeys ?? {})) {
+          if (ref) hints.set(provider, secretHint(resolveSecret(ref, env)));
+        }
         const client = clientFor(input.connection);
         const org = (await client.listOrganizations()).find((o) => o.org_name === input.desired.organization.name) ?? null;
         if (!org) return { organization: null, providerKeys: [], teams: [] };
-        const refs = input.desired.organization.providerKeys ?? {};
         const providerKeys = (await client.listProviderKeys(org.org_id)).map((k) => {
-          const ref = refs[k.provider];
-          return { provider: k.provider, key_hint: k.key_hint, matchesDesired: ref === undefined ? undefined : secretHint(resolveSecret(ref, env)) === k.key_hint };
+          const hint = hints.get(k.provider);
+          return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
         });
         const wanted = new Set(input.desired.teams.map((t) => t.name));
         const teams: ObservedTeam[] = [];

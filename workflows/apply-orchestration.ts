@@ -64,7 +64,9 @@ export async function orchestrateApply(input: ApplyInput, acts: ApplyActivities,
     if (change.kind === 'provider_key') {
       const provider = change.name as keyof NonNullable<DesiredState['organization']['providerKeys']>;
       const secretRef = desired.organization.providerKeys?.[provider] as string;
-      return done(change, await acts.putProviderKey({ connection, orgId, provider, secretRef }));
+      const result = await acts.putProviderKey({ connection, orgId, provider, secretRef });
+      // PUT cannot tell a new key from a replaced one; the plan can.
+      return done(change, { ...result, outcome: change.action === 'create' ? 'created' : 'updated' });
     }
     const team = desired.teams.find((t) => t.name === change.name);
     if (change.action === 'update' && change.id) {

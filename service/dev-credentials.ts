@@ -1,0 +1,48 @@
+import { readFile, writeFile } from 'node:fs/promises';
+import type { Db } from './storage/db.ts';
+import { authenticate, issueOrgKey } from './domain/org-keys.ts';
+import { provisionOrganization } from './domain/organizations.ts';
+
+/** The dev credentials file (contract §6). */
+export interface DevCredentials {
+  base_url: string;
+  api_key: string;
+  org_id: string;
+}
+
+const devOrgName = 'dev';
+
+async function readExisting(file: string): Promise<Partial<DevCredentials>> {
+  try {
+    const parsed: unknown = JSON.parse(await readFile(file, 'utf8'));
+    return typeof parsed === 'object' && parsed !== null ? (parsed as Partial<DevCredentials>) : {};
+  } catch {
+    return {};
+  }
+}
+
+/**
+ * Idempotently provisions the top-level organization `dev` with a key (contract §6). The
+ * organization is re-used across starts on the same storage; since only key hashes are stored,
+ * the key in `file` is re-used when it still authenticates for that organization, otherwise a new
+ * key is issued. Output: the organization id and a working key (the file is not written here).
+ */
+export async function ensureDevCredentials(db: Db, file: string): Promise<{ org_id: string; api_key: string }> {
+  const orgs = await db.query<{ id: string }>(`SELECT id FROM organizations WHERE name = $1 AND provisioned_by IS NULL ORDER BY created_at LIMIT 1`, [
+    devOrgName,
+  ]);
+  const orgId = orgs[0]?.id;
+  if (orgId === undefined) return provisionOrganization(db, devOrgName);
+  const existing = await readExisting(file);
+  if (typeof existing.api_key === 'string') {
+    const caller = await authenticate(db, existing.api_key).catch(() => undefined);
+    if (caller?.orgId === orgId) return { org_id: orgId, api_key: existing.api_key };
+  }
+  const { api_key } = await issueOrgKey(db, orgId, 'dev-credentials');
+  return { org_id: orgId, api_key };
+}
+
+/** Writes the dev credentials file as JSON (mode 0600: it holds a key). */
+export async function writeDevCredentials(file: string, credentials: DevCredentials): Promise<void> {
+  await writeFile(file, JSON.stringify(credentials, null, 2) + '\n', { mode: 0o600 });
+}

@@ -1,0 +1,24 @@
+import type { Db } from '../storage/db.ts';
+import type { Notifier } from './notifier.ts';
+import type { SecretBox } from './secret-box.ts';
+
+/**
+ * Who is calling: the organization of the authenticated key. The key reaches that organization
+ * and every organization it provisioned (contract §3).
+ */
+export interface Caller {
+  orgId: string;
+  keyId: string;
+}
+
+/** What every domain operation needs: storage, the message notifier and the secret box. */
+export interface DomainDeps {
+  db: Db;
+  notifier: Notifier;
+  secrets: SecretBox;
+}
+
+/** SQL predicate on an `organizations` alias `o` that holds when `$n` (the caller's org) reaches it. */
+export function reaches(alias: string, param: number): string {
+  return `(${alias}.id = $${param} OR ${alias}.provisioned_by = $${param})`;
+}

@@ -1,0 +1,18 @@
+import { randomUUID } from 'node:crypto';
+
+const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+
+/** Whether `value` is a UUID string; ids that are not cannot exist, so callers answer 404. */
+export function isUuid(value: string): boolean {
+  return uuidPattern.test(value);
+}
+
+/** A new random (v4) UUID for a resource id. */
+export function newId(): string {
+  return randomUUID();
+}
+
+/** An ISO 8601 UTC timestamp with milliseconds and `Z` (contract §1) for a stored time. */
+export function iso(value: Date | string): string {
+  return (value instanceof Date ? value : new Date(value)).toISOString();
+}

@@ -1,0 +1,33 @@
+import { EventEmitter } from 'node:events';
+
+/**
+ * Tells waiting readers that a thread got a new message. In-process for now; a PostgreSQL
+ * LISTEN/NOTIFY implementation can take its place when several processes share one database.
+ */
+export interface Notifier {
+  /** Announces that `threadId` has a new message; call after the append committed. */
+  publish(threadId: string): void;
+  /** Calls `listener` on each new message of `threadId` until the returned function is called. */
+  subscribe(threadId: string, listener: () => void): () => void;
+  /** Releases resources (listeners, connections). */
+  close(): Promise<void>;
+}
+
+/** A {@link Notifier} for one process: an event emitter keyed by thread id. */
+export function createLocalNotifier(): Notifier {
+  const emitter = new EventEmitter();
+  // Every long poll adds a listener; hundreds of waiters on one thread are expected, not a leak.
+  emitter.setMaxListeners(0);
+  return {
+    publish(threadId) {
+      emitter.emit(threadId);
+    },
+    subscribe(threadId, listener) {
+      emitter.on(threadId, listener);
+      return () => emitter.off(threadId, listener);
+    },
+    async close() {
+      emitter.removeAllListeners();
+    },
+  };
+}

@@ -1,0 +1,189 @@
+import { ServiceError } from '../../errors/catalogue.ts';
+import type { Agent, AgentStatus, Human, Provider } from '../../api/schemas.ts';
+import type { Queryable } from '../storage/db.ts';
+import { reaches, type Caller, type DomainDeps } from './caller.ts';
+import { iso, isUuid, newId } from './ids.ts';
+import { getTeam } from './teams.ts';
+
+/** The two kinds of team participant; agents and humans share names and edges. */
+export const ParticipantKinds = { agent: 'agent', human: 'human' } as const;
+export type ParticipantKind = (typeof ParticipantKinds)[keyof typeof ParticipantKinds];
+
+interface ParticipantRow {
+  id: string;
+  team_id: string;
+  kind: ParticipantKind;
+  name: string;
+  description: string;
+  provider: Provider | null;
+  model: string | null;
+  instructions: string;
+  status: AgentStatus;
+  email: string | null;
+  created_at: Date;
+}
+
+function toAgent(row: ParticipantRow): Agent {
+  return {
+    agent_id: row.id,
+    team_id: row.team_id,
+    name: row.name,
+    description: row.description,
+    provider: row.provider,
+    model: row.model,
+    instructions: row.instructions,
+    status: row.status,
+    created_at: iso(row.created_at),
+  };
+}
+
+function toHuman(row: ParticipantRow): Human {
+  return { human_id: row.id, team_id: row.team_id, name: row.name, email: row.email, created_at: iso(row.created_at) };
+}
+
+/** Lists the agents of a team, oldest first (no access check: callers checked the team). */
+export async function listAgentsOfTeam(db: Queryable, teamId: string): Promise<Agent[]> {
+  const rows = await db.query<ParticipantRow>(`SELECT * FROM participants WHERE team_id = $1 AND kind = 'agent' ORDER BY created_at, id`, [teamId]);
+  return rows.map(toAgent);
+}
+
+/** Lists the humans of a team, oldest first (no access check: callers checked the team). */
+export async function listHumansOfTeam(db: Queryable, teamId: string): Promise<Human[]> {
+  const rows = await db.query<ParticipantRow>(`SELECT * FROM participants WHERE team_id = $1 AND kind = 'human' ORDER BY created_at, id`, [teamId]);
+  return rows.map(toHuman);
+}
+
+async function findParticipant(db: Queryable, caller: Caller, kind: ParticipantKind, id: string): Promise<ParticipantRow> {
+  if (!isUuid(id)) throw new ServiceError('not_found', `${kind} not found`);
+  const rows = await db.query<ParticipantRow>(
+    `SELECT p.* FROM participants p JOIN teams t ON t.id = p.team_id JOIN organizations o ON o.id = t.org_id
+      WHERE p.id = $2 AND p.kind = $3 AND ${reaches('o', 1)}`,
+    [caller.orgId, id, kind],
+  );
+  if (!rows[0]) throw new ServiceError('not_found', `${kind} not found`);
+  return rows[0];
+}
+
+/**
+ * Locks the team row and throws `conflict` (with `existing_id`) when another agent or human of
+ * the team is named `name` (contract §2: agents and humans share one name space).
+ */
+async function assertNameFree(tx: Queryable, teamId: string, name: string, exceptId?: string): Promise<void> {
+  await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [teamId]);
+  const rows = await tx.query<{ id: string }>(`SELECT id FROM participants WHERE team_id = $1 AND name = $2 AND id <> $3`, [
+    teamId,
+    name,
+    exceptId ?? '00000000-0000-0000-0000-000000000000',
+  ]);
+  if (rows[0]) throw new ServiceError('conflict', `a participant named "${name}" already exists in this team`, { extra: { existing_id: rows[0].id } });
+}
+
+/** The writable fields of an agent (contract §5). */
+export interface AgentInput {
+  name?: string | undefined;
+  description?: string | undefined;
+  provider?: Provider | null | undefined;
+  model?: string | null | undefined;
+  instructions?: string | undefined;
+  status?: AgentStatus | undefined;
+}
+
+/**
+ * Adds an agent to a team; defaults: description "", provider null (external agent), model null,
+ * instructions "", status active. Errors: `not_found` (team), `conflict` (name taken).
+ */
+export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
+  return deps.db.transaction(async (tx) => {
+    await getTeam(tx, caller, teamId);
+    await assertNameFree(tx, teamId, input.name);
+    const rows = await tx.query<ParticipantRow>(
+      `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status)
+       VALUES ($1, $2, 'agent', $3, $4, $5, $6, $7, $8) RETURNING *`,
+      [newId(), teamId, input.name, input.description ?? '', input.provider ?? null, input.model ?? null, input.instructions ?? '', input.status ?? 'active'],
+    );
+    return toAgent(rows[0]!);
+  });
+}
+
+/** Lists a team's agents. Errors: `not_found` (team). */
+export async function listAgents(deps: DomainDeps, caller: Caller, teamId: string): Promise<Agent[]> {
+  await getTeam(deps.db, caller, teamId);
+  return listAgentsOfTeam(deps.db, teamId);
+}
+
+/** Returns one agent. Errors: `not_found`. */
+export async function getAgent(deps: DomainDeps, caller: Caller, agentId: string): Promise<Agent> {
+  return toAgent(await findParticipant(deps.db, caller, 'agent', agentId));
+}
+
+/** Changes any agent field but ids; `null` clears provider or model. Errors: `not_found`, `conflict`. */
+export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: string, patch: AgentInput): Promise<Agent> {
+  return deps.db.transaction(async (tx) => {
+    const row = await findParticipant(tx, caller, 'agent', agentId);
+    if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, agentId);
+    const next = { ...row, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) } as ParticipantRow;
+    const rows = await tx.query<ParticipantRow>(
+      `UPDATE participants SET name = $2, description = $3, provider = $4, model = $5, instructions = $6, status = $7
+        WHERE id = $1 RETURNING *`,
+      [agentId, next.name, next.description, next.provider, next.model, next.instructions, next.status],
+    );
+    return toAgent(rows[0]!);
+  });
+}
+
+/** Adds a human to a team; email defaults to null. Errors: `not_found` (team), `conflict`. */
+export async function createHuman(deps: DomainDeps, caller: Caller, teamId: string, input: { name: string; email?: string | null | undefined }): Promise<Human> {
+  return deps.db.transaction(async (tx) => {
+    await getTeam(tx, caller, teamId);
+    await assertNameFree(tx, teamId, input.name);
+    const rows = await tx.query<ParticipantRow>(
+      `INSERT INTO participants (id, team_id, kind, name, email) VALUES ($1, $2, 'human', $3, $4) RETURNING *`,
+      [newId(), teamId, input.name, input.email ?? null],
+    );
+    return toHuman(rows[0]!);
+  });
+}
+
+/** Lists a team's humans. Errors: `not_found` (team). */
+export async function listHumans(deps: DomainDeps, caller: Caller, teamId: string): Promise<Human[]> {
+  await getTeam(deps.db, caller, teamId);
+  return listHumansOfTeam(deps.db, teamId);
+}
+
+/** Returns one human. Errors: `not_found`. */
+export async function getHuman(deps: DomainDeps, caller: Caller, humanId: string): Promise<Human> {
+  return toHuman(await findParticipant(deps.db, caller, 'human', humanId));
+}
+
+/** Renames a human or changes the email (`null` clears it). Errors: `not_found`, `conflict`. */
+export async function updateHuman(
+  deps: DomainDeps,
+  caller: Caller,
+  humanId: string,
+  patch: { name?: string | undefined; email?: string | null | undefined },
+): Promise<Human> {
+  return deps.db.transaction(async (tx) => {
+    const row = await findParticipant(tx, caller, 'human', humanId);
+    if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, humanId);
+    const rows = await tx.query<ParticipantRow>(`UPDATE participants SET name = $2, email = $3 WHERE id = $1 RETURNING *`, [
+      humanId,
+      patch.name ?? row.name,
+      patch.email === undefined ? row.email : patch.email,
+    ]);
+    return toHuman(rows[0]!);
+  });
+}
+
+/**
+ * Deletes an agent or a human. Errors: `not_found`; `in_use` while it is on an edge (delete the
+ * edge first, so that no thread loses a participant silently).
+ */
+export async function deleteParticipant(deps: DomainDeps, caller: Caller, kind: ParticipantKind, id: string): Promise<void> {
+  await deps.db.transaction(async (tx) => {
+    const row = await findParticipant(tx, caller, kind, id);
+    await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [row.team_id]);
+    const edges = await tx.query<{ id: string }>(`SELECT id FROM edges WHERE participant_a = $1 OR participant_b = $1 LIMIT 1`, [id]);
+    if (edges[0]) throw new ServiceError('in_use', `the ${kind} is on edge ${edges[0].id}; delete the edge first`, { extra: { edge_id: edges[0].id } });
+    await tx.query(`DELETE FROM participants WHERE id = $1`, [id]);
+  });
+}

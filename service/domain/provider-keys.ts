@@ -1,0 +1,55 @@
+import { ServiceError } from '../../errors/catalogue.ts';
+import { Providers, type Provider, type ProviderKey } from '../../api/schemas.ts';
+import type { Caller, DomainDeps } from './caller.ts';
+import { iso } from './ids.ts';
+import { assertOrganizationReachable } from './organizations.ts';
+
+/**
+ * Checks a provider name from a path (contract §5 lists them).
+ * Errors: `invalid_request` naming `provider` for any other name.
+ */
+export function parseProvider(name: string): Provider {
+  if ((Providers as readonly string[]).includes(name)) return name as Provider;
+  throw new ServiceError('invalid_request', `provider: unknown provider "${name}"`, {
+    errors: [{ path: 'provider', message: `must be one of ${Providers.join(', ')}` }],
+  });
+}
+
+interface ProviderKeyRow {
+  provider: Provider;
+  key_hint: string;
+  updated_at: Date;
+}
+
+function toProviderKey(row: ProviderKeyRow): ProviderKey {
+  return { provider: row.provider, key_hint: row.key_hint, updated_at: iso(row.updated_at) };
+}
+
+/**
+ * Sets (or replaces) an organization's key for `provider`, encrypted at rest; only the last 4
+ * characters come back as `key_hint` (contract §3). Errors: `not_found` (organization).
+ */
+export async function putProviderKey(deps: DomainDeps, caller: Caller, orgId: string, provider: Provider, apiKey: string): Promise<ProviderKey> {
+  await assertOrganizationReachable(deps.db, caller, orgId);
+  const rows = await deps.db.query<ProviderKeyRow>(
+    `INSERT INTO provider_keys (org_id, provider, ciphertext, key_hint) VALUES ($1, $2, $3, $4)
+     ON CONFLICT (org_id, provider) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, key_hint = EXCLUDED.key_hint, updated_at = now()
+     RETURNING provider, key_hint, updated_at`,
+    [orgId, provider, deps.secrets.seal(apiKey), apiKey.slice(-4)],
+  );
+  return toProviderKey(rows[0]!);
+}
+
+/** Lists an organization's provider keys (hints only). Errors: `not_found` (organization). */
+export async function listProviderKeys(deps: DomainDeps, caller: Caller, orgId: string): Promise<ProviderKey[]> {
+  await assertOrganizationReachable(deps.db, caller, orgId);
+  const rows = await deps.db.query<ProviderKeyRow>(`SELECT provider, key_hint, updated_at FROM provider_keys WHERE org_id = $1 ORDER BY provider`, [orgId]);
+  return rows.map(toProviderKey);
+}
+
+/** Removes an organization's key for `provider`. Errors: `not_found` (organization or key). */
+export async function deleteProviderKey(deps: DomainDeps, caller: Caller, orgId: string, provider: Provider): Promise<void> {
+  await assertOrganizationReachable(deps.db, caller, orgId);
+  const rows = await deps.db.query(`DELETE FROM provider_keys WHERE org_id = $1 AND provider = $2 RETURNING provider`, [orgId, provider]);
+  if (rows.length === 0) throw new ServiceError('not_found', `no ${provider} key is set`);
+}

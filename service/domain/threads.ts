@@ -1,0 +1,236 @@
+import { ServiceError } from '../../errors/catalogue.ts';
+import type { Message, Thread, ThreadPage } from '../../api/schemas.ts';
+import type { Queryable } from '../storage/db.ts';
+import { reaches, type Caller, type DomainDeps } from './caller.ts';
+import { getEdge } from './edges.ts';
+import { iso, isUuid, newId } from './ids.ts';
+
+// unread_count: messages from the other participant after the opener's read mark (contract §4).
+const selectThread = `
+  SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
+    (SELECT count(*)::int FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> th.opener_id
+      AND m.seq > COALESCE((SELECT r.read_seq FROM thread_reads r
+                             WHERE r.thread_id = th.id AND r.participant_id = th.opener_id), 0)) AS unread_count
+  FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
+
+interface ThreadRow {
+  id: string;
+  edge_id: string;
+  team_id: string;
+  opener_id: string;
+  subject: string;
+  channel: string;
+  message_count: number;
+  created_at: Date;
+  unread_count: number;
+}
+
+/** A stored message row; `reply_to` is set on answers written by the agent loop. */
+export interface MessageRow {
+  id: string;
+  thread_id: string;
+  seq: number;
+  sender_id: string;
+  content: string;
+  attachments: string[];
+  reply_to: string | null;
+  sent_at: Date;
+}
+
+function toThread(row: ThreadRow): Thread {
+  return {
+    thread_id: row.id,
+    edge_id: row.edge_id,
+    team_id: row.team_id,
+    subject: row.subject,
+    message_count: row.message_count,
+    unread_count: row.unread_count,
+    channel: row.channel,
+    created_at: iso(row.created_at),
+  };
+}
+
+/** Maps a stored message to its wire form (contract §4). */
+export function toMessage(row: MessageRow): Message {
+  return {
+    message_id: row.id,
+    thread_id: row.thread_id,
+    sender_id: row.sender_id,
+    content: row.content,
+    attachments: row.attachments,
+    sent_at: iso(row.sent_at),
+  };
+}
+
+async function getThreadRow(db: Queryable, caller: Caller, threadId: string): Promise<ThreadRow> {
+  if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
+  const rows = await db.query<ThreadRow>(`${selectThread} WHERE th.id = $2 AND ${reaches('o', 1)}`, [caller.orgId, threadId]);
+  if (!rows[0]) throw new ServiceError('not_found', 'thread not found');
+  return rows[0];
+}
+
+function assertParticipant(participants: readonly string[], senderId: string): void {
+  if (!participants.includes(senderId)) {
+    throw new ServiceError('not_a_participant', 'sender_agent_id is not one of the edge\'s two participants');
+  }
+}
+
+function assertAttachmentsExist(attachments: readonly string[] | undefined): void {
+  // No attachment can be uploaded yet (POST /attachments is not served), so every id is unknown.
+  if (attachments && attachments.length > 0) {
+    throw new ServiceError('unknown_reference', `no attachment has id ${attachments[0]}`, {
+      errors: attachments.map((_, index) => ({ path: `attachments.${index}`, message: 'no such attachment' })),
+    });
+  }
+}
+
+/**
+ * Appends a message inside `tx` and returns the stored row. The per-thread sequence number is
+ * taken from the thread row's `message_count` under its row lock, so messages of one thread have
+ * one total order even with concurrent writers. No access or participant check: callers do them.
+ */
+export async function insertMessage(
+  tx: Queryable,
+  threadId: string,
+  senderId: string,
+  content: string,
+  options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined } = {},
+): Promise<MessageRow> {
+  const counted = await tx.query<{ message_count: number }>(
+    `UPDATE threads SET message_count = message_count + 1 WHERE id = $1 RETURNING message_count`,
+    [threadId],
+  );
+  if (!counted[0]) throw new ServiceError('not_found', 'thread not found');
+  const rows = await tx.query<MessageRow>(
+    `INSERT INTO messages (id, thread_id, seq, sender_id, content, attachments, reply_to)
+     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7) RETURNING *`,
+    [newId(), threadId, counted[0].message_count, senderId, content, JSON.stringify(options.attachments ?? []), options.replyTo ?? null],
+  );
+  return rows[0]!;
+}
+
+/**
+ * Opens a thread on an edge and posts its first message in one transaction (contract §5);
+ * `subject` defaults to "", `channel` to "web". Returns the Thread (message_count 1, unread_count 0).
+ * Errors: `not_found` (edge), `not_a_participant` (sender not on the edge), `unknown_reference`
+ * (attachments).
+ */
+export async function openThread(
+  deps: DomainDeps,
+  caller: Caller,
+  edgeId: string,
+  input: { sender_agent_id: string; content: string; subject?: string | undefined; channel?: string | undefined },
+): Promise<Thread> {
+  const threadId = await deps.db.transaction(async (tx) => {
+    const edge = await getEdge(tx, caller, edgeId);
+    assertParticipant(edge.participants, input.sender_agent_id);
+    const id = newId();
+    await tx.query(`INSERT INTO threads (id, edge_id, team_id, opener_id, subject, channel) VALUES ($1, $2, $3, $4, $5, $6)`, [
+      id,
+      edgeId,
+      edge.team_id,
+      input.sender_agent_id,
+      input.subject ?? '',
+      input.channel ?? 'web',
+    ]);
+    await insertMessage(tx, id, input.sender_agent_id, input.content);
+    return id;
+  });
+  deps.notifier.publish(threadId);
+  return toThread(await getThreadRow(deps.db, caller, threadId));
+}
+
+/** Lists the threads of an edge, newest first. Errors: `not_found` (edge). */
+export async function listThreads(deps: DomainDeps, caller: Caller, edgeId: string): Promise<Thread[]> {
+  await getEdge(deps.db, caller, edgeId);
+  const rows = await deps.db.query<ThreadRow>(`${selectThread} WHERE th.edge_id = $2 AND ${reaches('o', 1)} ORDER BY th.seq DESC`, [
+    caller.orgId,
+    edgeId,
+  ]);
+  return rows.map(toThread);
+}
+
+/**
+ * Appends a message to a thread (contract §5) and wakes long polls on it.
+ * Errors: `not_found` (thread), `not_a_participant`, `unknown_reference` (attachments).
+ */
+export async function appendMessage(
+  deps: DomainDeps,
+  caller: Caller,
+  threadId: string,
+  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
+): Promise<Message> {
+  const row = await deps.db.transaction(async (tx) => {
+    const thread = await getThreadRow(tx, caller, threadId);
+    const edge = await getEdge(tx, caller, thread.edge_id);
+    assertParticipant(edge.participants, input.sender_agent_id);
+    assertAttachmentsExist(input.attachments);
+    return insertMessage(tx, threadId, input.sender_agent_id, input.content, { attachments: input.attachments });
+  });
+  deps.notifier.publish(threadId);
+  return toMessage(row);
+}
+
+/** Query of a thread page (contract §5): cursor, page size 1–200, long-poll seconds 0–30. */
+export interface PageRequest {
+  after?: string | undefined;
+  limit: number;
+  wait: number;
+}
+
+async function readPage(db: Queryable, caller: Caller, threadId: string, request: PageRequest): Promise<ThreadPage> {
+  const thread = await getThreadRow(db, caller, threadId);
+  let afterSeq = 0;
+  if (request.after !== undefined) {
+    const cursor = isUuid(request.after)
+      ? await db.query<{ seq: number }>(`SELECT seq FROM messages WHERE id = $1 AND thread_id = $2`, [request.after, threadId])
+      : [];
+    if (!cursor[0]) throw new ServiceError('invalid_cursor', 'after names no message of this thread');
+    afterSeq = cursor[0].seq;
+  }
+  const rows = await db.query<MessageRow>(`SELECT * FROM messages WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
+    threadId,
+    afterSeq,
+    request.limit + 1,
+  ]);
+  const messages = rows.slice(0, request.limit).map(toMessage);
+  return {
+    ...toThread(thread),
+    messages,
+    has_more: rows.length > request.limit,
+    next_after: messages.at(-1)?.message_id ?? request.after ?? null,
+  };
+}
+
+/**
+ * Returns a page of a thread: the Thread plus up to `limit` messages after `after`, oldest
+ * first, `has_more` and `next_after` (contract §5). With `wait` > 0 and nothing after `after`,
+ * holds until a message is appended, `wait` seconds pass or `signal` aborts (server shutdown),
+ * then answers with what is there (possibly an empty page).
+ * Errors: `not_found` (thread), `invalid_cursor` (`after` names no message of this thread).
+ */
+export async function getThreadPage(deps: DomainDeps, caller: Caller, threadId: string, request: PageRequest, signal?: AbortSignal): Promise<ThreadPage> {
+  if (request.wait <= 0 || signal?.aborted) return readPage(deps.db, caller, threadId, request);
+  // Subscribe before the first read so an append between read and wait is not missed.
+  let wake: () => void = () => {};
+  let appended = false;
+  const woken = new Promise<void>((resolve) => {
+    wake = resolve;
+  });
+  const unsubscribe = deps.notifier.subscribe(threadId, () => {
+    appended = true;
+    wake();
+  });
+  const timer = setTimeout(wake, request.wait * 1000);
+  signal?.addEventListener('abort', wake, { once: true });
+  try {
+    const first = await readPage(deps.db, caller, threadId, request);
+    if (first.messages.length > 0) return first;
+    if (!appended) await woken;
+    return await readPage(deps.db, caller, threadId, request);
+  } finally {
+    clearTimeout(timer);
+    unsubscribe();
+    signal?.removeEventListener('abort', wake);
+  }
+}

@@ -1,0 +1,37 @@
+import type { FastifyInstance } from 'fastify';
+import { AppendMessageBody, OpenThreadBody, ThreadPageQuery } from '../../../api/schemas.ts';
+import { ServiceError } from '../../../errors/catalogue.ts';
+import { appendMessage, getThreadPage, listThreads, openThread } from '../../domain/threads.ts';
+import { callerOf } from '../auth.ts';
+import { parseInput } from '../validate.ts';
+import type { Params, RouteContext } from './context.ts';
+
+/**
+ * Thread and message routes (contract §5): `POST /edges/{id}/threads` → 201 Thread;
+ * `GET /edges/{id}/threads` → 200 `{threads}` newest first; `GET /threads/{id}?after&limit&wait`
+ * → 200 thread page (long poll up to `wait` seconds); `POST /threads/{id}/messages` → 201 Message.
+ * Errors: `not_found`, `not_a_participant`, `invalid_cursor`, `unknown_reference`, `invalid_request`.
+ */
+export function threadRoutes(app: FastifyInstance, { deps, shutdown }: RouteContext): void {
+  app.post<Params<'edge_id'>>('/edges/:edge_id/threads', async (request, reply) => {
+    const body = parseInput(OpenThreadBody, request.body);
+    return reply.code(201).send(await openThread(deps, callerOf(request), request.params.edge_id, body));
+  });
+  app.get<Params<'edge_id'>>('/edges/:edge_id/threads', async (request) => ({
+    threads: await listThreads(deps, callerOf(request), request.params.edge_id),
+  }));
+  app.get<Params<'thread_id'> & { Querystring: Record<string, unknown> }>('/threads/:thread_id', async (request) => {
+    const { after, ...rest } = request.query;
+    // `after` is a cursor: any value that names no message of the thread, UUID or not, is an
+    // invalid cursor rather than a malformed request (contract §2).
+    if (after !== undefined && typeof after !== 'string') {
+      throw new ServiceError('invalid_cursor', 'after must be given once');
+    }
+    const query = parseInput(ThreadPageQuery, rest);
+    return getThreadPage(deps, callerOf(request), request.params.thread_id, { ...query, after }, shutdown);
+  });
+  app.post<Params<'thread_id'>>('/threads/:thread_id/messages', async (request, reply) => {
+    const body = parseInput(AppendMessageBody, request.body);
+    return reply.code(201).send(await appendMessage(deps, callerOf(request), request.params.thread_id, body));
+  });
+}

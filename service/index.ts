@@ -1,0 +1,115 @@
+import { defaultProviders, type ReplyProvider } from './agent-loop/providers.ts';
+import { startAgentLoop } from './agent-loop/agent-loop.ts';
+import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
+import type { DomainDeps } from './domain/caller.ts';
+import { createLocalNotifier } from './domain/notifier.ts';
+import { provisionOrganization } from './domain/organizations.ts';
+import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
+import { buildApp } from './http/app.ts';
+import { openDb } from './storage/open-db.ts';
+
+export type { DevCredentials } from './dev-credentials.ts';
+export type { ReplyProvider, ReplyRequest } from './agent-loop/providers.ts';
+
+/** Options of {@link startServer} (contract §6). */
+export interface ServerOptions {
+  /** Interface to listen on; default 127.0.0.1. */
+  host?: string;
+  /** TCP port; 0 picks a free one. Default 8080. */
+  port?: number;
+  /** Embedded database in memory, nothing on disk (wins over `dataDir`). */
+  inMemory?: boolean;
+  /** Directory of the embedded database and the encryption key file. */
+  dataDir?: string;
+  /** PostgreSQL URL; wins over the embedded database. */
+  databaseUrl?: string;
+  /** Agent loop period in milliseconds; default 1000. */
+  tickMs?: number;
+  /** Ping-pong guard of the agent loop (see `AgentLoopOptions.autoReplyLimit`); default 10. */
+  autoReplyLimit?: number;
+  /** When set, provision the `dev` organization and write `{base_url, api_key, org_id}` here. */
+  devCredentialsFile?: string;
+  /** `false` (default) for silence, `true` for JSON logs, or pino options. */
+  logger?: boolean | Record<string, unknown>;
+  /** Providers by name; default: `echo` only. */
+  providers?: ReadonlyMap<string, ReplyProvider>;
+  /** Environment to read `ACS_ENCRYPTION_KEY` from; default `process.env`. */
+  env?: NodeJS.ProcessEnv;
+}
+
+/** A running acs-server. */
+export interface RunningServer {
+  /** Base URL, e.g. `http://127.0.0.1:54321` (routes are under `/api/v1`). */
+  url: string;
+  /** Present when `devCredentialsFile` was given: what was written to it. */
+  devCredentials?: DevCredentials;
+  /**
+   * Creates a top-level organization with one key, without HTTP (operators, tests).
+   * Output: its id and the key secret (shown only here).
+   */
+  provisionOrganization(name: string): Promise<{ org_id: string; api_key: string }>;
+  /**
+   * Stops: held long polls answer with an empty page, requests in flight finish, the agent loop
+   * finishes its tick, then storage closes. Safe to call more than once.
+   */
+  close(): Promise<void>;
+}
+
+/**
+ * Starts acs-server (contract §6): opens and migrates storage, serves HTTP, runs the agent loop.
+ * Errors: rejects when storage cannot be opened, `ACS_ENCRYPTION_KEY` is malformed or the port
+ * is taken; nothing is left running then.
+ */
+export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
+  const inMemory = options.inMemory === true || (options.dataDir === undefined && options.databaseUrl === undefined);
+  const dataDir = inMemory && !options.databaseUrl ? undefined : options.dataDir;
+  const db = await openDb({ databaseUrl: options.databaseUrl, dataDir, inMemory });
+  const notifier = createLocalNotifier();
+  const shutdown = new AbortController();
+  let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  try {
+    const secrets = createSecretBox(await resolveEncryptionKey(options.env ?? process.env, dataDir));
+    const deps: DomainDeps = { db, notifier, secrets };
+    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false });
+    const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
+    await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
+    const address = app.server.address();
+    const port = typeof address === 'object' && address !== null ? address.port : options.port;
+    const host = options.host ?? '127.0.0.1';
+    const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    let devCredentials: DevCredentials | undefined;
+    if (devOrg && options.devCredentialsFile) {
+      devCredentials = { base_url: url, ...devOrg };
+      await writeDevCredentials(options.devCredentialsFile, devCredentials);
+    }
+    const loop = startAgentLoop({
+      deps,
+      tickMs: options.tickMs ?? 1000,
+      providers: options.providers ?? defaultProviders(),
+      autoReplyLimit: options.autoReplyLimit,
+      log: app.log,
+    });
+    const running = app;
+    let closing: Promise<void> | undefined;
+    return {
+      url,
+      ...(devCredentials ? { devCredentials } : {}),
+      provisionOrganization: (name) => provisionOrganization(db, name),
+      close() {
+        closing ??= (async () => {
+          shutdown.abort();
+          await running.close();
+          await loop.stop();
+          await notifier.close();
+          await db.close();
+        })();
+        return closing;
+      },
+    };
+  } catch (error) {
+    shutdown.abort();
+    await app?.close().catch(() => {});
+    await db.close().catch(() => {});
+    throw error;
+  }
+}

@@ -1,0 +1,29 @@
+/**
+ * The storage seam of acs-server: the one interface every SQL statement goes through, with an
+ * embedded (PGlite) and a server (PostgreSQL) implementation that run the same SQL.
+ */
+
+/** Something that runs one parameterised SQL statement ($1, $2, … placeholders). */
+export interface Queryable {
+  /**
+   * Runs `sql` with `params` and returns the result rows.
+   * Errors: rejects with the driver's error (unique violations carry `code` 23505).
+   */
+  query<T = Record<string, unknown>>(sql: string, params?: unknown[]): Promise<T[]>;
+}
+
+/** A database handle: queries, transactions and shutdown. */
+export interface Db extends Queryable {
+  /**
+   * Runs `fn` inside one transaction: committed when `fn` resolves, rolled back when it throws
+   * (the error is re-thrown). Only `tx` may be used inside `fn`.
+   */
+  transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
+  /** Closes the handle; pending work is not waited for beyond the driver's own close. */
+  close(): Promise<void>;
+}
+
+/** Whether `error` is a PostgreSQL unique violation (SQLSTATE 23505) on either driver. */
+export function isUniqueViolation(error: unknown): boolean {
+  return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
+}

@@ -1,0 +1,67 @@
+import { MockActivityEnvironment } from '@temporalio/testing';
+import { ApplicationFailure } from '@temporalio/common';
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { createApplyActivities } from '../../activities/apply-activities.ts';
+import { startServer } from '../../service/index.ts';
+
+let server: Awaited<ReturnType<typeof startServer>>;
+let env: NodeJS.ProcessEnv;
+let orgId: string;
+
+beforeAll(async () => {
+  server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false });
+  const org = await server.provisionOrganization('activity-tests');
+  orgId = org.org_id;
+  env = { ACS_TEST_KEY: org.api_key };
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+afterEach(() => {
+  nock.cleanAll();
+  nock.enableNetConnect();
+});
+
+describe('apply activities', () => {
+  it('ensureTeam: run twice in a Temporal activity context, creates once and then adopts the same team', async () => {
+    const acts = createApplyActivities({ env });
+    const input = { connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, orgId, fields: { team_name: 'ops', description: 'On call' } };
+    const first = (await new MockActivityEnvironment().run(acts.ensureTeam, input)) as { id: string; outcome: string };
+    const second = await new MockActivityEnvironment().run(acts.ensureTeam, input);
+    expect(first.outcome).toBe('created');
+    expect(second).toEqual({ id: first.id, outcome: 'unchanged' });
+  });
+
+  it('ensureTeam: a conflicting team with drifted fields is adopted and updated', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const created = await acts.ensureTeam({ connection, orgId, fields: { team_name: 'drifty', description: 'old' } });
+    const adopted = await acts.ensureTeam({ connection, orgId, fields: { team_name: 'drifty', description: 'new' } });
+    expect(adopted).toEqual({ id: created.id, outcome: 'updated' });
+  });
+
+  it('ensureTeam: a 404 becomes a non-retryable ApplicationFailure of type not_found', async () => {
+    const acts = createApplyActivities({ env });
+    const input = { connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, orgId: '00000000-0000-4000-8000-000000000000', fields: { team_name: 'x', description: '' } };
+    const error = await new MockActivityEnvironment().run(acts.ensureTeam, input).catch((e: unknown) => e);
+    expect(error).toBeInstanceOf(ApplicationFailure);
+    expect(error).toMatchObject({ type: 'not_found', nonRetryable: true });
+  });
+
+  it('ensureOrganization: a 429 becomes a retryable ApplicationFailure that waits Retry-After', async () => {
+    nock('http://acs.test').post('/api/v1/organizations').reply(429, { code: 'rate_limited', detail: 'slow down' }, { 'retry-after': '7' });
+    const acts = createApplyActivities({ env });
+    const error = await acts.ensureOrganization({ connection: { baseUrl: 'http://acs.test', apiKeyEnv: 'ACS_TEST_KEY' }, name: 'x' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ type: 'rate_limited', nonRetryable: false, nextRetryDelay: '7s' });
+  });
+
+  it('activities: a missing organization key is a non-retryable unresolved_secret naming the variable, not a value', async () => {
+    const acts = createApplyActivities({ env: {} });
+    const error = await acts.ensureOrganization({ connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, name: 'x' }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ type: 'unresolved_secret', nonRetryable: true });
+    expect((error as Error).message).toContain('ACS_TEST_KEY');
+  });
+});

@@ -1,0 +1,144 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createApplyActivities } from '../../activities/apply-activities.ts';
+import type { Connection } from '../../activities/connection.ts';
+import { AcsClient } from '../../client/acs-client.ts';
+import { loadDefinitionFile } from '../../definitions/load.ts';
+import { applyLocally } from '../../engine/local-engine.ts';
+import { computePlan } from '../../plan/plan.ts';
+import type { DesiredState } from '../../plan/types.ts';
+import { startServer } from '../../service/index.ts';
+import { dyingFetch, recordingFetch } from '../support/fetch.ts';
+
+const ECHO_KEY = 'echo-provider-secret-value-7f3a';
+let server: Awaited<ReturnType<typeof startServer>>;
+let env: NodeJS.ProcessEnv;
+let connection: Connection;
+let client: AcsClient;
+let example: DesiredState;
+
+/** The example definition, under an organization name of its own. */
+function definitionFor(orgName: string): DesiredState {
+  return { ...example, organization: { ...example.organization, name: orgName } };
+}
+
+/** The live state of one organization by names only (ids differ between runs), for comparison. */
+async function snapshot(orgName: string) {
+  const orgs = (await client.listOrganizations()).filter((o) => o.org_name === orgName);
+  expect(orgs, `organizations named ${orgName}`).toHaveLength(1);
+  const org = orgs[0]!;
+  const teams = [];
+  for (const team of await client.listTeams(org.org_id)) {
+    const graph = await client.getTeam(team.team_id);
+    const names = new Map<string, string>([...graph.agents.map((a) => [a.agent_id, a.name] as const), ...graph.humans.map((h) => [h.human_id, h.name] as const)]);
+    teams.push({
+      name: graph.team_name,
+      description: graph.description,
+      agents: graph.agents.map(({ name, provider, model, description, instructions, status }) => ({ name, provider, model, description, instructions, status })).sort((a, b) => a.name.localeCompare(b.name)),
+      humans: graph.humans.map(({ name, email }) => ({ name, email })).sort((a, b) => a.name.localeCompare(b.name)),
+      edges: graph.edges.map((e) => e.participants.map((p) => names.get(p)).sort().join('<->')).sort(),
+    });
+  }
+  const providerKeys = (await client.listProviderKeys(org.org_id)).map((k) => `${k.provider}:${k.key_hint}`);
+  return { org: org.org_name, teams, providerKeys };
+}
+
+beforeAll(async () => {
+  server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false });
+  const { api_key } = await server.provisionOrganization('apply-tests');
+  env = { ACS_TEST_KEY: api_key, ECHO_PROVIDER_KEY: ECHO_KEY };
+  connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+  client = new AcsClient({ baseUrl: server.url, apiKey: api_key });
+  example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+describe('apply', () => {
+  it('apply: a first run creates every resource and a second run sends no mutating request', async () => {
+    const desired = definitionFor('acme-twice');
+    const first = recordingFetch();
+    const result = await applyLocally({ connection, desired }, createApplyActivities({ env, fetch: first.fetch }));
+    expect(result.applied.map((c) => `${c.kind} ${c.name}: ${c.outcome}`)).toEqual([
+      'organization acme-twice: created',
+      'provider_key echo: created',
+      'team literature-review: created',
+      'agent scout: created',
+      'agent archivist: created',
+      'human alice: created',
+      'edge alice<->scout: created',
+      'edge scout<->archivist: created',
+    ]);
+    expect(first.mutations()).toHaveLength(8);
+
+    const second = recordingFetch();
+    const again = await applyLocally({ connection, desired }, createApplyActivities({ env, fetch: second.fetch }));
+    expect(again.applied).toEqual([]);
+    expect(second.mutations()).toEqual([]);
+    expect(second.requests.length).toBeGreaterThan(0);
+
+    const state = await snapshot('acme-twice');
+    expect(state.teams[0]).toMatchObject({
+      name: 'literature-review',
+      description: 'Finds and summarizes papers',
+      edges: ['alice<->scout', 'archivist<->scout'],
+      humans: [{ name: 'alice', email: 'alice@example.com' }],
+    });
+    expect(state.teams[0]!.agents.map((a) => [a.name, a.provider])).toEqual([['archivist', null], ['scout', 'echo']]);
+    expect(state.providerKeys).toEqual([`echo:${ECHO_KEY.slice(-4)}`]);
+  });
+
+  it('apply: a run killed after each mutating step in turn, then re-run, ends as one uninterrupted run with no duplicate', async () => {
+    await applyLocally({ connection, desired: definitionFor('acme-reference') }, createApplyActivities({ env }));
+    const reference = await snapshot('acme-reference');
+    const steps = 8;
+    for (let k = 1; k <= steps; k++) {
+      const orgName = `acme-killed-${k}`;
+      const desired = definitionFor(orgName);
+      await expect(
+        applyLocally({ connection, desired, parallelism: 2 }, createApplyActivities({ env, fetch: dyingFetch(k) }), { retry: { retries: 0 } }),
+      ).rejects.toThrow();
+      await applyLocally({ connection, desired }, createApplyActivities({ env }));
+      expect({ ...(await snapshot(orgName)), org: 'acme-reference' }, `killed after step ${k}`).toEqual(reference);
+      const observed = await createApplyActivities({ env }).readState({ connection, desired });
+      expect(computePlan(desired, observed).changes, `plan after re-run of step ${k}`).toEqual([]);
+    }
+  });
+
+  it('apply: a drifted agent is updated with one PATCH and nothing else', async () => {
+    const desired = definitionFor('acme-drift');
+    await applyLocally({ connection, desired }, createApplyActivities({ env }));
+    const org = (await client.listOrganizations()).find((o) => o.org_name === 'acme-drift')!;
+    const team = (await client.listTeams(org.org_id))[0]!;
+    const scout = (await client.listAgents(team.team_id)).find((a) => a.name === 'scout')!;
+    await client.updateAgent(scout.agent_id, { instructions: 'Changed by hand.' });
+
+    const recorder = recordingFetch();
+    const result = await applyLocally({ connection, desired }, createApplyActivities({ env, fetch: recorder.fetch }));
+    expect(result.applied).toMatchObject([{ action: 'update', kind: 'agent', name: 'scout', diff: { instructions: { from: 'Changed by hand.' } } }]);
+    expect(recorder.mutations()).toEqual([`PATCH /api/v1/agents/${scout.agent_id}`]);
+    expect((await client.getAgent(scout.agent_id)).instructions).toBe('Find recent papers on the topic you are given.');
+  });
+
+  it('apply: a changed provider key secret is detected by its hint and set again; the value never shows', async () => {
+    const desired = definitionFor('acme-rekey');
+    await applyLocally({ connection, desired }, createApplyActivities({ env }));
+    const rotated = { ...env, ECHO_PROVIDER_KEY: 'a-new-provider-secret-9b1c' };
+    const observed = await createApplyActivities({ env: rotated }).readState({ connection, desired });
+    const plan = computePlan(desired, observed);
+    expect(plan.changes).toMatchObject([{ action: 'update', kind: 'provider_key', name: 'echo' }]);
+    const result = await applyLocally({ connection, desired }, createApplyActivities({ env: rotated }));
+    const shown = JSON.stringify([plan, result]);
+    expect(shown).not.toContain('a-new-provider-secret-9b1c');
+    expect(shown).not.toContain(ECHO_KEY);
+    expect((await snapshot('acme-rekey')).providerKeys).toEqual(['echo:9b1c']);
+  });
+
+  it('apply: an unset secret fails before any request with unresolved_secret naming the variable', async () => {
+    const recorder = recordingFetch();
+    const acts = createApplyActivities({ env: { ACS_TEST_KEY: env.ACS_TEST_KEY }, fetch: recorder.fetch });
+    await expect(applyLocally({ connection, desired: definitionFor('acme-nosecret') }, acts)).rejects.toMatchObject({ type: 'unresolved_secret' });
+    expect(recorder.requests).toEqual([]);
+  });
+});

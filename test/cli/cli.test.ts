@@ -1,0 +1,111 @@
+import { execFile } from 'node:child_process';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../cli/program.ts';
+import type { CliIo } from '../../cli/io.ts';
+import { startServer } from '../../service/index.ts';
+
+const example = new URL('../../examples/acme-research.yaml', import.meta.url).pathname;
+const ECHO_KEY = 'cli-echo-provider-secret-41d2';
+let server: Awaited<ReturnType<typeof startServer>>;
+let apiKey: string;
+
+/** Runs teamctl in-process with captured output. */
+async function teamctl(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
+  let stdout = '';
+  let stderr = '';
+  const io: CliIo = {
+    stdout: (t) => void (stdout += t.endsWith('\n') ? t : `${t}\n`),
+    stderr: (t) => void (stderr += t.endsWith('\n') ? t : `${t}\n`),
+    env: { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: ECHO_KEY, ...env },
+    isTTY: false,
+  };
+  const code = await runCli(args, io);
+  return { code, stdout, stderr };
+}
+
+/** A definition file with the example's content under another organization name. */
+async function exampleAs(orgName: string): Promise<string> {
+  const { readFile } = await import('node:fs/promises');
+  const dir = await mkdtemp(join(tmpdir(), 'teamctl-cli-'));
+  const file = join(dir, 'team.yaml');
+  await writeFile(file, (await readFile(example, 'utf8')).replace('name: acme-research', `name: ${orgName}`));
+  return file;
+}
+
+beforeAll(async () => {
+  server = await startServer({ inMemory: true, port: 0, tickMs: 25, logger: false });
+  apiKey = (await server.provisionOrganization('cli-tests')).api_key;
+});
+
+afterAll(async () => {
+  await server?.close();
+});
+
+describe('teamctl', () => {
+  it('validate: the example is valid and no request is needed', async () => {
+    const result = await teamctl(['validate', '-f', example], { ACS_BASE_URL: 'http://127.0.0.1:1' });
+    expect(result).toMatchObject({ code: 0 });
+    expect(result.stdout).toContain('valid');
+  });
+
+  it('validate: a bad file exits 1 with FILE:LINE:COL problems', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'teamctl-cli-'));
+    const file = join(dir, 'bad.yaml');
+    await writeFile(file, 'apiVersion: teamctl/v1\norganization:\n  nmae: acme\n');
+    const result = await teamctl(['validate', '-f', file]);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`${file}:3:3: organization.nmae: unknown key "nmae" (did you mean "name"?)`);
+  });
+
+  it('plan: --detailed-exitcode is 2 before apply and 0 after, and --json lists the changes', async () => {
+    const file = await exampleAs('cli-plan');
+    const before = await teamctl(['plan', '-f', file, '--json', '--detailed-exitcode']);
+    expect(before.code).toBe(2);
+    const plan = JSON.parse(before.stdout) as { changes: Array<{ action: string; kind: string; name: string }> };
+    expect(plan.changes.map((c) => `${c.action} ${c.kind} ${c.name}`)).toContain('create agent scout');
+    expect(before.stdout).not.toContain(ECHO_KEY);
+
+    const applied = await teamctl(['apply', '-f', file]);
+    expect(applied.code).toBe(0);
+    expect(applied.stdout).toContain('Apply complete: 8 created');
+
+    const after = await teamctl(['plan', '-f', file, '--json', '--detailed-exitcode']);
+    expect({ code: after.code, plan: JSON.parse(after.stdout) }).toEqual({ code: 0, plan: { changes: [] } });
+    const again = await teamctl(['apply', '-f', file]);
+    expect(again.stdout).toContain('No changes.');
+  });
+
+  it('plan: a missing API key is an error with a hint, exit 1', async () => {
+    const result = await teamctl(['plan', '-f', example], { ACS_API_KEY: '' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toMatch(/error\[unresolved_secret\]: environment variable ACS_API_KEY/);
+    expect(result.stderr).toContain('hint:');
+  });
+
+  it('thread open: prints the echo agent\'s reply and exits 0', async () => {
+    const file = await exampleAs('cli-thread');
+    expect((await teamctl(['apply', '-f', file])).code).toBe(0);
+    const result = await teamctl(['thread', 'open', '--org', 'cli-thread', '--team', 'literature-review', '--from', 'alice', '--to', 'scout', '--subject', 'Hi', '--content', 'find papers', '--wait', '30']);
+    expect(result.stderr).toBe('');
+    expect(result.code).toBe(0);
+    expect(result.stdout).toContain('scout: echo: find papers');
+  });
+
+  it('thread open: no reply in time (an external agent) says so and exits 4', async () => {
+    const file = await exampleAs('cli-silent');
+    expect((await teamctl(['apply', '-f', file])).code).toBe(0);
+    const result = await teamctl(['thread', 'open', '--org', 'cli-silent', '--team', 'literature-review', '--from', 'scout', '--to', 'archivist', '--content', 'anyone?', '--wait', '1']);
+    expect(result.code).toBe(4);
+    expect(result.stderr).toContain('error[timed_out]: no reply from archivist within 1 s');
+  });
+
+  it('teamctl: the binary runs on Node 24 and prints its help', async () => {
+    const { stdout } = await promisify(execFile)(process.execPath, [new URL('../../bin/teamctl.ts', import.meta.url).pathname, '--help']);
+    expect(stdout).toContain('Usage: teamctl');
+    expect(stdout).toMatch(/plan/);
+  });
+});

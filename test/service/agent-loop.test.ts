@@ -1,0 +1,94 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer } from '../../service/index.ts';
+import { buildTeam, request, startHarness, type Harness } from './helpers.ts';
+
+interface Msg {
+  message_id: string;
+  sender_id: string;
+  content: string;
+}
+
+/** Long-polls the thread until `done(messages)` holds for all its messages; gives up after 30 s. */
+async function waitForThread(h: Pick<Harness, 'call'>, threadId: string, done: (messages: Msg[]) => boolean): Promise<Msg[]> {
+  const messages: Msg[] = [];
+  let after: string | null = null;
+  const deadline = Date.now() + 30_000;
+  while (Date.now() < deadline) {
+    const query: string = after ? `?after=${after}&wait=5&limit=200` : '?limit=200';
+    const page = (await h.call('GET', `/api/v1/threads/${threadId}${query}`)).body;
+    messages.push(...page.messages);
+    after = page.next_after;
+    if (done(messages)) return messages;
+  }
+  throw new Error(`thread ${threadId} never reached the expected state: ${JSON.stringify(messages.map((m) => m.content))}`);
+}
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+describe('agent loop', () => {
+  it('agent loop: an echo agent answers each incoming message exactly once, also after a restart', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'acs-loop-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    let h = await startHarness({ dataDir });
+    let server: RunningServer = h.server;
+    cleanups.push(() => server.close());
+    const ids = await buildTeam(h, { provider: 'echo' });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hello' });
+    const threadId: string = thread.body.thread_id;
+
+    // Without an echo key the agent stays silent.
+    const first = (await h.call('GET', `/api/v1/threads/${threadId}`)).body.next_after;
+    const idle = await h.call('GET', `/api/v1/threads/${threadId}?after=${first}&wait=1`);
+    expect(idle.body.messages).toEqual([]);
+
+    expect((await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'any-key' })).status).toBe(200);
+    const fromBot = (ms: Msg[]) => ms.filter((m) => m.sender_id === ids.agentId).map((m) => m.content);
+    await waitForThread(h, threadId, (ms) => fromBot(ms).length >= 1);
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'again' });
+    await waitForThread(h, threadId, (ms) => fromBot(ms).includes('echo: again'));
+
+    await server.close();
+    const apiKey = h.apiKey;
+    server = await startServer({ dataDir, port: 0, tickMs: 20 });
+    h = { ...h, server, call: (method, path, body, headers = {}) => request(server.url + path, method, body, { 'x-api-key': apiKey, ...headers }) };
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'third' });
+    const all = await waitForThread(h, threadId, (ms) => fromBot(ms).includes('echo: third'));
+
+    expect(all.map((m) => m.content)).toEqual(['hello', 'echo: hello', 'again', 'echo: again', 'third', 'echo: third']);
+  });
+
+  it('agent loop: two echo agents on one edge stop after the configured number of automatic replies', async () => {
+    const h = await startHarness({ inMemory: true, autoReplyLimit: 4 });
+    cleanups.push(() => h.server.close());
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    const team = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'pingpong' });
+    const a = await h.call('POST', `/api/v1/teams/${team.body.team_id}/agents`, { name: 'a', provider: 'echo' });
+    const b = await h.call('POST', `/api/v1/teams/${team.body.team_id}/agents`, { name: 'b', provider: 'echo' });
+    const edge = await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, { participants: [a.body.agent_id, b.body.agent_id] });
+    const thread = await h.call('POST', `/api/v1/edges/${edge.body.edge_id}/threads`, { sender_agent_id: a.body.agent_id, content: 'ping' });
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 5);
+    expect(messages.map((m) => m.content)).toEqual(['ping', 'echo: ping', 'echo: echo: ping', 'echo: echo: echo: ping', 'echo: echo: echo: echo: ping']);
+    const quiet = await h.call('GET', `/api/v1/threads/${thread.body.thread_id}?after=${messages[4]!.message_id}&wait=1`);
+    expect(quiet.body.messages).toEqual([]);
+    expect(quiet.body.message_count).toBe(5);
+  });
+
+  it('agent loop: a paused agent does not answer until it is made active', async () => {
+    const h = await startHarness();
+    cleanups.push(() => h.server.close());
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    const ids = await buildTeam(h, { provider: 'echo', status: 'paused' });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'anyone?' });
+    const first = (await h.call('GET', `/api/v1/threads/${thread.body.thread_id}`)).body.next_after;
+    expect((await h.call('GET', `/api/v1/threads/${thread.body.thread_id}?after=${first}&wait=1`)).body.messages).toEqual([]);
+    await h.call('PATCH', `/api/v1/agents/${ids.agentId}`, { status: 'active' });
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 2);
+    expect(messages[1]).toMatchObject({ sender_id: ids.agentId, content: 'echo: anyone?' });
+  });
+});

@@ -1,0 +1,57 @@
+import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
+
+/** A response as the tests look at it. */
+export interface Reply {
+  status: number;
+  headers: Headers;
+  body: any;
+}
+
+/** A started server plus a key-bound client for it. */
+export interface Harness {
+  server: RunningServer;
+  orgId: string;
+  apiKey: string;
+  call(method: string, path: string, body?: unknown, headers?: Record<string, string>): Promise<Reply>;
+}
+
+/** Calls `url` with JSON in and out; `body` strings are sent as they are. */
+export async function request(url: string, method: string, body?: unknown, headers: Record<string, string> = {}): Promise<Reply> {
+  const init: RequestInit = { method, headers: { ...headers } };
+  if (body !== undefined) {
+    init.body = typeof body === 'string' ? body : JSON.stringify(body);
+    if (!Object.keys(headers).some((h) => h.toLowerCase() === 'content-type')) {
+      (init.headers as Record<string, string>)['content-type'] = 'application/json';
+    }
+  }
+  const response = await fetch(url, init);
+  const text = await response.text();
+  let parsed: unknown = text;
+  try {
+    parsed = JSON.parse(text);
+  } catch {
+    // not JSON: keep the text
+  }
+  return { status: response.status, headers: response.headers, body: parsed };
+}
+
+/** Starts an in-memory server (unless options say otherwise) and provisions one organization. */
+export async function startHarness(options: ServerOptions = { inMemory: true }): Promise<Harness> {
+  const server = await startServer({ port: 0, tickMs: 20, ...options });
+  const { org_id, api_key } = await server.provisionOrganization('acme');
+  return {
+    server,
+    orgId: org_id,
+    apiKey: api_key,
+    call: (method, path, body, headers = {}) => request(server.url + path, method, body, { 'x-api-key': api_key, ...headers }),
+  };
+}
+
+/** Creates a team with an agent and a human joined by an edge; returns their ids. */
+export async function buildTeam(h: Harness, agent: Record<string, unknown> = {}) {
+  const team = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: `team-${Math.random()}` });
+  const bot = await h.call('POST', `/api/v1/teams/${team.body.team_id}/agents`, { name: 'bot', ...agent });
+  const ann = await h.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'ann' });
+  const edge = await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, { participants: [ann.body.human_id, bot.body.agent_id] });
+  return { teamId: team.body.team_id as string, agentId: bot.body.agent_id as string, humanId: ann.body.human_id as string, edgeId: edge.body.edge_id as string };
+}

@@ -1,0 +1,94 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { ThreadPage } from '../../api/schemas.ts';
+import { buildTeam, startHarness, type Harness } from './helpers.ts';
+
+let h: Harness;
+let ids: Awaited<ReturnType<typeof buildTeam>>;
+let threadId: string;
+let messageIds: string[];
+
+beforeAll(async () => {
+  h = await startHarness();
+  ids = await buildTeam(h);
+  const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'm0' });
+  threadId = thread.body.thread_id;
+  for (let i = 1; i < 5; i += 1) {
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: i % 2 ? ids.agentId : ids.humanId, content: `m${i}` });
+  }
+  messageIds = (await h.call('GET', `/api/v1/threads/${threadId}`)).body.messages.map((m: { message_id: string }) => m.message_id);
+});
+afterAll(async () => {
+  await h.server.close();
+});
+
+describe('threads', () => {
+  it('threads: GET returns the thread with its messages oldest first, on both /api/v1 and /v1', async () => {
+    for (const prefix of ['/api/v1', '/v1']) {
+      const res = await h.call('GET', `${prefix}/threads/${threadId}`);
+      expect(res.status).toBe(200);
+      const page = ThreadPage.parse(res.body);
+      expect(page.messages.map((m) => m.content)).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
+      expect(page).toMatchObject({ thread_id: threadId, message_count: 5, has_more: false, next_after: messageIds[4] });
+    }
+  });
+
+  it('threads: GET with after returns only later messages', async () => {
+    const res = await h.call('GET', `/v1/threads/${threadId}?after=${messageIds[1]}`);
+    expect(res.body.messages.map((m: { content: string }) => m.content)).toEqual(['m2', 'm3', 'm4']);
+  });
+
+  it('threads: limit pages with has_more and next_after until the end', async () => {
+    const seen: string[] = [];
+    let after: string | null = null;
+    const pages: boolean[] = [];
+    for (let i = 0; i < 5; i += 1) {
+      const query: string = after ? `?limit=2&after=${after}` : '?limit=2';
+      const res = await h.call('GET', `/api/v1/threads/${threadId}${query}`);
+      seen.push(...res.body.messages.map((m: { content: string }) => m.content));
+      pages.push(res.body.has_more);
+      after = res.body.next_after;
+      if (!res.body.has_more) break;
+    }
+    expect(seen).toEqual(['m0', 'm1', 'm2', 'm3', 'm4']);
+    expect(pages).toEqual([true, true, false]);
+    expect(after).toBe(messageIds[4]);
+  });
+
+  it('threads: an empty page keeps the request\'s after as next_after', async () => {
+    const res = await h.call('GET', `/api/v1/threads/${threadId}?after=${messageIds[4]}`);
+    expect(res.body).toMatchObject({ messages: [], has_more: false, next_after: messageIds[4] });
+  });
+
+  it('threads: a long poll is released by an append and returns the new message', async () => {
+    const ids2 = await buildTeam(h);
+    const thread = await h.call('POST', `/api/v1/edges/${ids2.edgeId}/threads`, { sender_agent_id: ids2.humanId, content: 'first' });
+    const first = (await h.call('GET', `/api/v1/threads/${thread.body.thread_id}`)).body.next_after;
+    const waiting = h.call('GET', `/api/v1/threads/${thread.body.thread_id}?after=${first}&wait=30`);
+    let settled = false;
+    void waiting.then(() => {
+      settled = true;
+    });
+    // The poll is still held after a round trip to the server.
+    await h.call('GET', '/api/v1/organizations');
+    expect(settled).toBe(false);
+    const posted = await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids2.agentId, content: 'second' });
+    const res = await waiting;
+    expect(res.status).toBe(200);
+    expect(res.body.messages.map((m: { message_id: string }) => m.message_id)).toEqual([posted.body.message_id]);
+    expect(res.body.next_after).toBe(posted.body.message_id);
+  });
+
+  it('threads: concurrent appends all land in one gap-free order', async () => {
+    const ids3 = await buildTeam(h);
+    const thread = await h.call('POST', `/api/v1/edges/${ids3.edgeId}/threads`, { sender_agent_id: ids3.humanId, content: 'start' });
+    await Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids3.humanId, content: `c${i}` }),
+      ),
+    );
+    const page = (await h.call('GET', `/api/v1/threads/${thread.body.thread_id}?limit=200`)).body;
+    expect(page.message_count).toBe(11);
+    expect(page.messages).toHaveLength(11);
+    expect(new Set(page.messages.map((m: { content: string }) => m.content)).size).toBe(11);
+  });
+});
