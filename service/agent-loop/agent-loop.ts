@@ -37,26 +37,39 @@ interface Candidate {
   instructions: string;
   ciphertext: string;
   thread_id: string;
+  /** The peer message to answer, and its position in the thread. */
+  message_id: string;
+  message_seq: number;
 }
 
-// Threads on an active provider agent's edges, where the organization has a key for the provider,
-// with a message from the peer after the agent's own last message (contract §8).
+// For each active provider agent whose organization has a key for its provider, and each thread
+// on its edges: the oldest message from the peer that the agent has not answered yet (contract §8;
+// one reply per incoming message). Answers carry `reply_to`, so "answered" survives restarts.
 const candidatesSql = `
-  SELECT a.id AS agent_id, a.provider, a.model, a.instructions, pk.ciphertext, th.id AS thread_id
+  SELECT a.id AS agent_id, a.provider, a.model, a.instructions, pk.ciphertext, th.id AS thread_id,
+         m.id AS message_id, m.seq AS message_seq
   FROM participants a
   JOIN teams t ON t.id = a.team_id
   JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
   JOIN edges e ON e.participant_a = a.id OR e.participant_b = a.id
   JOIN threads th ON th.edge_id = e.id
+  JOIN LATERAL (
+    SELECT m.id, m.seq FROM messages m
+    WHERE m.thread_id = th.id AND m.sender_id <> a.id
+      AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = a.id AND r.reply_to = m.id)
+      -- ping-pong guard: skip an automatic reply that ends a run of $1 automatic replies
+      AND (m.reply_to IS NULL OR m.seq - COALESCE((SELECT max(q.seq) FROM messages q
+        WHERE q.thread_id = th.id AND q.seq <= m.seq AND q.reply_to IS NULL), 0) < $1)
+    ORDER BY m.seq LIMIT 1
+  ) m ON true
   WHERE a.kind = 'agent' AND a.status = 'active'
-    AND EXISTS (SELECT 1 FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> a.id
-      AND m.seq > COALESCE((SELECT max(s.seq) FROM messages s WHERE s.thread_id = th.id AND s.sender_id = a.id), 0))
   ORDER BY th.seq`;
 
 /**
  * Starts the agent loop of contract §8: every `tickMs`, each active agent with a provider whose
- * organization holds a key for it answers, in each thread on its edges, the latest peer message
- * it has not answered, with one reply from its provider posted as its own message. Each incoming
+ * organization holds a key for it answers, in each thread on its edges, the oldest peer message
+ * it has not answered, with one reply from its provider posted as its own message (one reply per
+ * incoming message, in order; a burst of messages is answered over consecutive ticks). Each incoming
  * message is answered at most once, also across restarts (unique `(sender_id, reply_to)`).
  * Provider failures are logged without the key and retried with exponential backoff; no error
  * stops the loop. Output: `stop()`, which resolves once the current tick finished.
@@ -71,16 +84,16 @@ export function startAgentLoop(options: AgentLoopOptions): { stop(): Promise<voi
   let running: Promise<void> = Promise.resolve();
 
   async function answer(candidate: Candidate, provider: ReplyProvider): Promise<void> {
+    // The conversation as it stood when the message to answer arrived.
     const recent = (
-      await deps.db.query<MessageRow>(`SELECT * FROM messages WHERE thread_id = $1 ORDER BY seq DESC LIMIT $2`, [
+      await deps.db.query<MessageRow>(`SELECT * FROM messages WHERE thread_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3`, [
         candidate.thread_id,
-        Math.max(contextMessages, autoReplyLimit),
+        candidate.message_seq,
+        contextMessages,
       ])
     ).reverse();
-    const last = recent.slice(-autoReplyLimit);
-    if (last.length >= autoReplyLimit && last.every((m) => m.reply_to !== null)) return;
-    const incoming = recent.findLast((m) => m.sender_id !== candidate.agent_id);
-    if (!incoming) return;
+    const incoming = recent.at(-1);
+    if (!incoming || incoming.id !== candidate.message_id) return;
     const apiKey = deps.secrets.open(candidate.ciphertext);
     if (apiKey.trim() === '') return;
     const conversation = recent.slice(-contextMessages).map((m) => ({
@@ -112,7 +125,7 @@ export function startAgentLoop(options: AgentLoopOptions): { stop(): Promise<voi
   }
 
   async function tick(): Promise<void> {
-    const candidates = await deps.db.query<Candidate>(candidatesSql);
+    const candidates = await deps.db.query<Candidate>(candidatesSql, [autoReplyLimit]);
     for (const candidate of candidates) {
       if (stopped) return;
       const provider = providers.get(candidate.provider);

@@ -91,4 +91,33 @@ describe('agent loop', () => {
     const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 2);
     expect(messages[1]).toMatchObject({ sender_id: ids.agentId, content: 'echo: anyone?' });
   });
+
+  it('agent loop: a burst of messages sent before the key was set gets one reply per message, in order', async () => {
+    const h = await startHarness();
+    cleanups.push(() => h.server.close());
+    const ids = await buildTeam(h, { provider: 'echo' });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'one' });
+    await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids.humanId, content: 'two' });
+    await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids.humanId, content: 'three' });
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 6);
+    expect(messages.map((m) => m.content)).toEqual(['one', 'two', 'three', 'echo: one', 'echo: two', 'echo: three']);
+  });
+
+  it('agent loop: after the ping-pong guard stops two agents, a message written by hand is answered again', async () => {
+    const h = await startHarness({ inMemory: true, autoReplyLimit: 2 });
+    cleanups.push(() => h.server.close());
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    const team = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'guarded' });
+    const a = await h.call('POST', `/api/v1/teams/${team.body.team_id}/agents`, { name: 'a', provider: 'echo' });
+    const b = await h.call('POST', `/api/v1/teams/${team.body.team_id}/agents`, { name: 'b', provider: 'echo' });
+    const edge = await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, { participants: [a.body.agent_id, b.body.agent_id] });
+    const thread = await h.call('POST', `/api/v1/edges/${edge.body.edge_id}/threads`, { sender_agent_id: a.body.agent_id, content: 'ping' });
+    const guarded = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 3);
+    const quiet = await h.call('GET', `/api/v1/threads/${thread.body.thread_id}?after=${guarded[2]!.message_id}&wait=1`);
+    expect(quiet.body.messages).toEqual([]);
+    await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: a.body.agent_id, content: 'by hand' });
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.some((m) => m.content === 'echo: by hand'));
+    expect(messages.map((m) => m.content).slice(0, 5)).toEqual(['ping', 'echo: ping', 'echo: echo: ping', 'by hand', 'echo: by hand']);
+  });
 });
