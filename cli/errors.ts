@@ -23,7 +23,7 @@ export type ExitCode = (typeof ExitCodes)[keyof typeof ExitCodes];
 const HINTS: Record<string, string> = {
   unauthenticated: 'set ACS_API_KEY (or name another variable with --api-key-env)',
   invalid_api_key: 'the key in ACS_API_KEY is unknown, revoked or expired; issue a new one',
-  network_error: 'is the service running? check ACS_BASE_URL or --base-url',
+  network_error: 'is the server running and reachable at that address? (ACS_BASE_URL / --base-url, TEMPORAL_ADDRESS)',
   not_found: 'the resource does not exist or this key cannot reach it',
   conflict: 'a resource of that name already exists',
   unresolved_secret: 'export the variable before running teamctl',

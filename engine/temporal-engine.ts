@@ -4,6 +4,7 @@
  * applies of the same organization never run at once.
  */
 import { Client, Connection, WorkflowIdConflictPolicy } from '@temporalio/client';
+import { ToolkitError } from '../errors/catalogue.ts';
 import type { ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
 
 /** Where the Temporal service is. */
@@ -36,10 +37,13 @@ export function applyWorkflowId(orgName: string): string {
 /**
  * Runs `applyWorkflow(input)` on Temporal and returns its result. If an apply of the same
  * organization is already running, waits for that one instead of starting a second.
- * Raises `WorkflowFailedError` (its cause is the activity's `ApplicationFailure`).
+ * Raises `network_error` when Temporal cannot be reached, and `WorkflowFailedError` (its cause
+ * is the activity's `ApplicationFailure`) when the workflow fails.
  */
 export async function applyWithTemporal(input: ApplyInput, options: TemporalOptions): Promise<ApplyResult> {
-  const connection = await Connection.connect({ address: options.address });
+  const connection = await Connection.connect({ address: options.address, connectTimeout: '10 seconds' }).catch((error: unknown) => {
+    throw new ToolkitError('network_error', `cannot reach Temporal at ${options.address} (TEMPORAL_ADDRESS): ${(error as Error).message}`);
+  });
   try {
     const client = new Client({ connection, namespace: options.namespace });
     const handle = await client.workflow.start('applyWorkflow', {

@@ -103,6 +103,15 @@ describe('teamctl', () => {
     expect(result.stderr).toContain('error[timed_out]: no reply from archivist within 1 s');
   });
 
+  it('apply --engine temporal: an unreachable Temporal is a network_error naming the address, and nothing is sent to the service', async () => {
+    const file = await exampleAs('cli-temporal');
+    const result = await teamctl(['apply', '-f', file, '--engine', 'temporal'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('error[network_error]: cannot reach Temporal at 127.0.0.1:1');
+    const plan = await teamctl(['plan', '-f', file, '--detailed-exitcode']);
+    expect(plan.code).toBe(2);
+  });
+
   it('teamctl: the binary runs on Node 24 and prints its help', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [new URL('../../bin/teamctl.ts', import.meta.url).pathname, '--help']);
     expect(stdout).toContain('Usage: teamctl');
