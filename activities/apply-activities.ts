@@ -3,10 +3,11 @@
  *
  * Idempotency comes from business keys, never from activity ids (they restart in every run):
  * a create whose name is already taken (409 `conflict`, a retry after a lost response, or an
- * interrupted earlier run) adopts the `existing_id` and brings it up to date instead. Secrets
+ * interrupted earlier run) adopts the `existing_id` and brings it up to date instead. No
+ * `Idempotency-Key` is sent: a replayed answer could name a resource deleted since, for 24 hours,
+ * while the name is always the live truth. Secrets
  * (the organization key, provider keys) are resolved here, at the moment of the call.
  */
-import { createHash } from 'node:crypto';
 import type { Agent, Human, Provider, Team } from '../api/schemas.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
@@ -119,7 +120,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       return call(async () => {
         const client = clientFor(input.connection);
         try {
-          const org = await client.createOrganization(input.name, { idempotencyKey: businessKey('org', input.name) });
+          const org = await client.createOrganization(input.name);
           return { id: org.org_id, outcome: 'created' };
         } catch (error) {
           if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
@@ -144,7 +145,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       return call(() => {
         const client = clientFor(input.connection);
         return createOrAdopt(
-          () => client.createTeam(input.orgId, input.fields, { idempotencyKey: businessKey('team', input.orgId, input.fields) }),
+          () => client.createTeam(input.orgId, input.fields),
           (t) => t.team_id,
           (id) => client.getTeam(id),
           (id, patch) => client.updateTeam(id, patch),
@@ -169,7 +170,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       return call(() => {
         const client = clientFor(input.connection);
         return createOrAdopt(
-          () => client.createAgent(input.teamId, input.fields as Parameters<AcsClient['createAgent']>[1], { idempotencyKey: businessKey('agent', input.teamId, input.fields) }),
+          () => client.createAgent(input.teamId, input.fields as Parameters<AcsClient['createAgent']>[1]),
           (a) => a.agent_id,
           (id) => adoptable(client.getAgent(id), `participant name "${input.fields.name}" is held by a human`),
           (id, patch) => client.updateAgent(id, patch),
@@ -191,7 +192,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       return call(() => {
         const client = clientFor(input.connection);
         return createOrAdopt(
-          () => client.createHuman(input.teamId, input.fields, { idempotencyKey: businessKey('human', input.teamId, input.fields) }),
+          () => client.createHuman(input.teamId, input.fields),
           (h) => h.human_id,
           async (id) => {
             const humans = await client.listHumans(input.teamId);
@@ -218,9 +219,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       return call(async () => {
         const client = clientFor(input.connection);
         try {
-          const edge = await client.createEdge(input.teamId, input.participants, {
-            idempotencyKey: businessKey('edge', input.teamId, [...input.participants].sort()),
-          });
+          const edge = await client.createEdge(input.teamId, input.participants);
           return { id: edge.edge_id, outcome: 'created' };
         } catch (error) {
           if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
@@ -235,12 +234,6 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
 
 /** The activities of `apply`, as workflows see them (`import type` only). */
 export type ApplyActivities = ReturnType<typeof createApplyActivities>;
-
-/** An `Idempotency-Key` from the business key and the body, so a changed body is a new request. */
-function businessKey(kind: string, scope: string, body?: unknown): string {
-  const digest = createHash('sha256').update(JSON.stringify(body ?? null)).digest('hex').slice(0, 32);
-  return `teamctl-${kind}-${createHash('sha256').update(scope).digest('hex').slice(0, 16)}-${digest}`;
-}
 
 /** Turns a 404 on the existing id (the name belongs to the other kind of participant) into a conflict. */
 async function adoptable<T>(lookup: Promise<T>, message: string): Promise<T> {

@@ -177,3 +177,115 @@ export const Problem = z.object({
   existing_id: z.string().optional(),
 });
 export type Problem = z.infer<typeof Problem>;
+
+// ---- organization keys, MCP keys, access requests (contract §3, §4, §5, §6) ----------------
+
+/** The longest rotation grace period: 30 days, in seconds. */
+export const maxGraceSeconds = 30 * 24 * 3600;
+/** The most active organization keys one organization may hold (contract §2 `key_limit`). */
+export const maxActiveOrgKeys = 10;
+
+/** An ISO 8601 timestamp with a time zone (`Z` or an offset) in a request. */
+export const TimestampInput = z.iso.datetime({ offset: true });
+
+export const CreateOrgKeyBody = z.strictObject({ name: Name.optional(), expires_at: TimestampInput.optional() });
+export const RotateOrgKeyBody = z.strictObject({ grace_seconds: z.number().int().min(0).max(maxGraceSeconds).optional() });
+
+export const OrgKey = z.object({
+  key_id: Id,
+  name: z.string(),
+  prefix: z.string(),
+  created_at: Timestamp,
+  last_used_at: Timestamp.nullable(),
+  expires_at: Timestamp.nullable(),
+});
+export type OrgKey = z.infer<typeof OrgKey>;
+/** An organization key as created: with its secret, shown only in this response. */
+export const CreatedOrgKey = OrgKey.extend({ api_key: z.string() });
+export type CreatedOrgKey = z.infer<typeof CreatedOrgKey>;
+
+/** `POST /agents/{agent_id}/mcp-keys` takes no fields (an empty object or no body). */
+export const CreateMcpKeyBody = z.strictObject({});
+
+export const McpKey = z.object({
+  key_id: Id,
+  agent_id: Id,
+  prefix: z.string(),
+  created_at: Timestamp,
+  last_used_at: Timestamp.nullable(),
+});
+export type McpKey = z.infer<typeof McpKey>;
+/** An MCP key as created: with its secret, shown only in this response. */
+export const CreatedMcpKey = McpKey.extend({ mcp_key: z.string() });
+export type CreatedMcpKey = z.infer<typeof CreatedMcpKey>;
+
+export const Revoked = z.object({ revoked: z.literal(true), key_id: Id });
+
+/** Access request states: pending until the operator approves or rejects it. */
+export const AccessRequestStatuses = { pending: 'pending', approved: 'approved', rejected: 'rejected' } as const;
+export const AccessRequestStatus = z.enum(['pending', 'approved', 'rejected']);
+export type AccessRequestStatus = z.infer<typeof AccessRequestStatus>;
+
+export const CreateAccessRequestBody = z.strictObject({
+  email: z.email().max(320),
+  org_name: Name,
+  intended_use: trimmed(1, 2000),
+});
+export const AccessRequestReceipt = z.object({ request_id: Id, status: z.literal('pending') });
+export const AccessRequestListQuery = z.strictObject({ status: AccessRequestStatus.optional() });
+export const RejectAccessRequestBody = z.strictObject({ reason: trimmed(1, 2000).optional() });
+
+export const AccessRequest = z.object({
+  request_id: Id,
+  email: z.string(),
+  org_name: z.string(),
+  intended_use: z.string(),
+  status: AccessRequestStatus,
+  /** The rejection reason, null when none was given or not rejected. */
+  reason: z.string().nullable(),
+  /** The organization created on approval, null before. */
+  org_id: Id.nullable(),
+  created_at: Timestamp,
+  decided_at: Timestamp.nullable(),
+});
+export type AccessRequest = z.infer<typeof AccessRequest>;
+/** What approving an access request returns, once: the request, its new organization and first key. */
+export const ApprovedAccessRequest = z.object({ request: AccessRequest, organization: Organization, api_key: z.string() });
+export type ApprovedAccessRequest = z.infer<typeof ApprovedAccessRequest>;
+
+// ---- attachments (contract §4, §5) -----------------------------------------------------------
+
+/** The most bytes one attachment may hold once decoded: 5 MiB (contract §5). */
+export const maxAttachmentBytes = 5 * 1024 * 1024;
+/** The body limit of `POST /attachments`: 8 MiB, room for 5 MiB in base64 (contract §5). */
+export const attachmentBodyLimitBytes = 8 * 1024 * 1024;
+
+// RFC 9110 token characters: a MIME type is `type/subtype` plus optional `; name=value` parameters.
+const mimeToken = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
+const mimeType = new RegExp(`^${mimeToken}/${mimeToken}(?:\\s*;\\s*${mimeToken}=(?:${mimeToken}|"[^"\\\\\\r\\n]*"))*$`);
+
+/** `POST /attachments` (contract §5); the body limit of this route is {@link attachmentBodyLimitBytes}. */
+export const CreateAttachmentBody = z.strictObject({
+  /** 1–255 characters after trimming, no control characters. */
+  filename: trimmed(1, 255).regex(/^[^\u0000-\u001f\u007f]*$/, 'must not contain control characters'),
+  /** A MIME type such as `text/plain; charset=utf-8`; served back as the content's Content-Type. */
+  content_type: z.string().trim().max(255).regex(mimeType, 'must be a MIME type such as text/plain'),
+  /** Standard base64 with padding; at most 5 MiB once decoded (more is 413 `payload_too_large`). */
+  data_base64: z
+    .string()
+    .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64 (A–Z, a–z, 0–9, +, /, = padding)')
+    .refine((value) => value.length % 4 === 0, 'must be padded base64 (length a multiple of 4)'),
+  /** The organization that owns the attachment; default the key's own. Must be reachable. */
+  org_id: Id.optional(),
+});
+
+/** An attachment's metadata (contract §4), plus the owning `org_id`. */
+export const Attachment = z.object({
+  attachment_id: Id,
+  org_id: Id,
+  filename: z.string(),
+  content_type: z.string(),
+  size_bytes: z.number().int(),
+  created_at: Timestamp,
+});
+export type Attachment = z.infer<typeof Attachment>;

@@ -2,11 +2,14 @@ import { defaultProviders, type ReplyProvider } from './agent-loop/providers.ts'
 import { startAgentLoop } from './agent-loop/agent-loop.ts';
 import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
 import type { DomainDeps } from './domain/caller.ts';
-import { createLocalNotifier } from './domain/notifier.ts';
+import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
+import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
+import type { Db } from './storage/db.ts';
 import { openDb } from './storage/open-db.ts';
+import { createPgNotifier } from './storage/pg-notifier.ts';
 
 export type { DevCredentials } from './dev-credentials.ts';
 export type { ReplyProvider, ReplyRequest } from './agent-loop/providers.ts';
@@ -23,6 +26,12 @@ export interface ServerOptions {
   dataDir?: string;
   /** PostgreSQL URL; wins over the embedded database. */
   databaseUrl?: string;
+  /**
+   * Storage the caller opened and migrated (benchmarks seed it with SQL first); wins over the
+   * options above except that `databaseUrl` still selects the LISTEN/NOTIFY notifier. Closed by
+   * `close()`.
+   */
+  db?: Db;
   /** Agent loop period in milliseconds; default 1000. */
   tickMs?: number;
   /** Ping-pong guard of the agent loop (see `AgentLoopOptions.autoReplyLimit`); default 10. */
@@ -35,6 +44,16 @@ export interface ServerOptions {
   providers?: ReadonlyMap<string, ReplyProvider>;
   /** Environment to read `ACS_ENCRYPTION_KEY` from; default `process.env`. */
   env?: NodeJS.ProcessEnv;
+  /**
+   * Bearer token of the `/admin/v1` operator routes (contract §6); default: `ACS_ADMIN_TOKEN` of
+   * `env`. Unset or empty: the admin routes do not exist (404).
+   */
+  adminToken?: string;
+  /**
+   * Per-API-key rate limit (contract §2): `{ max, windowMs }`, or `false` for none. Default:
+   * `ACS_RATE_LIMIT` of `env` (requests a minute), else 1,200 a minute.
+   */
+  rateLimit?: RateLimitOptions | false;
 }
 
 /** A running acs-server. */
@@ -63,14 +82,23 @@ export interface RunningServer {
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const inMemory = options.inMemory === true || (options.dataDir === undefined && options.databaseUrl === undefined);
   const dataDir = inMemory && !options.databaseUrl ? undefined : options.dataDir;
-  const db = await openDb({ databaseUrl: options.databaseUrl, dataDir, inMemory });
-  const notifier = createLocalNotifier();
+  const db = options.db ?? (await openDb({ databaseUrl: options.databaseUrl, dataDir, inMemory }));
+  // PostgreSQL may be shared by several processes: long polls then wait on LISTEN/NOTIFY.
+  let notifier: Notifier;
+  try {
+    notifier = options.databaseUrl ? await createPgNotifier(options.databaseUrl) : createLocalNotifier();
+  } catch (error) {
+    await db.close().catch(() => {});
+    throw error;
+  }
   const shutdown = new AbortController();
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   try {
     const secrets = createSecretBox(await resolveEncryptionKey(options.env ?? process.env, dataDir));
     const deps: DomainDeps = { db, notifier, secrets };
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false });
+    const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
+    const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
+    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();
@@ -109,6 +137,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     shutdown.abort();
     await app?.close().catch(() => {});
+    await notifier.close().catch(() => {});
     await db.close().catch(() => {});
     throw error;
   }

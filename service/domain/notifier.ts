@@ -1,8 +1,10 @@
 import { EventEmitter } from 'node:events';
 
 /**
- * Tells waiting readers that a thread got a new message. In-process for now; a PostgreSQL
- * LISTEN/NOTIFY implementation can take its place when several processes share one database.
+ * Tells waiting readers that a thread got a new message. Two implementations: the in-process
+ * one below (PGlite: one process owns the database) and the LISTEN/NOTIFY one in
+ * `storage/pg-notifier.ts` (PostgreSQL: appends through any process wake waiters in all).
+ * A listener may be called without a new message (e.g. after a reconnect); it must re-read.
  */
 export interface Notifier {
   /** Announces that `threadId` has a new message; call after the append committed. */
@@ -13,7 +15,7 @@ export interface Notifier {
   close(): Promise<void>;
 }
 
-/** A {@link Notifier} for one process: an event emitter keyed by thread id. */
+/** A {@link Notifier} for one process (PGlite): an event emitter keyed by thread id. */
 export function createLocalNotifier(): Notifier {
   const emitter = new EventEmitter();
   // Every long poll adds a listener; hundreds of waiters on one thread are expected, not a leak.

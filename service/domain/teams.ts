@@ -1,6 +1,7 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Team, TeamGraph } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
+import { countTeamAttachments, deleteTeamAttachments } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { assertOrganizationReachable } from './organizations.ts';
@@ -156,17 +157,18 @@ export async function previewTeamDeletion(deps: DomainDeps, caller: Caller, team
       (SELECT count(*)::int FROM messages m JOIN threads th ON th.id = m.thread_id WHERE th.team_id = $1) AS messages`,
     [teamId],
   );
-  // Attachments are not stored yet, so a team never owns any.
-  return { team_id: teamId, ...rows[0]!, attachments: 0 };
+  return { team_id: teamId, ...rows[0]!, attachments: await countTeamAttachments(deps.db, teamId) };
 }
 
 /**
- * Deletes a team and, by cascade, its agents, humans, edges, threads and messages.
+ * Deletes a team and, by cascade, its agents, humans, edges, threads and messages, and the
+ * attachments its messages name that no other team's message names.
  * Errors: `not_found`.
  */
 export async function deleteTeam(deps: DomainDeps, caller: Caller, teamId: string): Promise<{ deleted: true; team_id: string }> {
   await deps.db.transaction(async (tx) => {
     await getTeam(tx, caller, teamId);
+    await deleteTeamAttachments(tx, teamId);
     await tx.query(`DELETE FROM teams WHERE id = $1`, [teamId]);
   });
   return { deleted: true, team_id: teamId };

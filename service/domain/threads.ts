@@ -1,6 +1,7 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Message, Thread, ThreadPage } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
+import { assertAttachmentsInOrganization } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { getEdge } from './edges.ts';
 import { iso, isUuid, newId } from './ids.ts';
@@ -75,13 +76,11 @@ function assertParticipant(participants: readonly string[], senderId: string): v
   }
 }
 
-function assertAttachmentsExist(attachments: readonly string[] | undefined): void {
-  // No attachment can be uploaded yet (POST /attachments is not served), so every id is unknown.
-  if (attachments && attachments.length > 0) {
-    throw new ServiceError('unknown_reference', `no attachment has id ${attachments[0]}`, {
-      errors: attachments.map((_, index) => ({ path: `attachments.${index}`, message: 'no such attachment' })),
-    });
-  }
+// Attachments must belong to the thread's organization, so every reader of the message can fetch them.
+async function assertAttachmentsExist(tx: Queryable, teamId: string, attachments: readonly string[] | undefined): Promise<void> {
+  if (!attachments || attachments.length === 0) return;
+  const team = await tx.query<{ org_id: string }>(`SELECT org_id FROM teams WHERE id = $1`, [teamId]);
+  await assertAttachmentsInOrganization(tx, team[0]!.org_id, attachments);
 }
 
 /**
@@ -164,7 +163,7 @@ export async function appendMessage(
     const thread = await getThreadRow(tx, caller, threadId);
     const edge = await getEdge(tx, caller, thread.edge_id);
     assertParticipant(edge.participants, input.sender_agent_id);
-    assertAttachmentsExist(input.attachments);
+    await assertAttachmentsExist(tx, thread.team_id, input.attachments);
     return insertMessage(tx, threadId, input.sender_agent_id, input.content, { attachments: input.attachments });
   });
   deps.notifier.publish(threadId);

@@ -3,9 +3,17 @@ import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastif
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { requireApiKey } from './auth.ts';
+import { installIdempotency } from './idempotency.ts';
+import { installOpenApi } from './openapi/install.ts';
 import { toProblem } from './problem.ts';
+import { defaultRateLimit, installRateLimit, type RateLimitOptions } from './rate-limit.ts';
 import type { RouteContext } from './routes/context.ts';
+import { accessRequestRoutes } from './routes/access-requests.ts';
+import { adminPrefix, adminRoutes } from './routes/admin.ts';
+import { attachmentRoutes } from './routes/attachments.ts';
 import { edgeRoutes } from './routes/edges.ts';
+import { orgKeyRoutes } from './routes/keys.ts';
+import { mcpKeyRoutes } from './routes/mcp-keys.ts';
 import { organizationRoutes } from './routes/organizations.ts';
 import { participantRoutes } from './routes/participants.ts';
 import { providerKeyRoutes, putProviderKeyRoute } from './routes/provider-keys.ts';
@@ -25,6 +33,10 @@ export interface AppOptions {
   shutdown: AbortSignal;
   /** `false` for silence, `true` for JSON logs on stdout, or pino options. */
   logger: boolean | Record<string, unknown>;
+  /** Bearer token of the `/admin/v1` routes (contract §6); unset or empty: those routes do not exist. */
+  adminToken?: string | undefined;
+  /** Per-key rate limit (contract §2); default 1,200 a minute; `false` turns it off. */
+  rateLimit?: RateLimitOptions | false | undefined;
 }
 
 // A client's request id is echoed only when it is short printable ASCII, so logs stay clean.
@@ -57,16 +69,38 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     forceCloseConnections: 'idle',
     // Fastify's own 503 while closing is not problem+json; the onRequest hook below answers instead.
     return503OnClosing: false,
+    // Long path ids must reach the routes (which answer 404 not_found), not Fastify's raw 414.
+    maxParamLength: 2048,
+    // Malformed percent-escapes fail before routing; answer them as problem+json too (contract §2).
+    frameworkErrors: (error, request, reply) => {
+      const message = `cannot be decoded (${error.code ?? 'bad URL'})`;
+      const problemError = new ServiceError('invalid_request', `the request URL ${message}`, { errors: [{ path: 'url', message }] });
+      const { problem } = toProblem(problemError, request.id);
+      // frameworkErrors' reply is typed for no route at all; send the problem as a plain string.
+      const raw = reply as unknown as { code(status: number): typeof raw; header(name: string, value: string): typeof raw; type(t: string): typeof raw; send(body: string): void };
+      raw.code(problem.status).header('x-request-id', request.id).type('application/problem+json').send(JSON.stringify(problem));
+    },
   });
+  // First, so that every response, errors and 404s included, carries the RateLimit-* headers.
+  if (options.rateLimit !== false) await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit);
+  installIdempotency(app, options.deps);
 
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
+    let parsed: unknown;
     try {
-      done(null, JSON.parse(body as string));
+      parsed = JSON.parse(body as string);
     } catch {
-      done(new ServiceError('malformed_json', 'the body is not valid JSON'), undefined);
+      return done(new ServiceError('malformed_json', 'the body is not valid JSON'), undefined);
     }
+    // PostgreSQL text cannot hold NUL: refuse it here, with its path, rather than fail in storage.
+    const nulAt = findNul(parsed);
+    if (nulAt !== undefined) {
+      const path = nulAt || '(body)';
+      return done(new ServiceError('invalid_request', `${path}: must not contain NUL characters`, { errors: [{ path, message: 'must not contain NUL characters' }] }), undefined);
+    }
+    done(null, parsed);
   });
   app.addContentTypeParser('*', (request, _payload, done) => {
     done(new ServiceError('unsupported_media_type', `Content-Type ${request.headers['content-type'] ?? '(none)'} is not application/json`), undefined);
@@ -103,6 +137,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     throw new ServiceError('route_not_found', `no route ${request.method} ${path}`);
   });
 
+  installOpenApi(app);
+
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async () => {
     try {
@@ -118,12 +154,18 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     await app.register(
       async (api) => {
         requireApiKey(api, options.deps.db);
-        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes]) {
+        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes]) {
           routesOf(api, context);
         }
       },
       { prefix },
     );
+    // Anyone may ask for access: no API key (contract §5).
+    await app.register(async (open) => accessRequestRoutes(open, context), { prefix });
+  }
+  if (options.adminToken) {
+    const token = options.adminToken;
+    await app.register(async (admin) => adminRoutes(admin, context, token), { prefix: adminPrefix });
   }
   // The interface description gives this one route without a prefix (contract §1).
   await app.register(async (api) => {
@@ -131,4 +173,25 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     putProviderKeyRoute(api, context);
   });
   return app;
+}
+
+/**
+ * The path (`a.b.0`) of the first string or key holding a NUL character in a parsed JSON value,
+ * if any. Iterative, so that a body nested thousands deep cannot exhaust the stack.
+ */
+export function findNul(value: unknown): string | undefined {
+  const pending: Array<[unknown, string]> = [[value, '']];
+  while (pending.length > 0) {
+    const [current, path] = pending.pop()!;
+    if (typeof current === 'string') {
+      if (current.includes('\u0000')) return path;
+    } else if (current !== null && typeof current === 'object') {
+      for (const [key, child] of Object.entries(current)) {
+        const at = path ? `${path}.${key}` : key;
+        if (key.includes('\u0000')) return at;
+        pending.push([child, at]);
+      }
+    }
+  }
+  return undefined;
 }

@@ -107,6 +107,92 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       )`,
     ],
   },
+  {
+    id: '0003_keys_access',
+    statements: [
+      `CREATE INDEX org_keys_org ON org_keys(org_id)`,
+      // Deleting an agent (or its team) deletes its MCP keys, which revokes them (contract §3).
+      `CREATE TABLE mcp_keys (
+        id uuid PRIMARY KEY,
+        agent_id uuid NOT NULL REFERENCES participants(id) ON DELETE CASCADE,
+        key_hash text NOT NULL UNIQUE,
+        prefix text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        last_used_at timestamptz,
+        revoked_at timestamptz
+      )`,
+      `CREATE INDEX mcp_keys_agent ON mcp_keys(agent_id)`,
+      `CREATE TABLE access_requests (
+        id uuid PRIMARY KEY,
+        email text NOT NULL,
+        org_name text NOT NULL,
+        intended_use text NOT NULL,
+        status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'approved', 'rejected')),
+        reason text,
+        -- the organization created on approval
+        org_id uuid REFERENCES organizations(id) ON DELETE SET NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        decided_at timestamptz
+      )`,
+      `CREATE INDEX access_requests_status ON access_requests(status, created_at)`,
+    ],
+  },
+  {
+    id: '0004_idempotency_attachments',
+    statements: [
+      // Attachments belong to an organization (contract §4, §5); the bytes live in the row.
+      `CREATE TABLE attachments (
+        id uuid PRIMARY KEY,
+        org_id uuid NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+        filename text NOT NULL,
+        content_type text NOT NULL,
+        size_bytes integer NOT NULL,
+        data bytea NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE INDEX attachments_org ON attachments(org_id)`,
+      // Which messages name an attachment (`attachments @> '["id"]'`): team deletion asks it.
+      `CREATE INDEX messages_attachments ON messages USING gin (attachments jsonb_path_ops)`,
+      // Idempotency-Key records (contract §1, http/idempotency.ts). The primary key is the claim:
+      // INSERT … ON CONFLICT DO NOTHING lets exactly one request of several processes run.
+      `CREATE TABLE idempotency_keys (
+        -- the caller's organization id, or '' for requests without an organization key
+        scope text NOT NULL,
+        -- method, route pattern and path parameters
+        route text NOT NULL,
+        idem_key text NOT NULL,
+        request_hash text NOT NULL,
+        -- which request holds the claim, so that only it stores or releases the record
+        claim_id uuid NOT NULL,
+        -- null while the first request runs
+        status integer,
+        response_type text,
+        -- sealed with the secret box: some responses hold a key secret shown only once
+        response_body text,
+        claimed_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        PRIMARY KEY (scope, route, idem_key)
+      )`,
+      `CREATE INDEX idempotency_keys_expires ON idempotency_keys(expires_at)`,
+    ],
+  },
+  {
+    id: '0005_storage',
+    statements: [
+      // Cross-process long polls (storage/pg-notifier.ts): every insert into messages notifies
+      // `acs_thread_messages` with the thread id inside the inserting transaction, so the
+      // notification goes out on commit only. Per statement, once per thread: bulk inserts
+      // send one notification per thread, not one per row.
+      `CREATE FUNCTION acs_notify_thread_messages() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         PERFORM pg_notify('acs_thread_messages', t.thread_id::text)
+           FROM (SELECT DISTINCT thread_id FROM new_rows) t;
+         RETURN NULL;
+       END $$`,
+      `CREATE TRIGGER messages_notify AFTER INSERT ON messages REFERENCING NEW TABLE AS new_rows
+       FOR EACH STATEMENT EXECUTE FUNCTION acs_notify_thread_messages()`,
+    ],
+  },
 ];
 
 /**

@@ -31,7 +31,7 @@ async function failure(promise: Promise<unknown>): Promise<AcsApiError> {
 
 describe('client', () => {
   it('client: a wrong key maps to status 401, code invalid_api_key, with the request id and without the key', async () => {
-    const wrongKey = 'acs_org_thisKeyDoesNotExist0000000000000000';
+    const wrongKey = `acs_org_${'x'.repeat(40)}`;
     const error = await failure(new AcsClient({ baseUrl: server.url, apiKey: wrongKey }).listOrganizations());
     expect(error).toMatchObject({ status: 401, code: 'invalid_api_key' });
     expect(error.requestId).toMatch(/\S+/);

@@ -1,4 +1,5 @@
 import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
+import { createTestDatabase, postgresBackend, testDatabaseUrl } from '../support/postgres.ts';
 
 /** A response as the tests look at it. */
 export interface Reply {
@@ -35,15 +36,42 @@ export async function request(url: string, method: string, body?: unknown, heade
   return { status: response.status, headers: response.headers, body: parsed };
 }
 
-/** Starts an in-memory server (unless options say otherwise) and provisions one organization. */
+/**
+ * Starts an in-memory server (unless options say otherwise) and provisions one organization.
+ * In the vitest `postgres` project (ACS_TEST_BACKEND=postgres) a server that would have been in
+ * memory gets a fresh PostgreSQL database instead, dropped again by `server.close()`; servers
+ * on a data dir stay on PGlite.
+ */
 export async function startHarness(options: ServerOptions = { inMemory: true }): Promise<Harness> {
-  const server = await startServer({ port: 0, tickMs: 20, ...options });
+  const server = await startHarnessServer(options);
   const { org_id, api_key } = await server.provisionOrganization('acme');
   return {
     server,
     orgId: org_id,
     apiKey: api_key,
     call: (method, path, body, headers = {}) => request(server.url + path, method, body, { 'x-api-key': api_key, ...headers }),
+  };
+}
+
+async function startHarnessServer(options: ServerOptions): Promise<RunningServer> {
+  const base = { port: 0, tickMs: 20, ...options };
+  if (!postgresBackend || options.dataDir !== undefined || options.databaseUrl !== undefined) return startServer(base);
+  if (!testDatabaseUrl) throw new Error('ACS_TEST_BACKEND=postgres needs ACS_TEST_DATABASE_URL');
+  const database = await createTestDatabase(testDatabaseUrl);
+  let server: RunningServer;
+  try {
+    server = await startServer({ ...base, inMemory: false, databaseUrl: database.url });
+  } catch (error) {
+    await database.drop();
+    throw error;
+  }
+  let closing: Promise<void> | undefined;
+  return {
+    ...server,
+    close() {
+      closing ??= server.close().then(() => database.drop());
+      return closing;
+    },
   };
 }
 

@@ -1,11 +1,20 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
+import { createPgNotifier, MESSAGES_CHANNEL } from '../../service/storage/pg-notifier.ts';
 import { request } from './helpers.ts';
 
 // Runs against a real PostgreSQL when ACS_TEST_DATABASE_URL names one (any database: the test
 // creates and drops its own); skipped otherwise.
 const adminUrl = process.env.ACS_TEST_DATABASE_URL;
+
+/** Sends one notification on the messages channel from a connection of its own. */
+async function notify(databaseUrl: string, payload: string): Promise<void> {
+  const client = new pg.Client({ connectionString: databaseUrl });
+  await client.connect();
+  await client.query(`SELECT pg_notify($1, $2)`, [MESSAGES_CHANNEL, payload]);
+  await client.end();
+}
 
 describe.skipIf(!adminUrl)('postgres storage', () => {
   const dbName = `acs_test_${process.pid}_${Date.now()}`;
@@ -53,7 +62,7 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
     const ann = await request(`${one.url}/api/v1/teams/${team.body.team_id}/humans`, 'POST', { name: 'ann' }, h);
     const edge = await request(`${one.url}/api/v1/teams/${team.body.team_id}/edges`, 'POST', { participants: [ann.body.human_id, bot.body.agent_id] }, h);
     const thread = await request(`${two.url}/api/v1/edges/${edge.body.edge_id}/threads`, 'POST', { sender_agent_id: ann.body.human_id, content: 'hi' }, h);
-    // The in-process notifier does not cross processes, so poll with short pauses.
+    // Either loop may write the reply, some ticks later: read until it is there.
     const threadUrl = `${one.url}/api/v1/threads/${thread.body.thread_id}`;
     async function until(count: number): Promise<Array<{ content: string; message_id: string }>> {
       for (let i = 0; i < 200; i += 1) {
@@ -71,5 +80,88 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
     const later = await request(`${threadUrl}?after=${messages[3]!.message_id}&wait=1`, 'GET', undefined, h);
     expect(later.body.messages).toEqual([]);
     expect(later.body.message_count).toBe(4);
+  });
+
+  it('postgres notifier: after its LISTEN connection is killed it reconnects, wakes every waiter once and hears new notifications', async () => {
+    const notifier = await createPgNotifier(url, { retryMs: 20 });
+    const admin = new pg.Client({ connectionString: url });
+    await admin.connect();
+    try {
+      let wakes = 0;
+      const woken = new Promise<void>((resolve) => {
+        notifier.subscribe('waiting-thread', () => {
+          wakes += 1;
+          resolve();
+        });
+      });
+      const killed = await admin.query(
+        `SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
+        [`LISTEN ${MESSAGES_CHANNEL}`],
+      );
+      expect(killed.rows.length).toBeGreaterThan(0);
+      await woken;
+      expect(wakes).toBe(1);
+      const heard = new Promise<void>((resolve) => notifier.subscribe('later-thread', resolve));
+      // The reconnect has happened (the wake comes after LISTEN), so this notification is heard.
+      await admin.query(`SELECT pg_notify($1, 'later-thread')`, [MESSAGES_CHANNEL]);
+      await heard;
+    } finally {
+      await admin.end();
+      await notifier.close();
+    }
+  });
+
+  it('postgres notifier: a rolled-back append wakes nobody and a committed one wakes its thread', async () => {
+    const notifier = await createPgNotifier(url);
+    const [one] = servers as [RunningServer];
+    try {
+      const { org_id, api_key } = await one.provisionOrganization('pg-notify');
+      const h = { 'x-api-key': api_key };
+      const team = await request(`${one.url}/api/v1/organizations/${org_id}/teams`, 'POST', { team_name: 't' }, h);
+      const ann = await request(`${one.url}/api/v1/teams/${team.body.team_id}/humans`, 'POST', { name: 'ann' }, h);
+      const bob = await request(`${one.url}/api/v1/teams/${team.body.team_id}/humans`, 'POST', { name: 'bob' }, h);
+      const edge = await request(`${one.url}/api/v1/teams/${team.body.team_id}/edges`, 'POST', { participants: [ann.body.human_id, bob.body.human_id] }, h);
+      const thread = await request(`${one.url}/api/v1/edges/${edge.body.edge_id}/threads`, 'POST', { sender_agent_id: ann.body.human_id, content: 'hi' }, h);
+      // The opening message's notification may still be on its way: wait until it has passed.
+      const drained = new Promise<void>((resolve) => notifier.subscribe('drain', resolve));
+      await notify(url, 'drain');
+      await drained;
+      const events: string[] = [];
+      let wake: () => void = () => {};
+      const woken = new Promise<void>((resolve) => {
+        wake = resolve;
+      });
+      notifier.subscribe(thread.body.thread_id, () => {
+        events.push('wake');
+        wake();
+      });
+      const sentinel = new Promise<void>((resolve) =>
+        notifier.subscribe('sentinel', () => {
+          events.push('sentinel');
+          resolve();
+        }),
+      );
+      // Not a participant: refused before anything is written.
+      const refused = await request(`${one.url}/api/v1/threads/${thread.body.thread_id}/messages`, 'POST', { sender_agent_id: team.body.team_id, content: 'no' }, h);
+      expect(refused.status).toBe(403);
+      const admin = new pg.Client({ connectionString: url });
+      await admin.connect();
+      // An insert rolled back after its trigger ran sends nothing either.
+      await admin.query('BEGIN');
+      await admin.query(
+        `INSERT INTO messages (id, thread_id, seq, sender_id, content) VALUES (gen_random_uuid(), $1, 999, $2, 'rolled back')`,
+        [thread.body.thread_id, ann.body.human_id],
+      );
+      await admin.query('ROLLBACK');
+      // Notifications arrive in commit order: anything the rollback had sent would precede this.
+      await admin.query(`SELECT pg_notify($1, 'sentinel')`, [MESSAGES_CHANNEL]);
+      await admin.end();
+      await sentinel;
+      await request(`${one.url}/api/v1/threads/${thread.body.thread_id}/messages`, 'POST', { sender_agent_id: bob.body.human_id, content: 'yes' }, h);
+      await woken;
+      expect(events).toEqual(['sentinel', 'wake']);
+    } finally {
+      await notifier.close();
+    }
   });
 });

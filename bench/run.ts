@@ -1,0 +1,166 @@
+/**
+ * `npm run bench`: acs-server's throughput, latency and memory on PGlite and PostgreSQL, plus
+ * pgbench's single-row insert rate on the same PostgreSQL as the floor to compare against.
+ * Writes the figures to docs/performance.md (between the bench markers) and prints them.
+ *
+ * PostgreSQL: `ACS_BENCH_DATABASE_URL` (a superuser URL; a scratch database is created and
+ * dropped), else a throwaway cluster through scripts/with-postgres.sh when PostgreSQL binaries
+ * are installed, else PGlite only (said so). `BENCH_QUICK=1` shortens every step (smoke run).
+ * Not part of the tests: numbers depend on the machine.
+ */
+import { execFileSync, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import pg from 'pg';
+import { runBackend, startServerProcess, type BackendResult, type BenchPlan } from './scenarios.ts';
+import { renderReport, writeReport, type Machine, type PgbenchResult } from './report.ts';
+
+const root = join(import.meta.dirname, '..');
+const log = (line: string) => process.stdout.write(`${line}\n`);
+
+function postgresBinDir(): string | undefined {
+  const dirs = existsSync('/usr/lib/postgresql')
+    ? readdirSync('/usr/lib/postgresql')
+        .sort((a, b) => Number(b) - Number(a))
+        .map((v) => `/usr/lib/postgresql/${v}/bin`)
+    : [];
+  for (const dir of dirs) if (existsSync(`${dir}/initdb`) && existsSync(`${dir}/pg_ctl`)) return dir;
+  const found = spawnSync('sh', ['-c', 'command -v initdb && command -v pg_ctl'], { encoding: 'utf8' });
+  return found.status === 0 ? '' : undefined;
+}
+
+// No URL given but PostgreSQL is installed: run this script again next to a throwaway cluster.
+if (!process.env.ACS_BENCH_DATABASE_URL && !process.env.ACS_POSTGRES_URL && postgresBinDir() !== undefined) {
+  const child = spawnSync('bash', [join(root, 'scripts/with-postgres.sh'), '--', process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
+    stdio: 'inherit',
+    cwd: root,
+  });
+  process.exit(child.status ?? 1);
+}
+
+const adminUrl = process.env.ACS_BENCH_DATABASE_URL || process.env.ACS_POSTGRES_URL || undefined;
+const quick = process.env.BENCH_QUICK === '1';
+
+function openFileLimit(): number {
+  const out = spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim();
+  return out === 'unlimited' ? Infinity : Number(out);
+}
+
+// Each held poll costs one socket in this process and one in the server's; keep headroom.
+const fdLimit = openFileLimit();
+const wantedHeld = quick ? 500 : 10_000;
+const plan: BenchPlan = {
+  seconds: quick ? 2 : 10,
+  clients: 32,
+  seedMessages: quick ? 10_000 : 100_000,
+  wakeSamples: quick ? 30 : 300,
+  held: Math.max(100, Math.min(wantedHeld, fdLimit - 1000)),
+};
+if (plan.held < wantedHeld) log(`bench: open-file limit ${fdLimit} allows only ${plan.held} held polls (raise ulimit -n for ${wantedHeld})`);
+
+async function adminQuery(url: string, sql: string): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+function pgbenchPath(): string | undefined {
+  const dir = process.env.ACS_POSTGRES_BIN_DIR || postgresBinDir();
+  if (dir && existsSync(`${dir}/pgbench`)) return `${dir}/pgbench`;
+  const found = spawnSync('sh', ['-c', 'command -v pgbench'], { encoding: 'utf8' });
+  return found.status === 0 ? found.stdout.trim() : undefined;
+}
+
+/** pgbench with one INSERT per transaction into a scratch table shaped like `messages`. */
+async function runPgbench(url: string, dir: string): Promise<PgbenchResult[]> {
+  const binary = pgbenchPath();
+  if (!binary) {
+    log('bench: pgbench not found; no floor figures');
+    return [];
+  }
+  await adminQuery(
+    url,
+    `CREATE TABLE bench_scratch (id uuid PRIMARY KEY, thread_id uuid NOT NULL, seq integer NOT NULL, sender_id uuid NOT NULL,
+       content text NOT NULL, attachments jsonb NOT NULL DEFAULT '[]', sent_at timestamptz NOT NULL DEFAULT now())`,
+  );
+  const script = join(dir, 'insert.sql');
+  await writeFile(script, `INSERT INTO bench_scratch (id, thread_id, seq, sender_id, content) VALUES (gen_random_uuid(), gen_random_uuid(), 1, gen_random_uuid(), 'message');\n`);
+  const results: PgbenchResult[] = [];
+  for (const clients of [1, 32]) {
+    const out = execFileSync(binary, ['-n', '-f', script, '-T', String(plan.seconds), '-c', String(clients), '-j', String(Math.min(clients, 2)), url], {
+      encoding: 'utf8',
+    });
+    const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN);
+    log(`postgres: pgbench single-row INSERT, ${clients} client(s): ${tps.toFixed(0)}/s`);
+    results.push({ clients, tps });
+  }
+  await adminQuery(url, `DROP TABLE bench_scratch`);
+  return results;
+}
+
+function machine(serverVersion: string | undefined): Machine {
+  const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
+  return {
+    cpu: /model name\s*:\s*(.+)/.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown',
+    cores: os.availableParallelism(),
+    memoryGiB: os.totalmem() / 2 ** 30,
+    node: process.version,
+    postgres: serverVersion,
+    date: new Date().toISOString().slice(0, 10),
+    held: plan.held,
+    fdLimit,
+    load: startLoad,
+  };
+}
+
+const started = performance.now();
+const startLoad = os.loadavg()[0]!;
+const work = await mkdtemp(join(os.tmpdir(), 'acs-bench-'));
+const results: BackendResult[] = [];
+let pgbench: PgbenchResult[] = [];
+let serverVersion: string | undefined;
+try {
+  const pgliteDir = join(work, 'pglite');
+  log('bench: PGlite (data dir on disk, one process)');
+  const pglite = await startServerProcess({ BENCH_BACKEND: 'pglite', BENCH_DATA_DIR: pgliteDir });
+  try {
+    results.push(await runBackend('pglite', pglite, plan, log));
+  } finally {
+    await pglite.stop();
+  }
+
+  if (adminUrl) {
+    serverVersion = (await adminQuery(adminUrl, 'SHOW server_version')).rows[0].server_version;
+    const name = `acs_bench_${process.pid}`;
+    await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    try {
+      log(`bench: PostgreSQL ${serverVersion}`);
+      const server = await startServerProcess({ BENCH_BACKEND: 'postgres', BENCH_DATABASE_URL: url.toString() });
+      try {
+        results.push(await runBackend('postgres', server, plan, log));
+      } finally {
+        await server.stop();
+      }
+      pgbench = await runPgbench(url.toString(), work);
+    } finally {
+      await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    }
+  } else {
+    log('bench: PostgreSQL skipped: no ACS_BENCH_DATABASE_URL and no local PostgreSQL binaries (initdb, pg_ctl)');
+  }
+} finally {
+  await rm(work, { recursive: true, force: true });
+}
+
+const report = renderReport(machine(serverVersion), plan, results, pgbench);
+if (quick) log(report);
+else await writeReport(join(root, 'docs/performance.md'), report);
+log(`bench: done in ${((performance.now() - started) / 60_000).toFixed(1)} min${quick ? ' (quick run: docs/performance.md left alone)' : '; figures written to docs/performance.md'}`);

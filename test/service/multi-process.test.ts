@@ -1,0 +1,181 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { createTestDatabase, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
+import { request, type Reply } from './helpers.ts';
+
+// Two acs-server processes (the real binary) on one fresh PostgreSQL database.
+const title = testDatabaseUrl
+  ? 'multi-process'
+  : 'multi-process (skipped: ACS_TEST_DATABASE_URL is not set; these tests need a PostgreSQL server)';
+
+interface Process {
+  child: ChildProcess;
+  url: string;
+  exited: Promise<number | null>;
+}
+
+// One encryption key for both, as operators must configure it: stored responses of
+// Idempotency-Key requests are sealed by one process and opened by the other.
+const encryptionKey = randomBytes(32).toString('hex');
+
+async function spawnServer(databaseUrl: string, dataDir: string, extra: string[]): Promise<Process> {
+  const args = ['bin/acs-server.ts', 'start', '--port', '0', '--database-url', databaseUrl, '--data-dir', dataDir, '--tick-ms', '50', ...extra];
+  const child = spawn('node_modules/.bin/node', args, {
+    cwd: join(import.meta.dirname, '../..'),
+    env: { ...process.env, ACS_ENCRYPTION_KEY: encryptionKey },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
+  const url = await new Promise<string>((resolve, reject) => {
+    let out = '';
+    child.stdout!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+      const match = /acs-server listening on (http:\/\/\S+)/.exec(out);
+      if (match) resolve(match[1]!);
+    });
+    child.stderr!.on('data', (chunk: Buffer) => {
+      out += chunk.toString();
+    });
+    child.on('exit', (code) => reject(new Error(`acs-server exited with ${code} before listening: ${out}`)));
+  });
+  return { child, url, exited };
+}
+
+describe.skipIf(!testDatabaseUrl)(title, () => {
+  let database: TestDatabase;
+  let dir: string;
+  let a: Process;
+  let b: Process;
+  let orgId: string;
+  let headers: Record<string, string>;
+
+  const at = (p: Process, method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<Reply> =>
+    request(`${p.url}/api/v1${path}`, method, body, { ...headers, ...extra });
+
+  /** A team with two humans joined by an edge (no agent, so no automatic replies), made through A. */
+  async function twoHumans(): Promise<{ ann: string; bob: string; edgeId: string }> {
+    const team = await at(a, 'POST', `/organizations/${orgId}/teams`, { team_name: `team-${Math.random()}` });
+    const ann = await at(a, 'POST', `/teams/${team.body.team_id}/humans`, { name: 'ann' });
+    const bob = await at(a, 'POST', `/teams/${team.body.team_id}/humans`, { name: 'bob' });
+    const edge = await at(a, 'POST', `/teams/${team.body.team_id}/edges`, { participants: [ann.body.human_id, bob.body.human_id] });
+    expect(edge.status).toBe(201);
+    return { ann: ann.body.human_id, bob: bob.body.human_id, edgeId: edge.body.edge_id };
+  }
+
+  beforeAll(async () => {
+    database = await createTestDatabase(testDatabaseUrl!);
+    dir = await mkdtemp(join(tmpdir(), 'acs-multi-'));
+    const file = join(dir, 'dev.json');
+    // Both start together: migrations are serialised by the advisory lock.
+    [a, b] = await Promise.all([spawnServer(database.url, dir, ['--dev-credentials', file]), spawnServer(database.url, dir, [])]);
+    const credentials = JSON.parse(await readFile(file, 'utf8'));
+    orgId = credentials.org_id;
+    headers = { 'x-api-key': credentials.api_key };
+  });
+
+  afterAll(async () => {
+    await Promise.all(
+      [a, b].map(async (p) => {
+        if (!p) return;
+        p.child.kill('SIGTERM');
+        // A server that does not stop must not outlive the test run.
+        const timer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+        expect(await p.exited).toBe(0);
+        clearTimeout(timer);
+      }),
+    );
+    await database?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('multi-process: a long poll held on one process is released by an append through the other', async () => {
+    const { ann, bob, edgeId } = await twoHumans();
+    const thread = await at(a, 'POST', `/edges/${edgeId}/threads`, { sender_agent_id: ann, content: 'hello' });
+    const first = await at(a, 'GET', `/threads/${thread.body.thread_id}`);
+    const held = at(a, 'GET', `/threads/${thread.body.thread_id}?after=${first.body.messages[0].message_id}&wait=30`);
+    // Give the poll time to be held on A before B appends (if not, it still answers correctly).
+    await new Promise((r) => setTimeout(r, 300));
+    const appended = await at(b, 'POST', `/threads/${thread.body.thread_id}/messages`, { sender_agent_id: bob, content: 'from B' });
+    expect(appended.status).toBe(201);
+    // Without a cross-process wake, A would answer only when the 30 s wait ran out.
+    const outcome = await Promise.race([held, new Promise<'still held'>((r) => setTimeout(() => r('still held'), 15_000))]);
+    expect(outcome).not.toBe('still held');
+    expect((outcome as Reply).body.messages.map((m: { message_id: string }) => m.message_id)).toEqual([appended.body.message_id]);
+  });
+
+  it('multi-process: concurrent creations of one team name through both processes give one 201 and the rest 409 conflict', async () => {
+    const name = `contested-${Math.random()}`;
+    const replies = await Promise.all(
+      Array.from({ length: 16 }, (_, i) => at(i % 2 === 0 ? a : b, 'POST', `/organizations/${orgId}/teams`, { team_name: name })),
+    );
+    const created = replies.filter((r) => r.status === 201);
+    expect(created).toHaveLength(1);
+    const rest = replies.filter((r) => r.status !== 201);
+    expect(rest.map((r) => [r.status, r.body.code])).toEqual(rest.map(() => [409, 'conflict']));
+    expect(rest.map((r) => r.body.existing_id)).toEqual(rest.map(() => created[0]!.body.team_id));
+  });
+
+  it('multi-process: messages appended concurrently through both processes get one gap-free order that after follows', async () => {
+    const { ann, bob, edgeId } = await twoHumans();
+    const thread = await at(a, 'POST', `/edges/${edgeId}/threads`, { sender_agent_id: ann, content: 'm-0' });
+    const threadId = thread.body.thread_id as string;
+    const sent = await Promise.all(
+      Array.from({ length: 40 }, (_, i) =>
+        at(i % 2 === 0 ? a : b, 'POST', `/threads/${threadId}/messages`, { sender_agent_id: i % 3 === 0 ? ann : bob, content: `m-${i + 1}` }),
+      ),
+    );
+    expect(sent.map((r) => r.status)).toEqual(sent.map(() => 201));
+
+    // Page through with small pages, alternating processes: every message once, and both
+    // processes agree on the order.
+    async function walk(order: Process[]): Promise<string[]> {
+      const ids: string[] = [];
+      let after: string | null = null;
+      for (let page = 0; page < 100; page += 1) {
+        const p = order[page % order.length]!;
+        const reply: Reply = await at(p, 'GET', `/threads/${threadId}?limit=7${after ? `&after=${after}` : ''}`);
+        ids.push(...reply.body.messages.map((m: { message_id: string }) => m.message_id));
+        after = reply.body.next_after;
+        if (!reply.body.has_more) return ids;
+      }
+      throw new Error('paging did not end');
+    }
+    const viaBoth = await walk([a, b]);
+    const viaB = await walk([b]);
+    expect(viaBoth).toHaveLength(41);
+    expect(new Set(viaBoth).size).toBe(41);
+    expect(viaB).toEqual(viaBoth);
+    // The opening message comes first; the 40 concurrent appends follow, each exactly once.
+    expect(new Set(viaBoth.slice(1))).toEqual(new Set(sent.map((r) => r.body.message_id)));
+    const final = await at(b, 'GET', `/threads/${threadId}?limit=1`);
+    expect(final.body.message_count).toBe(41);
+    // Resuming after any message yields exactly the messages that follow it in that order.
+    const middle = viaBoth[20]!;
+    const rest = await at(a, 'GET', `/threads/${threadId}?after=${middle}&limit=200`);
+    expect(rest.body.messages.map((m: { message_id: string }) => m.message_id)).toEqual(viaBoth.slice(21));
+  });
+
+  it('multi-process: identical POSTs with one Idempotency-Key sent in parallel to both processes create one resource', async () => {
+    const name = `idempotent-${Math.random()}`;
+    const key = { 'idempotency-key': `multi-${Math.random()}` };
+    const replies = await Promise.all(
+      Array.from({ length: 8 }, (_, i) => at(i % 2 === 0 ? a : b, 'POST', `/organizations/${orgId}/teams`, { team_name: name }, key)),
+    );
+    const created = replies.filter((r) => r.status === 201);
+    const inUse = replies.filter((r) => r.status !== 201);
+    expect(inUse.map((r) => [r.status, r.body.code])).toEqual(inUse.map(() => [409, 'idempotency_key_in_use']));
+    expect(created.filter((r) => r.headers.get('idempotent-replayed') !== 'true')).toHaveLength(1);
+    const teamId = created.find((r) => r.headers.get('idempotent-replayed') !== 'true')!.body.team_id;
+    // Once settled, a retry through either process replays the one response.
+    for (const p of [a, b]) {
+      const retry = await at(p, 'POST', `/organizations/${orgId}/teams`, { team_name: name }, key);
+      expect([retry.status, retry.headers.get('idempotent-replayed'), retry.body.team_id]).toEqual([201, 'true', teamId]);
+    }
+    const teams = await at(b, 'GET', `/organizations/${orgId}/teams`);
+    expect(teams.body.teams.filter((t: { team_name: string }) => t.team_name === name)).toHaveLength(1);
+  });
+});
