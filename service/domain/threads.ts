@@ -6,12 +6,11 @@ import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { getEdge } from './edges.ts';
 import { iso, isUuid, newId } from './ids.ts';
 
-// unread_count: messages from the other participant after the opener's read mark (contract §4).
+// unread_count: messages from the other participant after the opener's read mark (contract §4),
+// kept as a counter by insertMessage; whatever moves the read mark must recompute it.
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
-    (SELECT count(*)::int FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> th.opener_id
-      AND m.seq > COALESCE((SELECT r.read_seq FROM thread_reads r
-                             WHERE r.thread_id = th.id AND r.participant_id = th.opener_id), 0)) AS unread_count
+    th.opener_unread AS unread_count
   FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
 
 interface ThreadRow {
@@ -96,8 +95,10 @@ export async function insertMessage(
   options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined } = {},
 ): Promise<MessageRow> {
   const counted = await tx.query<{ message_count: number }>(
-    `UPDATE threads SET message_count = message_count + 1 WHERE id = $1 RETURNING message_count`,
-    [threadId],
+    `UPDATE threads SET message_count = message_count + 1,
+       opener_unread = opener_unread + CASE WHEN opener_id = $2 THEN 0 ELSE 1 END
+     WHERE id = $1 RETURNING message_count`,
+    [threadId, senderId],
   );
   if (!counted[0]) throw new ServiceError('not_found', 'thread not found');
   const rows = await tx.query<MessageRow>(

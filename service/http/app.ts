@@ -70,7 +70,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Fastify's own 503 while closing is not problem+json; the onRequest hook below answers instead.
     return503OnClosing: false,
     // Long path ids must reach the routes (which answer 404 not_found), not Fastify's raw 414.
-    maxParamLength: 2048,
+    routerOptions: { maxParamLength: 2048 },
     // Malformed percent-escapes fail before routing; answer them as problem+json too (contract §2).
     frameworkErrors: (error, request, reply) => {
       const message = `cannot be decoded (${error.code ?? 'bad URL'})`;

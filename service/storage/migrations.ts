@@ -193,6 +193,18 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
        FOR EACH STATEMENT EXECUTE FUNCTION acs_notify_thread_messages()`,
     ],
   },
+  {
+    // unread_count was a count(*) over the thread on every read, so its cost grew with the thread;
+    // appends now keep it as a counter (see insertMessage).
+    id: '0006_unread_counter',
+    statements: [
+      `ALTER TABLE threads ADD COLUMN opener_unread integer NOT NULL DEFAULT 0`,
+      `UPDATE threads th SET opener_unread = (
+         SELECT count(*) FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> th.opener_id
+           AND m.seq > COALESCE((SELECT r.read_seq FROM thread_reads r
+                                  WHERE r.thread_id = th.id AND r.participant_id = th.opener_id), 0))`,
+    ],
+  },
 ];
 
 /**
