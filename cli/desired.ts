@@ -2,6 +2,9 @@ import { loadDefinitionFile } from '../definitions/load.ts';
 import { resolveSecret } from '../definitions/secrets.ts';
 import type { Definition } from '../definitions/schema.ts';
 import type { DesiredState } from '../plan/types.ts';
+import type { ApplyInput } from '../workflows/apply-orchestration.ts';
+import { resolveConnection } from './context.ts';
+import type { ConnectionFlags } from './context.ts';
 
 /**
  * Loads a definition file as the desired state. With `checkSecrets`, every `${env:NAME}` it
@@ -16,4 +19,16 @@ export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSec
     }
   }
   return definition as DesiredState;
+}
+
+/**
+ * Builds the input of an apply (the Temporal workflow's input, recorded in its history): the
+ * desired state with secret *references* and the connection with the *name* of the key's
+ * variable. Every secret is checked to resolve, but no resolved value is put in the input.
+ * Errors: `invalid_definition`, `unresolved_secret`, `invalid_usage`.
+ */
+export async function buildApplyInput(file: string, flags: ConnectionFlags & { parallelism?: number }, env: NodeJS.ProcessEnv): Promise<ApplyInput> {
+  const desired = await loadDesired(file, env, true);
+  const connection = resolveConnection(flags, env);
+  return { connection, desired, ...(flags.parallelism ? { parallelism: flags.parallelism } : {}) };
 }

@@ -7,8 +7,7 @@ import { applyLocally } from '../../engine/local-engine.ts';
 import { applyWithTemporal, temporalOptionsFromEnv } from '../../engine/temporal-engine.ts';
 import { computePlan } from '../../plan/plan.ts';
 import type { ApplyResult } from '../../workflows/apply-orchestration.ts';
-import { resolveConnection } from '../context.ts';
-import { loadDesired } from '../desired.ts';
+import { buildApplyInput, loadDesired } from '../desired.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { renderApplied, renderApplySummary, renderPlan } from '../render.ts';
@@ -55,8 +54,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
       .option('--detailed-exitcode', 'exit 0 when in sync, 2 when there are changes, 1 on error'),
   ).action((opts: { file: string; json?: boolean; detailedExitcode?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
     run(async () => {
-      const desired = await loadDesired(opts.file, io.env, true);
-      const connection = resolveConnection(opts, io.env);
+      const { desired, connection } = await buildApplyInput(opts.file, opts, io.env);
       const observed = await createApplyActivities({ env: io.env }).readState({ connection, desired });
       const plan = computePlan(desired, observed);
       io.stdout(opts.json ? JSON.stringify(plan, null, 2) : renderPlan(plan.changes));
@@ -76,9 +74,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
   ).action(
     (opts: { file: string; engine: keyof typeof Engines; taskQueue?: string; parallelism: number; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
       run(async () => {
-        const desired = await loadDesired(opts.file, io.env, true);
-        const connection = resolveConnection(opts, io.env);
-        const input = { connection, desired, parallelism: opts.parallelism };
+        const input = await buildApplyInput(opts.file, opts, io.env);
         const spinner = io.isTTY && !opts.json ? ora({ text: `Applying ${opts.file}…`, stream: process.stderr }).start() : undefined;
         let result: ApplyResult;
         try {

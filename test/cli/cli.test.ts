@@ -4,6 +4,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { buildApplyInput } from '../../cli/desired.ts';
 import { runCli } from '../../cli/program.ts';
 import type { CliIo } from '../../cli/io.ts';
 import { startServer } from '../../service/index.ts';
@@ -110,6 +111,16 @@ describe('teamctl', () => {
     expect(result.stderr).toContain('error[network_error]: cannot reach Temporal at 127.0.0.1:1');
     const plan = await teamctl(['plan', '-f', file, '--detailed-exitcode']);
     expect(plan.code).toBe(2);
+  });
+
+  it('apply: the workflow input holds secret references and the key variable\'s name, never a secret value', async () => {
+    const env = { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: ECHO_KEY };
+    const input = await buildApplyInput(example, { apiKeyEnv: 'ACS_API_KEY' }, env);
+    const recorded = JSON.stringify(input);
+    expect(recorded).not.toContain(apiKey);
+    expect(recorded).not.toContain(ECHO_KEY);
+    expect(input.connection).toEqual({ baseUrl: server.url, apiKeyEnv: 'ACS_API_KEY' });
+    expect(input.desired.organization.providerKeys).toEqual({ echo: '${env:ECHO_PROVIDER_KEY}' });
   });
 
   it('teamctl: the binary runs on Node 24 and prints its help', async () => {
