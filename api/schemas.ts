@@ -18,8 +18,8 @@ export const Subject = trimmed(0, 200);
 export const Content = trimmed(1, 32768);
 /** A channel hint (contract §1). */
 export const Channel = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must match ^[a-z][a-z0-9_-]{0,31}$');
-/** An identifier (UUID string). */
-export const Id = z.uuid();
+/** An identifier (UUID string), lowercased so that ids compare equal however a client spells them. */
+export const Id = z.uuid().overwrite((id) => id.toLowerCase());
 /** An ISO 8601 UTC timestamp with milliseconds. */
 export const Timestamp = z.string();
 
@@ -188,9 +188,12 @@ export const maxActiveOrgKeys = 10;
 /** An ISO 8601 timestamp with a time zone (`Z` or an offset) in a request. */
 export const TimestampInput = z.iso.datetime({ offset: true });
 
+/** `POST /organizations/{org_id}/keys` (contract §5): an optional name and expiry. */
 export const CreateOrgKeyBody = z.strictObject({ name: Name.optional(), expires_at: TimestampInput.optional() });
+/** `POST …/keys/{key_id}/rotate` (contract §5): how long the old key keeps working, in seconds (default 86400). */
 export const RotateOrgKeyBody = z.strictObject({ grace_seconds: z.number().int().min(0).max(maxGraceSeconds).optional() });
 
+/** An organization key as listed (contract §4): never its secret or hash. */
 export const OrgKey = z.object({
   key_id: Id,
   name: z.string(),
@@ -207,6 +210,7 @@ export type CreatedOrgKey = z.infer<typeof CreatedOrgKey>;
 /** `POST /agents/{agent_id}/mcp-keys` takes no fields (an empty object or no body). */
 export const CreateMcpKeyBody = z.strictObject({});
 
+/** An MCP key as listed (contract §4): bound to one agent; never its secret or hash. */
 export const McpKey = z.object({
   key_id: Id,
   agent_id: Id,
@@ -219,22 +223,29 @@ export type McpKey = z.infer<typeof McpKey>;
 export const CreatedMcpKey = McpKey.extend({ mcp_key: z.string() });
 export type CreatedMcpKey = z.infer<typeof CreatedMcpKey>;
 
+/** The answer of a key revocation (contract §5). */
 export const Revoked = z.object({ revoked: z.literal(true), key_id: Id });
 
 /** Access request states: pending until the operator approves or rejects it. */
 export const AccessRequestStatuses = { pending: 'pending', approved: 'approved', rejected: 'rejected' } as const;
+/** Zod schema of an access request's state. */
 export const AccessRequestStatus = z.enum(['pending', 'approved', 'rejected']);
 export type AccessRequestStatus = z.infer<typeof AccessRequestStatus>;
 
+/** `POST /access-requests` (contract §5; no API key needed). */
 export const CreateAccessRequestBody = z.strictObject({
   email: z.email().max(320),
   org_name: Name,
   intended_use: trimmed(1, 2000),
 });
+/** The 202 answer of `POST /access-requests`. */
 export const AccessRequestReceipt = z.object({ request_id: Id, status: z.literal('pending') });
+/** Query of the operator's access-request list (contract §6). */
 export const AccessRequestListQuery = z.strictObject({ status: AccessRequestStatus.optional() });
+/** Body of the operator's rejection (contract §6): an optional reason. */
 export const RejectAccessRequestBody = z.strictObject({ reason: trimmed(1, 2000).optional() });
 
+/** An access request as the operator sees it (contract §6). */
 export const AccessRequest = z.object({
   request_id: Id,
   email: z.string(),

@@ -14,7 +14,7 @@ export const abandonedClaimSeconds = 300;
 
 /** Which request an Idempotency-Key is about: the caller's scope, the route and the key. */
 export interface IdempotencyTarget {
-  /** The caller's organization id, or '' for requests without an organization key. */
+  /** The caller's organization id, or `ip:<address>` for requests without an organization key. */
   scope: string;
   /** Method, route pattern and path parameters, e.g. `POST /teams/:team_id/agents {"team_id":"…"}`. */
   route: string;

@@ -7,7 +7,8 @@ import { getEdge } from './edges.ts';
 import { iso, isUuid, newId } from './ids.ts';
 
 // unread_count: messages from the other participant after the opener's read mark (contract §4),
-// kept as a counter by insertMessage; whatever moves the read mark must recompute it.
+// kept as a counter by insertMessage. Nothing moves the read mark yet (MCP's read_thread will,
+// and must then recompute the counter), so it counts every message of the opener's peer.
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
     th.opener_unread AS unread_count

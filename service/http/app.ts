@@ -2,6 +2,7 @@ import { randomUUID } from 'node:crypto';
 import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
+import { isUuid } from '../domain/ids.ts';
 import { requireApiKey } from './auth.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
@@ -112,6 +113,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addHook('onRequest', async () => {
     if (options.shutdown.aborted) throw new ServiceError('unavailable', 'the server is shutting down');
   });
+  // Path ids are compared as strings after lookup; lowercase them like the Id schema does bodies.
+  app.addHook('preValidation', async (request) => {
+    const params = request.params as Record<string, string> | undefined;
+    for (const [name, value] of Object.entries(params ?? {})) {
+      if (typeof value === 'string' && isUuid(value)) params![name] = value.toLowerCase();
+    }
+  });
 
   app.setErrorHandler((error, request, reply) => {
     const { problem, unexpected } = toProblem(error, request.id);
@@ -128,10 +136,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}$`);
     routes.push({ methods, pattern });
   });
-  app.setNotFoundHandler(async (request) => {
+  app.setNotFoundHandler(async (request, reply) => {
     const path = request.url.split('?')[0] ?? '';
     const allowed = routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods);
     if (allowed.length > 0) {
+      // RFC 9110 §15.5.6: a 405 names the methods the resource supports.
+      reply.header('allow', [...new Set(allowed)].join(', '));
       throw new ServiceError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${[...new Set(allowed)].join(', ')}`);
     }
     throw new ServiceError('route_not_found', `no route ${request.method} ${path}`);

@@ -29,8 +29,9 @@ function scopeOf(request: FastifyRequest): string {
   try {
     return callerOf(request).orgId;
   } catch {
-    // Routes without an organization key (access requests, admin): the key alone is the scope.
-    return '';
+    // Routes without an organization key (access requests, admin): scope by client address, so
+    // two anonymous clients choosing the same key cannot replay or lock out each other's requests.
+    return `ip:${request.ip}`;
   }
 }
 

@@ -77,7 +77,9 @@ describe('errors', () => {
 
   it('errors: a known path with another method is 405 method_not_allowed', async () => {
     expectProblem(await h.call('PUT', `/api/v1/teams/${ids.teamId}`, { team_name: 'x' }), 405, 'method_not_allowed');
-    expectProblem(await h.call('DELETE', '/v1/organizations'), 405, 'method_not_allowed');
+    const deleted = await h.call('DELETE', '/v1/organizations');
+    expectProblem(deleted, 405, 'method_not_allowed');
+    expect(deleted.headers.get('allow')).toBe('GET, HEAD, POST');
   });
 
   it('errors: a taken name is 409 conflict naming the existing resource', async () => {

@@ -116,6 +116,22 @@ describe('agents and humans', () => {
 });
 
 describe('edges, threads and messages', () => {
+  it('ids: an id spelled in upper case is the same id, in bodies and in paths', async () => {
+    const team = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'shouting' });
+    const bot = await h.call('POST', `/api/v1/teams/${team.body.team_id.toUpperCase()}/agents`, { name: 'bot' });
+    const ann = await h.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'ann' });
+    expect([bot.status, ann.status]).toEqual([201, 201]);
+    const edge = await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, {
+      participants: [ann.body.human_id.toUpperCase(), bot.body.agent_id.toUpperCase()],
+    });
+    expect(edge.status).toBe(201);
+    expect(edge.body.participants).toEqual([ann.body.human_id, bot.body.agent_id]);
+    const thread = await h.call('POST', `/api/v1/edges/${edge.body.edge_id}/threads`, { sender_agent_id: ann.body.human_id.toUpperCase(), content: 'hi' });
+    expect(thread.status).toBe(201);
+    const deleted = await h.call('DELETE', `/api/v1/edges/${edge.body.edge_id.toUpperCase()}`);
+    expect(deleted.body).toEqual({ deleted: true, edge_id: edge.body.edge_id });
+  });
+
   it('edges: POST keeps the participant order and DELETE cascades to threads', async () => {
     const ids = await buildTeam(h);
     const edge = Edge.parse((await h.call('GET', `/api/v1/edges/${ids.edgeId}`)).body);
