@@ -1,4 +1,5 @@
 import { readFile, writeFile } from 'node:fs/promises';
+import { ServiceError } from '../errors/catalogue.ts';
 import type { Db } from './storage/db.ts';
 import { authenticate, issueOrgKey } from './domain/org-keys.ts';
 import { provisionOrganization } from './domain/organizations.ts';
@@ -31,8 +32,16 @@ export async function ensureDevCredentials(db: Db, file: string): Promise<{ org_
   const orgs = await db.query<{ id: string }>(`SELECT id FROM organizations WHERE name = $1 AND provisioned_by IS NULL ORDER BY created_at LIMIT 1`, [
     devOrgName,
   ]);
-  const orgId = orgs[0]?.id;
-  if (orgId === undefined) return provisionOrganization(db, devOrgName);
+  let orgId = orgs[0]?.id;
+  if (orgId === undefined) {
+    try {
+      return await provisionOrganization(db, devOrgName);
+    } catch (error) {
+      // Another process on the same database provisioned it first: use theirs.
+      if (!(error instanceof ServiceError) || error.code !== 'conflict') throw error;
+      orgId = String(error.extra.existing_id);
+    }
+  }
   const existing = await readExisting(file);
   if (typeof existing.api_key === 'string') {
     const caller = await authenticate(db, existing.api_key).catch(() => undefined);

@@ -3,7 +3,7 @@ import type { AccessRequest, AccessRequestStatus, ApprovedAccessRequest } from '
 import type { Db, Queryable } from '../storage/db.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { issueOrgKey } from './org-keys.ts';
-import { getOrganization } from './organizations.ts';
+import { claimTopLevelName, getOrganization } from './organizations.ts';
 
 interface AccessRequestRow {
   id: string;
@@ -79,12 +79,7 @@ async function lockPending(tx: Queryable, requestId: string): Promise<AccessRequ
 export async function approveAccessRequest(db: Db, requestId: string): Promise<ApprovedAccessRequest> {
   return db.transaction(async (tx) => {
     const request = await lockPending(tx, requestId);
-    // One lock for all top-level names, so that two approvals cannot create the same name.
-    await tx.query(`SELECT pg_advisory_xact_lock(hashtext('org-names:top-level'))`);
-    const existing = await tx.query<{ id: string }>(`SELECT id FROM organizations WHERE name = $1 AND provisioned_by IS NULL`, [request.org_name]);
-    if (existing[0]) {
-      throw new ServiceError('conflict', `a top-level organization named "${request.org_name}" already exists`, { extra: { existing_id: existing[0].id } });
-    }
+    await claimTopLevelName(tx, request.org_name);
     const orgId = newId();
     await tx.query(`INSERT INTO organizations (id, name) VALUES ($1, $2)`, [orgId, request.org_name]);
     const key = await issueOrgKey(tx, orgId, 'default');

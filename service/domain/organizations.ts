@@ -89,11 +89,26 @@ export async function createOrganization(deps: DomainDeps, caller: Caller, name:
 }
 
 /**
+ * Takes the lock of top-level organization names (held until the transaction ends) and checks
+ * that `name` is free among them, so two processes cannot create the same name.
+ * Errors: `conflict` with `existing_id`.
+ */
+export async function claimTopLevelName(tx: Queryable, name: string): Promise<void> {
+  await tx.query(`SELECT pg_advisory_xact_lock(hashtext('org-names:top-level'))`);
+  const existing = await tx.query<{ id: string }>(`SELECT id FROM organizations WHERE name = $1 AND provisioned_by IS NULL`, [name]);
+  if (existing[0]) {
+    throw new ServiceError('conflict', `a top-level organization named "${name}" already exists`, { extra: { existing_id: existing[0].id } });
+  }
+}
+
+/**
  * Provisions a top-level organization with one key, without any caller (operator and test use,
  * dev credentials). Returns the organization id and the key secret.
+ * Errors: `conflict` (with `existing_id`) when a top-level organization of that name exists.
  */
 export async function provisionOrganization(db: Db, name: string): Promise<{ org_id: string; api_key: string }> {
   return db.transaction(async (tx) => {
+    await claimTopLevelName(tx, name);
     const orgId = newId();
     await tx.query(`INSERT INTO organizations (id, name) VALUES ($1, $2)`, [orgId, name]);
     const { api_key } = await issueOrgKey(tx, orgId, 'default');

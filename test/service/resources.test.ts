@@ -12,6 +12,11 @@ afterAll(async () => {
 });
 
 describe('organizations', () => {
+  it('organizations: provisioning a top-level name that exists is a conflict naming the existing one, and creates nothing', async () => {
+    await expect(h.server.provisionOrganization('acme')).rejects.toMatchObject({ code: 'conflict', extra: { existing_id: h.orgId } });
+    expect((await h.call('GET', '/api/v1/organizations')).body.organizations).toHaveLength(1);
+  });
+
   it('organizations: GET lists the key\'s organization with the interface defaults', async () => {
     const res = await h.call('GET', '/api/v1/organizations');
     expect(res.status).toBe(200);
