@@ -1,7 +1,7 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { AccessRequest, AccessRequestStatus, ApprovedAccessRequest } from '../../api/schemas.ts';
 import type { Db, Queryable } from '../storage/db.ts';
-import { iso, isUuid, newId } from './ids.ts';
+import { iso, isoOrNull, isUuid, newId } from './ids.ts';
 import { issueOrgKey } from './org-keys.ts';
 import { claimTopLevelName, getOrganization } from './organizations.ts';
 
@@ -27,7 +27,7 @@ function toAccessRequest(row: AccessRequestRow): AccessRequest {
     reason: row.reason,
     org_id: row.org_id,
     created_at: iso(row.created_at),
-    decided_at: row.decided_at === null ? null : iso(row.decided_at),
+    decided_at: isoOrNull(row.decided_at),
   };
 }
 

@@ -16,3 +16,8 @@ export function newId(): string {
 export function iso(value: Date | string): string {
   return (value instanceof Date ? value : new Date(value)).toISOString();
 }
+
+/** {@link iso} for an optional stored time: null stays null. */
+export function isoOrNull(value: Date | string | null): string | null {
+  return value === null ? null : iso(value);
+}

@@ -2,8 +2,8 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import type { CreatedMcpKey, McpKey } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { Caller, DomainDeps } from './caller.ts';
-import { iso, isUuid, newId } from './ids.ts';
-import { generateSecret, hashKey, lastUsedResolutionSeconds } from './org-keys.ts';
+import { iso, isoOrNull, isUuid, newId } from './ids.ts';
+import { findActiveOrgKey, generateSecret, hashKey, lastUsedResolutionSeconds } from './org-keys.ts';
 import { getAgent } from './participants.ts';
 
 /** Every MCP key starts with this (contract §3). */
@@ -23,7 +23,7 @@ function toMcpKey(row: McpKeyRow): McpKey {
     agent_id: row.agent_id,
     prefix: row.prefix,
     created_at: iso(row.created_at),
-    last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
+    last_used_at: isoOrNull(row.last_used_at),
   };
 }
 
@@ -63,11 +63,8 @@ export async function authenticateMcp(db: Queryable, header: string | undefined)
   const secret = header.trim();
   const found = await findMcpKey(db, secret);
   if (found === undefined) {
-    if (secret.startsWith('acs_org_')) {
-      const org = await db.query(`SELECT 1 FROM org_keys WHERE key_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`, [
-        hashKey(secret),
-      ]);
-      if (org.length > 0) throw new ServiceError('wrong_key_type', 'an organization key is for REST routes; the MCP endpoint needs an MCP key');
+    if ((await findActiveOrgKey(db, secret)) !== undefined) {
+      throw new ServiceError('wrong_key_type', 'an organization key is for REST routes; the MCP endpoint needs an MCP key');
     }
     throw new ServiceError('invalid_api_key', 'the MCP key is not valid');
   }

@@ -3,12 +3,13 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import { maxActiveOrgKeys, type CreatedOrgKey, type OrgKey } from '../../api/schemas.ts';
 import type { Db, Queryable } from '../storage/db.ts';
 import type { Caller } from './caller.ts';
-import { iso, isUuid, newId } from './ids.ts';
+import { iso, isoOrNull, isUuid, newId } from './ids.ts';
 import { findMcpKey, mcpKeyPrefix } from './mcp-keys.ts';
 import { assertOrganizationReachable } from './organizations.ts';
 
 const base62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-const orgKeyPrefix = 'acs_org_';
+/** Every organization key starts with this (contract §3). */
+export const orgKeyPrefix = 'acs_org_';
 
 /** How often at most `last_used_at` is written per key, in seconds (one write a minute, not one a request). */
 export const lastUsedResolutionSeconds = 60;
@@ -49,8 +50,8 @@ function toOrgKey(row: OrgKeyRow): OrgKey {
     name: row.name,
     prefix: row.prefix,
     created_at: iso(row.created_at),
-    last_used_at: row.last_used_at === null ? null : iso(row.last_used_at),
-    expires_at: row.expires_at === null ? null : iso(row.expires_at),
+    last_used_at: isoOrNull(row.last_used_at),
+    expires_at: isoOrNull(row.expires_at),
   };
 }
 
@@ -208,20 +209,28 @@ export async function revokeOrgKey(db: Db, caller: Caller, orgId: string, keyId:
  * Errors: `unauthenticated` when the header is missing or empty; `wrong_key_type` for a valid MCP
  * key; `invalid_api_key` when the key is unknown, revoked or expired.
  */
-export async function authenticate(db: Queryable, header: string | undefined): Promise<Caller> {
-  if (header === undefined || header.trim() === '') throw new ServiceError('unauthenticated', 'X-API-Key header is required');
-  const secret = header.trim();
-  if (secret.startsWith(mcpKeyPrefix) && (await findMcpKey(db, secret)) !== undefined) {
-    throw new ServiceError('wrong_key_type', 'an MCP key is for the MCP endpoint; REST routes need an organization key');
-  }
-  if (!secret.startsWith(orgKeyPrefix)) throw new ServiceError('invalid_api_key', 'the API key is not valid');
+/**
+ * The active (not revoked, not expired) organization key with this secret, if any, and whether
+ * its `last_used_at` is older than the recording resolution. One indexed lookup by hash.
+ */
+export async function findActiveOrgKey(db: Queryable, secret: string): Promise<{ id: string; org_id: string; stale: boolean } | undefined> {
+  if (!secret.startsWith(orgKeyPrefix)) return undefined;
   const rows = await db.query<{ id: string; org_id: string; stale: boolean }>(
     `SELECT k.id, k.org_id,
         (k.last_used_at IS NULL OR k.last_used_at < now() - make_interval(secs => $2)) AS stale
        FROM org_keys k WHERE k.key_hash = $1 AND ${active('k')}`,
     [hashKey(secret), lastUsedResolutionSeconds],
   );
-  const row = rows[0];
+  return rows[0];
+}
+
+export async function authenticate(db: Queryable, header: string | undefined): Promise<Caller> {
+  if (header === undefined || header.trim() === '') throw new ServiceError('unauthenticated', 'X-API-Key header is required');
+  const secret = header.trim();
+  if (secret.startsWith(mcpKeyPrefix) && (await findMcpKey(db, secret)) !== undefined) {
+    throw new ServiceError('wrong_key_type', 'an MCP key is for the MCP endpoint; REST routes need an organization key');
+  }
+  const row = await findActiveOrgKey(db, secret);
   if (row === undefined) throw new ServiceError('invalid_api_key', 'the API key is not valid');
   if (row.stale) await db.query(`UPDATE org_keys SET last_used_at = now() WHERE id = $1`, [row.id]);
   return { orgId: row.org_id, keyId: row.id };

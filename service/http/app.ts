@@ -121,8 +121,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     }
   });
 
-  app.setErrorHandler((error, request, reply) => {
+  app.setErrorHandler(async (error, request, reply) => {
     const { problem, unexpected } = toProblem(error, request.id);
+    // A 413 is decided from Content-Length before the body is read. Answering at once and leaving
+    // the body unread makes clients that are still writing it fail with EPIPE before they read the
+    // answer; so read and discard the rest first (lingering close, as nginx does), bounded in time.
+    if (problem.status === 413 && !request.raw.complete) await drain(request.raw, 10_000);
     if (unexpected) request.log.error({ err: error }, 'unexpected error');
     // Storage trouble and shutdown are short-lived: tell clients when to retry (contract §2).
     if (problem.status === 503) reply.header('retry-after', '1');
@@ -204,4 +208,19 @@ export function findNul(value: unknown): string | undefined {
     }
   }
   return undefined;
+}
+
+/** Reads and discards the rest of a request body; resolves when it ended, failed or `ms` passed. */
+function drain(raw: NodeJS.ReadableStream & { complete: boolean }, ms: number): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(resolve, ms);
+    const finish = () => {
+      clearTimeout(timer);
+      resolve();
+    };
+    raw.once('end', finish);
+    raw.once('error', finish);
+    raw.once('close', finish);
+    raw.resume();
+  });
 }

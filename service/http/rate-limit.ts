@@ -2,7 +2,7 @@ import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
 import { findMcpKey } from '../domain/mcp-keys.ts';
-import { hashKey } from '../domain/org-keys.ts';
+import { findActiveOrgKey, hashKey, orgKeyPrefix } from '../domain/org-keys.ts';
 import type { Queryable } from '../storage/db.ts';
 
 /** Rate limit settings (contract §2): at most `max` requests per `windowMs` milliseconds. */
@@ -33,13 +33,10 @@ const maxCachedKeys = 10_000;
 
 function createBucketResolver(db: Queryable): (request: FastifyRequest) => Promise<string> {
   const cache = new Map<string, { bucket: string; until: number }>();
-  async function lookup(secret: string, hash: string): Promise<string | undefined> {
-    if (secret.startsWith('acs_org_')) {
-      const rows = await db.query<{ id: string }>(
-        `SELECT id FROM org_keys WHERE key_hash = $1 AND revoked_at IS NULL AND (expires_at IS NULL OR expires_at > now())`,
-        [hash],
-      );
-      return rows[0] && `key:${rows[0].id}`;
+  async function lookup(secret: string): Promise<string | undefined> {
+    if (secret.startsWith(orgKeyPrefix)) {
+      const key = await findActiveOrgKey(db, secret);
+      return key && `key:${key.id}`;
     }
     const mcp = await findMcpKey(db, secret);
     return mcp && `key:${mcp.keyId}`;
@@ -54,7 +51,7 @@ function createBucketResolver(db: Queryable): (request: FastifyRequest) => Promi
     const cached = cache.get(hash);
     if (cached && cached.until > Date.now()) return cached.bucket;
     try {
-      const bucket = await lookup(secret, hash);
+      const bucket = await lookup(secret);
       if (bucket === undefined) return byAddress;
       if (cache.size >= maxCachedKeys) cache.clear();
       cache.set(hash, { bucket, until: Date.now() + bucketTtlMs });
