@@ -11,8 +11,8 @@ import { iso, isUuid, newId } from './ids.ts';
 // and must then recompute the counter), so it counts every message of the opener's peer.
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
-    th.opener_unread AS unread_count
-  FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
+    th.opener_unread AS unread_count, t.org_id, e.participant_a, e.participant_b
+  FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
 
 interface ThreadRow {
   id: string;
@@ -24,6 +24,10 @@ interface ThreadRow {
   message_count: number;
   created_at: Date;
   unread_count: number;
+  /** The thread's organization and its edge's two participants, so appends need no second lookup. */
+  org_id: string;
+  participant_a: string;
+  participant_b: string;
 }
 
 /** A stored message row; `reply_to` is set on answers written by the agent loop. */
@@ -74,13 +78,6 @@ function assertParticipant(participants: readonly string[], senderId: string): v
   if (!participants.includes(senderId)) {
     throw new ServiceError('not_a_participant', 'sender_agent_id is not one of the edge\'s two participants');
   }
-}
-
-// Attachments must belong to the thread's organization, so every reader of the message can fetch them.
-async function assertAttachmentsExist(tx: Queryable, teamId: string, attachments: readonly string[] | undefined): Promise<void> {
-  if (!attachments || attachments.length === 0) return;
-  const team = await tx.query<{ org_id: string }>(`SELECT org_id FROM teams WHERE id = $1`, [teamId]);
-  await assertAttachmentsInOrganization(tx, team[0]!.org_id, attachments);
 }
 
 /**
@@ -163,9 +160,9 @@ export async function appendMessage(
 ): Promise<Message> {
   const row = await deps.db.transaction(async (tx) => {
     const thread = await getThreadRow(tx, caller, threadId);
-    const edge = await getEdge(tx, caller, thread.edge_id);
-    assertParticipant(edge.participants, input.sender_agent_id);
-    await assertAttachmentsExist(tx, thread.team_id, input.attachments);
+    assertParticipant([thread.participant_a, thread.participant_b], input.sender_agent_id);
+    // Attachments must belong to the thread's organization, so every reader can fetch them.
+    if (input.attachments?.length) await assertAttachmentsInOrganization(tx, thread.org_id, input.attachments);
     return insertMessage(tx, threadId, input.sender_agent_id, input.content, { attachments: input.attachments });
   });
   deps.notifier.publish(threadId);
