@@ -31,7 +31,7 @@ export type Provider = z.infer<typeof Provider>;
 
 /** Agent statuses (contract §4). */
 export const AgentStatuses = { active: 'active', paused: 'paused' } as const;
-export const AgentStatus = z.enum(['active', 'paused']);
+export const AgentStatus = z.enum(AgentStatuses);
 export type AgentStatus = z.infer<typeof AgentStatus>;
 
 // ---- request bodies -------------------------------------------------------------------------
@@ -229,7 +229,7 @@ export const Revoked = z.object({ revoked: z.literal(true), key_id: Id });
 /** Access request states: pending until the operator approves or rejects it. */
 export const AccessRequestStatuses = { pending: 'pending', approved: 'approved', rejected: 'rejected' } as const;
 /** Zod schema of an access request's state. */
-export const AccessRequestStatus = z.enum(['pending', 'approved', 'rejected']);
+export const AccessRequestStatus = z.enum(AccessRequestStatuses);
 export type AccessRequestStatus = z.infer<typeof AccessRequestStatus>;
 
 /** `POST /access-requests` (contract §5; no API key needed). */

@@ -96,7 +96,7 @@ export function startAgentLoop(options: AgentLoopOptions): { stop(): Promise<voi
     if (!incoming || incoming.id !== candidate.message_id) return;
     const apiKey = deps.secrets.open(candidate.ciphertext);
     if (apiKey.trim() === '') return;
-    const conversation = recent.slice(-contextMessages).map((m) => ({
+    const conversation = recent.map((m) => ({
       role: m.sender_id === candidate.agent_id ? ('assistant' as const) : ('user' as const),
       content: m.content,
     }));
