@@ -11,10 +11,12 @@
 import type { Agent, Human, Provider, Team } from '../api/schemas.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
+import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
 import { resolveSecret, secretHint } from '../definitions/secrets.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { diffFields, patchOf } from '../plan/plan.ts';
-import type { DesiredState, ObservedState, ObservedTeam } from '../plan/types.ts';
+import type { DesiredState, ObservedProviderKey, ObservedTeam } from '../plan/types.ts';
+import type { Organization } from '../api/schemas.ts';
 import type { Connection } from './connection.ts';
 import { toApplicationFailure } from './failures.ts';
 
@@ -32,6 +34,15 @@ export interface EnsureResult {
   outcome: 'created' | 'updated' | 'unchanged';
 }
 
+/** What {@link createApplyActivities}' `readOrganization` sees: the organization, its provider keys and its teams (no graphs). */
+export interface ObservedOrganization {
+  /** Null when no organization of that name is reachable with the key. */
+  organization: Organization | null;
+  providerKeys: ObservedProviderKey[];
+  /** Every team of the organization, without its graph. */
+  teams: Team[];
+}
+
 /** Fields of a team to ensure. */
 export interface TeamFields {
   team_name: string;
@@ -44,13 +55,19 @@ export interface TeamFields {
  */
 export function createApplyActivities(deps: ActivityDeps = {}) {
   const env = deps.env ?? process.env;
+  // One pacer per service and key, shared by every activity of this process (a worker's or the CLI's).
+  const pacers = new Map<string, RateLimitPacer>();
 
   function clientFor(connection: Connection): AcsClient {
     const apiKey = env[connection.apiKeyEnv];
     if (!apiKey) {
       throw new ToolkitError('unresolved_secret', `environment variable ${connection.apiKeyEnv} (the organization API key) is not set`);
     }
-    return new AcsClient({ baseUrl: connection.baseUrl, apiKey, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+    const pacerKey = `${connection.baseUrl}\u0000${connection.apiKeyEnv}`;
+    let pacer = pacers.get(pacerKey);
+    if (!pacer) pacers.set(pacerKey, (pacer = new RateLimitPacer()));
+    // Activities are short calls under a startToClose timeout: they fail fast rather than hang.
+    return new AcsClient({ baseUrl: connection.baseUrl, apiKey, pacer, timeoutMs: 20_000, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
   }
 
   /** Runs `fn`, mapping its errors to `ApplicationFailure`s. */
@@ -85,11 +102,11 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
   return {
     /**
      * Reads what the key can see of the definition's organization: the organization (by name),
-     * its provider keys (each compared with the desired secret's hint, resolved here), and the
-     * teams the definition names with their graphs. Read-only. Raises `unresolved_secret` before
-     * any request when a secret reference does not resolve.
+     * its provider keys (each compared with the desired secret's hint, resolved here), and its
+     * teams without their graphs (`readTeam` reads those). Read-only. Raises `unresolved_secret`
+     * before any request when a secret reference does not resolve.
      */
-    async readState(input: { connection: Connection; desired: DesiredState }): Promise<ObservedState> {
+    async readOrganization(input: { connection: Connection; desired: DesiredState }): Promise<ObservedOrganization> {
       return call(async () => {
         // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
         const hints = new Map<string, string>();
@@ -99,19 +116,20 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         const client = clientFor(input.connection);
         const org = (await client.listOrganizations()).find((o) => o.org_name === input.desired.organization.name) ?? null;
         if (!org) return { organization: null, providerKeys: [], teams: [] };
-        const providerKeys = (await client.listProviderKeys(org.org_id)).map((k) => {
+        const [keys, teams] = await Promise.all([client.listProviderKeys(org.org_id), client.listTeams(org.org_id)]);
+        const providerKeys = keys.map((k) => {
           const hint = hints.get(k.provider);
           return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
         });
-        const wanted = new Set(input.desired.teams.map((t) => t.name));
-        const teams: ObservedTeam[] = [];
-        for (const team of await client.listTeams(org.org_id)) {
-          if (!wanted.has(team.team_name)) continue;
-          const graph = await client.getTeam(team.team_id);
-          const { agents, humans, edges, active_thread_count: _count, ...rest } = graph;
-          teams.push({ team: rest as Team, agents, humans, edges });
-        }
         return { organization: org, providerKeys, teams };
+      });
+    },
+
+    /** Reads one team with its graph (agents, humans, edges). Read-only. Errors: `not_found`. */
+    async readTeam(input: { connection: Connection; teamId: string }): Promise<ObservedTeam> {
+      return call(async () => {
+        const { agents, humans, edges, active_thread_count: _count, ...team } = await clientFor(input.connection).getTeam(input.teamId);
+        return { team: team as Team, agents, humans, edges };
       });
     },
 

@@ -16,7 +16,7 @@ export function toApplicationFailure(error: unknown): unknown {
       message: error.message,
       nonRetryable,
       details: [{ status: error.status, requestId: error.requestId ?? null, existingId: error.existingId ?? null }],
-      ...(error.retryAfterSeconds ? { nextRetryDelay: `${error.retryAfterSeconds}s` } : {}),
+      ...(error.retryAfterSeconds ? { nextRetryDelay: error.retryAfterSeconds * 1000 } : {}),
     });
   }
   if (error instanceof ToolkitError) {

@@ -23,7 +23,9 @@ export type ExitCode = (typeof ExitCodes)[keyof typeof ExitCodes];
 const HINTS: Record<string, string> = {
   unauthenticated: 'set ACS_API_KEY (or name another variable with --api-key-env)',
   invalid_api_key: 'the key in ACS_API_KEY is unknown, revoked or expired; issue a new one',
-  network_error: 'is the server running and reachable at that address? (ACS_BASE_URL / --base-url, TEMPORAL_ADDRESS)',
+  network_error: 'is the server running and reachable at that address? (ACS_BASE_URL / --base-url)',
+  temporal_unreachable: 'start one with `npm run temporal:dev`, or point TEMPORAL_ADDRESS (or TEMPORAL_PROFILE) at your Temporal server',
+  apply_in_progress: 'wait for the running apply to finish (temporal workflow result --workflow-id ID), or cancel it (temporal workflow cancel --workflow-id ID)',
   not_found: 'the resource does not exist or this key cannot reach it',
   conflict: 'a resource of that name already exists',
   unresolved_secret: 'export the variable before running teamctl',

@@ -20,6 +20,7 @@ import type {
   ThreadPage,
 } from '../api/schemas.ts';
 import { AcsApiError, NETWORK_ERROR } from './errors.ts';
+import type { RateLimitPacer } from './rate-limit-pacer.ts';
 
 /** Options of {@link AcsClient}. */
 export interface AcsClientOptions {
@@ -33,6 +34,17 @@ export interface AcsClientOptions {
   timeoutMs?: number;
   /** `User-Agent` sent with every request. */
   userAgent?: string;
+  /**
+   * Paces requests by the service's `RateLimit-*` headers; share one between the clients of one
+   * service and key. Without one, requests are sent as they come.
+   */
+  pacer?: RateLimitPacer;
+  /**
+   * Longest wait in milliseconds the pacer may impose before a request (default 5,000). A longer
+   * one fails the request at once with a 429 `rate_limited` whose `retryAfterSeconds` says when
+   * to try again, so a caller with its own retry policy (an activity) waits there instead.
+   */
+  maxPaceWaitMs?: number;
 }
 
 /** Options of a POST: an `Idempotency-Key` (contract §1) derived from a business key. */
@@ -57,6 +69,8 @@ export class AcsClient {
   readonly #fetch: typeof fetch;
   readonly #timeoutMs: number;
   readonly #userAgent: string;
+  readonly #pacer: RateLimitPacer | undefined;
+  readonly #maxPaceWaitMs: number;
 
   constructor(options: AcsClientOptions) {
     this.baseUrl = options.baseUrl.replace(/\/+$/, '');
@@ -64,6 +78,8 @@ export class AcsClient {
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
     this.#userAgent = options.userAgent ?? 'teamctl';
+    this.#pacer = options.pacer;
+    this.#maxPaceWaitMs = options.maxPaceWaitMs ?? 5_000;
   }
 
   // ---- organizations ------------------------------------------------------------------------
@@ -252,6 +268,7 @@ export class AcsClient {
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (options?.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
     const url = `${this.baseUrl}/api/v1${path}`;
+    await this.#pace(method, path);
     let response: Response;
     try {
       response = await this.#fetch(url, {
@@ -261,16 +278,37 @@ export class AcsClient {
         signal: AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs),
       });
     } catch (cause) {
+      this.#pacer?.settle(Date.now(), 0, undefined);
       throw new AcsApiError({
         status: 0,
         code: NETWORK_ERROR,
         message: `${method} ${path}: cannot reach ${this.baseUrl} (${describeCause(cause)})`,
       });
     }
+    this.#pacer?.settle(Date.now(), response.status, response.headers);
     const requestId = response.headers.get('x-request-id') ?? undefined;
     const text = await response.text();
     if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
     throw errorFromResponse(method, path, response, text, requestId);
+  }
+
+  /** Waits for the pacer's leave to send; a wait longer than `maxPaceWaitMs` becomes a 429 at once. */
+  async #pace(method: string, path: string): Promise<void> {
+    if (!this.#pacer) return;
+    for (;;) {
+      const waitMs = this.#pacer.reserve(Date.now());
+      if (waitMs === 0) return;
+      if (waitMs > this.#maxPaceWaitMs) {
+        const retryAfterSeconds = Math.ceil(waitMs / 1000);
+        throw new AcsApiError({
+          status: 429,
+          code: 'rate_limited',
+          message: `${method} ${path}: not sent: this key's rate limit is spent for ${retryAfterSeconds} s more (RateLimit-Remaining 0)`,
+          retryAfterSeconds,
+        });
+      }
+      await new Promise((resolve) => setTimeout(resolve, waitMs));
+    }
   }
 
   /** Keeps the key out of `console.log(client)` and `util.inspect`. */

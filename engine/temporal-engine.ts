@@ -1,59 +1,75 @@
 /**
- * The Temporal engine: starts the `applyWorkflow` on a task queue served by `teamctl worker`
- * and waits for its result. The workflow id is derived from the organization's name, so two
- * applies of the same organization never run at once.
+ * The Temporal engine: starts `applyWorkflow` (by its imported function, so its input and result
+ * are typed) on a task queue served by `teamctl worker`, and waits for its result.
+ *
+ * One apply per organization at a time: the workflow id is the business key
+ * `teamctl-apply/<organization name>`. A second apply of an organization whose apply is still
+ * running is refused with `apply_in_progress`, naming the running workflow and run; it does not
+ * attach to it, because the running one may apply another version of the definition. Once that
+ * one has finished (completed, failed or cancelled), the id may be used again.
  */
-import { Client, Connection, WorkflowIdConflictPolicy } from '@temporalio/client';
+import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
 import { ToolkitError } from '../errors/catalogue.ts';
+import { temporalUnreachable } from '../temporal/settings.ts';
+import type { TemporalSettings } from '../temporal/settings.ts';
 import type { ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
+import { applyWorkflow } from '../workflows/apply-workflow.ts';
 
-/** Where the Temporal service is. */
-export interface TemporalOptions {
-  /** `host:port` of the Temporal frontend (`TEMPORAL_ADDRESS`, default `localhost:7233`). */
-  address: string;
-  /** Namespace (`TEMPORAL_NAMESPACE`, default `default`). */
-  namespace: string;
-  /** Task queue the worker polls (default `teamctl`). */
+/** Where and how to run a workflow: Temporal's settings and the task queue the worker polls. */
+export interface TemporalTarget {
+  settings: TemporalSettings;
   taskQueue: string;
-}
-
-/** The default task queue of workers and clients. */
-export const DEFAULT_TASK_QUEUE = 'teamctl';
-
-/** Reads the Temporal options from the environment and flags. */
-export function temporalOptionsFromEnv(env: NodeJS.ProcessEnv, taskQueue?: string): TemporalOptions {
-  return {
-    address: env.TEMPORAL_ADDRESS || 'localhost:7233',
-    namespace: env.TEMPORAL_NAMESPACE || 'default',
-    taskQueue: taskQueue || DEFAULT_TASK_QUEUE,
-  };
 }
 
 /** The workflow id of the apply of one organization. */
 export function applyWorkflowId(orgName: string): string {
-  return `teamctl-apply-${orgName}`;
+  return `teamctl-apply/${orgName}`;
 }
 
 /**
- * Runs `applyWorkflow(input)` on Temporal and returns its result. If an apply of the same
- * organization is already running, waits for that one instead of starting a second.
- * Raises `network_error` when Temporal cannot be reached, and `WorkflowFailedError` (its cause
- * is the activity's `ApplicationFailure`) when the workflow fails.
+ * Connects a Temporal client, runs `fn` with it and closes the connection. Errors:
+ * `temporal_unreachable` when the frontend does not answer within 10 s.
  */
-export async function applyWithTemporal(input: ApplyInput, options: TemporalOptions): Promise<ApplyResult> {
-  const connection = await Connection.connect({ address: options.address, connectTimeout: '10 seconds' }).catch((error: unknown) => {
-    throw new ToolkitError('network_error', `cannot reach Temporal at ${options.address} (TEMPORAL_ADDRESS): ${(error as Error).message}`);
-  });
+export async function withTemporalClient<T>(settings: TemporalSettings, fn: (client: Client) => Promise<T>): Promise<T> {
+  const connection = await Connection.connect({ ...settings.connectionOptions, connectTimeout: '10 seconds' } as Parameters<typeof Connection.connect>[0]).catch(
+    (error: unknown) => {
+      throw temporalUnreachable(settings, error);
+    },
+  );
   try {
-    const client = new Client({ connection, namespace: options.namespace });
-    const handle = await client.workflow.start('applyWorkflow', {
-      taskQueue: options.taskQueue,
-      workflowId: applyWorkflowId(input.desired.organization.name),
-      workflowIdConflictPolicy: WorkflowIdConflictPolicy.USE_EXISTING,
-      args: [input],
-    });
-    return (await handle.result()) as ApplyResult;
+    return await fn(new Client({ connection, namespace: settings.namespace }));
   } finally {
     await connection.close();
   }
+}
+
+/**
+ * Runs `applyWorkflow(input)` on Temporal and returns its result. Errors: `temporal_unreachable`;
+ * `apply_in_progress` when an apply of the same organization is running; `WorkflowFailedError`
+ * (its cause is the activity's `ApplicationFailure`, typed by the stable code) when it fails.
+ */
+export async function applyWithTemporal(input: ApplyInput, target: TemporalTarget): Promise<ApplyResult> {
+  return withTemporalClient(target.settings, async (client) => {
+    const workflowId = applyWorkflowId(input.desired.organization.name);
+    let handle;
+    try {
+      handle = await client.workflow.start(applyWorkflow, {
+        taskQueue: target.taskQueue,
+        workflowId,
+        workflowIdConflictPolicy: WorkflowIdConflictPolicy.FAIL,
+        workflowIdReusePolicy: WorkflowIdReusePolicy.ALLOW_DUPLICATE,
+        args: [input],
+      });
+    } catch (error) {
+      if (error instanceof WorkflowExecutionAlreadyStartedError) {
+        const running = await client.workflow.getHandle(workflowId).describe().catch(() => undefined);
+        throw new ToolkitError(
+          'apply_in_progress',
+          `an apply of organization "${input.desired.organization.name}" is already running: workflow ${workflowId}${running ? `, run ${running.runId}, started ${running.startTime.toISOString()}` : ''}`,
+        );
+      }
+      throw error;
+    }
+    return handle.result();
+  });
 }

@@ -45,6 +45,10 @@ export const ToolkitErrorCodes = {
   network_error: 'network_error',
   /** A wait (for a reply, for a workflow) ran out of time. */
   timed_out: 'timed_out',
+  /** The Temporal frontend could not be reached (`TEMPORAL_ADDRESS`, a config profile). */
+  temporal_unreachable: 'temporal_unreachable',
+  /** An apply of the same organization is already running on Temporal. */
+  apply_in_progress: 'apply_in_progress',
 } as const;
 
 /** A code of an error raised by the toolkit itself. */

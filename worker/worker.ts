@@ -1,23 +1,68 @@
 /**
- * The Temporal worker of teamctl: registers the workflows (bundled from `workflows/index.ts`)
- * and the activities, and polls one task queue until stopped (SIGINT/SIGTERM).
+ * The Temporal worker of teamctl: registers every workflow (bundled from `workflows/index.ts`)
+ * and every activity on one task queue and polls it until stopped.
  */
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createApplyActivities } from '../activities/apply-activities.ts';
-import type { TemporalOptions } from '../engine/temporal-engine.ts';
+import type { ActivityDeps } from '../activities/apply-activities.ts';
+import { temporalUnreachable } from '../temporal/settings.ts';
+import type { TemporalSettings } from '../temporal/settings.ts';
 
 /** Path of the workflows' entry module, for bundling. */
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
 
-/** Creates (does not run) a worker connected to `options.address`. */
-export async function createWorker(options: TemporalOptions): Promise<Worker> {
-  const connection = await NativeConnection.connect({ address: options.address });
-  return Worker.create({
-    connection,
-    namespace: options.namespace,
-    taskQueue: options.taskQueue,
-    workflowsPath,
-    activities: createApplyActivities(),
+/** Settings of a worker; omitted numbers keep the SDK's defaults. */
+export interface WorkerOptions {
+  taskQueue: string;
+  /** Activities run at once (SDK default 100). */
+  maxConcurrentActivityTaskExecutions?: number;
+  /** Workflow tasks run at once (SDK default 40). */
+  maxConcurrentWorkflowTaskExecutions?: number;
+  /** Where the activities resolve secrets and send HTTP (tests pass their own). */
+  activityDeps?: ActivityDeps;
+}
+
+/** A created worker and the connection it owns. */
+export interface TeamctlWorker {
+  worker: Worker;
+  /**
+   * Runs until `worker.shutdown()` or SIGINT/SIGTERM (the SDK's shutdown signals: in-flight
+   * tasks get the grace time to finish), then closes the connection.
+   */
+  run(): Promise<void>;
+}
+
+/**
+ * Connects and creates (does not run) a worker. Errors: `temporal_unreachable` when the server
+ * does not answer; bundling errors of the workflows as they are.
+ */
+export async function createWorker(settings: TemporalSettings, options: WorkerOptions): Promise<TeamctlWorker> {
+  const connection = await NativeConnection.connect(settings.connectionOptions).catch((error: unknown) => {
+    throw temporalUnreachable(settings, error);
   });
+  try {
+    const worker = await Worker.create({
+      connection,
+      namespace: settings.namespace,
+      taskQueue: options.taskQueue,
+      workflowsPath,
+      activities: createApplyActivities(options.activityDeps),
+      ...(options.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions } : {}),
+      ...(options.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTaskExecutions } : {}),
+    });
+    return {
+      worker,
+      async run() {
+        try {
+          await worker.run();
+        } finally {
+          await connection.close();
+        }
+      },
+    };
+  } catch (error) {
+    await connection.close();
+    throw error;
+  }
 }

@@ -1,15 +1,17 @@
 /**
  * The orchestration of `apply`, shared by both engines: read the live state, compute the plan,
- * then run its changes through the activities in dependency order — the organization, then
- * provider keys and teams, then participants, then edges — each phase in parallel up to a bound.
+ * then run its changes through the activities as a dependency graph — a team's participants
+ * after the team is created, an edge after both its participants are, everything after the
+ * organization — with at most `parallelism` changes in flight, spread across teams so that
+ * parallel calls do not queue behind one team's row lock.
  *
  * It knows activities only as types and does no I/O itself, so the Temporal workflow runs it in
- * its sandbox and the local engine runs it in-process, unchanged.
+ * its sandbox and the local engine runs it in-process, unchanged. It is deterministic: the next
+ * change to start depends only on which changes have finished, in the order they finished.
  */
 import type { ApplyActivities, EnsureResult } from '../activities/apply-activities.ts';
 import type { Connection } from '../activities/connection.ts';
-import { agentFields, humanFields, teamFields } from '../plan/plan.ts';
-import { computePlan } from '../plan/plan.ts';
+import { agentFields, computePlan, humanFields, teamFields } from '../plan/plan.ts';
 import type { Change, DesiredState, ObservedState } from '../plan/types.ts';
 import { mapBounded } from './bounded.ts';
 
@@ -17,9 +19,37 @@ import { mapBounded } from './bounded.ts';
 export interface ApplyInput {
   connection: Connection;
   desired: DesiredState;
-  /** Most changes in flight at once (default 4). */
+  /** Most changes (and reads) in flight at once (default {@link DEFAULT_PARALLELISM}). */
   parallelism?: number;
+  /** Temporal only: seconds an activity may run before it is retried (default 30). */
+  activityTimeoutSeconds?: number;
+  /**
+   * Temporal only: once the workflow's history holds this many events, it finishes the changes
+   * in flight and continues as new (default 10,000, Temporal's warning threshold).
+   */
+  historyEventLimit?: number;
+  /** Temporal only: the changes earlier runs of this apply carried out before continuing as new. */
+  carried?: AppliedChange[];
 }
+
+/** Default of {@link ApplyInput.parallelism}. */
+export const DEFAULT_PARALLELISM = 8;
+
+/** The activities the orchestration needs (a subset of {@link ApplyActivities}). */
+export type OrchestratedActivities = Pick<
+  ApplyActivities,
+  | 'readOrganization'
+  | 'readTeam'
+  | 'ensureOrganization'
+  | 'putProviderKey'
+  | 'ensureTeam'
+  | 'updateTeam'
+  | 'ensureAgent'
+  | 'updateAgent'
+  | 'ensureHuman'
+  | 'updateHuman'
+  | 'ensureEdge'
+>;
 
 /** One change as carried out. */
 export interface AppliedChange extends Change {
@@ -32,87 +62,229 @@ export interface ApplyResult {
   applied: AppliedChange[];
 }
 
+/** Result of one pass of the orchestration: `complete` is false when it paused with changes left. */
+export interface OrchestrationResult extends ApplyResult {
+  complete: boolean;
+}
+
 /** Called as each change completes (the local engine shows progress with it). */
 export type ProgressListener = (change: AppliedChange) => void;
+
+/** Options of {@link orchestrateApply}. */
+export interface OrchestrationOptions {
+  onProgress?: ProgressListener;
+  /**
+   * Asked before each change is started: true stops starting changes; those in flight finish
+   * and the result says `complete: false` (the Temporal workflow then continues as new).
+   */
+  shouldPause?: () => boolean;
+}
+
+/**
+ * Reads the live state an apply compares against: the organization, its provider keys, and the
+ * graphs of the teams the definition names, read in parallel (at most `limit` at once).
+ */
+export async function readObserved(
+  acts: Pick<OrchestratedActivities, 'readOrganization' | 'readTeam'>,
+  connection: Connection,
+  desired: DesiredState,
+  limit: number = DEFAULT_PARALLELISM,
+): Promise<ObservedState> {
+  const org = await acts.readOrganization({ connection, desired });
+  const wanted = new Set(desired.teams.map((t) => t.name));
+  const named = org.teams.filter((t) => wanted.has(t.team_name));
+  const teams = await mapBounded(named, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
+  return { organization: org.organization, providerKeys: org.providerKeys, teams };
+}
+
+/** A change of the plan with what it waits for. */
+interface Task {
+  index: number;
+  change: Change;
+  /** The lane it is spread over: its team, or '' for the organization and provider keys. */
+  lane: string;
+  /** Tasks not yet finished that this one waits for. */
+  waitingFor: number;
+  dependents: number[];
+}
 
 /**
  * Runs one apply. Raises the first activity failure after the changes in flight settle; a re-run
  * picks up from the live state, so an interrupted apply converges.
  */
-export async function orchestrateApply(input: ApplyInput, acts: ApplyActivities, onProgress?: ProgressListener): Promise<ApplyResult> {
+export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActivities, options: OrchestrationOptions = {}): Promise<OrchestrationResult> {
   const { connection, desired } = input;
-  const limit = input.parallelism ?? 4;
-  const observed = await acts.readState({ connection, desired });
+  const limit = Math.max(1, input.parallelism ?? DEFAULT_PARALLELISM);
+  const observed = await readObserved(acts, connection, desired, limit);
   const plan = computePlan(desired, observed);
-  const applied: AppliedChange[] = [];
-  const done = (change: Change, result: EnsureResult): EnsureResult => {
-    const entry = { ...change, outcome: result.outcome };
-    applied.push(entry);
-    onProgress?.(entry);
-    return result;
-  };
-  const byKind = (kind: Change['kind']) => plan.changes.filter((c) => c.kind === kind);
-
-  const orgChange = byKind('organization')[0];
-  const orgId = orgChange
-    ? done(orgChange, await acts.ensureOrganization({ connection, name: desired.organization.name })).id
-    : (observed.organization as NonNullable<ObservedState['organization']>).org_id;
 
   const teamIds = new Map(observed.teams.map((t) => [t.team.team_name, t.team.team_id]));
-  const phase2 = [...byKind('provider_key'), ...byKind('team')];
-  await mapBounded(phase2, limit, async (change) => {
-    if (change.kind === 'provider_key') {
-      const provider = change.name as keyof NonNullable<DesiredState['organization']['providerKeys']>;
-      const secretRef = desired.organization.providerKeys?.[provider] as string;
-      const result = await acts.putProviderKey({ connection, orgId, provider, secretRef });
-      // PUT cannot tell a new key from a replaced one; the plan can.
-      return done(change, { ...result, outcome: change.action === 'create' ? 'created' : 'updated' });
-    }
-    const team = desired.teams.find((t) => t.name === change.name);
-    if (change.action === 'update' && change.id) {
-      return done(change, await acts.updateTeam({ connection, teamId: change.id, patch: change.fields }));
-    }
-    const result = done(change, await acts.ensureTeam({ connection, orgId, fields: teamFields(team!) }));
-    teamIds.set(change.name, result.id);
-    return result;
-  });
-
-  const participantIds = new Map<string, string>();
   const key = (team: string, name: string) => `${team}\u0000${name}`;
+  const participantIds = new Map<string, string>();
   for (const t of observed.teams) {
     for (const a of t.agents) participantIds.set(key(t.team.team_name, a.name), a.agent_id);
     for (const h of t.humans) participantIds.set(key(t.team.team_name, h.name), h.human_id);
   }
-  const phase3 = [...byKind('agent'), ...byKind('human')];
-  await mapBounded(phase3, limit, async (change) => {
-    const team = desired.teams.find((t) => t.name === change.team)!;
-    const teamId = teamIds.get(team.name)!;
+  let orgId = observed.organization?.org_id ?? '';
+  const teamsByName = new Map(desired.teams.map((t) => [t.name, t]));
+
+  const tasks = buildTasks(plan.changes);
+  const applied: Array<{ index: number; entry: AppliedChange }> = [];
+
+  /** Carries out one change; ids of created resources become known to the changes that wait for them. */
+  async function run(change: Change, index: number): Promise<void> {
     let result: EnsureResult;
-    if (change.kind === 'agent') {
-      result = change.action === 'update' && change.id
-        ? await acts.updateAgent({ connection, agentId: change.id, patch: change.fields })
-        : await acts.ensureAgent({ connection, teamId, fields: agentFields(team.agents.find((a) => a.name === change.name)!) });
-    } else {
-      result = change.action === 'update' && change.id
-        ? await acts.updateHuman({ connection, humanId: change.id, patch: change.fields })
-        : await acts.ensureHuman({ connection, teamId, fields: humanFields(team.humans.find((h) => h.name === change.name)!) });
+    switch (change.kind) {
+      case 'organization':
+        result = await acts.ensureOrganization({ connection, name: desired.organization.name });
+        orgId = result.id;
+        break;
+      case 'provider_key': {
+        const provider = change.name as keyof NonNullable<DesiredState['organization']['providerKeys']>;
+        const secretRef = desired.organization.providerKeys?.[provider] as string;
+        const put = await acts.putProviderKey({ connection, orgId, provider, secretRef });
+        // PUT cannot tell a new key from a replaced one; the plan can.
+        result = { ...put, outcome: change.action === 'create' ? 'created' : 'updated' };
+        break;
+      }
+      case 'team':
+        result = change.action === 'update' && change.id
+          ? await acts.updateTeam({ connection, teamId: change.id, patch: change.fields })
+          : await acts.ensureTeam({ connection, orgId, fields: teamFields(teamsByName.get(change.name)!) });
+        teamIds.set(change.name, result.id);
+        break;
+      case 'agent': {
+        const team = teamsByName.get(change.team!)!;
+        result = change.action === 'update' && change.id
+          ? await acts.updateAgent({ connection, agentId: change.id, patch: change.fields })
+          : await acts.ensureAgent({ connection, teamId: teamIds.get(team.name)!, fields: agentFields(team.agents.find((a) => a.name === change.name)!) });
+        participantIds.set(key(team.name, change.name), result.id);
+        break;
+      }
+      case 'human': {
+        const team = teamsByName.get(change.team!)!;
+        result = change.action === 'update' && change.id
+          ? await acts.updateHuman({ connection, humanId: change.id, patch: change.fields })
+          : await acts.ensureHuman({ connection, teamId: teamIds.get(team.name)!, fields: humanFields(team.humans.find((h) => h.name === change.name)!) });
+        participantIds.set(key(team.name, change.name), result.id);
+        break;
+      }
+      case 'edge': {
+        const team = change.team!;
+        const [a, b] = change.fields.participants as [string, string];
+        const participants: [string, string] = [participantIds.get(key(team, a))!, participantIds.get(key(team, b))!];
+        result = await acts.ensureEdge({ connection, teamId: teamIds.get(team)!, participants });
+        break;
+      }
     }
-    participantIds.set(key(team.name, change.name), result.id);
-    return done(change, result);
-  });
+    const entry = { ...change, outcome: result.outcome };
+    applied.push({ index, entry });
+    options.onProgress?.(entry);
+  }
 
-  await mapBounded(byKind('edge'), limit, async (change) => {
-    const team = change.team!;
-    const [a, b] = change.fields.participants as [string, string];
-    const participants: [string, string] = [participantIds.get(key(team, a))!, participantIds.get(key(team, b))!];
-    return done(change, await acts.ensureEdge({ connection, teamId: teamIds.get(team)!, participants }));
-  });
-
-  return { orgId, applied: sortByPlan(applied, plan.changes) };
+  const complete = await runGraph(tasks, limit, run, options.shouldPause);
+  // Parallel changes finish in any order; results are reported in plan order.
+  return { orgId, applied: applied.sort((x, y) => x.index - y.index).map((a) => a.entry), complete };
 }
 
-/** Parallel phases finish in any order; results are reported in plan order. */
-function sortByPlan(applied: AppliedChange[], changes: Change[]): AppliedChange[] {
-  const rank = (c: Change) => changes.findIndex((p) => p.kind === c.kind && p.name === c.name && p.team === c.team);
-  return [...applied].sort((x, y) => rank(x) - rank(y));
+/**
+ * The dependency graph of a plan. A change waits only for the creates whose ids it needs: every
+ * change for the organization's create; a team's participants for the team's create; an edge
+ * for its team's and its participants' creates. Updates of existing resources wait for nothing.
+ */
+function buildTasks(changes: Change[]): Task[] {
+  const tasks: Task[] = changes.map((change, index) => ({ index, change, lane: change.kind === 'team' ? change.name : change.team ?? '', waitingFor: 0, dependents: [] }));
+  const creates = new Map<string, number>();
+  const id = (kind: string, team: string, name: string) => `${kind}\u0000${team}\u0000${name}`;
+  for (const t of tasks) {
+    if (t.change.action !== 'create') continue;
+    if (t.change.kind === 'organization') creates.set('organization', t.index);
+    if (t.change.kind === 'team') creates.set(id('team', t.change.name, ''), t.index);
+    if (t.change.kind === 'agent' || t.change.kind === 'human') creates.set(id('participant', t.change.team!, t.change.name), t.index);
+  }
+  const dependsOn = (task: Task, on: number | undefined) => {
+    if (on === undefined || on === task.index) return;
+    task.waitingFor++;
+    tasks[on]!.dependents.push(task.index);
+  };
+  for (const t of tasks) {
+    dependsOn(t, creates.get('organization'));
+    if (t.change.kind === 'agent' || t.change.kind === 'human' || t.change.kind === 'edge') dependsOn(t, creates.get(id('team', t.change.team!, '')));
+    if (t.change.kind === 'edge') {
+      for (const p of t.change.fields.participants as [string, string]) dependsOn(t, creates.get(id('participant', t.change.team!, p)));
+    }
+  }
+  return tasks;
+}
+
+/**
+ * Runs the tasks with at most `limit` in flight. The next task is taken from the lane with the
+ * fewest tasks in flight (the least recently served among equals), in plan order within a lane.
+ * Returns true when every task ran, false when `shouldPause` stopped it first; raises the first
+ * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
+ */
+async function runGraph(tasks: Task[], limit: number, run: (change: Change, index: number) => Promise<void>, shouldPause?: () => boolean): Promise<boolean> {
+  const lanes = new Map<string, { ready: Task[]; inFlight: number; servedAt: number }>();
+  const laneOf = (name: string) => {
+    let lane = lanes.get(name);
+    if (!lane) lanes.set(name, (lane = { ready: [], inFlight: 0, servedAt: -1 }));
+    return lane;
+  };
+  for (const t of tasks) {
+    laneOf(t.lane);
+    if (t.waitingFor === 0) laneOf(t.lane).ready.push(t);
+  }
+  const running = new Map<number, Promise<number>>();
+  let started = 0;
+  let finished = 0;
+  let failure: { error: unknown } | undefined;
+  let paused = false;
+
+  const next = (): Task | undefined => {
+    let best: { ready: Task[]; inFlight: number; servedAt: number } | undefined;
+    for (const lane of lanes.values()) {
+      if (lane.ready.length === 0) continue;
+      if (!best || lane.inFlight < best.inFlight || (lane.inFlight === best.inFlight && lane.servedAt < best.servedAt)) best = lane;
+    }
+    if (!best) return undefined;
+    best.inFlight++;
+    best.servedAt = started;
+    return best.ready.shift();
+  };
+
+  for (;;) {
+    while (!failure && running.size < limit) {
+      // At least one change per pass, so a pass that pauses has always made progress.
+      if (started > 0 && shouldPause?.()) {
+        paused = true;
+        break;
+      }
+      const task = next();
+      if (!task) break;
+      started++;
+      running.set(
+        task.index,
+        run(task.change, task.index).then(
+          () => task.index,
+          (error: unknown) => {
+            failure ??= { error };
+            return task.index;
+          },
+        ),
+      );
+    }
+    if (running.size === 0) break;
+    const index = await Promise.race(running.values());
+    running.delete(index);
+    finished++;
+    const task = tasks[index]!;
+    laneOf(task.lane).inFlight--;
+    if (failure) continue;
+    for (const d of task.dependents) {
+      const dependent = tasks[d]!;
+      if (--dependent.waitingFor === 0) laneOf(dependent.lane).ready.push(dependent);
+    }
+  }
+  if (failure) throw failure.error;
+  return !paused || finished === tasks.length;
 }

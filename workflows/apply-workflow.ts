@@ -1,19 +1,37 @@
 /**
- * The Temporal workflow of `apply`. Activities are proxies (known by type only); retries follow
- * Temporal's policy, with the stable codes of 4xx answers (but 429) marked non-retryable by the
- * activities themselves.
+ * The Temporal workflow of `apply`. Activities are proxies (known by type only) under the one
+ * retry policy of `retry-policy.ts`; the activities themselves mark 4xx answers other than 429
+ * non-retryable and carry a 429 or 503's `Retry-After` as the next retry delay.
+ *
+ * A large definition does not outgrow Temporal's history limits: once the history holds
+ * `historyEventLimit` events (or the server suggests it), the workflow lets the changes in flight
+ * finish and continues as new with the same input, carrying the changes made so far; the new run
+ * re-reads the live state, so it carries on exactly where the last one stopped.
  */
-import { proxyActivities } from '@temporalio/workflow';
+import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
 import type { ApplyActivities } from '../activities/apply-activities.ts';
 import { orchestrateApply } from './apply-orchestration.ts';
 import type { ApplyInput, ApplyResult } from './apply-orchestration.ts';
+import { DEFAULT_ACTIVITY_TIMEOUT_SECONDS, temporalRetryPolicy } from './retry-policy.ts';
 
-const activities = proxyActivities<ApplyActivities>({
-  startToCloseTimeout: '1 minute',
-  retry: { initialInterval: '1 second', backoffCoefficient: 2, maximumInterval: '30 seconds', maximumAttempts: 10 },
-});
+/** Default of `ApplyInput.historyEventLimit`: Temporal warns at 10,240 events and stops at 51,200. */
+export const DEFAULT_HISTORY_EVENT_LIMIT = 10_000;
 
-/** Applies a definition's desired state (input holds secret references only). */
+/**
+ * Applies a definition's desired state. Input: {@link ApplyInput} (secret references only, never
+ * values). Output: {@link ApplyResult}, the changes of every run of this apply in plan order.
+ * Fails with the first activity's `ApplicationFailure` (its `type` is the stable code).
+ */
 export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
-  return orchestrateApply(input, activities);
+  const activities = proxyActivities<ApplyActivities>({
+    startToCloseTimeout: (input.activityTimeoutSeconds ?? DEFAULT_ACTIVITY_TIMEOUT_SECONDS) * 1000,
+    retry: temporalRetryPolicy(),
+  });
+  const limit = input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT;
+  const result = await orchestrateApply(input, activities, {
+    shouldPause: () => workflowInfo().historyLength >= limit || workflowInfo().continueAsNewSuggested,
+  });
+  const applied = [...(input.carried ?? []), ...result.applied];
+  if (!result.complete) return continueAsNew<typeof applyWorkflow>({ ...input, carried: applied });
+  return { orgId: result.orgId, applied };
 }

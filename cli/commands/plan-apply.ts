@@ -4,8 +4,10 @@ import { InvalidArgumentError, Option } from 'commander';
 import ora from 'ora';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
-import { applyWithTemporal, temporalOptionsFromEnv } from '../../engine/temporal-engine.ts';
+import { applyWithTemporal } from '../../engine/temporal-engine.ts';
 import { computePlan } from '../../plan/plan.ts';
+import { DEFAULT_TASK_QUEUE, loadTemporalSettings } from '../../temporal/settings.ts';
+import { DEFAULT_PARALLELISM, readObserved } from '../../workflows/apply-orchestration.ts';
 import type { ApplyResult } from '../../workflows/apply-orchestration.ts';
 import { buildApplyInput, loadDesired } from '../desired.ts';
 import { ExitCodes } from '../errors.ts';
@@ -55,7 +57,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
   ).action((opts: { file: string; json?: boolean; detailedExitcode?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
     run(async () => {
       const { desired, connection } = await buildApplyInput(opts.file, opts, io.env);
-      const observed = await createApplyActivities({ env: io.env }).readState({ connection, desired });
+      const observed = await readObserved(createApplyActivities({ env: io.env }), connection, desired);
       const plan = computePlan(desired, observed);
       io.stdout(opts.json ? JSON.stringify(plan, null, 2) : renderPlan(plan.changes));
       return opts.detailedExitcode && plan.changes.length > 0 ? ExitCodes.changes : ExitCodes.ok;
@@ -68,18 +70,18 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
       .description('Make the live state match the definition: organization, provider keys, teams, agents, humans, edges. Idempotent; safe to re-run after an interruption.')
       .requiredOption('-f, --file <path>', 'definition file (YAML)')
       .addOption(new Option('--engine <engine>', 'where the orchestration runs').choices(Object.values(Engines)).default(Engines.local))
-      .option('--task-queue <name>', 'Temporal task queue (engine temporal; default teamctl)')
-      .addOption(new Option('--parallelism <n>', 'most changes in flight at once').argParser(positiveInt).default(4))
+      .option('--task-queue <name>', 'Temporal task queue (engine temporal)', DEFAULT_TASK_QUEUE)
+      .addOption(new Option('--parallelism <n>', 'most changes in flight at once').argParser(positiveInt).default(DEFAULT_PARALLELISM))
       .option('--json', 'print the result as JSON'),
   ).action(
-    (opts: { file: string; engine: keyof typeof Engines; taskQueue?: string; parallelism: number; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+    (opts: { file: string; engine: keyof typeof Engines; taskQueue: string; parallelism: number; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
       run(async () => {
         const input = await buildApplyInput(opts.file, opts, io.env);
         const spinner = io.isTTY && !opts.json ? ora({ text: `Applying ${opts.file}…`, stream: process.stderr }).start() : undefined;
         let result: ApplyResult;
         try {
           if (opts.engine === Engines.temporal) {
-            result = await applyWithTemporal(input, temporalOptionsFromEnv(io.env, opts.taskQueue));
+            result = await applyWithTemporal(input, { settings: loadTemporalSettings(io.env), taskQueue: opts.taskQueue });
           } else {
             result = await applyLocally(input, createApplyActivities({ env: io.env }), {
               onProgress: (change) => {

@@ -1,23 +1,39 @@
 /** `teamctl worker`: runs a Temporal worker for the workflows and activities of teamctl. */
 import type { Command } from 'commander';
-import { temporalOptionsFromEnv } from '../../engine/temporal-engine.ts';
+import { Option } from 'commander';
+import { DEFAULT_TASK_QUEUE, loadTemporalSettings } from '../../temporal/settings.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
+import { positiveInt } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 
-/** Registers `worker`. */
+/**
+ * Registers `worker`: connects to Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, a
+ * TEMPORAL_PROFILE of the config file), polls one task queue and runs the apply workflow and its
+ * activities until SIGINT or SIGTERM, then lets in-flight tasks finish, closes its connection and
+ * exits 0. The activities read the service's key and provider keys from this process's
+ * environment. Errors: `temporal_unreachable` (exit 1 with a hint).
+ */
 export function registerWorker(program: Command, io: CliIo, run: Runner): void {
   program
     .command('worker')
-    .description('Run a Temporal worker (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE) polling a task queue until SIGINT/SIGTERM.')
-    .option('--task-queue <name>', 'task queue to poll', 'teamctl')
-    .action((opts: { taskQueue: string }) =>
+    .description('Run a Temporal worker (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE or TEMPORAL_PROFILE) polling a task queue until SIGINT/SIGTERM.')
+    .option('--task-queue <name>', 'task queue to poll', DEFAULT_TASK_QUEUE)
+    .addOption(new Option('--max-concurrent-activities <n>', 'activities run at once (SDK default: 100)').argParser(positiveInt))
+    .addOption(new Option('--max-concurrent-workflow-tasks <n>', 'workflow tasks run at once (SDK default: 40)').argParser(positiveInt))
+    .action((opts: { taskQueue: string; maxConcurrentActivities?: number; maxConcurrentWorkflowTasks?: number }) =>
       run(async () => {
         const { createWorker } = await import('../../worker/worker.ts');
-        const options = temporalOptionsFromEnv(io.env, opts.taskQueue);
-        const worker = await createWorker(options);
-        io.stderr(`teamctl worker polling task queue ${options.taskQueue} on ${options.address} (namespace ${options.namespace})`);
-        await worker.run();
+        const settings = loadTemporalSettings(io.env);
+        const { run: runWorker } = await createWorker(settings, {
+          taskQueue: opts.taskQueue,
+          ...(opts.maxConcurrentActivities ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities } : {}),
+          ...(opts.maxConcurrentWorkflowTasks ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTasks } : {}),
+          activityDeps: { env: io.env },
+        });
+        io.stderr(`teamctl worker polling task queue ${opts.taskQueue} on ${settings.address} (namespace ${settings.namespace}); Ctrl-C stops it`);
+        await runWorker();
+        io.stderr('teamctl worker stopped');
         return ExitCodes.ok;
       }),
     );

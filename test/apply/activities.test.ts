@@ -55,7 +55,7 @@ describe('apply activities', () => {
     nock('http://acs.test').post('/api/v1/organizations').reply(429, { code: 'rate_limited', detail: 'slow down' }, { 'retry-after': '7' });
     const acts = createApplyActivities({ env });
     const error = await acts.ensureOrganization({ connection: { baseUrl: 'http://acs.test', apiKeyEnv: 'ACS_TEST_KEY' }, name: 'x' }).catch((e: unknown) => e);
-    expect(error).toMatchObject({ type: 'rate_limited', nonRetryable: false, nextRetryDelay: '7s' });
+    expect(error).toMatchObject({ type: 'rate_limited', nonRetryable: false, nextRetryDelay: 7000 });
   });
 
   it('activities: a missing organization key is a non-retryable unresolved_secret naming the variable, not a value', async () => {

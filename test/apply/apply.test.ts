@@ -4,10 +4,12 @@ import type { Connection } from '../../activities/connection.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { loadDefinitionFile } from '../../definitions/load.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
+import { readObserved } from '../../workflows/apply-orchestration.ts';
 import { computePlan } from '../../plan/plan.ts';
 import type { DesiredState } from '../../plan/types.ts';
 import { startServer } from '../../service/index.ts';
 import { dyingFetch, recordingFetch } from '../support/fetch.ts';
+import { snapshot as liveSnapshot } from '../support/live-state.ts';
 
 const ECHO_KEY = 'echo-provider-secret-value-7f3a';
 let server: Awaited<ReturnType<typeof startServer>>;
@@ -21,26 +23,7 @@ function definitionFor(orgName: string): DesiredState {
   return { ...example, organization: { ...example.organization, name: orgName } };
 }
 
-/** The live state of one organization by names only (ids differ between runs), for comparison. */
-async function snapshot(orgName: string) {
-  const orgs = (await client.listOrganizations()).filter((o) => o.org_name === orgName);
-  expect(orgs, `organizations named ${orgName}`).toHaveLength(1);
-  const org = orgs[0]!;
-  const teams = [];
-  for (const team of await client.listTeams(org.org_id)) {
-    const graph = await client.getTeam(team.team_id);
-    const names = new Map<string, string>([...graph.agents.map((a) => [a.agent_id, a.name] as const), ...graph.humans.map((h) => [h.human_id, h.name] as const)]);
-    teams.push({
-      name: graph.team_name,
-      description: graph.description,
-      agents: graph.agents.map(({ name, provider, model, description, instructions, status }) => ({ name, provider, model, description, instructions, status })).sort((a, b) => a.name.localeCompare(b.name)),
-      humans: graph.humans.map(({ name, email }) => ({ name, email })).sort((a, b) => a.name.localeCompare(b.name)),
-      edges: graph.edges.map((e) => e.participants.map((p) => names.get(p)).sort().join('<->')).sort(),
-    });
-  }
-  const providerKeys = (await client.listProviderKeys(org.org_id)).map((k) => `${k.provider}:${k.key_hint}`);
-  return { org: org.org_name, teams, providerKeys };
-}
+const snapshot = (orgName: string) => liveSnapshot(client, orgName);
 
 beforeAll(async () => {
   server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false });
@@ -97,11 +80,11 @@ describe('apply', () => {
       const orgName = `acme-killed-${k}`;
       const desired = definitionFor(orgName);
       await expect(
-        applyLocally({ connection, desired, parallelism: 2 }, createApplyActivities({ env, fetch: dyingFetch(k) }), { retry: { retries: 0 } }),
+        applyLocally({ connection, desired, parallelism: 2 }, createApplyActivities({ env, fetch: dyingFetch(k) }), { retry: { maximumAttempts: 1 } }),
       ).rejects.toThrow();
       await applyLocally({ connection, desired }, createApplyActivities({ env }));
       expect({ ...(await snapshot(orgName)), org: 'acme-reference' }, `killed after step ${k}`).toEqual(reference);
-      const observed = await createApplyActivities({ env }).readState({ connection, desired });
+      const observed = await readObserved(createApplyActivities({ env }), connection, desired);
       expect(computePlan(desired, observed).changes, `plan after re-run of step ${k}`).toEqual([]);
     }
   });
@@ -125,7 +108,7 @@ describe('apply', () => {
     const desired = definitionFor('acme-rekey');
     await applyLocally({ connection, desired }, createApplyActivities({ env }));
     const rotated = { ...env, ECHO_PROVIDER_KEY: 'a-new-provider-secret-9b1c' };
-    const observed = await createApplyActivities({ env: rotated }).readState({ connection, desired });
+    const observed = await readObserved(createApplyActivities({ env: rotated }), connection, desired);
     const plan = computePlan(desired, observed);
     expect(plan.changes).toMatchObject([{ action: 'update', kind: 'provider_key', name: 'echo' }]);
     const result = await applyLocally({ connection, desired }, createApplyActivities({ env: rotated }));

@@ -104,11 +104,12 @@ describe('teamctl', () => {
     expect(result.stderr).toContain('error[timed_out]: no reply from archivist within 1 s');
   });
 
-  it('apply --engine temporal: an unreachable Temporal is a network_error naming the address, and nothing is sent to the service', async () => {
+  it('apply --engine temporal: an unreachable Temporal is temporal_unreachable naming the address with a hint, and nothing is sent to the service', async () => {
     const file = await exampleAs('cli-temporal');
     const result = await teamctl(['apply', '-f', file, '--engine', 'temporal'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
     expect(result.code).toBe(1);
-    expect(result.stderr).toContain('error[network_error]: cannot reach Temporal at 127.0.0.1:1');
+    expect(result.stderr).toContain('error[temporal_unreachable]: cannot reach Temporal at 127.0.0.1:1');
+    expect(result.stderr).toContain('hint: start one with `npm run temporal:dev`');
     const plan = await teamctl(['plan', '-f', file, '--detailed-exitcode']);
     expect(plan.code).toBe(2);
   });
@@ -121,6 +122,15 @@ describe('teamctl', () => {
     expect(recorded).not.toContain(ECHO_KEY);
     expect(input.connection).toEqual({ baseUrl: server.url, apiKeyEnv: 'ACS_API_KEY' });
     expect(input.desired.organization.providerKeys).toEqual({ echo: '${env:ECHO_PROVIDER_KEY}' });
+  });
+
+  it('worker: with no reachable Temporal it prints one error line and a hint, no transport trace, and exits 1', async () => {
+    const result = await teamctl(['worker', '--task-queue', 'nowhere'], { TEMPORAL_ADDRESS: '127.0.0.1:1' });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trim().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^error\[temporal_unreachable\]: cannot reach Temporal at 127\.0\.0\.1:1 \(namespace default\)/);
+    expect(lines[1]).toMatch(/^hint: /);
   });
 
   it('teamctl: the binary runs on Node 24 and prints its help', async () => {

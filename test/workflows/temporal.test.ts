@@ -1,55 +1,271 @@
 /**
- * The apply workflow on a real Temporal server. No server can be installed on the development
- * machines, so this suite runs only when TEMPORAL_ADDRESS is set and otherwise says it skipped.
+ * The apply workflow on a real Temporal server (scripts/with-temporal.sh starts one; CI always
+ * does) against a real acs-server: the same end state as the local engine, idempotence,
+ * continue-as-new, worker crashes, service faults with `Retry-After`, rate-limit pacing, no
+ * secret in any history, and replay of freshly recorded histories.
  */
+import { execFile } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { promisify } from 'node:util';
+import { Client, Connection } from '@temporalio/client';
+import { Worker } from '@temporalio/worker';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
+import { AcsClient } from '../../client/acs-client.ts';
+import { runCli } from '../../cli/program.ts';
 import { loadDefinitionFile } from '../../definitions/load.ts';
-import { applyWithTemporal } from '../../engine/temporal-engine.ts';
+import { applyLocally } from '../../engine/local-engine.ts';
+import { applyWithTemporal, applyWorkflowId } from '../../engine/temporal-engine.ts';
 import type { DesiredState } from '../../plan/types.ts';
 import { startServer } from '../../service/index.ts';
+import { workflowsPath } from '../../worker/worker.ts';
+import type { ApplyInput, ApplyResult } from '../../workflows/apply-orchestration.ts';
+import { applyWorkflow } from '../../workflows/apply-workflow.ts';
+import { startFaultProxy } from '../support/fault-proxy.ts';
+import { recordingFetch } from '../support/fetch.ts';
+import { shape } from '../support/live-state.ts';
+import { resourceCount, syntheticDefinition } from '../support/synthetic.ts';
+import { describeTemporal, historyText, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
 
-const address = process.env.TEMPORAL_ADDRESS;
-const title = address ? 'temporal engine' : 'temporal engine (skipped: TEMPORAL_ADDRESS is not set; no Temporal server on this machine)';
+const ECHO_KEY = 'temporal-echo-provider-secret-5d2e';
 
-describe.skipIf(!address)(title, () => {
+/** Every change of an apply result, once each, as `kind team/name`. */
+function distinctChanges(result: ApplyResult): Set<string> {
+  return new Set(result.applied.map((c) => `${c.kind} ${c.team ?? ''}/${c.name}`));
+}
+
+describeTemporal('temporal engine', () => {
   let server: Awaited<ReturnType<typeof startServer>>;
-  let env: NodeJS.ProcessEnv;
-  let stopWorker: () => Promise<void>;
-  const taskQueue = `teamctl-test-${randomUUID()}`;
-  const namespace = process.env.TEMPORAL_NAMESPACE || 'default';
+  let apiKey: string;
+  let env: Record<string, string>;
+  let client: AcsClient;
+  let temporal: Client;
+  let temporalConnection: Connection;
+  let example: DesiredState;
+  const stops: Array<() => Promise<void>> = [];
+
+  /** A task queue of its own with an in-process worker on it. */
+  async function queueWithWorker(deps: Parameters<typeof startWorker>[1] = { env }): Promise<string> {
+    const taskQueue = `teamctl-test-${randomUUID()}`;
+    const worker = await startWorker(taskQueue, deps);
+    stops.push(() => worker.stop());
+    return taskQueue;
+  }
+
+  const target = (taskQueue: string) => ({ settings: testSettings(), taskQueue });
+  const inputFor = (desired: DesiredState, extra: Partial<ApplyInput> = {}): ApplyInput => ({
+    connection: { baseUrl: server.url, apiKeyEnv: 'ACS_API_KEY' },
+    desired,
+    ...extra,
+  });
+  const named = (desired: DesiredState, name: string): DesiredState => ({ ...desired, organization: { ...desired.organization, name } });
+  /** The end state a local-engine apply of `desired` leaves, under another organization name. */
+  async function reference(desired: DesiredState) {
+    const orgName = `reference-${randomUUID()}`;
+    await applyLocally(inputFor(named(desired, orgName)), createApplyActivities({ env }));
+    return shape(client, orgName);
+  }
 
   beforeAll(async () => {
-    server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false });
-    const { api_key } = await server.provisionOrganization('temporal-tests');
-    env = { ACS_TEST_KEY: api_key, ECHO_PROVIDER_KEY: 'temporal-echo-key' };
-    Object.assign(process.env, env);
-    const { NativeConnection, Worker } = await import('@temporalio/worker');
-    const { workflowsPath } = await import('../../worker/worker.ts');
-    const connection = await NativeConnection.connect({ address });
-    const worker = await Worker.create({ connection, namespace, taskQueue, workflowsPath, activities: createApplyActivities({ env }) });
-    const running = worker.run();
-    stopWorker = async () => {
-      worker.shutdown();
-      await running;
-      await connection.close();
-    };
+    server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false, rateLimit: false });
+    apiKey = (await server.provisionOrganization('temporal-tests')).api_key;
+    env = { ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: ECHO_KEY };
+    client = new AcsClient({ baseUrl: server.url, apiKey });
+    example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
+    const settings = testSettings();
+    temporalConnection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
+    temporal = new Client({ connection: temporalConnection, namespace: settings.namespace });
   }, 120_000);
 
   afterAll(async () => {
-    await stopWorker?.();
+    for (const stop of stops.reverse()) await stop();
+    await temporalConnection?.close();
     await server?.close();
+  }, 120_000);
+
+  it('apply --engine temporal: the example ends as the local engine leaves it, a second apply sends no mutating request, and no secret is in the history', async () => {
+    const recorder = recordingFetch();
+    const taskQueue = await queueWithWorker({ env, fetch: recorder.fetch });
+    const orgName = `example-temporal-${randomUUID()}`;
+    const file = join(await mkdtemp(join(tmpdir(), 'teamctl-temporal-')), 'team.yaml');
+    const text = await readFile(new URL('../../examples/acme-research.yaml', import.meta.url), 'utf8');
+    await writeFile(file, text.replace('name: acme-research', `name: ${orgName}`));
+    const out: string[] = [];
+    const io = { env: { ...process.env, ...env, ACS_BASE_URL: server.url }, isTTY: false, stdout: (t: string) => void out.push(t), stderr: (t: string) => void out.push(t) };
+    const apply = async () => {
+      out.length = 0;
+      const code = await runCli(['apply', '-f', file, '--engine', 'temporal', '--task-queue', taskQueue, '--json'], io);
+      expect(code, out.join('\n')).toBe(0);
+      return JSON.parse(out.join('\n')) as ApplyResult;
+    };
+
+    const first = await apply();
+    expect(first.applied.map((c) => c.outcome)).toEqual(Array(8).fill('created'));
+    expect(await shape(client, orgName)).toEqual(await reference(example));
+
+    const mutationsBefore = recorder.mutations().length;
+    const second = await apply();
+    expect(second.applied).toEqual([]);
+    expect(recorder.mutations().length).toBe(mutationsBefore);
+
+    const history = await temporal.workflow.getHandle(applyWorkflowId(orgName)).fetchHistory();
+    const searchable = historyText(history);
+    expect(searchable).toContain('${env:ECHO_PROVIDER_KEY}');
+    expect(searchable).toContain('apiKeyEnv');
+    expect(searchable).toContain('ACS_API_KEY');
+    for (const secret of [ECHO_KEY, apiKey]) {
+      expect(searchable).not.toContain(secret);
+      expect(searchable).not.toContain(Buffer.from(secret).toString('base64').slice(0, 16));
+    }
+    // The history as the official CLI shows it (the format of the replay fixtures) holds no secret either.
+    const { stdout } = await promisify(execFile)(
+      process.env.TEMPORAL_CLI ?? 'temporal',
+      ['workflow', 'show', '--workflow-id', applyWorkflowId(orgName), '--address', process.env.TEMPORAL_ADDRESS!, '--namespace', testSettings().namespace, '-o', 'json'],
+      { maxBuffer: 64 << 20 },
+    );
+    expect(stdout).toContain('EVENT_TYPE_WORKFLOW_EXECUTION_COMPLETED');
+    const decoded = JSON.stringify(JSON.parse(stdout), (_k, v: unknown) => (typeof v === 'string' && /^[A-Za-z0-9+/=]{16,}$/.test(v) ? Buffer.from(v, 'base64').toString('utf8') : v));
+    for (const secret of [ECHO_KEY, apiKey]) {
+      expect(stdout).not.toContain(secret);
+      expect(decoded).not.toContain(secret);
+    }
   });
 
-  it('temporal engine: the apply workflow creates the example, and a second run changes nothing', async () => {
-    const example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
-    const desired = { ...example, organization: { ...example.organization, name: `acme-${randomUUID()}` } };
-    const input = { connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, desired };
-    const options = { address: address!, namespace, taskQueue };
-    const first = await applyWithTemporal(input, options);
-    expect(first.applied).toHaveLength(8);
-    const second = await applyWithTemporal(input, options);
-    expect(second.applied).toEqual([]);
+  it('apply --engine temporal: a second apply of an organization whose apply is running is refused, naming the running workflow', async () => {
+    // No worker polls this queue, so the first apply stays running.
+    const taskQueue = `teamctl-idle-${randomUUID()}`;
+    const desired = named(example, `example-busy-${randomUUID()}`);
+    const first = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [inputFor(desired)] });
+    await expect(applyWithTemporal(inputFor(desired), target(taskQueue))).rejects.toMatchObject({
+      code: 'apply_in_progress',
+      message: expect.stringContaining(`teamctl-apply/${desired.organization.name}, run ${first.firstExecutionRunId}`),
+    });
+    await first.terminate('test over');
+  });
+
+  it('apply --engine temporal: 32 teams end as the local engine leaves them, continuing as new past the history limit, each change once, then a no-op', async () => {
+    const recorder = recordingFetch();
+    const taskQueue = await queueWithWorker({ env, fetch: recorder.fetch });
+    const size = { teams: 32, agents: 4, humans: 1, edges: 4 };
+    const desired = syntheticDefinition(`large-${randomUUID()}`, size);
+    const handle = await temporal.workflow.start(applyWorkflow, {
+      taskQueue,
+      workflowId: applyWorkflowId(desired.organization.name),
+      args: [inputFor(desired, { historyEventLimit: 300 })],
+    });
+    const result = await handle.result();
+    expect(distinctChanges(result).size).toBe(resourceCount(size));
+    expect(result.applied).toHaveLength(resourceCount(size));
+    expect(await shape(client, desired.organization.name)).toEqual(await reference(desired));
+
+    const firstRun = await temporal.workflow.getHandle(handle.workflowId, handle.firstExecutionRunId).fetchHistory();
+    expect(firstRun.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    expect(firstRun.events?.length).toBeLessThan(300 + 60);
+
+    const mutationsBefore = recorder.mutations().length;
+    const again = await applyWithTemporal(inputFor(desired), target(taskQueue));
+    expect(again.applied).toEqual([]);
+    expect(recorder.mutations().length).toBe(mutationsBefore);
+  }, 120_000);
+
+  it('apply --engine temporal: the worker killed with SIGKILL at three points of an apply, a new one started each time: the apply completes, nothing is created twice, the graph equals the definition', async () => {
+    const taskQueue = `teamctl-chaos-${randomUUID()}`;
+    const size = { teams: 30, agents: 3, humans: 1, edges: 3 };
+    const desired = syntheticDefinition(`chaos-${randomUUID()}`, size);
+    const total = resourceCount(size);
+    // Latency in front of the service keeps the apply running long enough to be cut three times.
+    const proxy = await startFaultProxy({ target: server.url, delayMs: 40 });
+    const workerEnv = { ...env, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS! };
+    let worker = await spawnWorker(taskQueue, workerEnv);
+    try {
+      const handle = await temporal.workflow.start(applyWorkflow, {
+        taskQueue,
+        workflowId: applyWorkflowId(desired.organization.name),
+        args: [{ ...inputFor(desired, { parallelism: 2, activityTimeoutSeconds: 5 }), connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_API_KEY' } }],
+      });
+      const killedAt: number[] = [];
+      for (const fraction of [0.15, 0.45, 0.75]) {
+        while (proxy.created() < total * fraction) await new Promise((r) => setTimeout(r, 50));
+        killedAt.push(proxy.created());
+        expect(await worker.kill('SIGKILL')).toBe('SIGKILL');
+        worker = await spawnWorker(taskQueue, workerEnv);
+      }
+      const result = await handle.result();
+      expect(killedAt.every((n) => n < total), `killed after ${killedAt.join(', ')} of ${total} creates`).toBe(true);
+      expect(distinctChanges(result).size).toBe(total);
+      // Every resource was created by exactly one successful POST.
+      expect(proxy.created()).toBe(total);
+      expect(await shape(client, desired.organization.name)).toEqual(await reference(desired));
+    } finally {
+      await worker.kill('SIGTERM');
+      await proxy.close();
+    }
+  }, 300_000);
+
+  it('apply, on both engines: 429 and 503 answers with Retry-After and lost answers are retried no earlier than told, with no duplicate', async () => {
+    const size = { teams: 5, agents: 3, humans: 1, edges: 3 };
+    const expected = await reference(syntheticDefinition('faults', size));
+    const proxy = await startFaultProxy({
+      target: server.url,
+      retryAfterSeconds: 1,
+      fault: (n, method) => (n % 6 === 0 ? 'refuse-429' : n % 6 === 3 ? 'refuse-503' : method === 'POST' && n % 10 === 7 ? 'lose-answer' : 'pass'),
+    });
+    try {
+      const viaProxy = (desired: DesiredState): ApplyInput => ({ ...inputFor(desired), connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_API_KEY' } });
+      const local = syntheticDefinition(`faults-local-${randomUUID()}`, size);
+      await applyLocally(viaProxy(local), createApplyActivities({ env }));
+      const remote = syntheticDefinition(`faults-temporal-${randomUUID()}`, size);
+      await applyWithTemporal(viaProxy(remote), target(await queueWithWorker()));
+
+      expect(proxy.refusals.length).toBeGreaterThan(20);
+      expect(proxy.forwarded.some((f) => f.startsWith('201 POST'))).toBe(true);
+      for (const refusal of proxy.refusals) {
+        expect(refusal.retriedAt, `${refusal.request} was never retried`).toBeDefined();
+        expect(refusal.retriedAt! - refusal.at, `${refusal.status} ${refusal.request}`).toBeGreaterThanOrEqual(refusal.retryAfterMs);
+      }
+      expect(proxy.created()).toBe(2 * resourceCount(size));
+      expect(await shape(client, local.organization.name)).toEqual(expected);
+      expect(await shape(client, remote.organization.name)).toEqual(expected);
+    } finally {
+      await proxy.close();
+    }
+  }, 180_000);
+
+  it('apply --engine temporal: an apply larger than the rate limit allows at once paces itself and finishes in one invocation with no 429', async () => {
+    const limited = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false, rateLimit: { max: 40, windowMs: 3_000 } });
+    const key = (await limited.provisionOrganization('paced')).api_key;
+    const proxy = await startFaultProxy({ target: limited.url });
+    try {
+      const taskQueue = await queueWithWorker({ env: { ACS_PACED_KEY: key } });
+      const size = { teams: 10, agents: 3, humans: 1, edges: 3 };
+      const desired = syntheticDefinition(`paced-${randomUUID()}`, size);
+      const result = await applyWithTemporal({ connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_PACED_KEY' }, desired }, target(taskQueue));
+      expect(result.applied).toHaveLength(resourceCount(size));
+      expect(proxy.forwarded.length).toBeGreaterThan(2 * 40);
+      expect(proxy.serverAnswers(429)).toBe(0);
+    } finally {
+      await proxy.close();
+      await limited.close();
+    }
+  }, 120_000);
+
+  it('teamctl worker: SIGTERM or SIGINT stops it cleanly: it says so, closes its connection and exits 0', async () => {
+    for (const signal of ['SIGTERM', 'SIGINT'] as const) {
+      const worker = await spawnWorker(`teamctl-stop-${randomUUID()}`, { ...env, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS! });
+      expect(await worker.kill(signal), worker.output()).toBe(0);
+      expect(worker.output()).toContain('teamctl worker stopped');
+    }
+  }, 120_000);
+
+  it('replay: histories recorded from this server replay against the current workflow code', async () => {
+    const taskQueue = await queueWithWorker();
+    const desired = named(example, `replayed-${randomUUID()}`);
+    const handle = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [inputFor(desired)] });
+    await handle.result();
+    const history = await handle.fetchHistory();
+    await expect(Worker.runReplayHistory({ workflowsPath }, history, handle.workflowId)).resolves.toBeUndefined();
   });
 });

@@ -1,0 +1,101 @@
+/**
+ * The orchestration's scheduling, with activities that record their calls (the plan and the
+ * graph are real; only the service is replaced, to see the order in which calls start).
+ */
+import { describe, expect, it } from 'vitest';
+import type { EnsureResult } from '../../activities/apply-activities.ts';
+import { orchestrateApply } from '../../workflows/apply-orchestration.ts';
+import type { OrchestratedActivities } from '../../workflows/apply-orchestration.ts';
+import { syntheticDefinition, resourceCount } from '../support/synthetic.ts';
+
+/** Activities over an empty organization that log `start`/`end` of every call and finish in call order after a tick. */
+function recordingActivities(options: { failOn?: string } = {}) {
+  const log: string[] = [];
+  let inFlight = 0;
+  let maxInFlight = 0;
+  let next = 0;
+  const ensure = (label: (input: Record<string, unknown>) => string) => async (input: Record<string, unknown>): Promise<EnsureResult> => {
+    const name = label(input);
+    inFlight++;
+    maxInFlight = Math.max(maxInFlight, inFlight);
+    log.push(`start ${name}`);
+    await new Promise((resolve) => setTimeout(resolve, 1));
+    inFlight--;
+    if (options.failOn === name) throw new Error(`failed: ${name}`);
+    log.push(`end ${name}`);
+    return { id: `${name}#${next++}`, outcome: 'created' };
+  };
+  const acts = {
+    readOrganization: async () => ({ organization: null, providerKeys: [], teams: [] }),
+    readTeam: async () => {
+      throw new Error('no team exists');
+    },
+    ensureOrganization: ensure(() => 'org'),
+    putProviderKey: ensure((i) => `key ${String(i.provider)}`),
+    ensureTeam: ensure((i) => `team ${(i.fields as { team_name: string }).team_name}`),
+    ensureAgent: ensure((i) => `participant ${String(i.teamId).split('#')[0]!.slice(5)}/${(i.fields as { name: string }).name}`),
+    ensureHuman: ensure((i) => `participant ${String(i.teamId).split('#')[0]!.slice(5)}/${(i.fields as { name: string }).name}`),
+    ensureEdge: ensure((i) => `edge ${String(i.teamId).split('#')[0]!.slice(5)}/${(i.participants as string[]).map((p) => p.split('#')[0]!.split('/')[1]).join(',')}`),
+    updateTeam: ensure(() => 'update'),
+    updateAgent: ensure(() => 'update'),
+    updateHuman: ensure(() => 'update'),
+  } as unknown as OrchestratedActivities;
+  return { acts, log, maxInFlight: () => maxInFlight };
+}
+
+const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'KEY' };
+
+describe('apply orchestration', () => {
+  it('orchestration: every change starts after the creates it needs ended, and each change runs once', async () => {
+    const desired = syntheticDefinition('graph', { teams: 6, agents: 3, humans: 1, edges: 3 });
+    const { acts, log } = recordingActivities();
+    const result = await orchestrateApply({ connection, desired, parallelism: 5 }, acts);
+    expect(result.complete).toBe(true);
+    expect(result.applied).toHaveLength(resourceCount({ teams: 6, agents: 3, humans: 1, edges: 3 }));
+    const position = (entry: string) => log.indexOf(entry);
+    expect(log.filter((l) => l.startsWith('start ')).length).toBe(new Set(log.filter((l) => l.startsWith('start '))).size);
+    for (const line of log.filter((l) => l.startsWith('start '))) {
+      const name = line.slice('start '.length);
+      if (name === 'org') continue;
+      expect(position('end org'), name).toBeLessThan(position(line));
+      const [kind, path] = name.split(' ') as [string, string];
+      if (kind === 'participant' || kind === 'edge') expect(position(`end team ${path.split('/')[0]}`), name).toBeLessThan(position(line));
+      if (kind === 'edge') {
+        const [team, pair] = path.split('/') as [string, string];
+        for (const p of pair.split(',')) expect(position(`end participant ${team}/${p}`), name).toBeLessThan(position(line));
+      }
+    }
+  });
+
+  it('orchestration: changes are spread across teams (no team holds two calls while another has work ready), within the parallelism', async () => {
+    const desired = syntheticDefinition('spread', { teams: 4, agents: 4, edges: 0 });
+    const { acts, log, maxInFlight } = recordingActivities();
+    await orchestrateApply({ connection, desired, parallelism: 4 }, acts);
+    expect(maxInFlight()).toBe(4);
+    // Once the four teams exist, the first four participant creates go to four different teams.
+    const firstParticipants = log.filter((l) => l.startsWith('start participant')).slice(0, 4).map((l) => l.split(' ')[2]!.split('/')[0]);
+    expect(new Set(firstParticipants).size).toBe(4);
+  });
+
+  it('orchestration: a failed change stops new starts, lets those in flight finish, never starts what waited for it, and raises the failure', async () => {
+    const desired = syntheticDefinition('failing', { teams: 3, agents: 2, edges: 1 });
+    const { acts, log } = recordingActivities({ failOn: 'team team-001' });
+    await expect(orchestrateApply({ connection, desired, parallelism: 3 }, acts)).rejects.toThrow('failed: team team-001');
+    expect(log.some((l) => l.startsWith('start participant team-001/'))).toBe(false);
+    const starts = log.filter((l) => l.startsWith('start ')).length;
+    const ends = log.filter((l) => l.startsWith('end ')).length;
+    expect(starts).toBe(ends + 1);
+  });
+
+  it('orchestration: shouldPause stops after the changes in flight, having made progress, and reports it incomplete', async () => {
+    const desired = syntheticDefinition('paused', { teams: 3, agents: 2, edges: 1 });
+    const { acts } = recordingActivities();
+    let calls = 0;
+    const result = await orchestrateApply({ connection, desired, parallelism: 2 }, acts, { shouldPause: () => ++calls > 3 });
+    expect(result.complete).toBe(false);
+    expect(result.applied.length).toBeGreaterThan(0);
+    expect(result.applied.length).toBeLessThan(resourceCount({ teams: 3, agents: 2, edges: 1 }));
+    const always = await orchestrateApply({ connection, desired, parallelism: 2 }, recordingActivities().acts, { shouldPause: () => true });
+    expect(always.applied).toHaveLength(1);
+  });
+});

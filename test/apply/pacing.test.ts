@@ -1,0 +1,31 @@
+/**
+ * apply on the local engine against a service whose rate limit is far smaller than the apply:
+ * it must pace itself by the `RateLimit-*` headers and finish in one invocation.
+ */
+import { describe, expect, it } from 'vitest';
+import { createApplyActivities } from '../../activities/apply-activities.ts';
+import { applyLocally } from '../../engine/local-engine.ts';
+import { startServer } from '../../service/index.ts';
+import { startFaultProxy } from '../support/fault-proxy.ts';
+import { resourceCount, syntheticDefinition } from '../support/synthetic.ts';
+
+describe('apply pacing', () => {
+  it('apply: an apply of more requests than two rate-limit windows allow finishes in one invocation without a single 429', async () => {
+    const server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false, rateLimit: { max: 30, windowMs: 2_000 } });
+    const proxy = await startFaultProxy({ target: server.url });
+    try {
+      const { api_key } = await server.provisionOrganization('paced-local');
+      const size = { teams: 8, agents: 3, humans: 1, edges: 3 };
+      const result = await applyLocally(
+        { connection: { baseUrl: proxy.url, apiKeyEnv: 'PACED_KEY' }, desired: syntheticDefinition('paced-local-org', size), parallelism: 8 },
+        createApplyActivities({ env: { PACED_KEY: api_key } }),
+      );
+      expect(result.applied).toHaveLength(resourceCount(size));
+      expect(proxy.forwarded.length).toBeGreaterThan(2 * 30);
+      expect(proxy.serverAnswers(429)).toBe(0);
+    } finally {
+      await proxy.close();
+      await server.close();
+    }
+  });
+});

@@ -1,0 +1,45 @@
+/**
+ * Replay of apply-workflow histories recorded from a real Temporal server
+ * (test/workflows/histories, written by `npm run histories:record`). Needs no server, so it runs
+ * in every `npm test`: a change to a workflow that would break histories already recorded — and
+ * so workflows running in production — fails here. Changes that must differ go through
+ * `patched()` and new recordings.
+ */
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
+import { Runtime, DefaultLogger, Worker } from '@temporalio/worker';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { workflowsPath } from '../../worker/worker.ts';
+
+const dir = fileURLToPath(new URL('./histories/', import.meta.url));
+const files = readdirSync(dir).filter((f) => f.endsWith('.json')).sort();
+const histories = () => files.map((f) => ({ workflowId: f.replace(/\.json$/, ''), history: historyFromJSON(JSON.parse(readFileSync(join(dir, f), 'utf8'))) }));
+
+beforeAll(() => {
+  Runtime.install({ logger: new DefaultLogger('ERROR') });
+});
+
+describe('replay', () => {
+  it('replay: the recorded histories cover creating, a no-op, continue-as-new and a failure', () => {
+    expect(files).toEqual(['apply-continue-as-new.json', 'apply-example-create.json', 'apply-example-no-op.json', 'apply-fails-unresolved-secret.json']);
+    const last = (name: string) => histories().find((h) => h.workflowId === name)!.history.events!.at(-1)!;
+    expect(last('apply-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    expect(last('apply-fails-unresolved-secret').workflowExecutionFailedEventAttributes).toBeTruthy();
+    expect(last('apply-example-create').workflowExecutionCompletedEventAttributes).toBeTruthy();
+  });
+
+  it('replay: every recorded apply history replays against the current workflow code without a determinism error', async () => {
+    const results = [];
+    for await (const result of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-current' }, histories())) results.push(result);
+    expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(files.map((f) => [f.replace(/\.json$/, ''), undefined]));
+  }, 120_000);
+
+  it('replay: a workflow that schedules its activities in another order fails the replay of every recorded history', async () => {
+    const altered = fileURLToPath(new URL('./fixtures/altered-workflows.ts', import.meta.url));
+    const results = [];
+    for await (const result of Worker.runReplayHistories({ workflowsPath: altered, replayName: 'replay-altered' }, histories())) results.push(result);
+    for (const r of results) expect(r.error?.name, r.workflowId).toBe('DeterminismViolationError');
+  }, 120_000);
+});
