@@ -67,7 +67,7 @@ try {
   const org = { ...example, organization: { ...example.organization, name: 'recorded-example' } };
   await record('apply-example-create', input(org));
   await record('apply-example-no-op', input(org));
-  await record('apply-continue-as-new', input(syntheticDefinition('recorded-large', { teams: 4, agents: 2, humans: 1, edges: 2 }), { historyEventLimit: 60 }));
+  await record('apply-continue-as-new', input(syntheticDefinition('recorded-large', { teams: 4, agents: 2, humans: 1, edges: 2 }), { historyEventLimit: 20 }));
   const unset = { ...example, organization: { name: 'recorded-failure', providerKeys: { echo: '${env:RECORD_UNSET_VARIABLE}' } } };
   await record('apply-fails-unresolved-secret', input(unset as DesiredState), true);
 } finally {

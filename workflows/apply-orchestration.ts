@@ -74,10 +74,16 @@ export type ProgressListener = (change: AppliedChange) => void;
 export interface OrchestrationOptions {
   onProgress?: ProgressListener;
   /**
-   * Asked before each change is started: true stops starting changes; those in flight finish
-   * and the result says `complete: false` (the Temporal workflow then continues as new).
+   * Asked before each change is started, with the number started so far in this pass: true
+   * stops starting changes; those in flight finish and the result says `complete: false` (the
+   * Temporal workflow then continues as new).
    */
-  shouldPause?: () => boolean;
+  shouldPause?: (started: number) => boolean;
+  /**
+   * Awaited once the live state is read and the plan made, before the first change starts (the
+   * Temporal workflow records the reads there, so a crash later never re-plans).
+   */
+  afterPlan?: () => Promise<void>;
 }
 
 /**
@@ -117,6 +123,7 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
   const limit = Math.max(1, input.parallelism ?? DEFAULT_PARALLELISM);
   const observed = await readObserved(acts, connection, desired, limit);
   const plan = computePlan(desired, observed);
+  if (plan.changes.length > 0) await options.afterPlan?.();
 
   const teamIds = new Map(observed.teams.map((t) => [t.team.team_name, t.team.team_id]));
   const key = (team: string, name: string) => `${team}\u0000${name}`;
@@ -223,7 +230,7 @@ function buildTasks(changes: Change[]): Task[] {
  * Returns true when every task ran, false when `shouldPause` stopped it first; raises the first
  * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
  */
-async function runGraph(tasks: Task[], limit: number, run: (change: Change, index: number) => Promise<void>, shouldPause?: () => boolean): Promise<boolean> {
+async function runGraph(tasks: Task[], limit: number, run: (change: Change, index: number) => Promise<void>, shouldPause?: (started: number) => boolean): Promise<boolean> {
   const lanes = new Map<string, { ready: Task[]; inFlight: number; servedAt: number }>();
   const laneOf = (name: string) => {
     let lane = lanes.get(name);
@@ -255,7 +262,7 @@ async function runGraph(tasks: Task[], limit: number, run: (change: Change, inde
   for (;;) {
     while (!failure && running.size < limit) {
       // At least one change per pass, so a pass that pauses has always made progress.
-      if (started > 0 && shouldPause?.()) {
+      if (started > 0 && shouldPause?.(started)) {
         paused = true;
         break;
       }

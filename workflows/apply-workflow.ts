@@ -3,12 +3,22 @@
  * retry policy of `retry-policy.ts`; the activities themselves mark 4xx answers other than 429
  * non-retryable and carry a 429 or 503's `Retry-After` as the next retry delay.
  *
+ * They run as *local* activities: each is one short HTTP call, and a local activity runs in the
+ * worker that runs the workflow, its result recorded as one marker event, with no round trip
+ * through the server's task queues per call. That made a large apply several times faster (see
+ * docs/performance.md). A local activity cut short by a worker crash runs again on the next
+ * worker; the activities are idempotent by business key, so that is safe. The worker records
+ * local activities' results when its workflow task completes (at the latest every 8 s while they
+ * run), so the workflow waits on a 1 ms timer once its plan is made: the reads are then in the
+ * history before any change starts, and a crash later replays the same plan rather than making a
+ * new one (every change is reported once, an interrupted create as adopted).
+ *
  * A large definition does not outgrow Temporal's history limits: once the history holds
  * `historyEventLimit` events (or the server suggests it), the workflow lets the changes in flight
  * finish and continues as new with the same input, carrying the changes made so far; the new run
  * re-reads the live state, so it carries on exactly where the last one stopped.
  */
-import { continueAsNew, proxyActivities, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ApplyActivities } from '../activities/apply-activities.ts';
 import { orchestrateApply } from './apply-orchestration.ts';
 import type { ApplyInput, ApplyResult } from './apply-orchestration.ts';
@@ -23,13 +33,16 @@ export const DEFAULT_HISTORY_EVENT_LIMIT = 10_000;
  * Fails with the first activity's `ApplicationFailure` (its `type` is the stable code).
  */
 export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
-  const activities = proxyActivities<ApplyActivities>({
+  const activities = proxyLocalActivities<ApplyActivities>({
     startToCloseTimeout: (input.activityTimeoutSeconds ?? DEFAULT_ACTIVITY_TIMEOUT_SECONDS) * 1000,
     retry: temporalRetryPolicy(),
   });
   const limit = input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT;
   const result = await orchestrateApply(input, activities, {
-    shouldPause: () => workflowInfo().historyLength >= limit || workflowInfo().continueAsNewSuggested,
+    // Local activities' markers reach the history only as workflow tasks complete, so the count
+    // of changes started in this pass (one marker each) is added to the recorded length.
+    shouldPause: (started) => workflowInfo().historyLength + started >= limit || workflowInfo().continueAsNewSuggested,
+    afterPlan: () => sleep(1),
   });
   const applied = [...(input.carried ?? []), ...result.applied];
   if (!result.complete) return continueAsNew<typeof applyWorkflow>({ ...input, carried: applied });

@@ -210,7 +210,8 @@ describeTemporal('temporal engine', () => {
     const expected = await reference(syntheticDefinition('faults', size));
     const proxy = await startFaultProxy({
       target: server.url,
-      retryAfterSeconds: 1,
+      // Longer than the policy's first backoff (1 s), so a retry that ignored Retry-After would show.
+      retryAfterSeconds: 2,
       fault: (n, method) => (n % 6 === 0 ? 'refuse-429' : n % 6 === 3 ? 'refuse-503' : method === 'POST' && n % 10 === 7 ? 'lose-answer' : 'pass'),
     });
     try {
