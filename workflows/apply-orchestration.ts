@@ -241,7 +241,12 @@ async function runGraph(tasks: Task[], limit: number, run: (change: Change, inde
     laneOf(t.lane);
     if (t.waitingFor === 0) laneOf(t.lane).ready.push(t);
   }
-  const running = new Map<number, Promise<number>>();
+  // Finished tasks queue up here and one promise wakes the loop: a Promise.race over the tasks
+  // in flight would create a promise per task on every turn, and in Temporal's workflow sandbox
+  // every promise costs a captured stack trace.
+  const settled: number[] = [];
+  let wake: (() => void) | undefined;
+  let running = 0;
   let started = 0;
   let finished = 0;
   let failure: { error: unknown } | undefined;
@@ -258,9 +263,17 @@ async function runGraph(tasks: Task[], limit: number, run: (change: Change, inde
     best.servedAt = started;
     return best.ready.shift();
   };
+  const settle = (index: number) => {
+    settled.push(index);
+    wake?.();
+    wake = undefined;
+  };
 
+  // One finished task is handled at a time, and the free places are filled after each: what
+  // starts next then depends only on the order in which tasks finished, never on how many
+  // finished together (Temporal may deliver a batch at once when it replays a history).
   for (;;) {
-    while (!failure && running.size < limit) {
+    while (!failure && running < limit) {
       // At least one change per pass, so a pass that pauses has always made progress.
       if (started > 0 && shouldPause?.(started)) {
         paused = true;
@@ -269,20 +282,19 @@ async function runGraph(tasks: Task[], limit: number, run: (change: Change, inde
       const task = next();
       if (!task) break;
       started++;
-      running.set(
-        task.index,
-        run(task.change, task.index).then(
-          () => task.index,
-          (error: unknown) => {
-            failure ??= { error };
-            return task.index;
-          },
-        ),
+      running++;
+      run(task.change, task.index).then(
+        () => settle(task.index),
+        (error: unknown) => {
+          failure ??= { error };
+          settle(task.index);
+        },
       );
     }
-    if (running.size === 0) break;
-    const index = await Promise.race(running.values());
-    running.delete(index);
+    if (running === 0) break;
+    if (settled.length === 0) await new Promise<void>((resolve) => (wake = resolve));
+    const index = settled.shift()!;
+    running--;
     finished++;
     const task = tasks[index]!;
     laneOf(task.lane).inFlight--;
