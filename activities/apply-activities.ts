@@ -19,6 +19,8 @@ import type { DesiredState, ObservedProviderKey, ObservedTeam } from '../plan/ty
 import type { Organization } from '../api/schemas.ts';
 import type { Connection } from './connection.ts';
 import { toApplicationFailure } from './failures.ts';
+import { retrying } from './retrying.ts';
+import { ApplicationFailure } from '@temporalio/common';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
 export interface ActivityDeps {
@@ -48,6 +50,22 @@ export interface TeamFields {
   team_name: string;
   description: string;
 }
+
+/** The input of each activity that makes one change, by name. */
+export interface StepInputs {
+  ensureOrganization: { connection: Connection; name: string };
+  putProviderKey: { connection: Connection; orgId: string; provider: Provider; secretRef: string };
+  ensureTeam: { connection: Connection; orgId: string; fields: TeamFields };
+  updateTeam: { connection: Connection; teamId: string; patch: Record<string, unknown> };
+  ensureAgent: { connection: Connection; teamId: string; fields: Partial<Agent> & { name: string } };
+  updateAgent: { connection: Connection; agentId: string; patch: Record<string, unknown> };
+  ensureHuman: { connection: Connection; teamId: string; fields: Partial<Human> & { name: string } };
+  updateHuman: { connection: Connection; humanId: string; patch: Record<string, unknown> };
+  ensureEdge: { connection: Connection; teamId: string; participants: [string, string] };
+}
+
+/** One change as a call of the activity that makes it (`runSteps` carries several). */
+export type Step = { [K in keyof StepInputs]: { op: K; input: StepInputs[K] } }[keyof StepInputs];
 
 /**
  * Creates the activities over their dependencies. Every activity raises `ApplicationFailure`s
@@ -99,7 +117,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     }
   }
 
-  return {
+  const reads = {
     /**
      * Reads what the key can see of the definition's organization: the organization (by name),
      * its provider keys (each compared with the desired secret's hint, resolved here), and its
@@ -132,9 +150,11 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         return { team: team as Team, agents, humans, edges };
       });
     },
+  };
 
+  const changes = {
     /** Creates the organization, or adopts the one of that name this key reaches. Returns its id. */
-    async ensureOrganization(input: { connection: Connection; name: string }): Promise<EnsureResult> {
+    async ensureOrganization(input: StepInputs['ensureOrganization']): Promise<EnsureResult> {
       return call(async () => {
         const client = clientFor(input.connection);
         try {
@@ -150,7 +170,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     },
 
     /** Sets a provider key from its secret reference (resolved here). PUT is idempotent by nature. */
-    async putProviderKey(input: { connection: Connection; orgId: string; provider: Provider; secretRef: string }): Promise<EnsureResult> {
+    async putProviderKey(input: StepInputs['putProviderKey']): Promise<EnsureResult> {
       return call(async () => {
         const value = resolveSecret(input.secretRef, env);
         await clientFor(input.connection).putProviderKey(input.orgId, input.provider, value);
@@ -159,7 +179,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     },
 
     /** Creates a team by name in the organization, or adopts and updates the existing one. */
-    async ensureTeam(input: { connection: Connection; orgId: string; fields: TeamFields }): Promise<EnsureResult> {
+    async ensureTeam(input: StepInputs['ensureTeam']): Promise<EnsureResult> {
       return call(() => {
         const client = clientFor(input.connection);
         return createOrAdopt(
@@ -173,7 +193,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     },
 
     /** Patches a team's drifted fields. */
-    async updateTeam(input: { connection: Connection; teamId: string; patch: Record<string, unknown> }): Promise<EnsureResult> {
+    async updateTeam(input: StepInputs['updateTeam']): Promise<EnsureResult> {
       return call(async () => {
         await clientFor(input.connection).updateTeam(input.teamId, input.patch);
         return { id: input.teamId, outcome: 'updated' };
@@ -184,7 +204,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * Creates an agent by name in the team, or adopts and updates the existing one. A human of
      * that name holds it instead: non-retryable `conflict`.
      */
-    async ensureAgent(input: { connection: Connection; teamId: string; fields: Partial<Agent> & { name: string } }): Promise<EnsureResult> {
+    async ensureAgent(input: StepInputs['ensureAgent']): Promise<EnsureResult> {
       return call(() => {
         const client = clientFor(input.connection);
         return createOrAdopt(
@@ -198,7 +218,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     },
 
     /** Patches an agent's drifted fields. */
-    async updateAgent(input: { connection: Connection; agentId: string; patch: Record<string, unknown> }): Promise<EnsureResult> {
+    async updateAgent(input: StepInputs['updateAgent']): Promise<EnsureResult> {
       return call(async () => {
         await clientFor(input.connection).updateAgent(input.agentId, input.patch);
         return { id: input.agentId, outcome: 'updated' };
@@ -206,7 +226,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     },
 
     /** Creates a human by name in the team, or adopts and updates the existing one. */
-    async ensureHuman(input: { connection: Connection; teamId: string; fields: Partial<Human> & { name: string } }): Promise<EnsureResult> {
+    async ensureHuman(input: StepInputs['ensureHuman']): Promise<EnsureResult> {
       return call(() => {
         const client = clientFor(input.connection);
         return createOrAdopt(
@@ -225,7 +245,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     },
 
     /** Patches a human's drifted fields. */
-    async updateHuman(input: { connection: Connection; humanId: string; patch: Record<string, unknown> }): Promise<EnsureResult> {
+    async updateHuman(input: StepInputs['updateHuman']): Promise<EnsureResult> {
       return call(async () => {
         await clientFor(input.connection).updateHuman(input.humanId, input.patch);
         return { id: input.humanId, outcome: 'updated' };
@@ -233,7 +253,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     },
 
     /** Creates the edge between two participants, or adopts the existing edge of that pair. */
-    async ensureEdge(input: { connection: Connection; teamId: string; participants: [string, string] }): Promise<EnsureResult> {
+    async ensureEdge(input: StepInputs['ensureEdge']): Promise<EnsureResult> {
       return call(async () => {
         const client = clientFor(input.connection);
         try {
@@ -248,6 +268,38 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       });
     },
   };
+
+  return {
+    ...reads,
+    ...changes,
+    /**
+     * Makes several changes, one after another, each retried under the one retry policy
+     * (`workflows/retry-policy.ts`, `Retry-After` honoured): one activity call for a batch of a
+     * team's changes, so a large apply costs Temporal a few hundred activities instead of
+     * thousands. Each step is idempotent by business key, so a batch run again after a crash
+     * adopts what it had made. Output: each step's result, in order. Errors: the first step
+     * that fails for good, as a non-retryable `ApplicationFailure` of its code (its retries are
+     * spent); `maximumAttempts` bounds each step's attempts (default the policy's 10).
+     */
+    async runSteps(input: { steps: Step[]; maximumAttempts?: number }): Promise<EnsureResult[]> {
+      const results: EnsureResult[] = [];
+      for (const step of input.steps) {
+        const make = changes[step.op] as (stepInput: unknown) => Promise<EnsureResult>;
+        try {
+          results.push(await retrying(() => make(step.input), input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}));
+        } catch (error) {
+          throw spent(error);
+        }
+      }
+      return results;
+    },
+  };
+}
+
+/** A failure whose retries were spent inside `runSteps`: retrying the whole batch would only repeat them. */
+function spent(error: unknown): unknown {
+  if (!(error instanceof ApplicationFailure) || error.nonRetryable) return error;
+  return ApplicationFailure.create({ type: error.type ?? undefined, message: error.message, nonRetryable: true, details: error.details ? [...error.details] : [], cause: error });
 }
 
 /** The activities of `apply`, as workflows see them (`import type` only). */

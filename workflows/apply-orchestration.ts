@@ -9,7 +9,7 @@
  * its sandbox and the local engine runs it in-process, unchanged. It is deterministic: the next
  * change to start depends only on which changes have finished, in the order they finished.
  */
-import type { ApplyActivities, EnsureResult } from '../activities/apply-activities.ts';
+import type { ApplyActivities, EnsureResult, Step } from '../activities/apply-activities.ts';
 import type { Connection } from '../activities/connection.ts';
 import { agentFields, computePlan, humanFields, teamFields } from '../plan/plan.ts';
 import type { Change, DesiredState, ObservedState } from '../plan/types.ts';
@@ -21,7 +21,13 @@ export interface ApplyInput {
   desired: DesiredState;
   /** Most changes (and reads) in flight at once (default {@link DEFAULT_PARALLELISM}). */
   parallelism?: number;
-  /** Temporal only: seconds an activity may run before it is retried (default 30). */
+  /**
+   * Changes of one team made by one activity call, one after another (default: 1 on the local
+   * engine, {@link DEFAULT_TEMPORAL_BATCH_SIZE} on Temporal, where every activity costs the worker
+   * and the history a little).
+   */
+  batchSize?: number;
+  /** Temporal only: seconds one activity call (a batch) may run before it is retried (default 300). */
   activityTimeoutSeconds?: number;
   /**
    * Temporal only: once the workflow's history holds this many events, it finishes the changes
@@ -35,21 +41,11 @@ export interface ApplyInput {
 /** Default of {@link ApplyInput.parallelism}. */
 export const DEFAULT_PARALLELISM = 8;
 
+/** Default of {@link ApplyInput.batchSize} on Temporal. */
+export const DEFAULT_TEMPORAL_BATCH_SIZE = 20;
+
 /** The activities the orchestration needs (a subset of {@link ApplyActivities}). */
-export type OrchestratedActivities = Pick<
-  ApplyActivities,
-  | 'readOrganization'
-  | 'readTeam'
-  | 'ensureOrganization'
-  | 'putProviderKey'
-  | 'ensureTeam'
-  | 'updateTeam'
-  | 'ensureAgent'
-  | 'updateAgent'
-  | 'ensureHuman'
-  | 'updateHuman'
-  | 'ensureEdge'
->;
+export type OrchestratedActivities = Pick<ApplyActivities, 'readOrganization' | 'readTeam' | 'runSteps'>;
 
 /** One change as carried out. */
 export interface AppliedChange extends Change {
@@ -84,6 +80,10 @@ export interface OrchestrationOptions {
    * Temporal workflow records the reads there, so a crash later never re-plans).
    */
   afterPlan?: () => Promise<void>;
+  /** Changes per activity call, taken from one team (default 1). */
+  batchSize?: number;
+  /** Attempts of each change (default: the retry policy's). */
+  retry?: { maximumAttempts?: number };
 }
 
 /**
@@ -138,58 +138,61 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
   const tasks = buildTasks(plan.changes);
   const applied: Array<{ index: number; entry: AppliedChange }> = [];
 
-  /** Carries out one change; ids of created resources become known to the changes that wait for them. */
-  async function run(change: Change, index: number): Promise<void> {
-    let result: EnsureResult;
+  /** The call that makes `change`, with the ids it needs (known once the creates it waits for are done). */
+  function stepOf(change: Change): Step {
     switch (change.kind) {
       case 'organization':
-        result = await acts.ensureOrganization({ connection, name: desired.organization.name });
-        orgId = result.id;
-        break;
+        return { op: 'ensureOrganization', input: { connection, name: desired.organization.name } };
       case 'provider_key': {
         const provider = change.name as keyof NonNullable<DesiredState['organization']['providerKeys']>;
-        const secretRef = desired.organization.providerKeys?.[provider] as string;
-        const put = await acts.putProviderKey({ connection, orgId, provider, secretRef });
-        // PUT cannot tell a new key from a replaced one; the plan can.
-        result = { ...put, outcome: change.action === 'create' ? 'created' : 'updated' };
-        break;
+        return { op: 'putProviderKey', input: { connection, orgId, provider, secretRef: desired.organization.providerKeys?.[provider] as string } };
       }
       case 'team':
-        result = change.action === 'update' && change.id
-          ? await acts.updateTeam({ connection, teamId: change.id, patch: change.fields })
-          : await acts.ensureTeam({ connection, orgId, fields: teamFields(teamsByName.get(change.name)!) });
-        teamIds.set(change.name, result.id);
-        break;
+        return change.action === 'update' && change.id
+          ? { op: 'updateTeam', input: { connection, teamId: change.id, patch: change.fields } }
+          : { op: 'ensureTeam', input: { connection, orgId, fields: teamFields(teamsByName.get(change.name)!) } };
       case 'agent': {
         const team = teamsByName.get(change.team!)!;
-        result = change.action === 'update' && change.id
-          ? await acts.updateAgent({ connection, agentId: change.id, patch: change.fields })
-          : await acts.ensureAgent({ connection, teamId: teamIds.get(team.name)!, fields: agentFields(team.agents.find((a) => a.name === change.name)!) });
-        participantIds.set(key(team.name, change.name), result.id);
-        break;
+        return change.action === 'update' && change.id
+          ? { op: 'updateAgent', input: { connection, agentId: change.id, patch: change.fields } }
+          : { op: 'ensureAgent', input: { connection, teamId: teamIds.get(team.name)!, fields: agentFields(team.agents.find((a) => a.name === change.name)!) } };
       }
       case 'human': {
         const team = teamsByName.get(change.team!)!;
-        result = change.action === 'update' && change.id
-          ? await acts.updateHuman({ connection, humanId: change.id, patch: change.fields })
-          : await acts.ensureHuman({ connection, teamId: teamIds.get(team.name)!, fields: humanFields(team.humans.find((h) => h.name === change.name)!) });
-        participantIds.set(key(team.name, change.name), result.id);
-        break;
+        return change.action === 'update' && change.id
+          ? { op: 'updateHuman', input: { connection, humanId: change.id, patch: change.fields } }
+          : { op: 'ensureHuman', input: { connection, teamId: teamIds.get(team.name)!, fields: humanFields(team.humans.find((h) => h.name === change.name)!) } };
       }
       case 'edge': {
         const team = change.team!;
         const [a, b] = change.fields.participants as [string, string];
-        const participants: [string, string] = [participantIds.get(key(team, a))!, participantIds.get(key(team, b))!];
-        result = await acts.ensureEdge({ connection, teamId: teamIds.get(team)!, participants });
-        break;
+        return { op: 'ensureEdge', input: { connection, teamId: teamIds.get(team)!, participants: [participantIds.get(key(team, a))!, participantIds.get(key(team, b))!] } };
       }
     }
-    const entry = { ...change, outcome: result.outcome };
+  }
+
+  /** Records a made change: its id becomes known to the changes that wait for it. */
+  function record(change: Change, index: number, result: EnsureResult): void {
+    if (change.kind === 'organization') orgId = result.id;
+    if (change.kind === 'team') teamIds.set(change.name, result.id);
+    if (change.kind === 'agent' || change.kind === 'human') participantIds.set(key(change.team!, change.name), result.id);
+    // PUT cannot tell a new provider key from a replaced one; the plan can.
+    const outcome = change.kind === 'provider_key' ? (change.action === 'create' ? 'created' : 'updated') : result.outcome;
+    const entry = { ...change, outcome };
     applied.push({ index, entry });
     options.onProgress?.(entry);
   }
 
-  const complete = await runGraph(tasks, limit, run, options.shouldPause);
+  /** Makes a batch of changes with one activity call. */
+  async function run(batch: Task[]): Promise<void> {
+    const results = await acts.runSteps({
+      steps: batch.map((t) => stepOf(t.change)),
+      ...(options.retry?.maximumAttempts ? { maximumAttempts: options.retry.maximumAttempts } : {}),
+    });
+    batch.forEach((t, i) => record(t.change, t.index, results[i]!));
+  }
+
+  const complete = await runGraph(tasks, limit, Math.max(1, options.batchSize ?? 1), run, options.shouldPause);
   // Parallel changes finish in any order; results are reported in plan order.
   return { orgId, applied: applied.sort((x, y) => x.index - y.index).map((a) => a.entry), complete };
 }
@@ -225,12 +228,13 @@ function buildTasks(changes: Change[]): Task[] {
 }
 
 /**
- * Runs the tasks with at most `limit` in flight. The next task is taken from the lane with the
- * fewest tasks in flight (the least recently served among equals), in plan order within a lane.
+ * Runs the tasks in batches of up to `batchSize` ready tasks of one lane, with at most `limit`
+ * batches in flight. The next batch is taken from the lane with the fewest batches in flight (the
+ * least recently served among equals), in plan order within a lane.
  * Returns true when every task ran, false when `shouldPause` stopped it first; raises the first
  * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
  */
-async function runGraph(tasks: Task[], limit: number, run: (change: Change, index: number) => Promise<void>, shouldPause?: (started: number) => boolean): Promise<boolean> {
+async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (batch: Task[]) => Promise<void>, shouldPause?: (started: number) => boolean): Promise<boolean> {
   const lanes = new Map<string, { ready: Task[]; inFlight: number; servedAt: number }>();
   const laneOf = (name: string) => {
     let lane = lanes.get(name);
@@ -244,7 +248,7 @@ async function runGraph(tasks: Task[], limit: number, run: (change: Change, inde
   // Finished tasks queue up here and one promise wakes the loop: a Promise.race over the tasks
   // in flight would create a promise per task on every turn, and in Temporal's workflow sandbox
   // every promise costs a captured stack trace.
-  const settled: number[] = [];
+  const settled: Task[][] = [];
   let wake: (() => void) | undefined;
   let running = 0;
   let started = 0;
@@ -252,7 +256,7 @@ async function runGraph(tasks: Task[], limit: number, run: (change: Change, inde
   let failure: { error: unknown } | undefined;
   let paused = false;
 
-  const next = (): Task | undefined => {
+  const next = (): Task[] | undefined => {
     let best: { ready: Task[]; inFlight: number; servedAt: number } | undefined;
     for (const lane of lanes.values()) {
       if (lane.ready.length === 0) continue;
@@ -261,10 +265,10 @@ async function runGraph(tasks: Task[], limit: number, run: (change: Change, inde
     if (!best) return undefined;
     best.inFlight++;
     best.servedAt = started;
-    return best.ready.shift();
+    return best.ready.splice(0, batchSize);
   };
-  const settle = (index: number) => {
-    settled.push(index);
+  const settle = (batch: Task[]) => {
+    settled.push(batch);
     wake?.();
     wake = undefined;
   };
@@ -279,29 +283,30 @@ async function runGraph(tasks: Task[], limit: number, run: (change: Change, inde
         paused = true;
         break;
       }
-      const task = next();
-      if (!task) break;
-      started++;
+      const batch = next();
+      if (!batch) break;
+      started += batch.length;
       running++;
-      run(task.change, task.index).then(
-        () => settle(task.index),
+      run(batch).then(
+        () => settle(batch),
         (error: unknown) => {
           failure ??= { error };
-          settle(task.index);
+          settle(batch);
         },
       );
     }
     if (running === 0) break;
     if (settled.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-    const index = settled.shift()!;
+    const batch = settled.shift()!;
     running--;
-    finished++;
-    const task = tasks[index]!;
-    laneOf(task.lane).inFlight--;
+    finished += batch.length;
+    laneOf(batch[0]!.lane).inFlight--;
     if (failure) continue;
-    for (const d of task.dependents) {
-      const dependent = tasks[d]!;
-      if (--dependent.waitingFor === 0) laneOf(dependent.lane).ready.push(dependent);
+    for (const task of batch) {
+      for (const d of task.dependents) {
+        const dependent = tasks[d]!;
+        if (--dependent.waitingFor === 0) laneOf(dependent.lane).ready.push(dependent);
+      }
     }
   }
   if (failure) throw failure.error;

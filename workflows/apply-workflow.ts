@@ -3,10 +3,11 @@
  * retry policy of `retry-policy.ts`; the activities themselves mark 4xx answers other than 429
  * non-retryable and carry a 429 or 503's `Retry-After` as the next retry delay.
  *
- * They run as *local* activities: each is one short HTTP call, and a local activity runs in the
- * worker that runs the workflow, its result recorded as one marker event, with no round trip
- * through the server's task queues per call. That made a large apply several times faster (see
- * docs/performance.md). A local activity cut short by a worker crash runs again on the next
+ * Changes go in batches of up to `batchSize` (default 20) of one team per activity call
+ * (`runSteps`, which retries each step under the same policy), and the calls run as *local*
+ * activities: in the worker that runs the workflow, each recorded as one marker event, with no
+ * round trip through the server's task queues. Both cut the worker's and the history's cost per
+ * change by an order of magnitude (see docs/performance.md). A local activity cut short by a worker crash runs again on the next
  * worker; the activities are idempotent by business key, so that is safe. The worker records
  * local activities' results when its workflow task completes (at the latest every 8 s while they
  * run), so the workflow waits on a 1 ms timer once its plan is made: the reads are then in the
@@ -21,6 +22,7 @@
 import { continueAsNew, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ApplyActivities } from '../activities/apply-activities.ts';
 import { orchestrateApply } from './apply-orchestration.ts';
+import { DEFAULT_TEMPORAL_BATCH_SIZE } from './apply-orchestration.ts';
 import type { ApplyInput, ApplyResult } from './apply-orchestration.ts';
 import { DEFAULT_ACTIVITY_TIMEOUT_SECONDS, temporalRetryPolicy } from './retry-policy.ts';
 
@@ -40,9 +42,10 @@ export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
   const limit = input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT;
   const result = await orchestrateApply(input, activities, {
     // Local activities' markers reach the history only as workflow tasks complete, so the count
-    // of changes started in this pass (one marker each) is added to the recorded length.
+    // of changes started in this pass (at most one marker each) is added to the recorded length.
     shouldPause: (started) => workflowInfo().historyLength + started >= limit || workflowInfo().continueAsNewSuggested,
     afterPlan: () => sleep(1),
+    batchSize: input.batchSize ?? DEFAULT_TEMPORAL_BATCH_SIZE,
   });
   const applied = [...(input.carried ?? []), ...result.applied];
   if (!result.complete) return continueAsNew<typeof applyWorkflow>({ ...input, carried: applied });

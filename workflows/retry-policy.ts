@@ -17,8 +17,12 @@ export const ACTIVITY_RETRY = {
   maximumAttempts: 10,
 } as const;
 
-/** Seconds an activity may run before Temporal retries it elsewhere (the default `startToCloseTimeout`). */
-export const DEFAULT_ACTIVITY_TIMEOUT_SECONDS = 30;
+/**
+ * Seconds one activity call may run before Temporal runs it again (the default
+ * `startToCloseTimeout`): a batch of changes, each retried under this policy, may wait out
+ * several `Retry-After`s.
+ */
+export const DEFAULT_ACTIVITY_TIMEOUT_SECONDS = 300;
 
 /** {@link ACTIVITY_RETRY} as Temporal's `RetryPolicy` (for `proxyActivities`). */
 export function temporalRetryPolicy(): {

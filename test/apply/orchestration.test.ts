@@ -25,11 +25,8 @@ function recordingActivities(options: { failOn?: string } = {}) {
     log.push(`end ${name}`);
     return { id: `${name}#${next++}`, outcome: 'created' };
   };
-  const acts = {
-    readOrganization: async () => ({ organization: null, providerKeys: [], teams: [] }),
-    readTeam: async () => {
-      throw new Error('no team exists');
-    },
+  const batches: string[][] = [];
+  const fakes: Record<string, (input: Record<string, unknown>) => Promise<EnsureResult>> = {
     ensureOrganization: ensure(() => 'org'),
     putProviderKey: ensure((i) => `key ${String(i.provider)}`),
     ensureTeam: ensure((i) => `team ${(i.fields as { team_name: string }).team_name}`),
@@ -39,8 +36,20 @@ function recordingActivities(options: { failOn?: string } = {}) {
     updateTeam: ensure(() => 'update'),
     updateAgent: ensure(() => 'update'),
     updateHuman: ensure(() => 'update'),
+  };
+  const acts = {
+    readOrganization: async () => ({ organization: null, providerKeys: [], teams: [] }),
+    readTeam: async () => {
+      throw new Error('no team exists');
+    },
+    runSteps: async ({ steps }: { steps: Array<{ op: string; input: Record<string, unknown> }> }) => {
+      batches.push(steps.map((s) => s.op));
+      const results: EnsureResult[] = [];
+      for (const step of steps) results.push(await fakes[step.op]!(step.input));
+      return results;
+    },
   } as unknown as OrchestratedActivities;
-  return { acts, log, maxInFlight: () => maxInFlight };
+  return { acts, log, batches, maxInFlight: () => maxInFlight };
 }
 
 const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'KEY' };
@@ -75,6 +84,24 @@ describe('apply orchestration', () => {
     // Once the four teams exist, the first four participant creates go to four different teams.
     const firstParticipants = log.filter((l) => l.startsWith('start participant')).slice(0, 4).map((l) => l.split(' ')[2]!.split('/')[0]);
     expect(new Set(firstParticipants).size).toBe(4);
+  });
+
+  it('orchestration: with a batch size, each activity call carries up to that many ready changes of one team, and every change still waits for the creates it needs', async () => {
+    const size = { teams: 3, agents: 7, humans: 1, edges: 6 };
+    const desired = syntheticDefinition('batched', size);
+    const { acts, log, batches } = recordingActivities();
+    const result = await orchestrateApply({ connection, desired, parallelism: 2 }, acts, { batchSize: 5 });
+    expect(result.applied).toHaveLength(resourceCount(size));
+    expect(Math.max(...batches.map((b) => b.length))).toBe(5);
+    expect(batches.length).toBeLessThan(resourceCount(size) / 2);
+    const starts = log.filter((l) => l.startsWith('start ') && !l.startsWith('start org'));
+    for (const line of starts) {
+      const [kind, path] = line.slice('start '.length).split(' ') as [string, string];
+      if (kind === 'edge') {
+        const [team, pair] = path.split('/') as [string, string];
+        for (const p of pair.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
+      }
+    }
   });
 
   it('orchestration: a failed change stops new starts, lets those in flight finish, never starts what waited for it, and raises the failure', async () => {

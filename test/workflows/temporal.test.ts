@@ -197,7 +197,7 @@ describeTemporal('temporal engine', () => {
       const handle = await temporal.workflow.start(applyWorkflow, {
         taskQueue,
         workflowId: applyWorkflowId(desired.organization.name),
-        args: [{ ...inputFor(desired, { parallelism: 2, activityTimeoutSeconds: 5 }), connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_API_KEY' } }],
+        args: [{ ...inputFor(desired, { parallelism: 2 }), connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_API_KEY' } }],
       });
       const killedAt: number[] = [];
       for (const fraction of [0.15, 0.45, 0.75]) {
