@@ -64,4 +64,44 @@ describe('apply activities', () => {
     expect(error).toMatchObject({ type: 'unresolved_secret', nonRetryable: true });
     expect((error as Error).message).toContain('ACS_TEST_KEY');
   });
+
+  it('runSteps: makes its steps in order in a Temporal activity context, retrying a 503 after its Retry-After, and returns each result', async () => {
+    const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'ACS_TEST_KEY' };
+    const refusedAt: number[] = [];
+    nock('http://acs.test')
+      .post('/api/v1/organizations/o1/teams').reply(201, { team_id: 't1', team_name: 'a' })
+      .post('/api/v1/organizations/o1/teams').reply(() => {
+        refusedAt.push(Date.now());
+        return [503, { code: 'unavailable' }, { 'retry-after': '1' }];
+      })
+      .post('/api/v1/organizations/o1/teams').reply(() => {
+        refusedAt.push(Date.now());
+        return [201, { team_id: 't2', team_name: 'b' }];
+      });
+    nock.disableNetConnect();
+    const acts = createApplyActivities({ env });
+    const steps = [
+      { op: 'ensureTeam' as const, input: { connection, orgId: 'o1', fields: { team_name: 'a', description: '' } } },
+      { op: 'ensureTeam' as const, input: { connection, orgId: 'o1', fields: { team_name: 'b', description: '' } } },
+    ];
+    const results = await new MockActivityEnvironment().run(acts.runSteps, { steps });
+    expect(results).toEqual([{ id: 't1', outcome: 'created' }, { id: 't2', outcome: 'created' }]);
+    expect(refusedAt[1]! - refusedAt[0]!).toBeGreaterThanOrEqual(1000);
+  });
+
+  it('runSteps: a step that fails for good ends the batch with a non-retryable failure of its code, and later steps are not sent', async () => {
+    const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'ACS_TEST_KEY' };
+    const scope = nock('http://acs.test').post('/api/v1/organizations/o1/teams', { team_name: 'a', description: '' }).reply(404, { code: 'not_found', detail: 'no such organization' });
+    const later = nock('http://acs.test').post('/api/v1/organizations/o1/teams', { team_name: 'b', description: '' }).reply(201, { team_id: 't2', team_name: 'b' });
+    nock.disableNetConnect();
+    const acts = createApplyActivities({ env });
+    const steps = [
+      { op: 'ensureTeam' as const, input: { connection, orgId: 'o1', fields: { team_name: 'a', description: '' } } },
+      { op: 'ensureTeam' as const, input: { connection, orgId: 'o1', fields: { team_name: 'b', description: '' } } },
+    ];
+    const error = await acts.runSteps({ steps }).catch((e: unknown) => e);
+    expect(error).toMatchObject({ type: 'not_found', nonRetryable: true });
+    expect(scope.isDone()).toBe(true);
+    expect(later.isDone()).toBe(false);
+  });
 });

@@ -1,0 +1,518 @@
+/**
+ * `npm run bench:apply`: an apply of 100 teams × 10 agents × 20 edges (3,101 creates) on the local
+ * engine and on Temporal, on PGlite and on PostgreSQL, against the floor: the requests it sends ÷
+ * the service's own create rate at 32 concurrent clients. Also a no-op re-apply of each, and the
+ * Temporal apply's history (events, bytes, runs of its continue-as-new chain, largest payload).
+ *
+ *   bash scripts/with-temporal.sh --install -- bash scripts/with-postgres.sh --install -- npm run bench:apply
+ *
+ * PostgreSQL: `ACS_BENCH_DATABASE_URL` or `ACS_POSTGRES_URL` (a superuser URL; a scratch database
+ * is created and dropped per run), else PGlite only (said so). Temporal: `TEMPORAL_ADDRESS` (and
+ * the rest of temporal/settings.ts), else the local engine only (said so). `BENCH_QUICK=1`: 10
+ * teams and 2 s rates (smoke run). `BENCH_APPLY_PARALLELISM` / `BENCH_APPLY_TEMPORAL_PARALLELISM`:
+ * comma-separated parallelisms of the local / Temporal applies (default 8,16,32 / 8,32; `none`
+ * for none). `BENCH_APPLY_BACKENDS`: `pglite`, `postgres` or both (default).
+ * `BENCH_APPLY_OUT`: where the markdown goes (default /tmp/apply-bench.md; it is printed too).
+ *
+ * acs-server runs in a child process (bench/server.ts, rate limit off) so that it does not share an
+ * event loop with the engine; the Temporal worker runs in this process, like the local engine.
+ * Not part of the tests: numbers depend on the machine.
+ */
+import { spawnSync } from 'node:child_process';
+import { randomUUID } from 'node:crypto';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
+import os from 'node:os';
+import { join } from 'node:path';
+import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
+import { DefaultLogger, Runtime } from '@temporalio/worker';
+import pg from 'pg';
+import { createApplyActivities } from '../activities/apply-activities.ts';
+import { applyLocally } from '../engine/local-engine.ts';
+import { applyWorkflowId } from '../engine/temporal-engine.ts';
+import { agentFields, teamFields } from '../plan/plan.ts';
+import { loadTemporalSettings } from '../temporal/settings.ts';
+import { isMutating } from '../test/support/fetch.ts';
+import { resourceCount, syntheticDefinition, type SyntheticSize } from '../test/support/synthetic.ts';
+import { createWorker, type TeamctlWorker } from '../worker/worker.ts';
+import type { ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
+import { applyWorkflow } from '../workflows/apply-workflow.ts';
+import {
+  renderApplyReport,
+  type ApplyMachine,
+  type ApplyPlan,
+  type ApplyRun,
+  type BackendApplyResult,
+  type CpuSeconds,
+  type HistoryStats,
+  type ThroughputResult,
+} from './apply-report.ts';
+import { createClient, expectStatus, type BenchClient } from './client.ts';
+import { startServerProcess, type ServerProcess } from './scenarios.ts';
+
+const root = join(import.meta.dirname, '..');
+const log = (line: string) => process.stdout.write(`${line}\n`);
+const quick = process.env.BENCH_QUICK === '1';
+const adminUrl = process.env.ACS_BENCH_DATABASE_URL || process.env.ACS_POSTGRES_URL || undefined;
+const hasTemporal = Boolean(process.env.TEMPORAL_ADDRESS);
+// `BENCH_APPLY_BACKENDS=postgres` (or `pglite`) measures one backend only (a rerun of one).
+const backends = (process.env.BENCH_APPLY_BACKENDS || 'pglite,postgres').split(',').map((b) => b.trim());
+const outPath = process.env.BENCH_APPLY_OUT || '/tmp/apply-bench.md';
+const size: SyntheticSize = { teams: quick ? 10 : 100, agents: 10, humans: 0, edges: 20 };
+const seconds = quick ? 2 : 10;
+const parallelisms = (name: string, fallback: string) =>
+  (process.env[name] || fallback)
+    .split(',')
+    .map((s) => Number(s.trim()))
+    .filter((p) => Number.isInteger(p) && p > 0);
+const localParallelisms = parallelisms('BENCH_APPLY_PARALLELISM', '8,16,32');
+const temporalParallelisms = hasTemporal ? parallelisms('BENCH_APPLY_TEMPORAL_PARALLELISM', '8,32') : [];
+const KEY_ENV = 'BENCH_APPLY_KEY';
+
+// ---------------------------------------------------------------------------------------------
+// Counting requests: one fetch for every engine (the worker's activities keep theirs for life),
+// with counters reset before each run.
+
+const counts = { gets: 0, mutations: 0, failed: 0 };
+const countingFetch: typeof fetch = async (input, init) => {
+  if (isMutating(init)) counts.mutations++;
+  else counts.gets++;
+  const response = await fetch(input, init);
+  if (!response.ok) counts.failed++;
+  return response;
+};
+const resetCounts = () => Object.assign(counts, { gets: 0, mutations: 0, failed: 0 });
+
+// The activities read the key from here at call time; each backend's server has its own key.
+const activityEnv: NodeJS.ProcessEnv = {};
+
+// ---------------------------------------------------------------------------------------------
+// CPU per process from /proc (Linux): where the time of a run goes. NaN elsewhere.
+
+const ticksPerSecond = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout?.trim()) || 100;
+
+/** utime + stime (+ reaped children's, for the postmaster) of `pid`, in seconds; NaN when gone. */
+function processCpu(pid: number, withChildren = false): number {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name, which may itself hold spaces and parentheses.
+    const f = stat.slice(stat.lastIndexOf(')') + 2).split(' ').map(Number);
+    return (f[11]! + f[12]! + (withChildren ? f[13]! + f[14]! : 0)) / ticksPerSecond;
+  } catch {
+    return NaN;
+  }
+}
+
+function pids(): number[] {
+  return existsSync('/proc') ? readdirSync('/proc').filter((d) => /^\d+$/.test(d)).map(Number) : [];
+}
+
+function cmdline(pid: number): string {
+  try {
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+  } catch {
+    return '';
+  }
+}
+
+/** The pid of the bench/server.ts child of this process (startServerProcess does not expose it). */
+function serverPid(): number | undefined {
+  if (!existsSync(`/proc/${process.pid}/task`)) return undefined;
+  const children = readdirSync(`/proc/${process.pid}/task`).flatMap((tid) => {
+    try {
+      return readFileSync(`/proc/${process.pid}/task/${tid}/children`, 'utf8').trim().split(/\s+/).filter(Boolean).map(Number);
+    } catch {
+      return [];
+    }
+  });
+  return children.find((pid) => cmdline(pid).includes('bench/server.ts'));
+}
+
+/** The Temporal dev server listening on TEMPORAL_ADDRESS's port (scripts/with-temporal.sh starts it). */
+function temporalServerPid(): number | undefined {
+  const port = process.env.TEMPORAL_ADDRESS?.split(':').at(-1);
+  if (!port) return undefined;
+  return pids().find((pid) => {
+    const cmd = cmdline(pid);
+    return cmd.includes('start-dev') && cmd.includes(`--port ${port} `);
+  });
+}
+
+/** CPU seconds of every PostgreSQL process; the postmaster's reaped children (ended backends) included. */
+function postgresCpu(): number {
+  let total = 0;
+  for (const pid of pids()) {
+    let comm = '';
+    try {
+      comm = readFileSync(`/proc/${pid}/comm`, 'utf8').trim();
+    } catch {
+      continue;
+    }
+    if (comm === 'postgres') total += processCpu(pid, true) || 0;
+  }
+  return total;
+}
+
+/** Busy CPU seconds of the whole machine (all cores) from /proc/stat. */
+function machineCpu(): number {
+  try {
+    const [, ...f] = readFileSync('/proc/stat', 'utf8').split('\n')[0]!.trim().split(/\s+/);
+    const v = f.map(Number);
+    const total = v.slice(0, 8).reduce((a, b) => a + b, 0);
+    return (total - v[3]! - v[4]!) / ticksPerSecond;
+  } catch {
+    return NaN;
+  }
+}
+
+interface CpuProbe {
+  server: number | undefined;
+  temporal: number | undefined;
+  postgres: boolean;
+}
+
+function sampleCpu(probe: CpuProbe): CpuSeconds {
+  const usage = process.cpuUsage();
+  return {
+    bench: (usage.user + usage.system) / 1e6,
+    server: probe.server ? processCpu(probe.server) : NaN,
+    temporal: probe.temporal ? processCpu(probe.temporal) : NaN,
+    postgres: probe.postgres ? postgresCpu() : NaN,
+    machine: machineCpu(),
+  };
+}
+
+function cpuSince(probe: CpuProbe, before: CpuSeconds): CpuSeconds {
+  const now = sampleCpu(probe);
+  return {
+    bench: now.bench - before.bench,
+    server: now.server - before.server,
+    temporal: now.temporal - before.temporal,
+    postgres: now.postgres - before.postgres,
+    machine: now.machine - before.machine,
+  };
+}
+
+// ---------------------------------------------------------------------------------------------
+// The floor's denominator: the service's create rate with many clients, in the apply's shape.
+
+/**
+ * Creates as fast as `clients` loops can for `secs` seconds, each loop on teams of its own (no
+ * row lock shared between loops, as the apply spreads its calls over teams), in a new child
+ * organization of the key's (where the apply creates its teams). `mix`: create a
+ * team, its agents one by one, its edges one by one (the apply's bodies, from the synthetic
+ * definition), then the next team; `agents`: one team per loop, then agents only. Returns the
+ * creates per second; every create must answer 201.
+ */
+async function createRate(server: ServerProcess, probe: CpuProbe, shape: ThroughputResult['shape'], clients: number, secs: number): Promise<ThroughputResult> {
+  const client = createClient(server.url, server.apiKey);
+  const template = syntheticDefinition('template', { teams: 1, agents: size.agents, humans: 0, edges: size.edges }).teams[0]!;
+  const tag = randomUUID().slice(0, 8);
+  // A child organization of the key's, as the apply creates its teams in one (same access checks).
+  const org = expectStatus(await client.call('POST', '/organizations', { org_name: `rate-${tag}` }), 201, 'create organization');
+  const orgId = org.body.org_id as string;
+  let creates = 0;
+  const cpuBefore = sampleCpu(probe);
+  const deadline = performance.now() + secs * 1000;
+  const started = performance.now();
+  await Promise.all(
+    Array.from({ length: clients }, async (_, w) => {
+      for (let round = 0; performance.now() < deadline; round++) {
+        const name = `rate-${tag}-${w}-${round}`;
+        const team = expectStatus(await client.call('POST', `/organizations/${orgId}/teams`, teamFields({ ...template, name })), 201, 'create team');
+        creates++;
+        const teamId = team.body.team_id as string;
+        const ids = new Map<string, string>();
+        for (let i = 0; performance.now() < deadline && (shape === 'agents' || i < template.agents.length); i++) {
+          const agent = template.agents[i] ?? { name: `agent-${i}`, description: `agent ${i}` };
+          const created = await client.call('POST', `/teams/${teamId}/agents`, agentFields(agent));
+          ids.set(agent.name, expectStatus(created, 201, 'create agent').body.agent_id as string);
+          creates++;
+        }
+        if (shape === 'agents') continue;
+        for (const [a, b] of template.edges) {
+          if (performance.now() >= deadline) break;
+          expectStatus(await client.call('POST', `/teams/${teamId}/edges`, { participants: [ids.get(a), ids.get(b)] }), 201, 'create edge');
+          creates++;
+        }
+      }
+    }),
+  );
+  const elapsed = (performance.now() - started) / 1000;
+  const cpu = cpuSince(probe, cpuBefore);
+  client.destroy();
+  return { shape, clients, creates, seconds: elapsed, perSecond: creates / elapsed, cpu };
+}
+
+// ---------------------------------------------------------------------------------------------
+// Temporal: one in-process worker for the whole bench, one client connection.
+
+interface TemporalSide {
+  client: Client;
+  connection: Connection;
+  worker: TeamctlWorker;
+  running: Promise<void>;
+  taskQueue: string;
+}
+
+async function startTemporal(): Promise<{ side: TemporalSide; startSeconds: number }> {
+  // Retries would be worth a warning; the SDK's info lines would bury the figures.
+  Runtime.install({ logger: new DefaultLogger('WARN') });
+  const settings = loadTemporalSettings(process.env);
+  const taskQueue = `bench-apply-${randomUUID()}`;
+  const started = performance.now();
+  const worker = await createWorker(settings, { taskQueue, activityDeps: { env: activityEnv, fetch: countingFetch } });
+  const running = worker.run();
+  const connection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
+  const client = new Client({ connection, namespace: settings.namespace });
+  return { side: { client, connection, worker, running, taskQueue }, startSeconds: (performance.now() - started) / 1000 };
+}
+
+async function stopTemporal(side: TemporalSide): Promise<void> {
+  side.worker.worker.shutdown();
+  await side.running;
+  await side.connection.close();
+}
+
+/** Sum of the payloads' bytes of one payload field of an event (undefined: no such field). */
+function payloadBytes(payloads: { payloads?: Array<{ data?: Uint8Array | null }> | null } | null | undefined): number {
+  return (payloads?.payloads ?? []).reduce((sum, p) => sum + (p.data?.length ?? 0), 0);
+}
+
+/**
+ * The histories of the chain that began with `firstRunId`: each run's events and the server's
+ * `historySizeBytes`, followed through continue-as-new to the last run.
+ */
+async function historyOf(client: Client, workflowId: string, firstRunId: string): Promise<HistoryStats> {
+  const stats: HistoryStats = { runs: 0, events: 0, maxEventsPerRun: 0, bytes: 0, maxBytesPerRun: 0, largestPayload: 0, largestPayloadAt: '', activities: 0, localActivities: 0, workflowTasks: 0, eventsPerRun: [] };
+  let runId: string | undefined = firstRunId;
+  while (runId) {
+    const handle: WorkflowHandle = client.workflow.getHandle(workflowId, runId);
+    const [history, description] = await Promise.all([handle.fetchHistory(), handle.describe()]);
+    const events = history.events ?? [];
+    stats.runs++;
+    stats.events += events.length;
+    stats.maxEventsPerRun = Math.max(stats.maxEventsPerRun, events.length);
+    stats.eventsPerRun.push(events.length);
+    const bytes = description.historySize ?? NaN;
+    stats.bytes += bytes;
+    stats.maxBytesPerRun = Math.max(stats.maxBytesPerRun, bytes);
+    for (const event of events) {
+      if (event.activityTaskScheduledEventAttributes) stats.activities++;
+      // A local activity leaves one marker (its result) and no activity events.
+      if (event.markerRecordedEventAttributes) stats.localActivities++;
+      if (event.workflowTaskCompletedEventAttributes) stats.workflowTasks++;
+      const fields: Array<[string, Parameters<typeof payloadBytes>[0]]> = [
+        ['input', event.workflowExecutionStartedEventAttributes?.input],
+        ['result', event.workflowExecutionCompletedEventAttributes?.result],
+        ['continue-as-new input', event.workflowExecutionContinuedAsNewEventAttributes?.input],
+        ['activity input', event.activityTaskScheduledEventAttributes?.input],
+        ['activity result', event.activityTaskCompletedEventAttributes?.result],
+        ...Object.values(event.markerRecordedEventAttributes?.details ?? {}).map((p): [string, Parameters<typeof payloadBytes>[0]] => ['marker', p]),
+      ];
+      for (const [what, field] of fields) {
+        const size = payloadBytes(field);
+        if (size > stats.largestPayload) Object.assign(stats, { largestPayload: size, largestPayloadAt: `run ${stats.runs} ${what}` });
+      }
+    }
+    runId = events.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
+  }
+  return stats;
+}
+
+// ---------------------------------------------------------------------------------------------
+// One apply, measured.
+
+/**
+ * Runs `apply` with fresh counters and CPU samples around it; checks that a fresh apply created
+ * everything and a no-op one changed nothing (a problem is recorded, not thrown: the rest of a
+ * long run is still worth having).
+ */
+async function measure(
+  engine: ApplyRun['engine'],
+  parallelism: number,
+  kind: ApplyRun['kind'],
+  probe: CpuProbe,
+  apply: () => Promise<{ result: ApplyResult; after?: () => Promise<HistoryStats> }>,
+): Promise<ApplyRun> {
+  resetCounts();
+  const cpuBefore = sampleCpu(probe);
+  const started = performance.now();
+  const { result, after } = await apply();
+  const wallSeconds = (performance.now() - started) / 1000;
+  const cpu = cpuSince(probe, cpuBefore);
+  const snapshot = { ...counts };
+  const history = after ? await after() : undefined;
+  const expected = resourceCount(size);
+  let problem = '';
+  if (kind === 'fresh' && (result.applied.length !== expected || result.applied.some((c) => c.outcome !== 'created'))) {
+    problem = `expected ${expected} creates, got ${result.applied.filter((c) => c.outcome === 'created').length} of ${result.applied.length} changes`;
+  }
+  if (kind === 'no-op' && (result.applied.length > 0 || snapshot.mutations > 0)) {
+    problem = `expected nothing to change, got ${result.applied.length} changes and ${snapshot.mutations} mutating requests`;
+  }
+  const run: ApplyRun = { engine, parallelism, kind, wallSeconds, ...snapshot, changes: result.applied.length, cpu, ...(history ? { history } : {}), problem };
+  log(
+    `  ${engine} p${parallelism} ${kind}: ${wallSeconds.toFixed(2)} s, ${snapshot.gets} GET + ${snapshot.mutations} mutating (${snapshot.failed} non-2xx), ` +
+      `${run.changes} changes; CPU bench ${cpu.bench.toFixed(1)} s, server ${cpu.server.toFixed(1)} s, temporal ${cpu.temporal.toFixed(1)} s, pg ${cpu.postgres.toFixed(1)} s, machine ${cpu.machine.toFixed(1)} s` +
+      (history ? `; history ${history.events} events / ${history.runs} runs (max ${history.maxEventsPerRun}), ${(history.bytes / 1024).toFixed(0)} KiB, largest payload ${(history.largestPayload / 1024).toFixed(1)} KiB (${history.largestPayloadAt})` : '') +
+      (problem ? `; PROBLEM: ${problem}` : ''),
+  );
+  return run;
+}
+
+async function runBackend(backend: BackendApplyResult['backend'], server: ServerProcess, temporal: TemporalSide | undefined): Promise<BackendApplyResult> {
+  activityEnv[KEY_ENV] = server.apiKey;
+  const probe: CpuProbe = { server: serverPid(), temporal: temporal ? temporalServerPid() : undefined, postgres: backend === 'postgres' };
+  const connection = { baseUrl: server.url, apiKeyEnv: KEY_ENV };
+
+  // Warm-up: JIT, pool connections, caches (as bench/run.ts does before its rates).
+  await createRate(server, probe, 'mix', 8, 2);
+  const throughput: ThroughputResult[] = [];
+  for (const [shape, clients] of [['mix', 8], ['mix', 32], ['agents', 32]] as const) {
+    const t = await createRate(server, probe, shape, clients, seconds);
+    log(
+      `${backend}: creates/s, ${shape}, ${clients} clients: ${t.perSecond.toFixed(0)} (${t.creates} in ${t.seconds.toFixed(1)} s); ` +
+        `CPU bench ${t.cpu.bench.toFixed(1)} s, server ${t.cpu.server.toFixed(1)} s, pg ${t.cpu.postgres.toFixed(1)} s, machine ${t.cpu.machine.toFixed(1)} s`,
+    );
+    throughput.push(t);
+  }
+
+  const runs: ApplyRun[] = [];
+  const all = [...new Set([...localParallelisms, ...temporalParallelisms])].sort((a, b) => a - b);
+  // Local and Temporal at the same parallelism run back to back, so both see the same database size.
+  for (const parallelism of all) {
+    if (localParallelisms.includes(parallelism)) {
+      const desired = syntheticDefinition(`apply-local-p${parallelism}-${randomUUID().slice(0, 8)}`, size);
+      const input: ApplyInput = { connection, desired, parallelism };
+      for (const kind of ['fresh', 'no-op'] as const) {
+        runs.push(await measure('local', parallelism, kind, probe, async () => ({ result: await applyLocally(input, createApplyActivities({ env: activityEnv, fetch: countingFetch })) })));
+      }
+    }
+    if (temporal && temporalParallelisms.includes(parallelism)) {
+      const desired = syntheticDefinition(`apply-temporal-p${parallelism}-${randomUUID().slice(0, 8)}`, size);
+      const input: ApplyInput = { connection, desired, parallelism };
+      const workflowId = applyWorkflowId(desired.organization.name);
+      for (const kind of ['fresh', 'no-op'] as const) {
+        runs.push(
+          await measure('temporal', parallelism, kind, probe, async () => {
+            const handle = await temporal.client.workflow.start(applyWorkflow, { taskQueue: temporal.taskQueue, workflowId, args: [input] });
+            const result = await handle.result();
+            return { result, after: () => historyOf(temporal.client, workflowId, handle.firstExecutionRunId) };
+          }),
+        );
+      }
+    }
+  }
+  return { backend, throughput, runs };
+}
+
+// ---------------------------------------------------------------------------------------------
+
+async function adminQuery(url: string, sql: string): Promise<pg.QueryResult> {
+  const client = new pg.Client({ connectionString: url });
+  await client.connect();
+  try {
+    return await client.query(sql);
+  } finally {
+    await client.end();
+  }
+}
+
+/** The commit measured, and whether the code an apply runs differs from it (others may be editing it). */
+function revision(): string {
+  const git = (...args: string[]) => spawnSync('git', ['-C', root, ...args], { encoding: 'utf8' }).stdout?.trim() ?? '';
+  const commit = git('rev-parse', '--short', 'HEAD') || 'unknown';
+  const dirty = git('status', '--porcelain', '--', 'workflows', 'activities', 'engine', 'worker', 'client', 'plan', 'service');
+  return dirty ? `${commit} + uncommitted changes to the apply or the service` : commit;
+}
+
+function machine(postgres: string | undefined, load: number[]): ApplyMachine {
+  const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
+  const cli = process.env.TEMPORAL_CLI;
+  // "temporal version 1.5.1 (Server 1.29.1, UI 2.42.1)" -> "1.29.1 (CLI 1.5.1)"
+  const version = cli ? spawnSync(cli, ['--version'], { encoding: 'utf8' }).stdout ?? '' : '';
+  const m = /version (\S+) \(Server (\S+?),/.exec(version);
+  return {
+    cpu: /model name\s*:\s*(.+)/.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown',
+    cores: os.availableParallelism(),
+    memoryGiB: os.totalmem() / 2 ** 30,
+    node: process.version,
+    postgres,
+    temporal: hasTemporal ? (m ? `${m[2]} (CLI ${m[1]})` : 'unknown version') : undefined,
+    date: new Date().toISOString().slice(0, 10),
+    revision: revision(),
+    load,
+    loadAtEnd: os.loadavg(),
+  };
+}
+
+const startedAt = performance.now();
+const load = os.loadavg();
+log(
+  `bench:apply: ${size.teams} teams × ${size.agents} agents × ${size.edges} edges = ${resourceCount(size)} creates; ` +
+    `local parallelism ${localParallelisms.join(',')}; Temporal ${hasTemporal ? `parallelism ${temporalParallelisms.join(',')}` : 'skipped (TEMPORAL_ADDRESS unset: run through scripts/with-temporal.sh --install)'}` +
+    `${adminUrl ? '' : '; PostgreSQL skipped (no ACS_BENCH_DATABASE_URL / ACS_POSTGRES_URL: run through scripts/with-postgres.sh --install)'}`,
+);
+const work = await mkdtemp(join(os.tmpdir(), 'acs-bench-apply-'));
+const results: BackendApplyResult[] = [];
+let postgresVersion: string | undefined;
+let temporal: TemporalSide | undefined;
+let workerStartSeconds = NaN;
+try {
+  if (hasTemporal) {
+    const started = await startTemporal();
+    temporal = started.side;
+    workerStartSeconds = started.startSeconds;
+    log(`bench:apply: Temporal worker started in ${workerStartSeconds.toFixed(1)} s (bundling included), task queue ${temporal.taskQueue}`);
+  }
+
+  if (backends.includes('pglite')) {
+    log('bench:apply: PGlite (data dir on disk, server in a child process)');
+    const pglite = await startServerProcess({ BENCH_BACKEND: 'pglite', BENCH_DATA_DIR: join(work, 'pglite') });
+    try {
+      results.push(await runBackend('pglite', pglite, temporal));
+    } finally {
+      await pglite.stop();
+    }
+  }
+
+  if (adminUrl && backends.includes('postgres')) {
+    postgresVersion = (await adminQuery(adminUrl, 'SHOW server_version')).rows[0].server_version;
+    const name = `acs_bench_apply_${process.pid}`;
+    await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
+    const url = new URL(adminUrl);
+    url.pathname = `/${name}`;
+    try {
+      log(`bench:apply: PostgreSQL ${postgresVersion} (server in a child process)`);
+      const server = await startServerProcess({ BENCH_BACKEND: 'postgres', BENCH_DATABASE_URL: url.toString() });
+      try {
+        results.push(await runBackend('postgres', server, temporal));
+      } finally {
+        await server.stop();
+      }
+    } finally {
+      await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
+    }
+  }
+} finally {
+  if (temporal) await stopTemporal(temporal);
+  await rm(work, { recursive: true, force: true });
+}
+
+const plan: ApplyPlan = {
+  teams: size.teams,
+  agents: size.agents,
+  edges: size.edges,
+  creates: resourceCount(size),
+  seconds,
+  quick,
+  temporal: hasTemporal ? 'in-process' : 'skipped',
+  workerStartSeconds,
+};
+const report = renderApplyReport(machine(postgresVersion, load), plan, results);
+await writeFile(outPath, `${report}\n`);
+log('');
+log(report);
+log('');
+log(`bench:apply: done in ${((performance.now() - startedAt) / 60_000).toFixed(1)} min; written to ${outPath}`);
