@@ -1,5 +1,5 @@
 /** Human-readable rendering of plans and apply results (the JSON forms are the objects themselves). */
-import type { AppliedChange } from '../workflows/apply-orchestration.ts';
+import type { AppliedChange, OutcomeCounts } from '../workflows/apply-orchestration.ts';
 import type { Change } from '../plan/types.ts';
 
 const SYMBOL = { create: '+', update: '~' } as const;
@@ -29,9 +29,11 @@ export function renderApplied(change: AppliedChange): string {
   return `  ${change.kind.replace('_', ' ')} ${change.name}${where}: ${change.outcome}`;
 }
 
-/** The closing line of an apply. */
-export function renderApplySummary(applied: AppliedChange[]): string {
-  if (applied.length === 0) return 'No changes. The live state matches the definition.';
-  const count = (outcome: AppliedChange['outcome']) => applied.filter((c) => c.outcome === outcome).length;
-  return `Apply complete: ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} already in place.`;
+/** The closing line of an apply; changes made but not listed (`omitted`, very large Temporal applies) are in the counts. */
+export function renderApplySummary(applied: AppliedChange[], omitted?: OutcomeCounts): string {
+  const notListed = omitted ? omitted.created + omitted.updated + omitted.unchanged : 0;
+  if (applied.length === 0 && notListed === 0) return 'No changes. The live state matches the definition.';
+  const count = (outcome: AppliedChange['outcome']) => applied.filter((c) => c.outcome === outcome).length + (omitted?.[outcome] ?? 0);
+  const more = notListed > 0 ? ` (${notListed} of them not listed above)` : '';
+  return `Apply complete: ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} already in place${more}.`;
 }

@@ -36,7 +36,12 @@ export interface ApplyInput {
   historyEventLimit?: number;
   /** Temporal only: the changes earlier runs of this apply carried out before continuing as new. */
   carried?: AppliedChange[];
+  /** Temporal only: changes of earlier runs counted but no longer listed (see {@link ApplyResult.omitted}). */
+  carriedOmitted?: OutcomeCounts;
 }
+
+/** How many changes ended with each outcome. */
+export type OutcomeCounts = Record<EnsureResult['outcome'], number>;
 
 /** Default of {@link ApplyInput.parallelism}. */
 export const DEFAULT_PARALLELISM = 8;
@@ -56,6 +61,11 @@ export interface AppliedChange extends Change {
 export interface ApplyResult {
   orgId: string;
   applied: AppliedChange[];
+  /**
+   * Temporal only, for very large applies: changes made but not listed in `applied`, by outcome,
+   * so the result stays far below Temporal's 2 MB payload limit.
+   */
+  omitted?: OutcomeCounts;
 }
 
 /** Result of one pass of the orchestration: `complete` is false when it paused with changes left. */

@@ -23,11 +23,25 @@ import { continueAsNew, proxyLocalActivities, sleep, workflowInfo } from '@tempo
 import type { ApplyActivities } from '../activities/apply-activities.ts';
 import { orchestrateApply } from './apply-orchestration.ts';
 import { DEFAULT_TEMPORAL_BATCH_SIZE } from './apply-orchestration.ts';
-import type { ApplyInput, ApplyResult } from './apply-orchestration.ts';
+import type { AppliedChange, ApplyInput, ApplyResult, OutcomeCounts } from './apply-orchestration.ts';
 import { DEFAULT_ACTIVITY_TIMEOUT_SECONDS, temporalRetryPolicy } from './retry-policy.ts';
 
 /** Default of `ApplyInput.historyEventLimit`: Temporal warns at 10,240 events and stops at 51,200. */
 export const DEFAULT_HISTORY_EVENT_LIMIT = 10_000;
+
+/**
+ * Most changes listed in a result (or carried into the next run): ~160 bytes each, so the payload
+ * stays under 1 MB of Temporal's 2 MB limit; beyond it changes are counted, not listed.
+ */
+export const MAX_LISTED_CHANGES = 5_000;
+
+/** `applied` cut to {@link MAX_LISTED_CHANGES}, the rest added to `omitted` by outcome. */
+export function listed(applied: AppliedChange[], omitted: OutcomeCounts | undefined): { applied: AppliedChange[]; omitted?: OutcomeCounts } {
+  if (applied.length <= MAX_LISTED_CHANGES && !omitted) return { applied };
+  const counts: OutcomeCounts = { created: 0, updated: 0, unchanged: 0, ...omitted };
+  for (const change of applied.slice(MAX_LISTED_CHANGES)) counts[change.outcome]++;
+  return { applied: applied.slice(0, MAX_LISTED_CHANGES), omitted: counts };
+}
 
 /**
  * Applies a definition's desired state. Input: {@link ApplyInput} (secret references only, never
@@ -47,7 +61,7 @@ export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
     afterPlan: () => sleep(1),
     batchSize: input.batchSize ?? DEFAULT_TEMPORAL_BATCH_SIZE,
   });
-  const applied = [...(input.carried ?? []), ...result.applied];
-  if (!result.complete) return continueAsNew<typeof applyWorkflow>({ ...input, carried: applied });
-  return { orgId: result.orgId, applied };
+  const { applied, omitted } = listed([...(input.carried ?? []), ...result.applied], input.carriedOmitted);
+  if (!result.complete) return continueAsNew<typeof applyWorkflow>({ ...input, carried: applied, ...(omitted ? { carriedOmitted: omitted } : {}) });
+  return { orgId: result.orgId, applied, ...(omitted ? { omitted } : {}) };
 }

@@ -98,7 +98,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
         if (opts.json) io.stdout(JSON.stringify(result, null, 2));
         else {
           if (opts.engine === Engines.temporal) result.applied.forEach((c) => io.stdout(renderApplied(c)));
-          io.stdout(renderApplySummary(result.applied));
+          io.stdout(renderApplySummary(result.applied, result.omitted));
         }
         return ExitCodes.ok;
       }),

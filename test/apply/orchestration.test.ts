@@ -126,3 +126,17 @@ describe('apply orchestration', () => {
     expect(always.applied).toHaveLength(1);
   });
 });
+
+describe('apply result', () => {
+  it('apply result: past MAX_LISTED_CHANGES the changes are counted by outcome instead of listed, across runs too', async () => {
+    const { listed, MAX_LISTED_CHANGES } = await import('../../workflows/apply-workflow.ts');
+    const change = (i: number, outcome: 'created' | 'updated') => ({ action: 'create' as const, kind: 'agent' as const, name: `a${i}`, team: 't', fields: {}, outcome });
+    const many = Array.from({ length: MAX_LISTED_CHANGES + 7 }, (_, i) => change(i, i % 2 === 0 ? 'created' : 'updated'));
+    const first = listed(many, undefined);
+    expect(first.applied).toHaveLength(MAX_LISTED_CHANGES);
+    expect(first.omitted).toEqual({ created: 4, updated: 3, unchanged: 0 });
+    const second = listed([...first.applied, change(1, 'created')], first.omitted);
+    expect(second.omitted).toEqual({ created: 5, updated: 3, unchanged: 0 });
+    expect(listed(many.slice(0, 10), undefined)).toEqual({ applied: many.slice(0, 10) });
+  });
+});
