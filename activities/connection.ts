@@ -8,4 +8,10 @@ export interface Connection {
   baseUrl: string;
   /** Name of the environment variable holding the organization API key (default `ACS_API_KEY`). */
   apiKeyEnv: string;
+  /**
+   * More variables holding keys of the same organization, tried in order when a key is refused
+   * (401): the keyring that lets a long-running workflow survive a key rotation (e.g.
+   * `ACS_API_KEY_NEXT`). Used by the conversation activities.
+   */
+  apiKeyEnvFallbacks?: string[];
 }

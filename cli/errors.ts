@@ -25,6 +25,7 @@ const HINTS: Record<string, string> = {
   invalid_api_key: 'the key in ACS_API_KEY is unknown, revoked or expired; issue a new one',
   network_error: 'is the server running and reachable at that address? (ACS_BASE_URL / --base-url)',
   temporal_unreachable: 'start one with `npm run temporal:dev`, or point TEMPORAL_ADDRESS (or TEMPORAL_PROFILE) at your Temporal server',
+  keys_refused: 'every organization key in the keyring was refused: put a valid key in one of the named variables (teamctl keys rotate issues one)',
   apply_in_progress: 'wait for the running apply to finish (temporal workflow result --workflow-id ID), or cancel it (temporal workflow cancel --workflow-id ID)',
   not_found: 'the resource does not exist or this key cannot reach it',
   conflict: 'a resource of that name already exists',

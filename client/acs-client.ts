@@ -50,6 +50,8 @@ export interface AcsClientOptions {
 /** Options of a POST: an `Idempotency-Key` (contract §1) derived from a business key. */
 export interface PostOptions {
   idempotencyKey?: string;
+  /** Aborts the request (a cancelled activity); the error is then a `network_error` naming the abort. */
+  signal?: AbortSignal;
 }
 
 /** Fields of an agent as created or patched (contract §5). */
@@ -212,13 +214,13 @@ export class AcsClient {
    * `GET /api/v1/threads/{thread_id}`: one page of messages strictly after `after`.
    * `wait` (seconds, 0–30) holds the request until a message arrives. Errors: `invalid_cursor`.
    */
-  getThread(threadId: string, query: { after?: string | null; limit?: number; wait?: number } = {}): Promise<ThreadPage> {
+  getThread(threadId: string, query: { after?: string | null; limit?: number; wait?: number } = {}, options?: { signal?: AbortSignal }): Promise<ThreadPage> {
     const params = new URLSearchParams();
     if (query.after) params.set('after', query.after);
     if (query.limit !== undefined) params.set('limit', String(query.limit));
     if (query.wait !== undefined) params.set('wait', String(query.wait));
     const qs = params.size > 0 ? `?${params}` : '';
-    return this.request('GET', `/threads/${seg(threadId)}${qs}`, undefined, undefined, (query.wait ?? 0) * 1000);
+    return this.request('GET', `/threads/${seg(threadId)}${qs}`, undefined, options, (query.wait ?? 0) * 1000);
   }
 
   /** `POST /api/v1/threads/{thread_id}/messages` → 201 Message. Errors: `not_a_participant`. */
@@ -275,7 +277,9 @@ export class AcsClient {
         method,
         headers,
         body: body === undefined ? undefined : JSON.stringify(body),
-        signal: AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs),
+        signal: options?.signal
+          ? AbortSignal.any([AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs), options.signal])
+          : AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs),
       });
     } catch (cause) {
       this.#pacer?.settle(Date.now(), 0, undefined);

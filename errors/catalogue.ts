@@ -49,6 +49,8 @@ export const ToolkitErrorCodes = {
   temporal_unreachable: 'temporal_unreachable',
   /** An apply of the same organization is already running on Temporal. */
   apply_in_progress: 'apply_in_progress',
+  /** Every key of a keyring was refused by the service (401). */
+  keys_refused: 'keys_refused',
 } as const;
 
 /** A code of an error raised by the toolkit itself. */
