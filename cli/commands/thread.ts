@@ -1,7 +1,7 @@
 /** `teamctl thread open`: a first conversation on an edge. */
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
-import type { Message, TeamGraph } from '../../api/schemas.ts';
+import type { Message } from '../../api/schemas.ts';
 import type { AcsClient } from '../../client/acs-client.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import { clientFor, resolveConnection } from '../context.ts';
@@ -9,31 +9,11 @@ import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
+import { registerThreadRead } from './thread-read.ts';
+import { findTeam, participantId } from '../team-lookup.ts';
 
 /** Longest single long poll the contract allows (§5: `wait` 0–30 s). */
 const MAX_POLL_SECONDS = 30;
-
-/** Finds a team by name among the organizations the key reaches (optionally one organization). */
-export async function findTeam(client: AcsClient, teamName: string, orgName?: string): Promise<TeamGraph> {
-  const orgs = (await client.listOrganizations()).filter((o) => !orgName || o.org_name === orgName);
-  if (orgName && orgs.length === 0) throw new ToolkitError('invalid_usage', `no organization named "${orgName}" is reachable with this key`);
-  const matches = [];
-  for (const org of orgs) {
-    for (const team of await client.listTeams(org.org_id)) if (team.team_name === teamName) matches.push({ org, team });
-  }
-  if (matches.length === 0) throw new ToolkitError('invalid_usage', `no team named "${teamName}"${orgName ? ` in ${orgName}` : ''}`);
-  if (matches.length > 1) throw new ToolkitError('invalid_usage', `team "${teamName}" exists in several organizations (${matches.map((m) => m.org.org_name).join(', ')}); pass --org`);
-  return client.getTeam(matches[0]!.team.team_id);
-}
-
-/** The id of a participant (agent or human) of the team by name. Raises `invalid_usage` when absent. */
-export function participantId(team: TeamGraph, name: string): string {
-  const agent = team.agents.find((a) => a.name === name);
-  const human = team.humans.find((h) => h.name === name);
-  const id = agent?.agent_id ?? human?.human_id;
-  if (!id) throw new ToolkitError('invalid_usage', `team ${team.team_name} has no participant named "${name}"`);
-  return id;
-}
 
 /**
  * Waits up to `seconds` for a message from `peerId` after `after`, long-polling (never busy
@@ -58,7 +38,7 @@ function seconds(value: string): number {
   return n;
 }
 
-/** Registers `thread open`. */
+/** Registers `thread open` and the commands of `thread-read.ts` (send, show, list, follow). */
 export function registerThread(program: Command, io: CliIo, run: Runner): void {
   const thread = program.command('thread').description('Conversations on the edges of a team.');
   connectionOptions(
@@ -97,4 +77,5 @@ export function registerThread(program: Command, io: CliIo, run: Runner): void {
         return ExitCodes.ok;
       }),
   );
+  registerThreadRead(thread, io, run);
 }

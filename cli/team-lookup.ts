@@ -1,0 +1,26 @@
+/** Finding teams and participants by name, for the commands that take names. */
+import type { TeamGraph } from '../api/schemas.ts';
+import type { AcsClient } from '../client/acs-client.ts';
+import { ToolkitError } from '../errors/catalogue.ts';
+
+/** Finds a team by name among the organizations the key reaches (optionally one organization). */
+export async function findTeam(client: AcsClient, teamName: string, orgName?: string): Promise<TeamGraph> {
+  const orgs = (await client.listOrganizations()).filter((o) => !orgName || o.org_name === orgName);
+  if (orgName && orgs.length === 0) throw new ToolkitError('invalid_usage', `no organization named "${orgName}" is reachable with this key`);
+  const matches = [];
+  for (const org of orgs) {
+    for (const team of await client.listTeams(org.org_id)) if (team.team_name === teamName) matches.push({ org, team });
+  }
+  if (matches.length === 0) throw new ToolkitError('invalid_usage', `no team named "${teamName}"${orgName ? ` in ${orgName}` : ''}`);
+  if (matches.length > 1) throw new ToolkitError('invalid_usage', `team "${teamName}" exists in several organizations (${matches.map((m) => m.org.org_name).join(', ')}); pass --org`);
+  return client.getTeam(matches[0]!.team.team_id);
+}
+
+/** The id of a participant (agent or human) of the team by name. Raises `invalid_usage` when absent. */
+export function participantId(team: TeamGraph, name: string): string {
+  const agent = team.agents.find((a) => a.name === name);
+  const human = team.humans.find((h) => h.name === name);
+  const id = agent?.agent_id ?? human?.human_id;
+  if (!id) throw new ToolkitError('invalid_usage', `team ${team.team_name} has no participant named "${name}"`);
+  return id;
+}
