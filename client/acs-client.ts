@@ -11,7 +11,9 @@ import type {
   Edge,
   Human,
   Message,
+  CreatedOrgKey,
   Organization,
+  OrgKey,
   Provider,
   ProviderKey,
   Team,
@@ -99,6 +101,22 @@ export class AcsClient {
   /** `GET /api/v1/organizations/{org_id}`. Errors: `not_found`. */
   getOrganization(orgId: string): Promise<Organization> {
     return this.request('GET', `/organizations/${seg(orgId)}`);
+  }
+
+  // ---- organization keys --------------------------------------------------------------------
+
+  /** `GET /api/v1/organizations/{org_id}/keys`: the organization's active keys (no secrets). */
+  async listOrgKeys(orgId: string): Promise<OrgKey[]> {
+    return (await this.request<{ keys: OrgKey[] }>('GET', `/organizations/${seg(orgId)}/keys`)).keys;
+  }
+
+  /**
+   * `POST /api/v1/organizations/{org_id}/keys/{key_id}/rotate` → 201 the new key with its secret
+   * (`api_key`, shown only here); the old key expires after `graceSeconds` (0: at once).
+   * Errors: `not_found`, `invalid_request`, `key_limit`.
+   */
+  rotateOrgKey(orgId: string, keyId: string, graceSeconds: number, options?: PostOptions): Promise<CreatedOrgKey> {
+    return this.request('POST', `/organizations/${seg(orgId)}/keys/${seg(keyId)}/rotate`, { grace_seconds: graceSeconds }, options);
   }
 
   // ---- teams --------------------------------------------------------------------------------

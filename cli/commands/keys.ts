@@ -1,0 +1,77 @@
+/** `teamctl keys rotate`: rotates the organization key the CLI runs with. */
+import { writeFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { InvalidArgumentError, Option } from 'commander';
+import ms from 'ms';
+import { AcsClient } from '../../client/acs-client.ts';
+import { ToolkitError } from '../../errors/catalogue.ts';
+import { clientFor, resolveConnection } from '../context.ts';
+import { ExitCodes } from '../errors.ts';
+import type { CliIo } from '../io.ts';
+import { connectionOptions } from './plan-apply.ts';
+import type { Runner } from './runner.ts';
+
+/** Longest grace the contract allows (§5 rotate: 0–2,592,000 s). */
+const MAX_GRACE_SECONDS = 2_592_000;
+
+/** Parses a grace period: whole seconds (`0`, `3600`) or a duration (`90s`, `30m`, `24h`, `7d`). */
+export function graceSeconds(value: string): number {
+  // `ms` reads a bare number as milliseconds; here it means seconds.
+  const millis: number | undefined = /^\d+$/.test(value) ? Number(value) * 1000 : ms(value as ms.StringValue);
+  const seconds = typeof millis === 'number' ? millis / 1000 : NaN;
+  if (!Number.isInteger(seconds) || seconds < 0 || seconds > MAX_GRACE_SECONDS) {
+    throw new InvalidArgumentError(`not a grace period of 0 s to 30 days (e.g. 0, 90s, 30m, 24h): ${value}`);
+  }
+  return seconds;
+}
+
+/**
+ * Registers `keys rotate`: finds the organization key the CLI runs with (by its prefix among the
+ * keys of the organizations it reaches), rotates it through the contract's rotate route (§5), checks
+ * that the new key is accepted, then prints the new key once on stdout (details on stderr) or
+ * writes it to `--out FILE` (created with mode 0600; an existing file is refused). The old key
+ * stops working after `--grace` (default 24h; 0 at once). Errors: `invalid_usage` (key not found
+ * or ambiguous, file exists), `invalid_api_key`, `key_limit`.
+ */
+export function registerKeys(program: Command, io: CliIo, run: Runner): void {
+  const keys = program.command('keys').description('The organization keys teamctl runs with.');
+  connectionOptions(
+    keys
+      .command('rotate')
+      .description('Rotate the organization key in use: issue a new key, check it works, print it once (or write it to --out); the old key expires after --grace.')
+      .addOption(new Option('--grace <duration>', 'how long the old key keeps working: seconds or 90s, 30m, 24h, 7d (0 = revoke at once)').argParser(graceSeconds).default(86_400, '24h'))
+      .option('--out <file>', 'write the new key to this file (mode 0600) instead of printing it')
+      .option('--json', 'print the new key and its details as JSON'),
+  ).action((opts: { grace: number; out?: string; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+    run(async () => {
+      const connection = resolveConnection(opts, io.env);
+      const secret = io.env[connection.apiKeyEnv] as string;
+      const client = clientFor(connection, io.env);
+      const mine = [];
+      for (const org of await client.listOrganizations()) {
+        for (const key of await client.listOrgKeys(org.org_id)) if (secret.startsWith(key.prefix)) mine.push({ org, key });
+      }
+      if (mine.length === 0) throw new ToolkitError('invalid_usage', `the key in ${connection.apiKeyEnv} is not among the active keys of the organizations it reaches`);
+      if (mine.length > 1) throw new ToolkitError('invalid_usage', `the key in ${connection.apiKeyEnv} matches ${mine.length} keys by prefix; rotate it with the API (POST /organizations/{org_id}/keys/{key_id}/rotate)`);
+      const { org, key } = mine[0]!;
+      if (opts.out) {
+        // Refuse before rotating, so a taken path never costs the only copy of the new key.
+        await writeFile(opts.out, '', { flag: 'wx', mode: 0o600 }).catch((error: NodeJS.ErrnoException) => {
+          throw new ToolkitError('invalid_usage', `--out ${opts.out}: ${error.code === 'EEXIST' ? 'the file exists; choose a new path' : error.message}`);
+        });
+      }
+      const rotated = await client.rotateOrgKey(org.org_id, key.key_id, opts.grace);
+      const check = new AcsClient({ baseUrl: connection.baseUrl, apiKey: rotated.api_key });
+      const reached = await check.listOrganizations();
+      if (!reached.some((o) => o.org_id === org.org_id)) throw new ToolkitError('invalid_usage', `the new key ${rotated.prefix}… does not reach organization ${org.org_name}`);
+      const oldExpires = opts.grace === 0 ? 'now' : new Date(Date.now() + opts.grace * 1000).toISOString();
+      const { api_key: newKey, ...details } = rotated;
+      if (opts.out) await writeFile(opts.out, `${newKey}\n`, { mode: 0o600 });
+      io.stderr(`Rotated key "${key.name}" of organization ${org.org_name}: new key ${rotated.prefix}… (checked), the old key ${key.prefix}… expires ${oldExpires}.`);
+      if (opts.json) io.stdout(JSON.stringify({ organization: org.org_name, old_key_id: key.key_id, old_key_expires_at: opts.grace === 0 ? null : oldExpires, ...details, ...(opts.out ? { written_to: opts.out } : { api_key: newKey }) }, null, 2));
+      else if (opts.out) io.stderr(`The new key is in ${opts.out}; put it where ${connection.apiKeyEnv} comes from.`);
+      else io.stdout(newKey);
+      return ExitCodes.ok;
+    }),
+  );
+}
