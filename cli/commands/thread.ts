@@ -61,6 +61,8 @@ export function registerThread(program: Command, io: CliIo, run: Runner): void {
         const team = await findTeam(client, opts.team, opts.org);
         const fromId = participantId(team, opts.from);
         const toId = participantId(team, opts.to);
+        // A thread joins two participants; with one name at both ends any edge of it would match.
+        if (fromId === toId) throw new ToolkitError('invalid_usage', `--from and --to both name ${opts.from}: a thread is between two different participants`);
         const edge = team.edges.find((e) => e.participants.includes(fromId) && e.participants.includes(toId));
         if (!edge) throw new ToolkitError('invalid_usage', `no edge joins ${opts.from} and ${opts.to} in team ${opts.team}`);
         const opened = await client.openThread(edge.edge_id, { sender_agent_id: fromId, subject: opts.subject, content: opts.content, channel: opts.channel });

@@ -82,6 +82,14 @@ describe('teamctl thread', () => {
     expect(refused.stderr).toContain('no edge joins triager and eve in team desk');
   });
 
+  it('thread open: the same participant at both ends is refused by name, and no thread is opened', async () => {
+    const before = (await teamctl(['thread', 'list', '--team', 'desk', '--json'])).stdout;
+    const result = await teamctl(['thread', 'open', '--team', 'desk', '--from', 'dana', '--to', 'dana', '--content', 'hello me']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain('--from and --to both name dana');
+    expect((await teamctl(['thread', 'list', '--team', 'desk', '--json'])).stdout).toBe(before);
+  });
+
   it('thread follow: prints the thread, then each message as it arrives, and Ctrl-C ends it with exit 0', async () => {
     const child = spawn(process.execPath, ['bin/teamctl.ts', 'thread', 'follow', threadId], {
       cwd: resolve(import.meta.dirname, '..', '..'),
