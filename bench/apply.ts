@@ -27,7 +27,6 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
-import pg from 'pg';
 import { createApplyActivities } from '../activities/apply-activities.ts';
 import { applyLocally } from '../engine/local-engine.ts';
 import { applyWorkflowId } from '../engine/temporal-engine.ts';
@@ -48,8 +47,9 @@ import {
   type HistoryStats,
   type ThroughputResult,
 } from './apply-report.ts';
-import { createClient, expectStatus, type BenchClient } from './client.ts';
+import { createClient, expectStatus } from './client.ts';
 import { startServerProcess, type ServerProcess } from './scenarios.ts';
+import { adminQuery, cpuModel } from './host.ts';
 
 const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -410,15 +410,6 @@ async function runBackend(backend: BackendApplyResult['backend'], server: Server
 
 // ---------------------------------------------------------------------------------------------
 
-async function adminQuery(url: string, sql: string): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 /** The commit measured, and whether the code an apply runs differs from it (others may be editing it). */
 function revision(): string {
@@ -429,13 +420,12 @@ function revision(): string {
 }
 
 function machine(postgres: string | undefined, load: number[]): ApplyMachine {
-  const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
   const cli = process.env.TEMPORAL_CLI;
   // "temporal version 1.5.1 (Server 1.29.1, UI 2.42.1)" -> "1.29.1 (CLI 1.5.1)"
   const version = cli ? spawnSync(cli, ['--version'], { encoding: 'utf8' }).stdout ?? '' : '';
   const m = /version (\S+) \(Server (\S+?),/.exec(version);
   return {
-    cpu: /model name\s*:\s*(.+)/.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown',
+    cpu: cpuModel(),
     cores: os.availableParallelism(),
     memoryGiB: os.totalmem() / 2 ** 30,
     node: process.version,

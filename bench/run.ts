@@ -9,13 +9,13 @@
  * Not part of the tests: numbers depend on the machine.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
-import pg from 'pg';
 import { runBackend, startServerProcess, type BackendResult, type BenchPlan } from './scenarios.ts';
 import { renderReport, writeReport, type Machine, type PgbenchResult } from './report.ts';
+import { adminQuery, cpuModel } from './host.ts';
 
 const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -60,15 +60,6 @@ const plan: BenchPlan = {
 };
 if (plan.held < wantedHeld) log(`bench: open-file limit ${fdLimit} allows only ${plan.held} held polls (raise ulimit -n for ${wantedHeld})`);
 
-async function adminQuery(url: string, sql: string): Promise<pg.QueryResult> {
-  const client = new pg.Client({ connectionString: url });
-  await client.connect();
-  try {
-    return await client.query(sql);
-  } finally {
-    await client.end();
-  }
-}
 
 function pgbenchPath(): string | undefined {
   const dir = process.env.ACS_POSTGRES_BIN_DIR || postgresBinDir();
@@ -105,9 +96,8 @@ async function runPgbench(url: string, dir: string): Promise<PgbenchResult[]> {
 }
 
 function machine(serverVersion: string | undefined): Machine {
-  const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
   return {
-    cpu: /model name\s*:\s*(.+)/.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown',
+    cpu: cpuModel(),
     cores: os.availableParallelism(),
     memoryGiB: os.totalmem() / 2 ** 30,
     node: process.version,
