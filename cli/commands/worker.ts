@@ -11,7 +11,7 @@ import type { Runner } from './runner.ts';
  * Registers `worker`: connects to Temporal (TEMPORAL_ADDRESS, TEMPORAL_NAMESPACE, a
  * TEMPORAL_PROFILE of the config file), polls one task queue and runs the apply workflow and its
  * activities until SIGINT or SIGTERM, then lets in-flight tasks finish, closes its connection and
- * exits 0. The activities read the service's key and provider keys from this process's
+ * exits 0. The SDK logs at `--log-level` (default WARN). The activities read the service's key and provider keys from this process's
  * environment. Errors: `temporal_unreachable` (exit 1 with a hint).
  */
 export function registerWorker(program: Command, io: CliIo, run: Runner): void {
@@ -21,9 +21,17 @@ export function registerWorker(program: Command, io: CliIo, run: Runner): void {
     .option('--task-queue <name>', 'task queue to poll', DEFAULT_TASK_QUEUE)
     .addOption(new Option('--max-concurrent-activities <n>', 'activities run at once (SDK default: 100)').argParser(positiveInt))
     .addOption(new Option('--max-concurrent-workflow-tasks <n>', 'workflow tasks run at once (SDK default: 40)').argParser(positiveInt))
-    .action((opts: { taskQueue: string; maxConcurrentActivities?: number; maxConcurrentWorkflowTasks?: number }) =>
+    .addOption(new Option('--log-level <level>', 'the Temporal SDK\'s log level').choices(['TRACE', 'DEBUG', 'INFO', 'WARN', 'ERROR']).default('WARN'))
+    .action((opts: { taskQueue: string; maxConcurrentActivities?: number; maxConcurrentWorkflowTasks?: number; logLevel: 'TRACE' | 'DEBUG' | 'INFO' | 'WARN' | 'ERROR' }) =>
       run(async () => {
         const { createWorker } = await import('../../worker/worker.ts');
+        const { DefaultLogger, Runtime } = await import('@temporalio/worker');
+        // The SDK logs every bundling step at INFO; a worker started by hand should stay quiet.
+        try {
+          Runtime.install({ logger: new DefaultLogger(opts.logLevel) });
+        } catch {
+          // Already installed in this process (tests running the CLI in-process): keep that one.
+        }
         const settings = loadTemporalSettings(io.env);
         const { run: runWorker } = await createWorker(settings, {
           taskQueue: opts.taskQueue,
