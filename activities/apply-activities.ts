@@ -20,6 +20,7 @@ import type { Organization } from '../api/schemas.ts';
 import type { Connection } from './connection.ts';
 import { toApplicationFailure } from './failures.ts';
 import { retrying } from './retrying.ts';
+import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
@@ -282,12 +283,16 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * spent); `maximumAttempts` bounds each step's attempts (default the policy's 10).
      */
     async runSteps(input: { steps: Step[]; maximumAttempts?: number }): Promise<EnsureResult[]> {
+      // A cancelled or timed-out activity stops retrying its step and makes no further step.
+      const signal = activitySignal();
       const results: EnsureResult[] = [];
       for (const step of input.steps) {
+        if (signal?.aborted) throw signal.reason;
         const make = changes[step.op] as (stepInput: unknown) => Promise<EnsureResult>;
         try {
-          results.push(await retrying(() => make(step.input), input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}));
+          results.push(await retrying(() => make(step.input), { ...(input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}), ...(signal ? { signal } : {}) }));
         } catch (error) {
+          if (signal?.aborted) throw signal.reason;
           throw spent(error);
         }
       }
@@ -298,8 +303,21 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
 
 /** A failure whose retries were spent inside `runSteps`: retrying the whole batch would only repeat them. */
 function spent(error: unknown): unknown {
-  if (!(error instanceof ApplicationFailure) || error.nonRetryable) return error;
-  return ApplicationFailure.create({ type: error.type ?? undefined, message: error.message, nonRetryable: true, details: error.details ? [...error.details] : [], cause: error });
+  if (error instanceof ApplicationFailure) {
+    if (error.nonRetryable) return error;
+    return ApplicationFailure.create({ type: error.type ?? undefined, message: error.message, nonRetryable: true, details: error.details ? [...error.details] : [], cause: error });
+  }
+  const cause = error instanceof Error ? error : new Error(String(error));
+  return ApplicationFailure.create({ type: cause.name, message: cause.message, nonRetryable: true, cause });
+}
+
+/** The running activity's cancellation signal, or undefined outside an activity (the local engine). */
+function activitySignal(): AbortSignal | undefined {
+  try {
+    return Context.current().cancellationSignal;
+  } catch {
+    return undefined;
+  }
 }
 
 /** The activities of `apply`, as workflows see them (`import type` only). */

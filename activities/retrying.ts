@@ -14,6 +14,8 @@ import { isRetryable } from './failures.ts';
 export interface RetryOptions {
   /** Attempts in all, the first included (default {@link ACTIVITY_RETRY}'s 10). */
   maximumAttempts?: number;
+  /** Stops retrying (and the wait between attempts) when aborted: a cancelled or timed-out activity. */
+  signal?: AbortSignal;
 }
 
 /** The delay a failure asks for before the next attempt (`ApplicationFailure.nextRetryDelay`), in ms. */
@@ -21,10 +23,21 @@ function requestedDelayMs(error: unknown): number | undefined {
   return error instanceof ApplicationFailure ? msOptionalToNumber(error.nextRetryDelay ?? undefined) : undefined;
 }
 
-/** Sleeps until the wall clock reaches `deadline` (a timer may fire a little early; `Retry-After` is a floor). */
-async function sleepUntil(deadline: number): Promise<void> {
-  for (let left = deadline - Date.now(); left > 0; left = deadline - Date.now()) {
-    await new Promise((resolve) => setTimeout(resolve, left));
+/**
+ * Sleeps until the wall clock reaches `deadline` (a timer may fire a little early; `Retry-After`
+ * is a floor), or until `signal` aborts.
+ */
+async function sleepUntil(deadline: number, signal?: AbortSignal): Promise<void> {
+  for (let left = deadline - Date.now(); left > 0 && !signal?.aborted; left = deadline - Date.now()) {
+    await new Promise<void>((resolve) => {
+      const timer = setTimeout(done, left);
+      function done() {
+        clearTimeout(timer);
+        signal?.removeEventListener('abort', done);
+        resolve();
+      }
+      signal?.addEventListener('abort', done, { once: true });
+    });
   }
 }
 
@@ -41,9 +54,10 @@ export function retrying<T>(fn: () => Promise<T>, options: RetryOptions = {}): P
     minTimeout: 0,
     maxTimeout: 0,
     randomize: false,
+    ...(options.signal ? { signal: options.signal } : {}),
     onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
       if (retriesLeft === 0 || !isRetryable(error)) return;
-      await sleepUntil(Date.now() + retryDelayMs(attemptNumber, requestedDelayMs(error)));
+      await sleepUntil(Date.now() + retryDelayMs(attemptNumber, requestedDelayMs(error)), options.signal);
     },
     shouldRetry: ({ error }) => isRetryable(error),
   });

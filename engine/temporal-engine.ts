@@ -9,6 +9,7 @@
  * one has finished (completed, failed or cancelled), the id may be used again.
  */
 import { Client, Connection, WorkflowExecutionAlreadyStartedError, WorkflowIdConflictPolicy, WorkflowIdReusePolicy } from '@temporalio/client';
+import proto from '@temporalio/proto';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { temporalUnreachable } from '../temporal/settings.ts';
 import type { TemporalSettings } from '../temporal/settings.ts';
@@ -44,13 +45,36 @@ export async function withTemporalClient<T>(settings: TemporalSettings, fn: (cli
 }
 
 /**
+ * Refuses (`no_worker`) when no worker polls `taskQueue` for workflow tasks: the workflow would
+ * otherwise wait, silently, until one does, and hold the organization's apply id meanwhile. A
+ * worker that has just started may not have polled yet, so the check looks for up to 5 s.
+ */
+async function assertWorkerPolls(client: Client, namespace: string, taskQueue: string): Promise<void> {
+  // A CommonJS module: its namespace object comes as the default export.
+  const { temporal } = proto;
+  const deadline = Date.now() + 5_000;
+  for (;;) {
+    const { pollers } = await client.workflowService.describeTaskQueue({
+      namespace,
+      taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
+      taskQueueType: temporal.api.enums.v1.TaskQueueType.TASK_QUEUE_TYPE_WORKFLOW,
+    });
+    if (pollers && pollers.length > 0) return;
+    if (Date.now() >= deadline) throw new ToolkitError('no_worker', `no worker polls task queue "${taskQueue}" in namespace ${namespace}; nothing was started`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+/**
  * Runs `applyWorkflow(input)` on Temporal and returns its result. Errors: `temporal_unreachable`;
+ * `no_worker` when no worker polls the task queue (nothing is started);
  * `apply_in_progress` when an apply of the same organization is running; `WorkflowFailedError`
  * (its cause is the activity's `ApplicationFailure`, typed by the stable code) when it fails.
  */
 export async function applyWithTemporal(input: ApplyInput, target: TemporalTarget): Promise<ApplyResult> {
   return withTemporalClient(target.settings, async (client) => {
     const workflowId = applyWorkflowId(input.desired.organization.name);
+    await assertWorkerPolls(client, target.settings.namespace, target.taskQueue);
     let handle;
     try {
       handle = await client.workflow.start(applyWorkflow, {

@@ -49,6 +49,8 @@ export const ToolkitErrorCodes = {
   temporal_unreachable: 'temporal_unreachable',
   /** An apply of the same organization is already running on Temporal. */
   apply_in_progress: 'apply_in_progress',
+  /** No Temporal worker polls the task queue a workflow would run on. */
+  no_worker: 'no_worker',
   /** Every key of a keyring was refused by the service (401). */
   keys_refused: 'keys_refused',
 } as const;

@@ -5,6 +5,7 @@
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { createApplyActivities } from '../activities/apply-activities.ts';
+import { createConversationActivities } from '../activities/conversation-activities.ts';
 import type { ActivityDeps } from '../activities/apply-activities.ts';
 import { temporalUnreachable } from '../temporal/settings.ts';
 import type { TemporalSettings } from '../temporal/settings.ts';
@@ -47,7 +48,7 @@ export async function createWorker(settings: TemporalSettings, options: WorkerOp
       namespace: settings.namespace,
       taskQueue: options.taskQueue,
       workflowsPath,
-      activities: createApplyActivities(options.activityDeps),
+      activities: { ...createApplyActivities(options.activityDeps), ...createConversationActivities(options.activityDeps) },
       ...(options.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions } : {}),
       ...(options.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTaskExecutions } : {}),
     });

@@ -258,7 +258,8 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
   // Finished tasks queue up here and one promise wakes the loop: a Promise.race over the tasks
   // in flight would create a promise per task on every turn, and in Temporal's workflow sandbox
   // every promise costs a captured stack trace.
-  const settled: Task[][] = [];
+  // A failure is queued like a success and counts only once dequeued, in finishing order.
+  const settled: Array<{ batch: Task[]; error?: { error: unknown } }> = [];
   let wake: (() => void) | undefined;
   let running = 0;
   let started = 0;
@@ -277,8 +278,8 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
     best.servedAt = started;
     return best.ready.splice(0, batchSize);
   };
-  const settle = (batch: Task[]) => {
-    settled.push(batch);
+  const settle = (batch: Task[], error?: { error: unknown }) => {
+    settled.push(error ? { batch, error } : { batch });
     wake?.();
     wake = undefined;
   };
@@ -299,15 +300,13 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
       running++;
       run(batch).then(
         () => settle(batch),
-        (error: unknown) => {
-          failure ??= { error };
-          settle(batch);
-        },
+        (error: unknown) => settle(batch, { error }),
       );
     }
     if (running === 0) break;
     if (settled.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-    const batch = settled.shift()!;
+    const { batch, error } = settled.shift()!;
+    if (error) failure ??= error;
     running--;
     finished += batch.length;
     laneOf(batch[0]!.lane).inFlight--;

@@ -29,18 +29,28 @@ import { DEFAULT_ACTIVITY_TIMEOUT_SECONDS, temporalRetryPolicy } from './retry-p
 /** Default of `ApplyInput.historyEventLimit`: Temporal warns at 10,240 events and stops at 51,200. */
 export const DEFAULT_HISTORY_EVENT_LIMIT = 10_000;
 
-/**
- * Most changes listed in a result (or carried into the next run): ~160 bytes each, so the payload
- * stays under 1 MB of Temporal's 2 MB limit; beyond it changes are counted, not listed.
- */
+/** Most changes listed in a result (or carried into the next run); beyond, they are counted. */
 export const MAX_LISTED_CHANGES = 5_000;
 
-/** `applied` cut to {@link MAX_LISTED_CHANGES}, the rest added to `omitted` by outcome. */
+/**
+ * Most characters of JSON the listed changes may take (a change with long instructions is several
+ * KB): the result stays under half of Temporal's 2 MB payload limit.
+ */
+export const MAX_LISTED_BYTES = 1_000_000;
+
+/** `applied` cut to {@link MAX_LISTED_CHANGES} and {@link MAX_LISTED_BYTES}, the rest added to `omitted` by outcome. */
 export function listed(applied: AppliedChange[], omitted: OutcomeCounts | undefined): { applied: AppliedChange[]; omitted?: OutcomeCounts } {
-  if (applied.length <= MAX_LISTED_CHANGES && !omitted) return { applied };
+  let size = 0;
+  let keep = 0;
+  while (keep < applied.length && keep < MAX_LISTED_CHANGES) {
+    size += JSON.stringify(applied[keep]).length;
+    if (size > MAX_LISTED_BYTES) break;
+    keep++;
+  }
+  if (keep === applied.length && !omitted) return { applied };
   const counts: OutcomeCounts = { created: 0, updated: 0, unchanged: 0, ...omitted };
-  for (const change of applied.slice(MAX_LISTED_CHANGES)) counts[change.outcome]++;
-  return { applied: applied.slice(0, MAX_LISTED_CHANGES), omitted: counts };
+  for (const change of applied.slice(keep)) counts[change.outcome]++;
+  return { applied: applied.slice(0, keep), omitted: counts };
 }
 
 /**

@@ -1,5 +1,5 @@
 /** `teamctl keys rotate`: rotates the organization key the CLI runs with. */
-import { writeFile } from 'node:fs/promises';
+import { unlink, writeFile } from 'node:fs/promises';
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import ms from 'ms';
@@ -27,9 +27,10 @@ export function graceSeconds(value: string): number {
 
 /**
  * Registers `keys rotate`: finds the organization key the CLI runs with (by its prefix among the
- * keys of the organizations it reaches), rotates it through the contract's rotate route (§5), checks
- * that the new key is accepted, then prints the new key once on stdout (details on stderr) or
- * writes it to `--out FILE` (created with mode 0600; an existing file is refused). The old key
+ * keys of the organizations it reaches), rotates it through the contract's rotate route (§5),
+ * prints the new key once on stdout (details on stderr) or writes it to `--out FILE` (created
+ * with mode 0600; an existing file is refused) — before anything else can fail — and then checks
+ * that the service accepts it (exit 1 with the key saved when it does not). The old key
  * stops working after `--grace` (default 24h; 0 at once). Errors: `invalid_usage` (key not found
  * or ambiguous, file exists), `invalid_api_key`, `key_limit`.
  */
@@ -60,17 +61,25 @@ export function registerKeys(program: Command, io: CliIo, run: Runner): void {
           throw new ToolkitError('invalid_usage', `--out ${opts.out}: ${error.code === 'EEXIST' ? 'the file exists; choose a new path' : error.message}`);
         });
       }
-      const rotated = await client.rotateOrgKey(org.org_id, key.key_id, opts.grace);
-      const check = new AcsClient({ baseUrl: connection.baseUrl, apiKey: rotated.api_key });
-      const reached = await check.listOrganizations();
-      if (!reached.some((o) => o.org_id === org.org_id)) throw new ToolkitError('invalid_usage', `the new key ${rotated.prefix}… does not reach organization ${org.org_name}`);
-      const oldExpires = opts.grace === 0 ? 'now' : new Date(Date.now() + opts.grace * 1000).toISOString();
+      let rotated;
+      try {
+        rotated = await client.rotateOrgKey(org.org_id, key.key_id, opts.grace);
+      } catch (error) {
+        if (opts.out) await unlink(opts.out).catch(() => undefined);
+        throw error;
+      }
       const { api_key: newKey, ...details } = rotated;
+      // The new key exists only in this answer: save or print it before anything else can fail.
       if (opts.out) await writeFile(opts.out, `${newKey}\n`, { mode: 0o600 });
-      io.stderr(`Rotated key "${key.name}" of organization ${org.org_name}: new key ${rotated.prefix}… (checked), the old key ${key.prefix}… expires ${oldExpires}.`);
+      const oldExpires = opts.grace === 0 ? 'now' : new Date(Date.now() + opts.grace * 1000).toISOString();
       if (opts.json) io.stdout(JSON.stringify({ organization: org.org_name, old_key_id: key.key_id, old_key_expires_at: opts.grace === 0 ? null : oldExpires, ...details, ...(opts.out ? { written_to: opts.out } : { api_key: newKey }) }, null, 2));
-      else if (opts.out) io.stderr(`The new key is in ${opts.out}; put it where ${connection.apiKeyEnv} comes from.`);
-      else io.stdout(newKey);
+      else if (!opts.out) io.stdout(newKey);
+      const works = await new AcsClient({ baseUrl: connection.baseUrl, apiKey: newKey })
+        .listOrganizations()
+        .then((orgs) => orgs.some((o) => o.org_id === org.org_id), () => false);
+      io.stderr(`Rotated key "${key.name}" of organization ${org.org_name}: new key ${rotated.prefix}…${works ? ' (checked: it works)' : ''}; the old key ${key.prefix}… expires ${oldExpires}.`);
+      if (opts.out && !opts.json) io.stderr(`The new key is in ${opts.out}; put it where ${connection.apiKeyEnv} comes from.`);
+      if (!works) throw new ToolkitError('invalid_usage', `the new key ${rotated.prefix}… was saved, but the service did not accept it for organization ${org.org_name}: check it before the old key expires`);
       return ExitCodes.ok;
     }),
   );

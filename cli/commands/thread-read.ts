@@ -2,7 +2,6 @@
 import type { Command } from 'commander';
 import type { Message, TeamGraph, Thread } from '../../api/schemas.ts';
 import type { AcsClient } from '../../client/acs-client.ts';
-import { AcsApiError } from '../../client/errors.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import { clientFor, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
@@ -152,7 +151,8 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
           try {
             page = await client.getThread(threadId, { after: cursor, limit: 200, wait: MAX_POLL_SECONDS }, { signal: stop.signal });
           } catch (error) {
-            if (stop.signal.aborted && error instanceof AcsApiError) break;
+            // Aborted by Ctrl-C, whether during the request or while its body was read.
+            if (stop.signal.aborted) break;
             throw error;
           }
           for (const m of page.messages) io.stdout(line(ctx, m));

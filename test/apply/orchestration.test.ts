@@ -114,6 +114,31 @@ describe('apply orchestration', () => {
     expect(starts).toBe(ends + 1);
   });
 
+  it('orchestration: a success and a failure finishing together are taken in finishing order, so the success still frees the next start (as when Temporal replays them in one activation)', async () => {
+    const desired = syntheticDefinition('together', { teams: 3, agents: 0, edges: 0 });
+    const started: string[] = [];
+    const pending = new Map<string, { resolve: (v: unknown) => void; reject: (e: unknown) => void }>();
+    const acts = {
+      readOrganization: async () => ({ organization: null, providerKeys: [], teams: [] }),
+      readTeam: async () => ({}),
+      runSteps: ({ steps }: { steps: Array<{ op: string; input: { fields?: { team_name: string } } }> }) => {
+        const name = steps[0]!.op === 'ensureOrganization' ? 'org' : steps[0]!.input.fields!.team_name;
+        started.push(name);
+        if (name === 'org') return Promise.resolve([{ id: 'org-id', outcome: 'created' }]);
+        return new Promise((resolve, reject) => pending.set(name, { resolve, reject }));
+      },
+    } as unknown as OrchestratedActivities;
+    const applying = orchestrateApply({ connection, desired, parallelism: 2 }, acts);
+    while (pending.size < 2) await new Promise((r) => setTimeout(r, 1));
+    // In one synchronous turn: team-000 succeeds, then team-001 fails.
+    pending.get('team-000')!.resolve([{ id: 't0', outcome: 'created' }]);
+    pending.get('team-001')!.reject(new Error('team-001 failed'));
+    while (!pending.has('team-002') && started.length < 4) await new Promise((r) => setTimeout(r, 1));
+    pending.get('team-002')?.resolve([{ id: 't2', outcome: 'created' }]);
+    await expect(applying).rejects.toThrow('team-001 failed');
+    expect(started).toEqual(['org', 'team-000', 'team-001', 'team-002']);
+  });
+
   it('orchestration: shouldPause stops after the changes in flight, having made progress, and reports it incomplete', async () => {
     const desired = syntheticDefinition('paused', { teams: 3, agents: 2, edges: 1 });
     const { acts } = recordingActivities();
@@ -138,5 +163,14 @@ describe('apply result', () => {
     const second = listed([...first.applied, change(1, 'created')], first.omitted);
     expect(second.omitted).toEqual({ created: 5, updated: 3, unchanged: 0 });
     expect(listed(many.slice(0, 10), undefined)).toEqual({ applied: many.slice(0, 10) });
+  });
+
+  it('apply result: changes with large fields are cut by size too, so the result stays under MAX_LISTED_BYTES', async () => {
+    const { listed, MAX_LISTED_BYTES } = await import('../../workflows/apply-workflow.ts');
+    const big = Array.from({ length: 600 }, (_, i) => ({ action: 'create' as const, kind: 'agent' as const, name: `a${i}`, team: 't', fields: { instructions: 'x'.repeat(4_000) }, outcome: 'created' as const }));
+    const cut = listed(big, undefined);
+    expect(JSON.stringify(cut.applied).length).toBeLessThanOrEqual(MAX_LISTED_BYTES + cut.applied.length);
+    expect(cut.applied.length + (cut.omitted?.created ?? 0)).toBe(600);
+    expect(cut.omitted!.created).toBeGreaterThan(0);
   });
 });

@@ -104,10 +104,14 @@ describe('teamctl thread', () => {
       for (let i = 0; i < 300 && !output.includes(text); i++) await new Promise((r) => setTimeout(r, 100));
       expect(output).toContain(text);
     };
-    await until('dana: The VPN is down');
-    await client.appendMessage(threadId, { sender_agent_id: triager, content: 'Fixed: the certificate had expired' });
-    await until('triager: Fixed: the certificate had expired');
-    child.kill('SIGINT');
-    expect(await exited).toBe(0);
+    try {
+      await until('dana: The VPN is down');
+      await client.appendMessage(threadId, { sender_agent_id: triager, content: 'Fixed: the certificate had expired' });
+      await until('triager: Fixed: the certificate had expired');
+      child.kill('SIGINT');
+      expect(await exited).toBe(0);
+    } finally {
+      child.kill('SIGKILL');
+    }
   });
 });

@@ -67,7 +67,8 @@ describe('conversation activities', () => {
     env.on('heartbeat', (details: unknown) => beats.push(details));
     const waiting = env.run(acts().waitForMessage, { connection: connection(), threadId, after: messageId, fromId: triager, deadline: Date.now() + 20_000 });
     const own = await client.appendMessage(threadId, { sender_agent_id: dana, content: 'still there?' });
-    await new Promise((resolve) => setTimeout(resolve, 200));
+    // The reply comes only once the wait has seen (and heartbeated past) the sender's own message.
+    for (let i = 0; i < 200 && !beats.some((b) => (b as { after?: string }).after === own.message_id); i++) await new Promise((r) => setTimeout(r, 50));
     const reply = await client.appendMessage(threadId, { sender_agent_id: triager, content: 'P2: network' });
     const got = await waiting;
     expect(got).toMatchObject({ message_id: reply.message_id, content: 'P2: network' });

@@ -82,7 +82,11 @@ export async function spawnWorker(taskQueue: string, env: Record<string, string>
   child.stderr.on('data', (c: Buffer) => (output += c.toString()));
   const exited = new Promise<number | NodeJS.Signals | null>((done) => child.on('exit', (code, signal) => done(signal ?? code)));
   await new Promise<void>((ready, fail) => {
-    const timer = setTimeout(() => fail(new Error(`worker did not start within 120 s:\n${output}`)), 120_000);
+    const timer = setTimeout(() => {
+      // Not left running behind a failed test.
+      child.kill('SIGKILL');
+      fail(new Error(`worker did not start within 120 s:\n${output}`));
+    }, 120_000);
     const check = () => {
       if (output.includes('polling task queue')) {
         clearTimeout(timer);

@@ -132,18 +132,32 @@ describeTemporal('temporal engine', () => {
       expect(stdout).not.toContain(secret);
       expect(decoded).not.toContain(secret);
     }
-  });
+  }, 120_000);
 
   it('apply --engine temporal: a second apply of an organization whose apply is running is refused, naming the running workflow', async () => {
-    // No worker polls this queue, so the first apply stays running.
-    const taskQueue = `teamctl-idle-${randomUUID()}`;
+    const taskQueue = await queueWithWorker();
     const desired = named(example, `example-busy-${randomUUID()}`);
-    const first = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [inputFor(desired)] });
+    // The first apply cannot reach its service, so it keeps retrying (running) while the second comes.
+    const unreachable = { ...inputFor(desired), connection: { baseUrl: 'http://127.0.0.1:1', apiKeyEnv: 'ACS_API_KEY' } };
+    const first = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [unreachable] });
+    try {
+      await expect(applyWithTemporal(inputFor(desired), target(taskQueue))).rejects.toMatchObject({
+        code: 'apply_in_progress',
+        message: expect.stringContaining(`teamctl-apply/${desired.organization.name}, run ${first.firstExecutionRunId}`),
+      });
+    } finally {
+      await first.terminate('test over');
+    }
+  }, 120_000);
+
+  it('apply --engine temporal: with no worker polling the task queue it is refused at once, naming the queue, and starts no workflow', async () => {
+    const taskQueue = `teamctl-idle-${randomUUID()}`;
+    const desired = named(example, `example-idle-${randomUUID()}`);
     await expect(applyWithTemporal(inputFor(desired), target(taskQueue))).rejects.toMatchObject({
-      code: 'apply_in_progress',
-      message: expect.stringContaining(`teamctl-apply/${desired.organization.name}, run ${first.firstExecutionRunId}`),
+      code: 'no_worker',
+      message: expect.stringContaining(`no worker polls task queue "${taskQueue}"`),
     });
-    await first.terminate('test over');
+    await expect(temporal.workflow.getHandle(applyWorkflowId(desired.organization.name)).describe()).rejects.toThrow(/not found/i);
   });
 
   it('apply --engine temporal: 32 teams end as the local engine leaves them, continuing as new past the history limit, each change once, then a no-op', async () => {
@@ -201,7 +215,10 @@ describeTemporal('temporal engine', () => {
       });
       const killedAt: number[] = [];
       for (const fraction of [0.15, 0.45, 0.75]) {
-        while (proxy.created() < total * fraction) await new Promise((r) => setTimeout(r, 50));
+        for (let waited = 0; proxy.created() < total * fraction; waited += 50) {
+          if (waited > 120_000) throw new Error(`apply stalled at ${proxy.created()} of ${total} creates:\n${worker.output()}`);
+          await new Promise((r) => setTimeout(r, 50));
+        }
         killedAt.push(proxy.created());
         expect(await worker.kill('SIGKILL')).toBe('SIGKILL');
         worker = await spawnWorker(taskQueue, workerEnv);
@@ -281,5 +298,5 @@ describeTemporal('temporal engine', () => {
     await handle.result();
     const history = await handle.fetchHistory();
     await expect(Worker.runReplayHistory({ workflowsPath }, history, handle.workflowId)).resolves.toBeUndefined();
-  });
+  }, 120_000);
 });
