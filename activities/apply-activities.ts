@@ -18,9 +18,9 @@ import { diffFields, patchOf } from '../plan/plan.ts';
 import type { DesiredState, ObservedProviderKey, ObservedTeam } from '../plan/types.ts';
 import type { Organization } from '../api/schemas.ts';
 import type { Connection } from './connection.ts';
+import { activityContext } from './activity-context.ts';
 import { toApplicationFailure } from './failures.ts';
 import { retrying } from './retrying.ts';
-import { Context } from '@temporalio/activity';
 import { ApplicationFailure } from '@temporalio/common';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
@@ -284,7 +284,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      */
     async runSteps(input: { steps: Step[]; maximumAttempts?: number }): Promise<EnsureResult[]> {
       // A cancelled or timed-out activity stops retrying its step and makes no further step.
-      const signal = activitySignal();
+      const signal = activityContext()?.cancellationSignal;
       const results: EnsureResult[] = [];
       for (const step of input.steps) {
         if (signal?.aborted) throw signal.reason;
@@ -309,15 +309,6 @@ function spent(error: unknown): unknown {
   }
   const cause = error instanceof Error ? error : new Error(String(error));
   return ApplicationFailure.create({ type: cause.name, message: cause.message, nonRetryable: true, cause });
-}
-
-/** The running activity's cancellation signal, or undefined outside an activity (the local engine). */
-function activitySignal(): AbortSignal | undefined {
-  try {
-    return Context.current().cancellationSignal;
-  } catch {
-    return undefined;
-  }
 }
 
 /** The activities of `apply`, as workflows see them (`import type` only). */

@@ -13,11 +13,11 @@
  *   next time, and when every key is refused the activity fails non-retryably (`keys_refused`,
  *   naming the variables, never a value) instead of retrying into a storm.
  */
-import { Context } from '@temporalio/activity';
 import type { Message } from '../api/schemas.ts';
-import { AcsClient } from '../client/acs-client.ts';
+import { AcsClient, MAX_WAIT_SECONDS } from '../client/acs-client.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
+import { activityContext } from './activity-context.ts';
 import type { Connection } from './connection.ts';
 import { toApplicationFailure } from './failures.ts';
 
@@ -29,17 +29,6 @@ export interface ConversationDeps {
   fetch?: typeof fetch;
 }
 
-/** Longest single long poll, in seconds (contract §5: `wait` is 0–30). */
-export const MAX_POLL_SECONDS = 30;
-
-/** The activity context when running as one (heartbeats, cancellation), else undefined. */
-function activityContext(): Context | undefined {
-  try {
-    return Context.current();
-  } catch {
-    return undefined;
-  }
-}
 
 /**
  * Creates the conversation activities over their dependencies. Every activity raises
@@ -145,7 +134,7 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
         for (;;) {
           const left = input.deadline - Date.now();
           if (left <= 0) throw new ToolkitError('timed_out', `no message from ${input.fromId} in thread ${input.threadId} before the deadline`);
-          const wait = Math.min(MAX_POLL_SECONDS, Math.ceil(left / 1000));
+          const wait = Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000));
           let page;
           try {
             page = await withKeyring(input.connection, (client) =>

@@ -24,6 +24,9 @@ import type {
 import { AcsApiError, NETWORK_ERROR } from './errors.ts';
 import type { RateLimitPacer } from './rate-limit-pacer.ts';
 
+/** Longest long poll of a thread page, in seconds (contract §5, "Thread page": `wait` is 0–30). */
+export const MAX_WAIT_SECONDS = 30;
+
 /** Options of {@link AcsClient}. */
 export interface AcsClientOptions {
   /** Base URL of the service, e.g. `http://127.0.0.1:8080` (no `/api/v1`). */

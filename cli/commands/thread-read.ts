@@ -1,6 +1,7 @@
 /** `teamctl thread send | show | list | follow`: threads by id, participants by name. */
 import type { Command } from 'commander';
 import type { Message, TeamGraph, Thread } from '../../api/schemas.ts';
+import { MAX_WAIT_SECONDS } from '../../client/acs-client.ts';
 import type { AcsClient } from '../../client/acs-client.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import { clientFor, resolveConnection } from '../context.ts';
@@ -9,9 +10,6 @@ import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 import { findTeam, participantId } from '../team-lookup.ts';
-
-/** Longest single long poll the contract allows (§5: `wait` 0–30 s). */
-const MAX_POLL_SECONDS = 30;
 
 /** A thread with its team, so ids can be shown as names. */
 interface ThreadContext {
@@ -149,7 +147,7 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
         while (!stop.signal.aborted) {
           let page;
           try {
-            page = await client.getThread(threadId, { after: cursor, limit: 200, wait: MAX_POLL_SECONDS }, { signal: stop.signal });
+            page = await client.getThread(threadId, { after: cursor, limit: 200, wait: MAX_WAIT_SECONDS }, { signal: stop.signal });
           } catch (error) {
             // Aborted by Ctrl-C, whether during the request or while its body was read.
             if (stop.signal.aborted) break;

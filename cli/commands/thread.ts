@@ -2,6 +2,7 @@
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import type { Message } from '../../api/schemas.ts';
+import { MAX_WAIT_SECONDS } from '../../client/acs-client.ts';
 import type { AcsClient } from '../../client/acs-client.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import { clientFor, resolveConnection } from '../context.ts';
@@ -12,9 +13,6 @@ import type { Runner } from './runner.ts';
 import { registerThreadRead } from './thread-read.ts';
 import { findTeam, participantId } from '../team-lookup.ts';
 
-/** Longest single long poll the contract allows (§5: `wait` 0–30 s). */
-const MAX_POLL_SECONDS = 30;
-
 /**
  * Waits up to `seconds` for a message from `peerId` after `after`, long-polling (never busy
  * polling). Returns the message, or undefined when the time ran out.
@@ -24,7 +22,7 @@ export async function waitForReply(client: AcsClient, threadId: string, after: s
   let cursor: string | null = after;
   for (;;) {
     const remaining = Math.ceil((deadline - Date.now()) / 1000);
-    const page = await client.getThread(threadId, { after: cursor, limit: 200, wait: Math.max(0, Math.min(MAX_POLL_SECONDS, remaining)) });
+    const page = await client.getThread(threadId, { after: cursor, limit: 200, wait: Math.max(0, Math.min(MAX_WAIT_SECONDS, remaining)) });
     const reply = page.messages.find((m) => m.sender_id === peerId);
     if (reply) return reply;
     cursor = page.next_after;
