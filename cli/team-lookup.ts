@@ -24,3 +24,8 @@ export function participantId(team: TeamGraph, name: string): string {
   if (!id) throw new ToolkitError('invalid_usage', `team ${team.team_name} has no participant named "${name}"`);
   return id;
 }
+
+/** The team's participants by id: agent and human names, for showing ids as names. */
+export function participantNames(team: TeamGraph): Map<string, string> {
+  return new Map<string, string>([...team.agents.map((a) => [a.agent_id, a.name] as const), ...team.humans.map((h) => [h.human_id, h.name] as const)]);
+}

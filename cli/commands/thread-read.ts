@@ -9,7 +9,7 @@ import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
-import { findTeam, participantId } from '../team-lookup.ts';
+import { findTeam, participantId, participantNames } from '../team-lookup.ts';
 
 /** A thread with its team, so ids can be shown as names. */
 interface ThreadContext {
@@ -22,7 +22,7 @@ interface ThreadContext {
 async function threadContext(client: AcsClient, threadId: string): Promise<ThreadContext> {
   const { messages: _messages, has_more: _more, next_after: _next, ...thread } = await client.getThread(threadId, { limit: 1 });
   const team = await client.getTeam(thread.team_id);
-  const names = new Map<string, string>([...team.agents.map((a) => [a.agent_id, a.name] as const), ...team.humans.map((h) => [h.human_id, h.name] as const)]);
+  const names = participantNames(team);
   return { thread, team, nameOf: (id) => names.get(id) ?? id };
 }
 
@@ -113,7 +113,7 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
         edges = edges.filter((e) => e.participants.includes(a) && e.participants.includes(b));
         if (edges.length === 0) throw new ToolkitError('invalid_usage', `no edge joins ${pair[0]} and ${pair[1]} in team ${team.team_name}`);
       }
-      const names = new Map<string, string>([...team.agents.map((a) => [a.agent_id, a.name] as const), ...team.humans.map((h) => [h.human_id, h.name] as const)]);
+      const names = participantNames(team);
       const threads = [];
       for (const edge of edges) {
         const between = edge.participants.map((p) => names.get(p) ?? p).join(' <-> ');
