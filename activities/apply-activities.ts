@@ -6,26 +6,28 @@
  * interrupted earlier run) adopts the `existing_id` and brings it up to date instead. No
  * `Idempotency-Key` is sent: a replayed answer could name a resource deleted since, for 24 hours,
  * while the name is always the live truth. Secrets
- * (the organization key, provider keys) are resolved here, at the moment of the call.
+ * (the organization key, provider keys) are resolved here, at the moment of the call; the
+ * organization key from the connection's keyring (`apiKeyEnv`, then `apiKeyEnvFallbacks`,
+ * `activities/keyring.ts`), so an apply carries on when a key is rotated out under it.
  */
 import type { Agent, Human, Provider, Team } from '../api/schemas.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
 import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
 import { resolveSecret, secretHint } from '../definitions/secrets.ts';
-import { ToolkitError } from '../errors/catalogue.ts';
 import { diffFields, patchOf } from '../plan/plan.ts';
 import type { DesiredState, ObservedProviderKey, ObservedTeam } from '../plan/types.ts';
 import type { Organization } from '../api/schemas.ts';
 import type { Connection } from './connection.ts';
 import { activityContext } from './activity-context.ts';
 import { toApplicationFailure } from './failures.ts';
+import { createKeyring } from './keyring.ts';
 import { retrying } from './retrying.ts';
 import { ApplicationFailure } from '@temporalio/common';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
 export interface ActivityDeps {
-  /** Environment that `${env:NAME}` references and `apiKeyEnv` resolve against (default `process.env`). */
+  /** Environment that `${env:NAME}` references and the keyring's variables resolve against (default `process.env`). */
   env?: NodeJS.ProcessEnv;
   /** `fetch` for the client; tests pass a counting or failing one. */
   fetch?: typeof fetch;
@@ -70,24 +72,27 @@ export type Step = { [K in keyof StepInputs]: { op: K; input: StepInputs[K] } }[
 
 /**
  * Creates the activities over their dependencies. Every activity raises `ApplicationFailure`s
- * typed by the stable codes of contract §2 (see `toApplicationFailure`).
+ * typed by the stable codes of contract §2 (see `toApplicationFailure`), and non-retryable
+ * `unresolved_secret` (no variable of the connection's keyring is set) or `keys_refused` (every
+ * key of a keyring of several variables refused; a keyring of one fails with `invalid_api_key`).
  */
 export function createApplyActivities(deps: ActivityDeps = {}) {
   const env = deps.env ?? process.env;
   // One pacer per service and key, shared by every activity of this process (a worker's or the CLI's).
   const pacers = new Map<string, RateLimitPacer>();
 
-  function clientFor(connection: Connection): AcsClient {
-    const apiKey = env[connection.apiKeyEnv];
-    if (!apiKey) {
-      throw new ToolkitError('unresolved_secret', `environment variable ${connection.apiKeyEnv} (the organization API key) is not set`);
-    }
-    const pacerKey = `${connection.baseUrl}\u0000${connection.apiKeyEnv}`;
+  /** The client of one key: paced by that key's pacer (one per service and variable). */
+  function keyClient(baseUrl: string, apiKeyEnv: string, apiKey: string): AcsClient {
+    const pacerKey = `${baseUrl}\u0000${apiKeyEnv}`;
     let pacer = pacers.get(pacerKey);
     if (!pacer) pacers.set(pacerKey, (pacer = new RateLimitPacer()));
     // Activities are short calls under a startToClose timeout: they fail fast rather than hang.
-    return new AcsClient({ baseUrl: connection.baseUrl, apiKey, pacer, timeoutMs: 20_000, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+    return new AcsClient({ baseUrl, apiKey, pacer, timeoutMs: 20_000, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
   }
+  // The organization key comes from the connection's keyring (activities/keyring.ts): a 401
+  // runs the activity's calls again with the next key. Each activity is idempotent by business
+  // key and a refused request changed nothing, so running it again is safe.
+  const withKeyring = createKeyring(env, keyClient);
 
   /** Runs `fn`, mapping its errors to `ApplicationFailure`s. */
   async function call<T>(fn: () => Promise<T>): Promise<T> {
@@ -132,22 +137,23 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         for (const [provider, ref] of Object.entries(input.desired.organization.providerKeys ?? {})) {
           if (ref) hints.set(provider, secretHint(resolveSecret(ref, env)));
         }
-        const client = clientFor(input.connection);
-        const org = (await client.listOrganizations()).find((o) => o.org_name === input.desired.organization.name) ?? null;
-        if (!org) return { organization: null, providerKeys: [], teams: [] };
-        const [keys, teams] = await Promise.all([client.listProviderKeys(org.org_id), client.listTeams(org.org_id)]);
-        const providerKeys = keys.map((k) => {
-          const hint = hints.get(k.provider);
-          return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
+        return withKeyring(input.connection, async (client) => {
+          const org = (await client.listOrganizations()).find((o) => o.org_name === input.desired.organization.name) ?? null;
+          if (!org) return { organization: null, providerKeys: [], teams: [] };
+          const [keys, teams] = await Promise.all([client.listProviderKeys(org.org_id), client.listTeams(org.org_id)]);
+          const providerKeys = keys.map((k) => {
+            const hint = hints.get(k.provider);
+            return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
+          });
+          return { organization: org, providerKeys, teams };
         });
-        return { organization: org, providerKeys, teams };
       });
     },
 
     /** Reads one team with its graph (agents, humans, edges). Read-only. Errors: `not_found`. */
     async readTeam(input: { connection: Connection; teamId: string }): Promise<ObservedTeam> {
       return call(async () => {
-        const { agents, humans, edges, active_thread_count: _count, ...team } = await clientFor(input.connection).getTeam(input.teamId);
+        const { agents, humans, edges, active_thread_count: _count, ...team } = await withKeyring(input.connection, (client) => client.getTeam(input.teamId));
         return { team: team as Team, agents, humans, edges };
       });
     },
@@ -156,47 +162,49 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
   const changes = {
     /** Creates the organization, or adopts the one of that name this key reaches. Returns its id. */
     async ensureOrganization(input: StepInputs['ensureOrganization']): Promise<EnsureResult> {
-      return call(async () => {
-        const client = clientFor(input.connection);
-        try {
-          const org = await client.createOrganization(input.name);
-          return { id: org.org_id, outcome: 'created' };
-        } catch (error) {
-          if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
-            return { id: error.existingId, outcome: 'unchanged' };
+      return call(() =>
+        withKeyring(input.connection, async (client): Promise<EnsureResult> => {
+          try {
+            const org = await client.createOrganization(input.name);
+            return { id: org.org_id, outcome: 'created' };
+          } catch (error) {
+            if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
+              return { id: error.existingId, outcome: 'unchanged' };
+            }
+            throw error;
           }
-          throw error;
-        }
-      });
+        }),
+      );
     },
 
     /** Sets a provider key from its secret reference (resolved here). PUT is idempotent by nature. */
     async putProviderKey(input: StepInputs['putProviderKey']): Promise<EnsureResult> {
       return call(async () => {
         const value = resolveSecret(input.secretRef, env);
-        await clientFor(input.connection).putProviderKey(input.orgId, input.provider, value);
+        await withKeyring(input.connection, (client) => client.putProviderKey(input.orgId, input.provider, value));
         return { id: input.provider, outcome: 'updated' };
       });
     },
 
     /** Creates a team by name in the organization, or adopts and updates the existing one. */
     async ensureTeam(input: StepInputs['ensureTeam']): Promise<EnsureResult> {
-      return call(() => {
-        const client = clientFor(input.connection);
-        return createOrAdopt(
-          () => client.createTeam(input.orgId, input.fields),
-          (t) => t.team_id,
-          (id) => client.getTeam(id),
-          (id, patch) => client.updateTeam(id, patch),
-          input.fields,
-        );
-      });
+      return call(() =>
+        withKeyring(input.connection, (client) =>
+          createOrAdopt(
+            () => client.createTeam(input.orgId, input.fields),
+            (t) => t.team_id,
+            (id) => client.getTeam(id),
+            (id, patch) => client.updateTeam(id, patch),
+            input.fields,
+          ),
+        ),
+      );
     },
 
     /** Patches a team's drifted fields. */
     async updateTeam(input: StepInputs['updateTeam']): Promise<EnsureResult> {
       return call(async () => {
-        await clientFor(input.connection).updateTeam(input.teamId, input.patch);
+        await withKeyring(input.connection, (client) => client.updateTeam(input.teamId, input.patch));
         return { id: input.teamId, outcome: 'updated' };
       });
     },
@@ -206,67 +214,70 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * that name holds it instead: non-retryable `conflict`.
      */
     async ensureAgent(input: StepInputs['ensureAgent']): Promise<EnsureResult> {
-      return call(() => {
-        const client = clientFor(input.connection);
-        return createOrAdopt(
-          () => client.createAgent(input.teamId, input.fields as Parameters<AcsClient['createAgent']>[1]),
-          (a) => a.agent_id,
-          (id) => adoptable(client.getAgent(id), `participant name "${input.fields.name}" is held by a human`),
-          (id, patch) => client.updateAgent(id, patch),
-          input.fields,
-        );
-      });
+      return call(() =>
+        withKeyring(input.connection, (client) =>
+          createOrAdopt(
+            () => client.createAgent(input.teamId, input.fields as Parameters<AcsClient['createAgent']>[1]),
+            (a) => a.agent_id,
+            (id) => adoptable(client.getAgent(id), `participant name "${input.fields.name}" is held by a human`),
+            (id, patch) => client.updateAgent(id, patch),
+            input.fields,
+          ),
+        ),
+      );
     },
 
     /** Patches an agent's drifted fields. */
     async updateAgent(input: StepInputs['updateAgent']): Promise<EnsureResult> {
       return call(async () => {
-        await clientFor(input.connection).updateAgent(input.agentId, input.patch);
+        await withKeyring(input.connection, (client) => client.updateAgent(input.agentId, input.patch));
         return { id: input.agentId, outcome: 'updated' };
       });
     },
 
     /** Creates a human by name in the team, or adopts and updates the existing one. */
     async ensureHuman(input: StepInputs['ensureHuman']): Promise<EnsureResult> {
-      return call(() => {
-        const client = clientFor(input.connection);
-        return createOrAdopt(
-          () => client.createHuman(input.teamId, input.fields),
-          (h) => h.human_id,
-          async (id) => {
-            const humans = await client.listHumans(input.teamId);
-            const human = humans.find((h) => h.human_id === id);
-            if (!human) throw new AcsApiError({ status: 409, code: 'conflict', message: `participant name "${input.fields.name}" is held by an agent` });
-            return human;
-          },
-          (id, patch) => client.updateHuman(id, patch),
-          input.fields,
-        );
-      });
+      return call(() =>
+        withKeyring(input.connection, (client) =>
+          createOrAdopt(
+            () => client.createHuman(input.teamId, input.fields),
+            (h) => h.human_id,
+            async (id) => {
+              const humans = await client.listHumans(input.teamId);
+              const human = humans.find((h) => h.human_id === id);
+              if (!human) throw new AcsApiError({ status: 409, code: 'conflict', message: `participant name "${input.fields.name}" is held by an agent` });
+              return human;
+            },
+            (id, patch) => client.updateHuman(id, patch),
+            input.fields,
+          ),
+        ),
+      );
     },
 
     /** Patches a human's drifted fields. */
     async updateHuman(input: StepInputs['updateHuman']): Promise<EnsureResult> {
       return call(async () => {
-        await clientFor(input.connection).updateHuman(input.humanId, input.patch);
+        await withKeyring(input.connection, (client) => client.updateHuman(input.humanId, input.patch));
         return { id: input.humanId, outcome: 'updated' };
       });
     },
 
     /** Creates the edge between two participants, or adopts the existing edge of that pair. */
     async ensureEdge(input: StepInputs['ensureEdge']): Promise<EnsureResult> {
-      return call(async () => {
-        const client = clientFor(input.connection);
-        try {
-          const edge = await client.createEdge(input.teamId, input.participants);
-          return { id: edge.edge_id, outcome: 'created' };
-        } catch (error) {
-          if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
-            return { id: error.existingId, outcome: 'unchanged' };
+      return call(() =>
+        withKeyring(input.connection, async (client): Promise<EnsureResult> => {
+          try {
+            const edge = await client.createEdge(input.teamId, input.participants);
+            return { id: edge.edge_id, outcome: 'created' };
+          } catch (error) {
+            if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
+              return { id: error.existingId, outcome: 'unchanged' };
+            }
+            throw error;
           }
-          throw error;
-        }
-      });
+        }),
+      );
     },
   };
 

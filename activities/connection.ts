@@ -11,7 +11,8 @@ export interface Connection {
   /**
    * More variables holding keys of the same organization, tried in order when a key is refused
    * (401): the keyring that lets a long-running workflow survive a key rotation (e.g.
-   * `ACS_API_KEY_NEXT`). Used by the conversation activities.
+   * `ACS_API_KEY_NEXT`). Used by the conversation and apply activities (`activities/keyring.ts`)
+   * and the CLI (`--api-key-env`, repeatable).
    */
   apiKeyEnvFallbacks?: string[];
 }

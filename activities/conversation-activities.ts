@@ -9,17 +9,79 @@
  *   heartbeats its cursor (`next_after`); a retried attempt resumes from the last heartbeat's
  *   cursor, and a cancelled one stops at once (the poll in flight is aborted).
  * - The organization key comes from a keyring (`Connection.apiKeyEnv` then
- *   `apiKeyEnvFallbacks`): a 401 moves on to the next key, the key that worked is tried first
- *   next time, and when every key is refused the activity fails non-retryably (`keys_refused`,
- *   naming the variables, never a value) instead of retrying into a storm.
+ *   `apiKeyEnvFallbacks`, `activities/keyring.ts`): a 401 moves on to the next key, the key that
+ *   worked is tried first next time, and when every key is refused the activity fails
+ *   non-retryably (`keys_refused`, naming the variables, never a value; a keyring of one
+ *   variable fails with the service's `invalid_api_key`) instead of retrying into a storm.
  */
+import { createHash } from 'node:crypto';
 import type { Message } from '../api/schemas.ts';
 import { AcsClient, MAX_WAIT_SECONDS } from '../client/acs-client.ts';
-import { AcsApiError } from '../client/errors.ts';
+import { edgeKey } from '../definitions/pipeline-graph.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { activityContext } from './activity-context.ts';
 import type { Connection } from './connection.ts';
 import { toApplicationFailure } from './failures.ts';
+import { createKeyring } from './keyring.ts';
+
+/** How often a waiting activity heartbeats while a poll is in flight (ms). */
+export const HEARTBEAT_EVERY_MS = 2_000;
+
+/** A team as a pipeline needs it: participant and edge ids by name. */
+export interface ResolvedTeam {
+  teamId: string;
+  /** Participant name → id (agents and humans). */
+  participants: Record<string, string>;
+  /** {@link edgeKey} of two participant names → edge id. */
+  edges: Record<string, string>;
+}
+
+/** Where a step writes: a new thread on an edge, or an existing thread. */
+export type ConverseTarget = { edgeId: string; subject?: string } | { threadId: string };
+
+/** Input of `converse`: one step's message and, optionally, the wait for the reply. */
+export interface ConverseInput {
+  connection: Connection;
+  /** The run's business key (the workflow id): with `stepId`, it makes the `Idempotency-Key`. */
+  runKey: string;
+  stepId: string;
+  target: ConverseTarget;
+  senderId: string;
+  content: string;
+  /** Wait for the first message from this participant after the one sent. */
+  awaitFromId?: string;
+  /** When to give up waiting (ms since the epoch); required with `awaitFromId`. */
+  deadline?: number;
+}
+
+/** A reply a step waited for. */
+export interface StepReply {
+  messageId: string;
+  senderId: string;
+  content: string;
+}
+
+/** Output of `converse`. */
+export interface ConverseResult {
+  threadId: string;
+  messageId: string;
+  reply: StepReply | null;
+}
+
+/** What `converse` heartbeats: the sent message and the wait's cursor. */
+interface ConverseCursor {
+  threadId: string;
+  messageId: string;
+  after: string | null;
+}
+
+/**
+ * The `Idempotency-Key` of a pipeline step: a digest of the run's business key and the step id
+ * (1–255 characters as contract §1 wants, whatever the lengths of the names).
+ */
+export function stepIdempotencyKey(runKey: string, stepId: string): string {
+  return `teamctl-step-${createHash('sha256').update(`${runKey}\u0000${stepId}`).digest('hex')}`;
+}
 
 /** Dependencies of the conversation activities. */
 export interface ConversationDeps {
@@ -32,47 +94,58 @@ export interface ConversationDeps {
 
 /**
  * Creates the conversation activities over their dependencies. Every activity raises
- * `ApplicationFailure`s typed by the stable codes (contract §2, `keys_refused`, `timed_out`).
+ * `ApplicationFailure`s typed by the stable codes (contract §2, `keys_refused`,
+ * `unresolved_secret` when no variable of the keyring is set, `timed_out`).
  */
 export function createConversationActivities(deps: ConversationDeps = {}) {
   const env = deps.env ?? process.env;
-  // Index of the key that last worked, per service and keyring: later calls start there.
-  const preferred = new Map<string, number>();
-
-  /** Runs `fn` with a client on each key of the keyring in turn until one is not refused. */
-  async function withKeyring<T>(connection: Connection, fn: (client: AcsClient) => Promise<T>): Promise<T> {
-    const names = [connection.apiKeyEnv, ...(connection.apiKeyEnvFallbacks ?? [])];
-    const ringId = `${connection.baseUrl}\u0000${names.join('\u0000')}`;
-    const start = preferred.get(ringId) ?? 0;
-    const refused: string[] = [];
-    for (let k = 0; k < names.length; k++) {
-      const i = (start + k) % names.length;
-      const name = names[i]!;
-      const apiKey = env[name];
-      if (!apiKey) {
-        refused.push(`${name} (not set)`);
-        continue;
-      }
-      try {
-        const result = await fn(new AcsClient({ baseUrl: connection.baseUrl, apiKey, ...(deps.fetch ? { fetch: deps.fetch } : {}) }));
-        preferred.set(ringId, i);
-        return result;
-      } catch (error) {
-        if (error instanceof AcsApiError && error.status === 401) {
-          refused.push(`${name} (${error.code})`);
-          continue;
-        }
-        throw error;
-      }
-    }
-    throw new ToolkitError('keys_refused', `every organization key was refused: ${refused.join(', ')}`);
-  }
+  // The keyring of every call (activities/keyring.ts): a 401 moves on to the next key.
+  const withKeyring = createKeyring(env, (baseUrl, _name, apiKey) => new AcsClient({ baseUrl, apiKey, ...(deps.fetch ? { fetch: deps.fetch } : {}) }));
 
   async function call<T>(fn: () => Promise<T>): Promise<T> {
     try {
       return await fn();
     } catch (error) {
       throw toApplicationFailure(error);
+    }
+  }
+
+  /**
+   * Long-polls a thread (up to 30 s per request) for the first message from `fromId` after
+   * `after`, until `deadline`. Under Temporal it heartbeats `details(cursor)` after each poll and
+   * every {@link HEARTBEAT_EVERY_MS} while one is in flight: a cancellation arrives with a
+   * heartbeat's answer, so a waiting activity learns of it within seconds, not at the end of its
+   * poll (the poll is then aborted). Errors: `timed_out` at the deadline, the client's errors.
+   */
+  async function waitFor(
+    input: { connection: Connection; threadId: string; after: string | null; fromId: string; deadline: number },
+    details: (after: string | null) => unknown,
+  ): Promise<Message> {
+    const context = activityContext();
+    let after = input.after;
+    const beat = context ? setInterval(() => context.heartbeat(details(after)), HEARTBEAT_EVERY_MS) : undefined;
+    try {
+      for (;;) {
+        const left = input.deadline - Date.now();
+        if (left <= 0) throw new ToolkitError('timed_out', `no message from ${input.fromId} in thread ${input.threadId} before the deadline`);
+        const wait = Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000));
+        let page;
+        try {
+          page = await withKeyring(input.connection, (client) =>
+            client.getThread(input.threadId, { after, wait }, context ? { signal: context.cancellationSignal } : undefined),
+          );
+        } catch (error) {
+          // A cancelled activity reports its cancellation, not the aborted request.
+          if (context?.cancellationSignal.aborted) throw context.cancellationSignal.reason;
+          throw error;
+        }
+        const reply = page.messages.find((m) => m.sender_id === input.fromId);
+        if (reply) return reply;
+        after = page.next_after ?? after;
+        context?.heartbeat(details(after));
+      }
+    } finally {
+      if (beat) clearInterval(beat);
     }
   }
 
@@ -129,27 +202,77 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
     async waitForMessage(input: { connection: Connection; threadId: string; after: string | null; fromId: string; deadline: number }): Promise<Message> {
       const context = activityContext();
       const resumed = context?.info.heartbeatDetails as { after?: string | null } | undefined;
-      let after = resumed && 'after' in resumed ? (resumed.after ?? null) : input.after;
-      return call(async () => {
-        for (;;) {
-          const left = input.deadline - Date.now();
-          if (left <= 0) throw new ToolkitError('timed_out', `no message from ${input.fromId} in thread ${input.threadId} before the deadline`);
-          const wait = Math.min(MAX_WAIT_SECONDS, Math.ceil(left / 1000));
-          let page;
-          try {
-            page = await withKeyring(input.connection, (client) =>
-              client.getThread(input.threadId, { after, wait }, context ? { signal: context.cancellationSignal } : undefined),
-            );
-          } catch (error) {
-            // A cancelled activity reports its cancellation, not the aborted request.
-            if (context?.cancellationSignal.aborted) throw context.cancellationSignal.reason;
-            throw error;
+      const after = resumed && 'after' in resumed ? (resumed.after ?? null) : input.after;
+      return call(() => waitFor({ ...input, after }, (cursor) => ({ after: cursor })));
+    },
+
+    /**
+     * Reads a team of an organization by names (`GET /organizations`, `/teams`, the team graph).
+     * Output: the team id, participant ids by name and edge ids by {@link edgeKey} of their two
+     * participants' names. Errors: `not_applied` (no such organization or team), `keys_refused`.
+     */
+    async resolveTeam(input: { connection: Connection; organization: string; team: string }): Promise<ResolvedTeam> {
+      return call(() =>
+        withKeyring(input.connection, async (client) => {
+          const org = (await client.listOrganizations()).find((o) => o.org_name === input.organization);
+          if (!org) throw new ToolkitError('not_applied', `no organization named "${input.organization}" is reachable with this key; run apply first`);
+          const team = (await client.listTeams(org.org_id)).find((t) => t.team_name === input.team);
+          if (!team) throw new ToolkitError('not_applied', `organization ${input.organization} has no team named "${input.team}"; run apply first`);
+          const graph = await client.getTeam(team.team_id);
+          const names = new Map<string, string>([...graph.agents.map((a) => [a.agent_id, a.name] as const), ...graph.humans.map((h) => [h.human_id, h.name] as const)]);
+          const edges: Record<string, string> = {};
+          for (const edge of graph.edges) {
+            const [a, b] = edge.participants.map((id) => names.get(id));
+            if (a !== undefined && b !== undefined) edges[edgeKey(a, b)] = edge.edge_id;
           }
-          const reply = page.messages.find((m) => m.sender_id === input.fromId);
-          if (reply) return reply;
-          after = page.next_after ?? after;
-          context?.heartbeat({ after });
+          return { teamId: team.team_id, participants: Object.fromEntries([...names].map(([id, name]) => [name, id])), edges };
+        }),
+      );
+    },
+
+    /**
+     * One step of a pipeline: sends its message — a new thread on an edge
+     * (`POST /edges/{edge_id}/threads`) or a message in a thread (`POST /threads/{id}/messages`)
+     * — with an `Idempotency-Key` made from the run's business key and the step id, never the
+     * attempt (contract §1), then waits for the first message from `awaitFromId` after it.
+     * Heartbeats `{ threadId, messageId, after }`: a retried attempt (a worker died, a poll
+     * failed) does not send again and resumes waiting at the last cursor, so no message is ever
+     * sent twice, even after the service's 24 h idempotency window. Output: the thread, the sent
+     * message and the reply (null when none is awaited). Errors: `timed_out` (non-retryable) at
+     * `deadline`, `not_a_participant`, `not_found`, `keys_refused`; a cancelled activity stops
+     * within a heartbeat and sends nothing more.
+     */
+    async converse(input: ConverseInput): Promise<ConverseResult> {
+      const context = activityContext();
+      const resumed = context?.info.heartbeatDetails as ConverseCursor | undefined;
+      return call(async () => {
+        let sent: ConverseCursor;
+        if (resumed?.messageId) {
+          sent = resumed;
+        } else {
+          const idempotencyKey = stepIdempotencyKey(input.runKey, input.stepId);
+          sent = await withKeyring(input.connection, async (client) => {
+            if ('edgeId' in input.target) {
+              const thread = await client.openThread(
+                input.target.edgeId,
+                { sender_agent_id: input.senderId, content: input.content, ...(input.target.subject ? { subject: input.target.subject } : {}) },
+                { idempotencyKey },
+              );
+              const first = await client.getThread(thread.thread_id, { limit: 1 });
+              const messageId = first.messages[0]!.message_id;
+              return { threadId: thread.thread_id, messageId, after: messageId };
+            }
+            const message = await client.appendMessage(input.target.threadId, { sender_agent_id: input.senderId, content: input.content }, { idempotencyKey });
+            return { threadId: input.target.threadId, messageId: message.message_id, after: message.message_id };
+          });
+          context?.heartbeat(sent);
         }
+        if (input.awaitFromId === undefined) return { threadId: sent.threadId, messageId: sent.messageId, reply: null };
+        const reply = await waitFor(
+          { connection: input.connection, threadId: sent.threadId, after: sent.after, fromId: input.awaitFromId, deadline: input.deadline ?? Date.now() },
+          (after) => ({ ...sent, after }),
+        );
+        return { threadId: sent.threadId, messageId: sent.messageId, reply: { messageId: reply.message_id, senderId: reply.sender_id, content: reply.content } };
       });
     },
   };

@@ -1,21 +1,36 @@
 /**
  * What every command that talks to the service needs: the connection (flags over environment),
- * validated before any request is sent.
+ * validated before any request is sent, and clients on its organization keyring.
  */
 import type { Connection } from '../activities/connection.ts';
+import { createKeyring, keyringNames } from '../activities/keyring.ts';
+import type { WithKeyring } from '../activities/keyring.ts';
 import { AcsClient } from '../client/acs-client.ts';
+import type { PostOptions } from '../client/acs-client.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
+
+/** The keyring without `--api-key-env`: the key, then the next key of a rotation. */
+export const DEFAULT_KEYRING: readonly string[] = ['ACS_API_KEY', 'ACS_API_KEY_NEXT'];
 
 /** Connection flags shared by commands. */
 export interface ConnectionFlags {
   baseUrl?: string;
-  apiKeyEnv?: string;
+  /**
+   * `--api-key-env`, repeatable: the variables of the organization keyring, in the order they
+   * are tried (one name is accepted too). Unset: {@link DEFAULT_KEYRING}.
+   */
+  apiKeyEnv?: string[] | string;
 }
 
 /**
- * Resolves the connection: `--base-url` or `ACS_BASE_URL`, and the name of the variable holding
- * the key (`--api-key-env`, default `ACS_API_KEY`). Raises `invalid_usage` when the URL is
- * missing or malformed and `unresolved_secret` when the key variable is unset.
+ * Resolves the connection: `--base-url` or `ACS_BASE_URL`, and the keyring: the names of the
+ * variables holding the organization key (`--api-key-env`, repeatable; the first is
+ * `apiKeyEnv`, the others `apiKeyEnvFallbacks`, in order, duplicates dropped; default
+ * `ACS_API_KEY` then `ACS_API_KEY_NEXT`). The fallbacks are kept even when unset here: a worker
+ * whose environment has them fails over after a rotation. Output: a {@link Connection} holding
+ * names, never values. Errors: `invalid_usage` when the URL is missing or malformed or a name is
+ * not a variable name; `unresolved_secret` when no variable of the keyring is set (naming them,
+ * never a value; with the default keyring it asks for `ACS_API_KEY`).
  */
 export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): Connection {
   const baseUrl = flags.baseUrl ?? env.ACS_BASE_URL;
@@ -23,13 +38,84 @@ export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv
   if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
     throw new ToolkitError('invalid_usage', `--base-url: not an http(s) URL: ${baseUrl}`);
   }
-  const apiKeyEnv = flags.apiKeyEnv ?? 'ACS_API_KEY';
-  if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(apiKeyEnv)) throw new ToolkitError('invalid_usage', `--api-key-env: not a variable name: ${apiKeyEnv}`);
-  if (!env[apiKeyEnv]) throw new ToolkitError('unresolved_secret', `environment variable ${apiKeyEnv} (the organization API key) is not set`);
-  return { baseUrl, apiKeyEnv };
+  const given = flags.apiKeyEnv === undefined ? [] : [flags.apiKeyEnv].flat();
+  const names = [...new Set(given.length > 0 ? given : DEFAULT_KEYRING)];
+  for (const name of names) {
+    if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ToolkitError('invalid_usage', `--api-key-env: not a variable name: ${name}`);
+  }
+  if (!names.some((name) => env[name])) {
+    let message: string;
+    if (given.length === 0) {
+      message = `environment variable ACS_API_KEY (the organization API key) is not set: set ACS_API_KEY (its rotation fallback ${DEFAULT_KEYRING.slice(1).join(', ')} is not set either)`;
+    } else if (names.length === 1) {
+      message = `environment variable ${names[0]} (the organization API key) is not set`;
+    } else {
+      message = `none of the organization keyring's environment variables is set: ${names.join(', ')}; set at least one`;
+    }
+    throw new ToolkitError('unresolved_secret', message);
+  }
+  const [apiKeyEnv, ...fallbacks] = names as [string, ...string[]];
+  return { baseUrl, apiKeyEnv, ...(fallbacks.length > 0 ? { apiKeyEnvFallbacks: fallbacks } : {}) };
 }
 
-/** A client for a resolved connection (the key read from the environment here). */
+/**
+ * The variable of the keyring the CLI runs with: the first one that is set in `env`.
+ * Input: a resolved connection and the environment. Output: the variable's name.
+ * Errors: `unresolved_secret` when none is set (naming them).
+ */
+export function activeKeyEnv(connection: Connection, env: NodeJS.ProcessEnv): string {
+  const names = keyringNames(connection);
+  const name = names.find((n) => env[n]);
+  if (!name) throw new ToolkitError('unresolved_secret', `no variable of the organization keyring is set: ${names.join(', ')}`);
+  return name;
+}
+
+/**
+ * A plain client on the first key of the keyring that is set (see {@link activeKeyEnv}), for a
+ * command that acts on that very key (`keys rotate`); it does not fail over. Input: a resolved
+ * connection and the environment the key is read from. Output: an {@link AcsClient}.
+ * Errors: `unresolved_secret` when no variable of the keyring is set.
+ */
 export function clientFor(connection: Connection, env: NodeJS.ProcessEnv): AcsClient {
-  return new AcsClient({ baseUrl: connection.baseUrl, apiKey: env[connection.apiKeyEnv] as string });
+  return new AcsClient({ baseUrl: connection.baseUrl, apiKey: env[activeKeyEnv(connection, env)] as string });
+}
+
+/**
+ * A client that fails over along the keyring: every request goes out on the key that last
+ * worked (at first the first key that is set) and, when the service refuses it (401), is sent
+ * again on the next key of the keyring, which is then kept for the requests that follow.
+ *
+ * Why wrap every request rather than probe once: a probe (`listOrganizations()` up front) would
+ * cost every command one more request, and would still miss a key revoked in the middle of a
+ * long command (`thread follow`, `thread open --wait`). Wrapping costs nothing while the key
+ * works, one refused request when it does not, and is safe for posts too: the service checks the
+ * key before it reads the body (contract §3), so a refused request changed nothing.
+ */
+class KeyringClient extends AcsClient {
+  readonly #connection: Connection;
+  readonly #withKeyring: WithKeyring;
+
+  constructor(connection: Connection, env: NodeJS.ProcessEnv) {
+    // The base class's own key is never sent: `request` below picks one from the keyring.
+    super({ baseUrl: connection.baseUrl, apiKey: '' });
+    this.#connection = connection;
+    this.#withKeyring = createKeyring(env, (baseUrl, _name, apiKey) => new AcsClient({ baseUrl, apiKey }));
+  }
+
+  override request<T>(method: string, path: string, body?: unknown, options?: PostOptions, extraTimeoutMs = 0): Promise<T> {
+    return this.#withKeyring(this.#connection, (client) => client.request<T>(method, path, body, options, extraTimeoutMs));
+  }
+}
+
+/**
+ * A client on the connection's keyring for commands that send several requests (`thread …`):
+ * a 401 moves on to the next key of the keyring, which the following requests keep (see
+ * {@link KeyringClient}). Input: a resolved connection and the environment the keys are read
+ * from (at each request). Output: an {@link AcsClient}. Errors of its requests: the service's own
+ * (`invalid_api_key` for a keyring of one refused key), `keys_refused` when every key of a
+ * keyring of several is refused (naming the variables, never a value), `unresolved_secret` when
+ * no variable of the keyring is set.
+ */
+export function keyringClient(connection: Connection, env: NodeJS.ProcessEnv): AcsClient {
+  return new KeyringClient(connection, env);
 }

@@ -7,18 +7,26 @@ import { resolveConnection } from './context.ts';
 import type { ConnectionFlags } from './context.ts';
 
 /**
- * Loads a definition file as the desired state. With `checkSecrets`, every `${env:NAME}` it
- * references must be set, so an apply fails before its first request rather than halfway.
+ * Loads a definition file. With `checkSecrets`, every `${env:NAME}` it references must be set,
+ * so an apply fails before its first request rather than halfway.
  * Errors: `invalid_definition` (with `FILE:LINE:COL` lines), `unresolved_secret`.
  */
-export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSecrets: boolean): Promise<DesiredState> {
+export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSecrets: boolean): Promise<Definition> {
   const definition: Definition = await loadDefinitionFile(file);
   if (checkSecrets) {
     for (const ref of Object.values(definition.organization.providerKeys ?? {})) {
       if (ref) resolveSecret(ref, env);
     }
   }
-  return definition as DesiredState;
+  return definition;
+}
+
+/**
+ * The part of a definition an apply of resources works on: the organization and its teams.
+ * Pipelines and schedules stay out, so they never enlarge the apply workflow's input.
+ */
+export function desiredState(definition: Definition): DesiredState {
+  return { organization: definition.organization, teams: definition.teams } as DesiredState;
 }
 
 /**
@@ -28,7 +36,7 @@ export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSec
  * Errors: `invalid_definition`, `unresolved_secret`, `invalid_usage`.
  */
 export async function buildApplyInput(file: string, flags: ConnectionFlags & { parallelism?: number }, env: NodeJS.ProcessEnv): Promise<ApplyInput> {
-  const desired = await loadDesired(file, env, true);
+  const desired = desiredState(await loadDesired(file, env, true));
   const connection = resolveConnection(flags, env);
   return { connection, desired, ...(flags.parallelism ? { parallelism: flags.parallelism } : {}) };
 }

@@ -28,6 +28,8 @@ const HINTS: Record<string, string> = {
   keys_refused: 'every organization key in the keyring was refused: put a valid key in one of the named variables (teamctl keys rotate issues one)',
   apply_in_progress: 'wait for the running apply to finish (temporal workflow result --workflow-id ID), or stop it: temporal workflow cancel --workflow-id ID (terminate if it does not end)',
   no_worker: 'start one where the service\'s key and provider keys are in the environment: teamctl worker (--task-queue to match)',
+  not_applied: 'apply the definition first: teamctl apply -f FILE',
+  run_not_found: 'list runs with: teamctl runs list',
   not_found: 'the resource does not exist or this key cannot reach it',
   conflict: 'a resource of that name already exists',
   unresolved_secret: 'export the variable before running teamctl',

@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { DefinitionError } from '../definitions/problems.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerPlanApply } from './commands/plan-apply.ts';
+import { registerRun } from './commands/run.ts';
 import { registerThread } from './commands/thread.ts';
 import { registerWorker } from './commands/worker.ts';
 import { ExitCodes, reportError } from './errors.ts';
@@ -33,6 +34,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCode> {
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError('(run teamctl --help for usage)');
   registerPlanApply(program, io, run);
+  registerRun(program, io, run);
   registerThread(program, io, run);
   registerKeys(program, io, run);
   registerWorker(program, io, run);

@@ -25,7 +25,12 @@ function unwrap(schema: z.ZodType | undefined): z.ZodType | undefined {
 function schemaAt(root: z.ZodType, path: readonly PathSegment[]): z.ZodType | undefined {
   let current = unwrap(root);
   for (const segment of path) {
+    // A union of objects (a pipeline step or a parallel group): follow the member that has the key.
+    if (current instanceof z.ZodUnion) {
+      current = (current.options as z.ZodType[]).find((o) => o instanceof z.ZodObject && Object.hasOwn(o.shape, String(segment)));
+    }
     if (current instanceof z.ZodObject) current = current.shape[String(segment)] as z.ZodType | undefined;
+    else if (current instanceof z.ZodRecord) current = current.valueType as z.ZodType;
     else if (current instanceof z.ZodArray) current = current.element as z.ZodType;
     else if (current instanceof z.ZodTuple) current = current.def.items[Number(segment)] as z.ZodType | undefined;
     else return undefined;
@@ -37,6 +42,7 @@ function schemaAt(root: z.ZodType, path: readonly PathSegment[]): z.ZodType | un
 /** The keys an object schema accepts at `path` (empty when it is not an object). */
 function knownKeys(root: z.ZodType, path: readonly PathSegment[]): string[] {
   const schema = schemaAt(root, path);
+  if (schema instanceof z.ZodUnion) return (schema.options as z.ZodType[]).flatMap((o) => (o instanceof z.ZodObject ? Object.keys(o.shape) : []));
   return schema instanceof z.ZodObject ? Object.keys(schema.shape) : [];
 }
 
@@ -74,6 +80,13 @@ function problemsOf(issue: Issue, root: z.ZodType, data: unknown): PathProblem[]
     }
   }
   switch (issue.code) {
+    case 'invalid_union': {
+      // Zod reports every member's issues; the member that came closest is what the author meant.
+      const branches = issue.errors.filter((b) => b.length > 0);
+      if (branches.length === 0) return [{ path, target: 'value', message: issue.message }];
+      const closest = branches.reduce((best, b) => (b.length < best.length ? b : best));
+      return closest.flatMap((inner) => problemsOf({ ...inner, path: [...issue.path, ...inner.path] } as Issue, root, data));
+    }
     case 'unrecognized_keys': {
       const inProviderKeys = last === 'providerKeys';
       const candidates = inProviderKeys ? [...Providers] : knownKeys(root, path);

@@ -8,6 +8,7 @@
  */
 import { z } from 'zod';
 import { AgentStatus, LongText, Name, Provider, Providers } from '../api/schemas.ts';
+import { PipelineDefinitionSchema, ScheduleDefinitionSchema } from './pipeline-schema.ts';
 import { SecretRefSchema } from './secrets.ts';
 
 /** The only definition format version so far. */
@@ -82,6 +83,8 @@ export const DefinitionSchema = z
     apiVersion: z.literal(API_VERSION).describe('Version of the definition format'),
     organization: OrganizationDefinitionSchema,
     teams: z.array(TeamDefinitionSchema).default([]),
+    pipelines: z.array(PipelineDefinitionSchema).default([]).describe('Pipelines: conversation steps run durably (`teamctl run`)'),
+    schedules: z.array(ScheduleDefinitionSchema).default([]).describe('Schedules that run pipelines (Temporal Schedules, reconciled by apply)'),
   })
-  .describe('A teamctl definition: an organization, its teams, their agents, humans and edges');
+  .describe('A teamctl definition: an organization, its teams, their agents, humans and edges, pipelines and schedules');
 export type Definition = z.infer<typeof DefinitionSchema>;

@@ -4,6 +4,7 @@
  * would reject halfway through an apply.
  */
 import { closestMatch } from './did-you-mean.ts';
+import { checkPipelines } from './pipeline-semantics.ts';
 import type { PathProblem } from './problems.ts';
 import type { Definition, TeamDefinition } from './schema.ts';
 
@@ -83,8 +84,8 @@ function checkEdges(team: TeamDefinition, teamIndex: number, names: Map<string, 
  * Input: a definition that passed the schema. Output: the problems, with paths into the document
  * (empty when there are none): team names unique in the organization; participant names (agents
  * and humans together) unique in a team; edges between existing participants of the same team,
- * no self-edges, no duplicate pairs in either order; no model on an agent without a provider.
- * Raises nothing.
+ * no self-edges, no duplicate pairs in either order; no model on an agent without a provider;
+ * and the rules of pipelines and schedules (`checkPipelines`). Raises nothing.
  */
 export function checkDefinition(definition: Definition): PathProblem[] {
   const problems: PathProblem[] = [];
@@ -104,5 +105,6 @@ export function checkDefinition(definition: Definition): PathProblem[] {
     checkAgents(team, t, problems);
     checkEdges(team, t, names, problems);
   });
+  problems.push(...checkPipelines(definition));
   return problems;
 }

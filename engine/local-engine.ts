@@ -10,6 +10,8 @@ import { withRetries } from '../activities/retrying.ts';
 import type { RetryOptions } from '../activities/retrying.ts';
 import { orchestrateApply } from '../workflows/apply-orchestration.ts';
 import type { ApplyInput, ApplyResult, OrchestratedActivities, ProgressListener } from '../workflows/apply-orchestration.ts';
+import { initialState, orchestratePipeline, settleRunning, StepStatuses } from '../workflows/pipeline-orchestration.ts';
+import type { PipelineActivities, PipelineResult, PipelineRunInput, StepProgress } from '../workflows/pipeline-orchestration.ts';
 
 /** Changes per activity call on the local engine: one, so progress shows change by change. */
 export const LOCAL_BATCH_SIZE = 1;
@@ -29,4 +31,32 @@ export async function applyLocally(
     ...(options.retry ? { retry: options.retry } : {}),
   });
   return { orgId, applied };
+}
+
+/**
+ * Runs a pipeline in-process: the same orchestration as `pipelineWorkflow`, the activities called
+ * directly under the same retry policy, waits held in this process (nothing survives it; the
+ * Temporal engine is the durable one). `input.runKey` is the run's business key for idempotency
+ * keys (the CLI makes a fresh one per run). Output: {@link PipelineResult}. Raises the first
+ * failing step's error (an `ApplicationFailure` typed by the stable code, e.g. `timed_out`).
+ */
+export async function runPipelineLocally(
+  input: PipelineRunInput & { runKey: string },
+  acts: PipelineActivities,
+  options: { retry?: RetryOptions; onProgress?: (step: StepProgress) => void } = {},
+): Promise<PipelineResult> {
+  const state = initialState(input.pipeline);
+  try {
+    const outcome = await orchestratePipeline(input, withRetries(acts, options.retry), state, {
+      now: () => Date.now(),
+      runKey: input.runKey,
+      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
+    });
+    // Without shouldPause the orchestration always runs to its end.
+    if (!outcome.complete) throw new Error('a local pipeline run paused, which only a workflow asks for');
+    return outcome.result;
+  } catch (error) {
+    settleRunning(state, StepStatuses.failed);
+    throw error;
+  }
 }

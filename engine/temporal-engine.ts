@@ -49,7 +49,7 @@ export async function withTemporalClient<T>(settings: TemporalSettings, fn: (cli
  * otherwise wait, silently, until one does, and hold the organization's apply id meanwhile. A
  * worker that has just started may not have polled yet, so the check looks for up to 5 s.
  */
-async function assertWorkerPolls(client: Client, namespace: string, taskQueue: string): Promise<void> {
+export async function assertWorkerPolls(client: Client, namespace: string, taskQueue: string): Promise<void> {
   // A CommonJS module: its namespace object comes as the default export.
   const { temporal } = proto;
   const deadline = Date.now() + 5_000;

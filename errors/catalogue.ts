@@ -53,6 +53,12 @@ export const ToolkitErrorCodes = {
   no_worker: 'no_worker',
   /** Every key of a keyring was refused by the service (401). */
   keys_refused: 'keys_refused',
+  /** What a run needs (its organization, its team) is not on the service: the definition was not applied. */
+  not_applied: 'not_applied',
+  /** No pipeline run has that id. */
+  run_not_found: 'run_not_found',
+  /** A pipeline run ended without completing (failed or cancelled). */
+  run_failed: 'run_failed',
 } as const;
 
 /** A code of an error raised by the toolkit itself. */

@@ -6,7 +6,10 @@
  * the old files of workflows that may still be running somewhere (replay must pass for both).
  *
  * Recorded: an apply that creates the example; the same apply again (a no-op); a synthetic apply
- * that continues as new (its first run); an apply that fails (an unset secret).
+ * that continues as new (its first run); an apply that fails (an unset secret). Pipelines of
+ * examples/triage.yaml: triage to completion (a continued thread, a parallel group), its first
+ * run when it continues as new, the human-in-the-loop approval answered, and one cancelled while
+ * it waits.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -19,8 +22,16 @@ import { startServer } from '../service/index.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
 import { syntheticDefinition } from '../test/support/synthetic.ts';
 import { createWorker } from '../worker/worker.ts';
+import { readFileSync } from 'node:fs';
+import { AcsClient } from '../client/acs-client.ts';
+import { parseDefinition } from '../definitions/load.ts';
+import { createApplyActivities } from '../activities/apply-activities.ts';
+import { applyLocally } from '../engine/local-engine.ts';
 import type { ApplyInput } from '../workflows/apply-orchestration.ts';
 import { applyWorkflow } from '../workflows/apply-workflow.ts';
+import type { PipelineRunInput } from '../workflows/pipeline-orchestration.ts';
+import { pipelineWorkflow, progressQuery } from '../workflows/pipeline-workflow.ts';
+import type { WorkflowHandleWithFirstExecutionRunId as WorkflowHandle } from '@temporalio/client';
 
 const cli = process.env.TEMPORAL_CLI;
 if (!process.env.TEMPORAL_ADDRESS || !cli) {
@@ -31,7 +42,8 @@ const root = join(import.meta.dirname, '..');
 const outDir = join(root, 'test/workflows/histories');
 const settings = loadTemporalSettings(process.env);
 
-const server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false, rateLimit: false });
+// Echo agents answer the pipelines on the agent loop's tick.
+const server = await startServer({ inMemory: true, port: 0, tickMs: 100, logger: false, rateLimit: false });
 const { api_key } = await server.provisionOrganization('histories');
 const env = { RECORD_KEY: api_key, ECHO_PROVIDER_KEY: 'recorded-echo-key' };
 const taskQueue = `record-${randomUUID()}`;
@@ -49,7 +61,12 @@ const input = (desired: DesiredState, extra: Partial<ApplyInput> = {}): ApplyInp
 
 async function record(name: string, args: ApplyInput, expectFailure = false): Promise<void> {
   const workflowId = `teamctl-apply/${args.desired.organization.name}`;
-  const handle = await client.workflow.start(applyWorkflow, { taskQueue, workflowId, args: [args] });
+  await save(name, await client.workflow.start(applyWorkflow, { taskQueue, workflowId, args: [args] }), expectFailure);
+}
+
+/** Waits for the run (failing or not, as expected) and writes its first run's history. */
+async function save(name: string, handle: WorkflowHandle, expectFailure = false): Promise<void> {
+  const workflowId = handle.workflowId;
   try {
     await handle.result();
     if (expectFailure) throw new Error(`${name}: expected the workflow to fail`);
@@ -70,6 +87,50 @@ try {
   await record('apply-continue-as-new', input(syntheticDefinition('recorded-large', { teams: 4, agents: 2, humans: 1, edges: 2 }), { historyEventLimit: 20 }));
   const unset = { ...example, organization: { name: 'recorded-failure', providerKeys: { echo: '${env:RECORD_UNSET_VARIABLE}' } } };
   await record('apply-fails-unresolved-secret', input(unset as DesiredState), true);
+
+  const triageFile = join(root, 'examples/triage.yaml');
+  const triage = parseDefinition(readFileSync(triageFile, 'utf8').split('\nschedules:')[0]!.replace('name: acme-support', 'name: recorded-pipelines'), triageFile);
+  await applyLocally(input({ organization: triage.organization, teams: triage.teams } as DesiredState), createApplyActivities({ env }));
+  const run = (pipeline: string, inputs: Record<string, string>, extra: Partial<PipelineRunInput> = {}): PipelineRunInput => ({
+    connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' },
+    organization: 'recorded-pipelines',
+    pipeline: triage.pipelines.find((p) => p.name === pipeline)!,
+    inputs,
+    ...extra,
+  });
+  const start = (id: string, args: PipelineRunInput) => client.workflow.start(pipelineWorkflow, { taskQueue, workflowId: `teamctl-run/recorded-pipelines/${id}`, args: [args] });
+  await save('pipeline-triage', await start('triage', run('triage', { ticket: 'T-1' })));
+  await save('pipeline-continue-as-new', await start('triage-continued', run('triage', { ticket: 'T-2' }, { historyEventLimit: 8 })));
+
+  // The human's answer (and the cancellation) come once the step waits, as the progress query shows.
+  const acs = new AcsClient({ baseUrl: server.url, apiKey: api_key });
+  const waitingThread = async (handle: WorkflowHandle, stepId: string): Promise<string> => {
+    for (;;) {
+      const progress = await handle.query(progressQuery).catch(() => undefined);
+      const step = progress?.steps.find((s) => s.id === stepId);
+      if (step?.status === 'running') {
+        const org = (await acs.listOrganizations()).find((o) => o.org_name === 'recorded-pipelines')!;
+        const team = (await acs.listTeams(org.org_id))[0]!;
+        const graph = await acs.getTeam(team.team_id);
+        const dana = graph.humans.find((h) => h.name === 'dana')!.human_id;
+        for (const edge of graph.edges) {
+          for (const thread of await acs.listThreads(edge.edge_id)) {
+            const page = await acs.getThread(thread.thread_id, { limit: 200 });
+            if (page.messages.some((m) => m.content.includes(`roll out ${handle.workflowId.split('/').at(-1)}`))) return `${thread.thread_id}\u0000${dana}`;
+          }
+        }
+      }
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
+  const approval = await start('approval', run('approval', { change: 'approval' }));
+  const [threadId, dana] = (await waitingThread(approval, 'ask')).split('\u0000') as [string, string];
+  await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approved' });
+  await save('pipeline-approval', approval);
+  const cancelled = await start('cancelled', run('approval', { change: 'cancelled' }));
+  await waitingThread(cancelled, 'ask');
+  await cancelled.cancel();
+  await save('pipeline-cancelled', cancelled, true);
 } finally {
   worker.shutdown();
   await running;

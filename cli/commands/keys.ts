@@ -5,7 +5,7 @@ import { InvalidArgumentError, Option } from 'commander';
 import ms from 'ms';
 import { AcsClient } from '../../client/acs-client.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
-import { clientFor, resolveConnection } from '../context.ts';
+import { activeKeyEnv, clientFor, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
@@ -26,13 +26,15 @@ export function graceSeconds(value: string): number {
 }
 
 /**
- * Registers `keys rotate`: finds the organization key the CLI runs with (by its prefix among the
- * keys of the organizations it reaches), rotates it through the contract's rotate route (§5),
+ * Registers `keys rotate`: finds the organization key the CLI runs with (the first variable of
+ * the `--api-key-env` keyring that is set, found by its prefix among the keys of the
+ * organizations it reaches), rotates it through the contract's rotate route (§5),
  * prints the new key once on stdout (details on stderr) or writes it to `--out FILE` (created
  * with mode 0600; an existing file is refused) — before anything else can fail — and then checks
  * that the service accepts it (exit 1 with the key saved when it does not). The old key
  * stops working after `--grace` (default 24h; 0 at once). Errors: `invalid_usage` (key not found
- * or ambiguous, file exists), `invalid_api_key`, `key_limit`.
+ * or ambiguous, file exists), `unresolved_secret` (no variable of the keyring set),
+ * `invalid_api_key`, `key_limit`.
  */
 export function registerKeys(program: Command, io: CliIo, run: Runner): void {
   const keys = program.command('keys').description('The organization keys teamctl runs with.');
@@ -43,17 +45,20 @@ export function registerKeys(program: Command, io: CliIo, run: Runner): void {
       .addOption(new Option('--grace <duration>', 'how long the old key keeps working: seconds or 90s, 30m, 24h, 7d (0 = revoke at once)').argParser(graceSeconds).default(86_400, '24h'))
       .option('--out <file>', 'write the new key to this file (mode 0600) instead of printing it')
       .option('--json', 'print the new key and its details as JSON'),
-  ).action((opts: { grace: number; out?: string; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+  ).action((opts: { grace: number; out?: string; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
     run(async () => {
       const connection = resolveConnection(opts, io.env);
-      const secret = io.env[connection.apiKeyEnv] as string;
+      // The key in use: the first variable of the keyring that is set (no failover here: the
+      // key to rotate is that very key).
+      const keyEnv = activeKeyEnv(connection, io.env);
+      const secret = io.env[keyEnv] as string;
       const client = clientFor(connection, io.env);
       const mine = [];
       for (const org of await client.listOrganizations()) {
         for (const key of await client.listOrgKeys(org.org_id)) if (secret.startsWith(key.prefix)) mine.push({ org, key });
       }
-      if (mine.length === 0) throw new ToolkitError('invalid_usage', `the key in ${connection.apiKeyEnv} is not among the active keys of the organizations it reaches`);
-      if (mine.length > 1) throw new ToolkitError('invalid_usage', `the key in ${connection.apiKeyEnv} matches ${mine.length} keys by prefix; rotate it with the API (POST /organizations/{org_id}/keys/{key_id}/rotate)`);
+      if (mine.length === 0) throw new ToolkitError('invalid_usage', `the key in ${keyEnv} is not among the active keys of the organizations it reaches`);
+      if (mine.length > 1) throw new ToolkitError('invalid_usage', `the key in ${keyEnv} matches ${mine.length} keys by prefix; rotate it with the API (POST /organizations/{org_id}/keys/{key_id}/rotate)`);
       const { org, key } = mine[0]!;
       if (opts.out) {
         // Refuse before rotating, so a taken path never costs the only copy of the new key.
@@ -78,7 +83,7 @@ export function registerKeys(program: Command, io: CliIo, run: Runner): void {
         .listOrganizations()
         .then((orgs) => orgs.some((o) => o.org_id === org.org_id), () => false);
       io.stderr(`Rotated key "${key.name}" of organization ${org.org_name}: new key ${rotated.prefix}…${works ? ' (checked: it works)' : ''}; the old key ${key.prefix}… expires ${oldExpires}.`);
-      if (opts.out && !opts.json) io.stderr(`The new key is in ${opts.out}; put it where ${connection.apiKeyEnv} comes from.`);
+      if (opts.out && !opts.json) io.stderr(`The new key is in ${opts.out}; put it where ${keyEnv} comes from.`);
       if (!works) throw new ToolkitError('invalid_usage', `the new key ${rotated.prefix}… was saved, but the service did not accept it for organization ${org.org_name}: check it before the old key expires`);
       return ExitCodes.ok;
     }),

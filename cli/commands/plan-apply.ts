@@ -18,11 +18,22 @@ import type { Runner } from './runner.ts';
 /** Engines of `apply`. */
 export const Engines = { local: 'local', temporal: 'temporal' } as const;
 
-/** Adds `--base-url` and `--api-key-env`. */
+/**
+ * Adds `--base-url` and `--api-key-env` to a command and returns it. `--api-key-env` is
+ * repeatable and collects the names, in order, into `opts.apiKeyEnv` (a `string[]`): the
+ * organization keyring, whose first variable is the key and the others its fallbacks on a 401.
+ * Absent, `opts.apiKeyEnv` is undefined and `resolveConnection` (`cli/context.ts`) applies the
+ * default keyring, `ACS_API_KEY` then `ACS_API_KEY_NEXT`. Names are validated there
+ * (`invalid_usage`).
+ */
 export function connectionOptions(command: Command): Command {
   return command
     .option('--base-url <url>', 'service base URL (default: $ACS_BASE_URL)')
-    .option('--api-key-env <name>', 'environment variable holding the organization API key', 'ACS_API_KEY');
+    .option(
+      '--api-key-env <name>',
+      'environment variable holding the organization API key; repeat it for a keyring tried in order on a 401 (default: ACS_API_KEY, then ACS_API_KEY_NEXT)',
+      (name: string, names: string[] | undefined) => [...(names ?? []), name],
+    );
 }
 
 /** Parses a positive integer flag value. Raises commander's InvalidArgumentError (exit 1 with usage). */
@@ -42,7 +53,11 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
       run(async () => {
         const desired = await loadDesired(opts.file, io.env, false);
         const counts = desired.teams.map((t) => `${t.name} (${t.agents.length} agents, ${t.humans.length} humans, ${t.edges.length} edges)`);
-        io.stdout(`${opts.file}: valid. Organization ${desired.organization.name}; teams: ${counts.join(', ') || 'none'}.`);
+        const more = [
+          desired.pipelines.length ? `; pipelines: ${desired.pipelines.map((p) => p.name).join(', ')}` : '',
+          desired.schedules.length ? `; schedules: ${desired.schedules.map((s) => s.name).join(', ')}` : '',
+        ].join('');
+        io.stdout(`${opts.file}: valid. Organization ${desired.organization.name}; teams: ${counts.join(', ') || 'none'}${more}.`);
         return ExitCodes.ok;
       }),
     );
@@ -54,7 +69,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
       .requiredOption('-f, --file <path>', 'definition file (YAML)')
       .option('--json', 'print {"changes": [...]} as JSON')
       .option('--detailed-exitcode', 'exit 0 when in sync, 2 when there are changes, 1 on error'),
-  ).action((opts: { file: string; json?: boolean; detailedExitcode?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+  ).action((opts: { file: string; json?: boolean; detailedExitcode?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
     run(async () => {
       const { desired, connection } = await buildApplyInput(opts.file, opts, io.env);
       const observed = await readObserved(createApplyActivities({ env: io.env }), connection, desired);
@@ -74,7 +89,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
       .addOption(new Option('--parallelism <n>', 'most changes in flight at once').argParser(positiveInt).default(DEFAULT_PARALLELISM))
       .option('--json', 'print the result as JSON'),
   ).action(
-    (opts: { file: string; engine: keyof typeof Engines; taskQueue: string; parallelism: number; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+    (opts: { file: string; engine: keyof typeof Engines; taskQueue: string; parallelism: number; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
       run(async () => {
         const input = await buildApplyInput(opts.file, opts, io.env);
         const spinner = io.isTTY && !opts.json ? ora({ text: `Applying ${opts.file}…`, stream: process.stderr }).start() : undefined;

@@ -4,7 +4,7 @@ import type { Message, TeamGraph, Thread } from '../../api/schemas.ts';
 import { MAX_WAIT_SECONDS } from '../../client/acs-client.ts';
 import type { AcsClient } from '../../client/acs-client.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
-import { clientFor, resolveConnection } from '../context.ts';
+import { keyringClient, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
@@ -62,9 +62,9 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       .requiredOption('--from <participant>', 'the sender (agent or human name)')
       .requiredOption('--content <text>', 'the message')
       .option('--json', 'print the message as JSON'),
-  ).action((threadId: string, opts: { from: string; content: string; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+  ).action((threadId: string, opts: { from: string; content: string; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
     run(async () => {
-      const client = clientFor(resolveConnection(opts, io.env), io.env);
+      const client = keyringClient(resolveConnection(opts, io.env), io.env);
       const ctx = await threadContext(client, threadId);
       const message = await client.appendMessage(threadId, { sender_agent_id: participantId(ctx.team, opts.from), content: opts.content });
       io.stdout(opts.json ? JSON.stringify(named(ctx, message), null, 2) : `Sent ${message.message_id} to thread ${threadId}.`);
@@ -79,9 +79,9 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       .argument('<thread>', 'thread id')
       .option('--after <message>', 'only the messages after this message id')
       .option('--json', 'print {"thread", "messages"} as JSON'),
-  ).action((threadId: string, opts: { after?: string; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+  ).action((threadId: string, opts: { after?: string; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
     run(async () => {
-      const client = clientFor(resolveConnection(opts, io.env), io.env);
+      const client = keyringClient(resolveConnection(opts, io.env), io.env);
       const ctx = await threadContext(client, threadId);
       const messages = await messagesAfter(client, threadId, opts.after ?? null);
       if (opts.json) io.stdout(JSON.stringify({ thread: ctx.thread, messages: messages.map((m) => named(ctx, m)) }, null, 2));
@@ -101,9 +101,9 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       .option('--org <name>', 'organization name (when the team name is not unique)')
       .option('--between <a,b>', 'two participant names, comma-separated')
       .option('--json', 'print the threads as JSON'),
-  ).action((opts: { team: string; org?: string; between?: string; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+  ).action((opts: { team: string; org?: string; between?: string; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
     run(async () => {
-      const client = clientFor(resolveConnection(opts, io.env), io.env);
+      const client = keyringClient(resolveConnection(opts, io.env), io.env);
       const team = await findTeam(client, opts.team, opts.org);
       let edges = team.edges;
       if (opts.between !== undefined) {
@@ -133,9 +133,9 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       .description('Print a thread\'s messages and then each new one as it arrives (long polls), until Ctrl-C.')
       .argument('<thread>', 'thread id')
       .option('--after <message>', 'start after this message id (default: print the whole thread first)'),
-  ).action((threadId: string, opts: { after?: string; baseUrl?: string; apiKeyEnv: string }) =>
+  ).action((threadId: string, opts: { after?: string; baseUrl?: string; apiKeyEnv?: string[] }) =>
     run(async () => {
-      const client = clientFor(resolveConnection(opts, io.env), io.env);
+      const client = keyringClient(resolveConnection(opts, io.env), io.env);
       const ctx = await threadContext(client, threadId);
       // Ctrl-C or SIGTERM ends the wait in flight and the command, with exit 0.
       const stop = new AbortController();

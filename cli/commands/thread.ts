@@ -5,7 +5,7 @@ import type { Message } from '../../api/schemas.ts';
 import { MAX_WAIT_SECONDS } from '../../client/acs-client.ts';
 import type { AcsClient } from '../../client/acs-client.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
-import { clientFor, resolveConnection } from '../context.ts';
+import { keyringClient, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
@@ -53,9 +53,9 @@ export function registerThread(program: Command, io: CliIo, run: Runner): void {
       .addOption(new Option('--wait <seconds>', 'wait this long for the reply (0 = do not wait)').argParser(seconds).default(0))
       .option('--json', 'print the thread and the reply as JSON'),
   ).action(
-    (opts: { team: string; from: string; to: string; content: string; subject: string; channel: string; org?: string; wait: number; json?: boolean; baseUrl?: string; apiKeyEnv: string }) =>
+    (opts: { team: string; from: string; to: string; content: string; subject: string; channel: string; org?: string; wait: number; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
       run(async () => {
-        const client = clientFor(resolveConnection(opts, io.env), io.env);
+        const client = keyringClient(resolveConnection(opts, io.env), io.env);
         const team = await findTeam(client, opts.team, opts.org);
         const fromId = participantId(team, opts.from);
         const toId = participantId(team, opts.to);

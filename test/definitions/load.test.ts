@@ -32,6 +32,8 @@ describe('definitions: loading', () => {
           ],
         },
       ],
+      pipelines: [],
+      schedules: [],
     });
   });
 
@@ -59,7 +61,7 @@ describe('definitions: schema problems', () => {
 
   it('an unknown key with no close match lists the accepted keys', () => {
     expect(problemLines(yaml(...HEAD, 'colour: blue'))).toEqual([
-      'x.yaml:4:1: colour: unknown key "colour" (expected one of apiVersion, organization, teams)',
+      'x.yaml:4:1: colour: unknown key "colour" (expected one of apiVersion, organization, teams, pipelines, schedules)',
     ]);
   });
 

@@ -1,5 +1,5 @@
 /**
- * Replay of apply-workflow histories recorded from a real Temporal server
+ * Replay of apply- and pipeline-workflow histories recorded from a real Temporal server
  * (test/workflows/histories, written by `npm run histories:record`). Needs no server, so it runs
  * in every `npm test`: a change to a workflow that would break histories already recorded — and
  * so workflows running in production — fails here. Changes that must differ go through
@@ -22,15 +22,28 @@ beforeAll(() => {
 });
 
 describe('replay', () => {
-  it('replay: the recorded histories cover creating, a no-op, continue-as-new and a failure', () => {
-    expect(files).toEqual(['apply-continue-as-new.json', 'apply-example-create.json', 'apply-example-no-op.json', 'apply-fails-unresolved-secret.json']);
+  it('replay: the recorded histories cover creating, a no-op, continue-as-new and a failure of apply, and pipelines completed, continued as new, answered by a human and cancelled', () => {
+    expect(files).toEqual([
+      'apply-continue-as-new.json',
+      'apply-example-create.json',
+      'apply-example-no-op.json',
+      'apply-fails-unresolved-secret.json',
+      'pipeline-approval.json',
+      'pipeline-cancelled.json',
+      'pipeline-continue-as-new.json',
+      'pipeline-triage.json',
+    ]);
     const last = (name: string) => histories().find((h) => h.workflowId === name)!.history.events!.at(-1)!;
     expect(last('apply-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
     expect(last('apply-fails-unresolved-secret').workflowExecutionFailedEventAttributes).toBeTruthy();
     expect(last('apply-example-create').workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(last('pipeline-triage').workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(last('pipeline-approval').workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(last('pipeline-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    expect(last('pipeline-cancelled').workflowExecutionCanceledEventAttributes).toBeTruthy();
   });
 
-  it('replay: every recorded apply history replays against the current workflow code without a determinism error', async () => {
+  it('replay: every recorded history replays against the current workflow code without a determinism error', async () => {
     const results = [];
     for await (const result of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-current' }, histories())) results.push(result);
     expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(files.map((f) => [f.replace(/\.json$/, ''), undefined]));

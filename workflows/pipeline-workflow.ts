@@ -1,0 +1,85 @@
+/**
+ * The Temporal workflow of a pipeline run: the orchestration of `pipeline-orchestration.ts`
+ * over activities known by type only.
+ *
+ * - One `converse` activity per step sends the message and waits for the reply: six history
+ *   events per awaited reply, however long the wait (the activity long-polls the service and
+ *   heartbeats its cursor; heartbeats add no events). A worker that dies mid-wait is noticed by
+ *   the heartbeat timeout and the step resumes on another worker from its last cursor, without
+ *   sending again (the message id is in the heartbeat, and the send carries an Idempotency-Key
+ *   made from the workflow id and the step id).
+ * - `progress` (query) answers each step's state and thread id.
+ * - Cancelling the run cancels the waiting activities; nothing more is sent, and the run ends
+ *   cancelled with its steps so marked.
+ * - Past `historyEventLimit` events (or when the server suggests it) the run continues as new
+ *   between steps, carrying its state, so a pipeline that runs for weeks stays within limits.
+ *
+ * Changing this file changes how running histories replay: a change to the commands it issues
+ * must be guarded with `patched()` (Temporal's patching), and `test/workflows/replay.test.ts`
+ * replays recorded pipeline histories to catch one that is not.
+ */
+import { continueAsNew, defineQuery, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { initialState, orchestratePipeline, RunStatuses, settleRunning, StepStatuses, stepList } from './pipeline-orchestration.ts';
+import type { ConverseInput } from '../activities/conversation-activities.ts';
+import type { PipelineActivities, PipelineProgress, PipelineResult, PipelineRunInput, RunStatus } from './pipeline-orchestration.ts';
+import { temporalRetryPolicy } from './retry-policy.ts';
+
+/** The `progress` query: each step's state, thread id and reply so far. */
+export const progressQuery = defineQuery<PipelineProgress>('progress');
+
+/** Default of `PipelineRunInput.historyEventLimit` (Temporal warns at 10,240 events). */
+export const PIPELINE_HISTORY_EVENT_LIMIT = 10_000;
+
+/**
+ * Heartbeat timeout of a waiting step: a worker that stops heartbeating for this long is taken
+ * for dead and the step is retried elsewhere. The activity heartbeats every few seconds, and
+ * cancellation reaches it with a heartbeat's answer, so this also bounds how long a cancel takes.
+ */
+export const CONVERSE_HEARTBEAT_TIMEOUT_MS = 20_000;
+
+/** Time given to a step beyond its wait, for sending and retries. */
+const STEP_MARGIN_MS = 5 * 60_000;
+
+/**
+ * Runs a pipeline. Input: {@link PipelineRunInput} (secret references only). Output:
+ * {@link PipelineResult}. Fails with the failing activity's `ApplicationFailure` (its `type` the
+ * stable code, e.g. `timed_out` when no reply came in time, `keys_refused`); ends cancelled when
+ * cancelled.
+ */
+export async function pipelineWorkflow(input: PipelineRunInput): Promise<PipelineResult> {
+  const state = input.carried ?? initialState(input.pipeline);
+  let status: RunStatus = RunStatuses.running;
+  setHandler(progressQuery, () => ({ pipeline: input.pipeline.name, status, steps: stepList(input.pipeline, state) }));
+
+  const retry = temporalRetryPolicy();
+  const lookup = proxyActivities<PipelineActivities>({ startToCloseTimeout: '1 minute', retry });
+  const acts: PipelineActivities = {
+    resolveTeam: (args) => lookup.resolveTeam(args),
+    converse: (args: ConverseInput) => {
+      const wait = args.deadline === undefined ? 0 : Math.max(0, args.deadline - Date.now());
+      return proxyActivities<PipelineActivities>({
+        startToCloseTimeout: wait + STEP_MARGIN_MS,
+        heartbeatTimeout: CONVERSE_HEARTBEAT_TIMEOUT_MS,
+        retry,
+      }).converse(args);
+    },
+  };
+  const limit = input.historyEventLimit ?? PIPELINE_HISTORY_EVENT_LIMIT;
+  let outcome;
+  try {
+    outcome = await orchestratePipeline(input, acts, state, {
+      now: () => Date.now(),
+      runKey: input.runKey ?? workflowInfo().workflowId,
+      shouldPause: () => workflowInfo().historyLength >= limit || workflowInfo().continueAsNewSuggested,
+      isCancellation,
+    });
+  } catch (error) {
+    const cancelled = isCancellation(error);
+    status = cancelled ? RunStatuses.cancelled : RunStatuses.failed;
+    settleRunning(state, cancelled ? StepStatuses.cancelled : StepStatuses.failed);
+    throw error;
+  }
+  if (!outcome.complete) return continueAsNew<typeof pipelineWorkflow>({ ...input, runKey: input.runKey ?? workflowInfo().workflowId, carried: outcome.state });
+  status = RunStatuses.completed;
+  return outcome.result;
+}
