@@ -13,6 +13,7 @@ import proto from '@temporalio/proto';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { temporalUnreachable } from '../temporal/settings.ts';
 import type { TemporalSettings } from '../temporal/settings.ts';
+import { CLIENT_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
 import type { ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
 import { applyWorkflow } from '../workflows/apply-workflow.ts';
 
@@ -28,19 +29,28 @@ export function applyWorkflowId(orgName: string): string {
 }
 
 /**
- * Connects a Temporal client, runs `fn` with it and closes the connection. Errors:
- * `temporal_unreachable` when the frontend does not answer within 10 s.
+ * Connects a Temporal client, runs `fn` with it and closes the connection. With tracing turned on
+ * by the `OTEL_*` variables of `env` (default `process.env`; see `temporal/telemetry.ts`), the
+ * client's calls (starting a workflow above all) open spans that the workflow's run continues,
+ * and they are sent before this returns. Errors: `temporal_unreachable` when the frontend does
+ * not answer within 10 s; `invalid_usage` when an `OTEL_*` endpoint is not an http(s) URL.
  */
-export async function withTemporalClient<T>(settings: TemporalSettings, fn: (client: Client) => Promise<T>): Promise<T> {
+export async function withTemporalClient<T>(settings: TemporalSettings, fn: (client: Client) => Promise<T>, env: NodeJS.ProcessEnv = process.env): Promise<T> {
+  const telemetry = createTelemetry(env, { defaultServiceName: CLIENT_SERVICE_NAME });
   const connection = await Connection.connect({ ...settings.connectionOptions, connectTimeout: '10 seconds' } as Parameters<typeof Connection.connect>[0]).catch(
-    (error: unknown) => {
+    async (error: unknown) => {
+      await telemetry?.shutdown();
       throw temporalUnreachable(settings, error);
     },
   );
   try {
-    return await fn(new Client({ connection, namespace: settings.namespace }));
+    return await fn(new Client({ connection, namespace: settings.namespace, ...(telemetry ? { interceptors: telemetry.clientInterceptors } : {}) }));
   } finally {
-    await connection.close();
+    try {
+      await connection.close();
+    } finally {
+      await telemetry?.shutdown();
+    }
   }
 }
 

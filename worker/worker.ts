@@ -1,6 +1,8 @@
 /**
  * The Temporal worker of teamctl: registers every workflow (bundled from `workflows/index.ts`)
- * and every activity on one task queue and polls it until stopped.
+ * and every activity on one task queue and polls it until stopped. With tracing turned on by the
+ * `OTEL_*` variables (`temporal/telemetry.ts`), it traces its workflows, activities and their
+ * HTTP calls.
  */
 import { fileURLToPath } from 'node:url';
 import { NativeConnection, Worker } from '@temporalio/worker';
@@ -9,6 +11,7 @@ import { createConversationActivities } from '../activities/conversation-activit
 import type { ActivityDeps } from '../activities/apply-activities.ts';
 import { temporalUnreachable } from '../temporal/settings.ts';
 import type { TemporalSettings } from '../temporal/settings.ts';
+import { WORKER_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
 
 /** Path of the workflows' entry module, for bundling. */
 export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
@@ -22,6 +25,8 @@ export interface WorkerOptions {
   maxConcurrentWorkflowTaskExecutions?: number;
   /** Where the activities resolve secrets and send HTTP (tests pass their own). */
   activityDeps?: ActivityDeps;
+  /** Environment the tracing variables (`OTEL_*`, see `temporal/telemetry.ts`) are read from (default `process.env`). */
+  env?: NodeJS.ProcessEnv;
 }
 
 /** A created worker and the connection it owns. */
@@ -29,17 +34,22 @@ export interface TeamctlWorker {
   worker: Worker;
   /**
    * Runs until `worker.shutdown()` or SIGINT/SIGTERM (the SDK's shutdown signals: in-flight
-   * tasks get the grace time to finish), then closes the connection.
+   * tasks get the grace time to finish), then closes the connection and, when tracing is on,
+   * sends the spans still buffered.
    */
   run(): Promise<void>;
 }
 
 /**
- * Connects and creates (does not run) a worker. Errors: `temporal_unreachable` when the server
- * does not answer; bundling errors of the workflows as they are.
+ * Connects and creates (does not run) a worker; with tracing on (`options.env`), its workflows,
+ * activities and HTTP calls are traced. Errors: `temporal_unreachable` when the server does not
+ * answer; `invalid_usage` when an `OTEL_*` endpoint is not an http(s) URL; bundling errors of the
+ * workflows as they are.
  */
 export async function createWorker(settings: TemporalSettings, options: WorkerOptions): Promise<TeamctlWorker> {
-  const connection = await NativeConnection.connect(settings.connectionOptions).catch((error: unknown) => {
+  const telemetry = createTelemetry(options.env ?? process.env, { defaultServiceName: WORKER_SERVICE_NAME, instrumentHttp: true });
+  const connection = await NativeConnection.connect(settings.connectionOptions).catch(async (error: unknown) => {
+    await telemetry?.shutdown();
     throw temporalUnreachable(settings, error);
   });
   try {
@@ -51,6 +61,7 @@ export async function createWorker(settings: TemporalSettings, options: WorkerOp
       activities: { ...createApplyActivities(options.activityDeps), ...createConversationActivities(options.activityDeps) },
       ...(options.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions } : {}),
       ...(options.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTaskExecutions } : {}),
+      ...telemetry?.workerOptions,
     });
     return {
       worker,
@@ -58,12 +69,18 @@ export async function createWorker(settings: TemporalSettings, options: WorkerOp
         try {
           await worker.run();
         } finally {
-          await connection.close();
+          try {
+            await connection.close();
+          } finally {
+            // After the run: the workflow spans reach the exporter through sinks until the last task.
+            await telemetry?.shutdown();
+          }
         }
       },
     };
   } catch (error) {
     await connection.close();
+    await telemetry?.shutdown();
     throw error;
   }
 }

@@ -38,6 +38,7 @@ export function registerWorker(program: Command, io: CliIo, run: Runner): void {
           ...(opts.maxConcurrentActivities ? { maxConcurrentActivityTaskExecutions: opts.maxConcurrentActivities } : {}),
           ...(opts.maxConcurrentWorkflowTasks ? { maxConcurrentWorkflowTaskExecutions: opts.maxConcurrentWorkflowTasks } : {}),
           activityDeps: { env: io.env },
+          env: io.env,
         });
         io.stderr(`teamctl worker polling task queue ${opts.taskQueue} on ${settings.address} (namespace ${settings.namespace}); Ctrl-C stops it`);
         await runWorker();
