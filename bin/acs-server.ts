@@ -7,9 +7,10 @@
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
  * `--database-url` / `DATABASE_URL`); they print JSON on stdout, or an error as JSON on stderr and
- * exit 1. The only place in the service that calls process.exit.
+ * exit 1. Only this file's top level calls process.exit, with the code {@link runAcsServer}
+ * returns; nothing under service/ does.
  */
-import { Command, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError } from 'commander';
 import {
   adminApproveAccessRequest,
   adminErrorOutput,
@@ -18,7 +19,7 @@ import {
   adminRejectAccessRequest,
   type AdminStorage,
 } from '../service/admin/admin-actions.ts';
-import { startServer } from '../service/index.ts';
+import { startServer, type ServerOptions } from '../service/index.ts';
 
 function integer(min: number, max: number) {
   return (value: string): number => {
@@ -28,49 +29,27 @@ function integer(min: number, max: number) {
   };
 }
 
-const program = new Command('acs-server').description('Agent Collaboration Service, self-hosted');
-
-program
-  .command('start')
-  .description('start the service and serve until SIGINT or SIGTERM')
-  .option('--host <host>', 'interface to listen on', '127.0.0.1')
-  .option('--port <port>', 'TCP port; 0 picks a free one', integer(0, 65535), 8080)
-  .option('--data-dir <dir>', 'directory of the embedded database', '.acs-data')
-  .option('--in-memory', 'embedded database in memory, nothing on disk', false)
-  .option('--database-url <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
-  .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
-  .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE')
-  .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
-  .action(async (flags: { host: string; port: number; dataDir: string; inMemory: boolean; databaseUrl?: string; tickMs: number; devCredentials?: string; rateLimit?: number }) => {
-    const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
-    const server = await startServer({
-      host: flags.host,
-      port: flags.port,
-      inMemory: flags.inMemory,
-      dataDir: flags.dataDir,
-      ...(databaseUrl ? { databaseUrl } : {}),
-      tickMs: flags.tickMs,
-      ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
-      ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
-      logger: true,
-    });
-    process.stdout.write(`acs-server listening on ${server.url}\n`);
-    let stopping = false;
-    const stop = (signal: string) => {
-      if (stopping) return;
-      stopping = true;
-      process.stderr.write(`acs-server stopping (${signal})\n`);
-      server.close().then(
-        () => process.exit(0),
-        (error: unknown) => {
-          process.stderr.write(`acs-server: error while stopping: ${(error as Error).message}\n`);
-          process.exit(1);
-        },
-      );
-    };
-    process.on('SIGINT', () => stop('SIGINT'));
-    process.on('SIGTERM', () => stop('SIGTERM'));
+/**
+ * Starts the service and serves until SIGINT or SIGTERM, then closes it. Resolves with the exit
+ * code: 0 once closed, 1 when closing failed. Errors: rejects when the service cannot start.
+ */
+async function serveUntilSignal(options: ServerOptions): Promise<number> {
+  const server = await startServer(options);
+  process.stdout.write(`acs-server listening on ${server.url}\n`);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    // The handlers stay after the first signal, so a second one while closing is ignored instead
+    // of killing the process halfway through the close.
+    for (const name of ['SIGINT', 'SIGTERM'] as const) process.on(name, () => resolve(name));
   });
+  process.stderr.write(`acs-server stopping (${signal})\n`);
+  try {
+    await server.close();
+    return 0;
+  } catch (error) {
+    process.stderr.write(`acs-server: error while stopping: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
 
 /** Storage flags shared by every admin command. */
 interface StorageFlags {
@@ -88,40 +67,92 @@ function storageOf(flags: StorageFlags): AdminStorage {
   return { dataDir: flags.dataDir, databaseUrl: flags.databaseUrl ?? (process.env.DATABASE_URL || undefined) };
 }
 
-/** Runs one admin action: its result as JSON on stdout, or its error as JSON on stderr and exit 1. */
-async function runAdmin(action: () => Promise<unknown>): Promise<void> {
+/** Runs one admin action: its result as JSON on stdout and 0, or its error as JSON on stderr and 1. */
+async function runAdmin(action: () => Promise<unknown>): Promise<number> {
   try {
     process.stdout.write(JSON.stringify(await action(), null, 2) + '\n');
+    return 0;
   } catch (error) {
     process.stderr.write(JSON.stringify(adminErrorOutput(error)) + '\n');
-    process.exit(1);
+    return 1;
   }
 }
 
-const admin = program.command('admin').description('operator actions against the server\'s database (contract §6)');
-const accessRequests = admin.command('access-requests').description('review access requests');
+/**
+ * Runs `acs-server` with `argv` (without the node and script paths) and returns the exit code:
+ * 0 success (for `start`: stopped cleanly by a signal), 1 any error, usage errors included
+ * (commander prints those; it must not exit the process itself).
+ */
+async function runAcsServer(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const run = async (action: () => Promise<number>): Promise<void> => {
+    exitCode = await action();
+  };
+  const program = new Command('acs-server').description('Agent Collaboration Service, self-hosted').exitOverride();
 
-withStorageFlags(accessRequests.command('list').description('list access requests, oldest first'))
-  .option('--status <status>', 'only requests with this status: pending, approved or rejected')
-  .action((flags: StorageFlags & { status?: string }) => runAdmin(() => adminListAccessRequests(storageOf(flags), flags.status)));
+  program
+    .command('start')
+    .description('start the service and serve until SIGINT or SIGTERM')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <port>', 'TCP port; 0 picks a free one', integer(0, 65535), 8080)
+    .option('--data-dir <dir>', 'directory of the embedded database', '.acs-data')
+    .option('--in-memory', 'embedded database in memory, nothing on disk', false)
+    .option('--database-url <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
+    .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
+    .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE')
+    .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
+    .action((flags: { host: string; port: number; dataDir: string; inMemory: boolean; databaseUrl?: string; tickMs: number; devCredentials?: string; rateLimit?: number }) => {
+      const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
+      return run(() =>
+        serveUntilSignal({
+          host: flags.host,
+          port: flags.port,
+          inMemory: flags.inMemory,
+          dataDir: flags.dataDir,
+          ...(databaseUrl ? { databaseUrl } : {}),
+          tickMs: flags.tickMs,
+          ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
+          ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+          logger: true,
+        }),
+      );
+    });
 
-withStorageFlags(accessRequests.command('approve').description('create the requested organization; prints its first key once'))
-  .argument('<request_id>', 'the access request')
-  .action((requestId: string, flags: StorageFlags) => runAdmin(() => adminApproveAccessRequest(storageOf(flags), requestId)));
+  const admin = program.command('admin').description('operator actions against the server\'s database (contract §6)');
+  const accessRequests = admin.command('access-requests').description('review access requests');
 
-withStorageFlags(accessRequests.command('reject').description('reject an access request'))
-  .argument('<request_id>', 'the access request')
-  .option('--reason <reason>', 'why (1-2000 characters)')
-  .action((requestId: string, flags: StorageFlags & { reason?: string }) =>
-    runAdmin(() => adminRejectAccessRequest(storageOf(flags), requestId, flags.reason)),
-  );
+  withStorageFlags(accessRequests.command('list').description('list access requests, oldest first'))
+    .option('--status <status>', 'only requests with this status: pending, approved or rejected')
+    .action((flags: StorageFlags & { status?: string }) => run(() => runAdmin(() => adminListAccessRequests(storageOf(flags), flags.status))));
 
-withStorageFlags(admin.command('keys').description('organization keys').command('issue').description('issue a key for an existing organization; prints it once'))
-  .requiredOption('--org <org_id>', 'the organization')
-  .option('--name <name>', 'a name for the key')
-  .action((flags: StorageFlags & { org: string; name?: string }) => runAdmin(() => adminIssueKey(storageOf(flags), flags.org, flags.name)));
+  withStorageFlags(accessRequests.command('approve').description('create the requested organization; prints its first key once'))
+    .argument('<request_id>', 'the access request')
+    .action((requestId: string, flags: StorageFlags) => run(() => runAdmin(() => adminApproveAccessRequest(storageOf(flags), requestId))));
 
-program.parseAsync(process.argv).catch((error: unknown) => {
-  process.stderr.write(`acs-server: ${(error as Error).message}\n`);
-  process.exit(1);
-});
+  withStorageFlags(accessRequests.command('reject').description('reject an access request'))
+    .argument('<request_id>', 'the access request')
+    .option('--reason <reason>', 'why (1-2000 characters)')
+    .action((requestId: string, flags: StorageFlags & { reason?: string }) =>
+      run(() => runAdmin(() => adminRejectAccessRequest(storageOf(flags), requestId, flags.reason))),
+    );
+
+  withStorageFlags(admin.command('keys').description('organization keys').command('issue').description('issue a key for an existing organization; prints it once'))
+    .requiredOption('--org <org_id>', 'the organization')
+    .option('--name <name>', 'a name for the key')
+    .action((flags: StorageFlags & { org: string; name?: string }) => run(() => runAdmin(() => adminIssueKey(storageOf(flags), flags.org, flags.name))));
+
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    // --help "fails" with exit code 0; usage errors were already printed by commander.
+    if (error instanceof CommanderError) return error.exitCode;
+    process.stderr.write(`acs-server: ${(error as Error).message}\n`);
+    return 1;
+  }
+  return exitCode;
+}
+
+const code = await runAcsServer(process.argv.slice(2));
+// Let pending writes flush before leaving; the database, the agent loop's timer or open sockets
+// must not keep a stopped server or a finished admin command alive.
+process.stdout.write('', () => process.exit(code));

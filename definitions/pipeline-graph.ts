@@ -1,24 +1,9 @@
 /**
  * Pure facts about a pipeline's steps, shared by `validate` and the pipeline workflow: the steps
- * in order, the two ends of each step's thread, durations. Free of Zod and I/O so that the
- * workflow, which runs in Temporal's deterministic sandbox, can import it.
+ * in order, the two ends of each step's thread (durations are in `durations.ts`). Free of Zod and
+ * I/O so that the workflow, which runs in Temporal's deterministic sandbox, can import it.
  */
-import ms from 'ms';
 import type { ParallelGroup, PipelineDefinition, PipelineEntry, PipelineStep } from './pipeline-schema.ts';
-
-/** Default `timeout` of a step that awaits a reply: ten minutes. */
-export const DEFAULT_STEP_TIMEOUT = '10m';
-
-/**
- * Milliseconds of a duration string such as `30s`, `10m`, `2h`, `7d` (the `ms` library's
- * format), or undefined when it is not one or is not positive.
- */
-export function parseDuration(text: string): number | undefined {
-  // ms() reads a bare number as milliseconds; a unit is required so `10` is not 10 ms by surprise.
-  if (!/^\s*\d+(\.\d+)?\s*[a-z]+\s*$/i.test(text)) return undefined;
-  const value = ms(text as ms.StringValue);
-  return Number.isFinite(value) && value > 0 ? value : undefined;
-}
 
 /** Whether an entry of `steps` is a parallel group. */
 export function isParallelGroup(entry: PipelineEntry): entry is ParallelGroup {

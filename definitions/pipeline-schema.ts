@@ -12,7 +12,7 @@
  */
 import { z } from 'zod';
 import { LongText, Name } from '../api/schemas.ts';
-import { DEFAULT_STEP_TIMEOUT, parseDuration } from './pipeline-graph.ts';
+import { DEFAULT_STEP_TIMEOUT, parseDuration } from './durations.ts';
 
 /** Longest wait a step or a window may name: a year (Temporal timers go further, people do not). */
 export const MAX_DURATION_MS = 365 * 24 * 3_600_000;

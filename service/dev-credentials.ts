@@ -1,7 +1,8 @@
 import { readFile, writeFile } from 'node:fs/promises';
 import { ServiceError } from '../errors/catalogue.ts';
 import type { Db } from './storage/db.ts';
-import { authenticate, issueOrgKey } from './domain/org-keys.ts';
+import { authenticate } from './domain/authentication.ts';
+import { issueOrgKey } from './domain/org-keys.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 
 /** The dev credentials file (contract §6). */

@@ -10,7 +10,8 @@
  */
 import type { Connection } from '../activities/connection.ts';
 import type { ConverseInput, ConverseResult, ConverseTarget, ResolvedTeam } from '../activities/conversation-activities.ts';
-import { DEFAULT_STEP_TIMEOUT, edgeKey, flatSteps, isParallelGroup, parseDuration, peerOf, threadEnds } from '../definitions/pipeline-graph.ts';
+import { DEFAULT_STEP_TIMEOUT, parseDuration } from '../definitions/durations.ts';
+import { edgeKey, flatSteps, isParallelGroup, peerOf, threadEnds } from '../definitions/pipeline-graph.ts';
 import type { InputValue, PipelineDefinition, PipelineStep } from '../definitions/pipeline-schema.ts';
 import { renderTemplate } from '../definitions/template.ts';
 

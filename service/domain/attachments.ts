@@ -1,9 +1,9 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import { maxAttachmentBytes, type Attachment } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
+import { assertOrganizationReachable } from './access-checks.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
-import { assertOrganizationReachable } from './organizations.ts';
 
 interface AttachmentRow {
   id: string;

@@ -3,11 +3,8 @@ import type { CreatedMcpKey, McpKey } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { Caller, DomainDeps } from './caller.ts';
 import { iso, isoOrNull, isUuid, newId } from './ids.ts';
-import { findActiveOrgKey, generateSecret, hashKey, lastUsedResolutionSeconds } from './org-keys.ts';
+import { generateSecret, hashKey, mcpKeyPrefix } from './key-secrets.ts';
 import { getAgent } from './participants.ts';
-
-/** Every MCP key starts with this (contract §3). */
-export const mcpKeyPrefix = 'acs_mcp_';
 
 interface McpKeyRow {
   id: string;
@@ -25,51 +22,6 @@ function toMcpKey(row: McpKeyRow): McpKey {
     created_at: iso(row.created_at),
     last_used_at: isoOrNull(row.last_used_at),
   };
-}
-
-/** The agent an MCP key is bound to, with its team and organization (what the MCP endpoint needs). */
-export interface McpIdentity {
-  keyId: string;
-  agentId: string;
-  teamId: string;
-  orgId: string;
-}
-
-/**
- * Looks up an unrevoked MCP key by its secret. Output: its identity, or undefined when the
- * secret is not an MCP key or is unknown or revoked (a deleted agent's keys are gone with it).
- */
-export async function findMcpKey(db: Queryable, secret: string): Promise<(McpIdentity & { stale: boolean }) | undefined> {
-  if (!secret.startsWith(mcpKeyPrefix)) return undefined;
-  const rows = await db.query<{ id: string; agent_id: string; team_id: string; org_id: string; stale: boolean }>(
-    `SELECT k.id, k.agent_id, p.team_id, t.org_id,
-        (k.last_used_at IS NULL OR k.last_used_at < now() - make_interval(secs => $2)) AS stale
-       FROM mcp_keys k JOIN participants p ON p.id = k.agent_id JOIN teams t ON t.id = p.team_id
-      WHERE k.key_hash = $1 AND k.revoked_at IS NULL`,
-    [hashKey(secret), lastUsedResolutionSeconds],
-  );
-  const row = rows[0];
-  return row && { keyId: row.id, agentId: row.agent_id, teamId: row.team_id, orgId: row.org_id, stale: row.stale };
-}
-
-/**
- * Resolves the `x-api-key` value of an MCP request to the agent it is bound to (contract §3, §7)
- * and records `last_used_at` (at most once a minute per key). For the MCP endpoint.
- * Errors: `unauthenticated` (no key), `wrong_key_type` (an organization key),
- * `invalid_api_key` (unknown or revoked).
- */
-export async function authenticateMcp(db: Queryable, header: string | undefined): Promise<McpIdentity> {
-  if (header === undefined || header.trim() === '') throw new ServiceError('unauthenticated', 'x-api-key header is required');
-  const secret = header.trim();
-  const found = await findMcpKey(db, secret);
-  if (found === undefined) {
-    if ((await findActiveOrgKey(db, secret)) !== undefined) {
-      throw new ServiceError('wrong_key_type', 'an organization key is for REST routes; the MCP endpoint needs an MCP key');
-    }
-    throw new ServiceError('invalid_api_key', 'the MCP key is not valid');
-  }
-  if (found.stale) await db.query(`UPDATE mcp_keys SET last_used_at = now() WHERE id = $1`, [found.keyId]);
-  return { keyId: found.keyId, agentId: found.agentId, teamId: found.teamId, orgId: found.orgId };
 }
 
 /**

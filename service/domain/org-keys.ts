@@ -1,39 +1,12 @@
-import { createHash, randomInt } from 'node:crypto';
 import { ServiceError } from '../../errors/catalogue.ts';
 import { maxActiveOrgKeys, type CreatedOrgKey, type OrgKey } from '../../api/schemas.ts';
 import type { Db, Queryable } from '../storage/db.ts';
+import { assertOrganizationReachable } from './access-checks.ts';
+import { activeOrgKey } from './authentication.ts';
 import type { Caller } from './caller.ts';
 import { iso, isoOrNull, isUuid, newId } from './ids.ts';
-import { findMcpKey, mcpKeyPrefix } from './mcp-keys.ts';
-import { assertOrganizationReachable } from './organizations.ts';
-
-const base62 = '0123456789ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz';
-/** Every organization key starts with this (contract §3). */
-export const orgKeyPrefix = 'acs_org_';
-
-/** How often at most `last_used_at` is written per key, in seconds (one write a minute, not one a request). */
-export const lastUsedResolutionSeconds = 60;
-
-/** A new key secret: `prefix` and 40 base62 characters (contract §3). */
-export function generateSecret(prefix: string): string {
-  let secret = prefix;
-  // randomInt is uniform (no modulo bias), unlike mapping random bytes onto 62 symbols.
-  for (let i = 0; i < 40; i += 1) secret += base62[randomInt(62)];
-  return secret;
-}
-
-/** A new organization key secret: `acs_org_` and 40 base62 characters (contract §3). */
-export function generateOrgKey(): string {
-  return generateSecret(orgKeyPrefix);
-}
-
-/** The stored form of a key: its SHA-256 in hex; the secret itself is never stored. */
-export function hashKey(secret: string): string {
-  return createHash('sha256').update(secret, 'utf8').digest('hex');
-}
-
-/** SQL predicate on an `org_keys` alias that holds while the key authenticates. */
-const active = (alias: string) => `(${alias}.revoked_at IS NULL AND (${alias}.expires_at IS NULL OR ${alias}.expires_at > now()))`;
+import { forgetOrgKey } from './key-cache.ts';
+import { generateOrgKey, hashKey } from './key-secrets.ts';
 
 interface OrgKeyRow {
   id: string;
@@ -83,7 +56,7 @@ async function lockKeys(tx: Queryable, orgId: string): Promise<void> {
 }
 
 async function countActive(tx: Queryable, orgId: string): Promise<number> {
-  const rows = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM org_keys k WHERE k.org_id = $1 AND ${active('k')}`, [orgId]);
+  const rows = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM org_keys k WHERE k.org_id = $1 AND ${activeOrgKey('k')}`, [orgId]);
   return rows[0]?.n ?? 0;
 }
 
@@ -144,7 +117,7 @@ export async function listOrgKeys(db: Queryable, caller: Caller, orgId: string):
   await assertOrganizationReachable(db, caller, orgId);
   const rows = await db.query<OrgKeyRow>(
     `SELECT k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.expires_at FROM org_keys k
-      WHERE k.org_id = $1 AND ${active('k')} ORDER BY k.created_at, k.id`,
+      WHERE k.org_id = $1 AND ${activeOrgKey('k')} ORDER BY k.created_at, k.id`,
     [orgId],
   );
   return rows.map(toOrgKey);
@@ -154,7 +127,7 @@ async function findActiveKey(tx: Queryable, orgId: string, keyId: string): Promi
   if (!isUuid(keyId)) throw new ServiceError('not_found', 'key not found');
   const rows = await tx.query<OrgKeyRow>(
     `SELECT k.id, k.name, k.prefix, k.created_at, k.last_used_at, k.expires_at FROM org_keys k
-      WHERE k.id = $1 AND k.org_id = $2 AND ${active('k')}`,
+      WHERE k.id = $1 AND k.org_id = $2 AND ${activeOrgKey('k')}`,
     [keyId, orgId],
   );
   if (!rows[0]) throw new ServiceError('not_found', 'key not found');
@@ -170,7 +143,7 @@ async function findActiveKey(tx: Queryable, orgId: string, keyId: string): Promi
  */
 export async function rotateOrgKey(db: Db, caller: Caller, orgId: string, keyId: string, graceSeconds: number): Promise<CreatedOrgKey> {
   await assertOrganizationReachable(db, caller, orgId);
-  return db.transaction(async (tx) => {
+  const created = await db.transaction(async (tx) => {
     await lockKeys(tx, orgId);
     const old = await findActiveKey(tx, orgId, keyId);
     if (graceSeconds === 0) {
@@ -184,6 +157,9 @@ export async function rotateOrgKey(db: Db, caller: Caller, orgId: string, keyId:
     if ((await countActive(tx, orgId)) >= maxActiveOrgKeys) throw keyLimit();
     return insertOrgKey(tx, orgId, old.name, null);
   });
+  // The old key's expiry moved (or it was revoked): this process must not go on trusting it.
+  forgetOrgKey(db, keyId);
+  return created;
 }
 
 /**
@@ -201,37 +177,6 @@ export async function revokeOrgKey(db: Db, caller: Caller, orgId: string, keyId:
     }
     await tx.query(`UPDATE org_keys SET revoked_at = now() WHERE id = $1`, [keyId]);
   });
-}
-
-/**
- * Resolves an `X-API-Key` value to its {@link Caller} (contract §3) and records `last_used_at`
- * (at most once a minute per key).
- * Errors: `unauthenticated` when the header is missing or empty; `wrong_key_type` for a valid MCP
- * key; `invalid_api_key` when the key is unknown, revoked or expired.
- */
-/**
- * The active (not revoked, not expired) organization key with this secret, if any, and whether
- * its `last_used_at` is older than the recording resolution. One indexed lookup by hash.
- */
-export async function findActiveOrgKey(db: Queryable, secret: string): Promise<{ id: string; org_id: string; stale: boolean } | undefined> {
-  if (!secret.startsWith(orgKeyPrefix)) return undefined;
-  const rows = await db.query<{ id: string; org_id: string; stale: boolean }>(
-    `SELECT k.id, k.org_id,
-        (k.last_used_at IS NULL OR k.last_used_at < now() - make_interval(secs => $2)) AS stale
-       FROM org_keys k WHERE k.key_hash = $1 AND ${active('k')}`,
-    [hashKey(secret), lastUsedResolutionSeconds],
-  );
-  return rows[0];
-}
-
-export async function authenticate(db: Queryable, header: string | undefined): Promise<Caller> {
-  if (header === undefined || header.trim() === '') throw new ServiceError('unauthenticated', 'X-API-Key header is required');
-  const secret = header.trim();
-  if (secret.startsWith(mcpKeyPrefix) && (await findMcpKey(db, secret)) !== undefined) {
-    throw new ServiceError('wrong_key_type', 'an MCP key is for the MCP endpoint; REST routes need an organization key');
-  }
-  const row = await findActiveOrgKey(db, secret);
-  if (row === undefined) throw new ServiceError('invalid_api_key', 'the API key is not valid');
-  if (row.stale) await db.query(`UPDATE org_keys SET last_used_at = now() WHERE id = $1`, [row.id]);
-  return { orgId: row.org_id, keyId: row.id };
+  // Refused from the next request on, not after the key cache's TTL (key-cache.ts).
+  forgetOrgKey(db, keyId);
 }

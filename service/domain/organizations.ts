@@ -56,16 +56,6 @@ export async function getOrganization(deps: DomainDeps | { db: Queryable }, call
 }
 
 /**
- * Checks that the caller reaches `orgId` (for operations on its children).
- * Errors: `not_found` when it does not.
- */
-export async function assertOrganizationReachable(db: Queryable, caller: Caller, orgId: string): Promise<void> {
-  if (!isUuid(orgId)) throw new ServiceError('not_found', 'organization not found');
-  const rows = await db.query(`SELECT 1 FROM organizations o WHERE o.id = $2 AND ${reaches('o', 1)}`, [caller.orgId, orgId]);
-  if (rows.length === 0) throw new ServiceError('not_found', 'organization not found');
-}
-
-/**
  * Provisions a new organization owned by the caller's organization (contract §5 POST
  * /organizations); the caller's key reaches it from then on.
  * Errors: `conflict` (with `existing_id`) when an organization the caller reaches has that name.

@@ -1,8 +1,8 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import { Providers, type Provider, type ProviderKey } from '../../api/schemas.ts';
+import { assertOrganizationReachable } from './access-checks.ts';
 import type { Caller, DomainDeps } from './caller.ts';
 import { iso } from './ids.ts';
-import { assertOrganizationReachable } from './organizations.ts';
 
 /**
  * Checks a provider name from a path (contract §5 lists them).

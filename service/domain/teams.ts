@@ -1,12 +1,10 @@
 import { ServiceError } from '../../errors/catalogue.ts';
-import type { Team, TeamGraph } from '../../api/schemas.ts';
+import type { Team } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
+import { assertOrganizationReachable } from './access-checks.ts';
 import { countTeamAttachments, deleteTeamAttachments } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
-import { assertOrganizationReachable } from './organizations.ts';
-import { listAgentsOfTeam, listHumansOfTeam } from './participants.ts';
-import { listEdgesOfTeam } from './edges.ts';
 
 const selectTeam = `
   SELECT t.id, t.org_id, t.name, t.description, t.engine_id, t.created_at,
@@ -93,21 +91,6 @@ export async function listTeams(deps: DomainDeps, caller: Caller, orgId: string)
   await assertOrganizationReachable(deps.db, caller, orgId);
   const rows = await deps.db.query<TeamRow>(`${selectTeam} WHERE t.org_id = $1 ORDER BY t.created_at, t.id`, [orgId]);
   return rows.map(toTeam);
-}
-
-/**
- * Returns the team with its graph: agents, humans, edges and `active_thread_count` (every
- * thread is active in v1, contract §4). Errors: `not_found`.
- */
-export async function getTeamGraph(deps: DomainDeps, caller: Caller, teamId: string): Promise<TeamGraph> {
-  const team = await getTeam(deps.db, caller, teamId);
-  const [agents, humans, edges, threads] = await Promise.all([
-    listAgentsOfTeam(deps.db, teamId),
-    listHumansOfTeam(deps.db, teamId),
-    listEdgesOfTeam(deps.db, teamId),
-    deps.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM threads WHERE team_id = $1`, [teamId]),
-  ]);
-  return { ...team, agents, humans, edges, active_thread_count: threads[0]?.n ?? 0 };
 }
 
 /**
