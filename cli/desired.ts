@@ -36,7 +36,19 @@ export function desiredState(definition: Definition): DesiredState {
  * Errors: `invalid_definition`, `unresolved_secret`, `invalid_usage`.
  */
 export async function buildApplyInput(file: string, flags: ConnectionFlags & { parallelism?: number }, env: NodeJS.ProcessEnv): Promise<ApplyInput> {
-  const desired = desiredState(await loadDesired(file, env, true));
+  return (await loadApplyInput(file, flags, env)).input;
+}
+
+/**
+ * {@link buildApplyInput} together with the whole definition it came from (its pipelines and
+ * schedules are not part of the apply workflow's input). Errors: as {@link buildApplyInput}.
+ */
+export async function loadApplyInput(
+  file: string,
+  flags: ConnectionFlags & { parallelism?: number },
+  env: NodeJS.ProcessEnv,
+): Promise<{ input: ApplyInput; definition: Definition }> {
+  const definition = await loadDesired(file, env, true);
   const connection = resolveConnection(flags, env);
-  return { connection, desired, ...(flags.parallelism ? { parallelism: flags.parallelism } : {}) };
+  return { definition, input: { connection, desired: desiredState(definition), ...(flags.parallelism ? { parallelism: flags.parallelism } : {}) } };
 }

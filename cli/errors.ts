@@ -30,6 +30,7 @@ const HINTS: Record<string, string> = {
   no_worker: 'start one where the service\'s key and provider keys are in the environment: teamctl worker (--task-queue to match)',
   not_applied: 'apply the definition first: teamctl apply -f FILE',
   run_not_found: 'list runs with: teamctl runs list',
+  schedule_not_found: 'list schedules with: teamctl schedules list -f FILE; apply creates the schedules of a file',
   not_found: 'the resource does not exist or this key cannot reach it',
   conflict: 'a resource of that name already exists',
   unresolved_secret: 'export the variable before running teamctl',

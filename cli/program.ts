@@ -7,6 +7,7 @@ import { DefinitionError } from '../definitions/problems.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerPlanApply } from './commands/plan-apply.ts';
 import { registerRun } from './commands/run.ts';
+import { registerSchedules } from './commands/schedules.ts';
 import { registerThread } from './commands/thread.ts';
 import { registerWorker } from './commands/worker.ts';
 import { ExitCodes, reportError } from './errors.ts';
@@ -35,6 +36,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCode> {
     .showHelpAfterError('(run teamctl --help for usage)');
   registerPlanApply(program, io, run);
   registerRun(program, io, run);
+  registerSchedules(program, io, run);
   registerThread(program, io, run);
   registerKeys(program, io, run);
   registerWorker(program, io, run);

@@ -55,6 +55,8 @@ export const ToolkitErrorCodes = {
   keys_refused: 'keys_refused',
   /** What a run needs (its organization, its team) is not on the service: the definition was not applied. */
   not_applied: 'not_applied',
+  /** The organization has no schedule of that name on Temporal. */
+  schedule_not_found: 'schedule_not_found',
   /** No pipeline run has that id. */
   run_not_found: 'run_not_found',
   /** A pipeline run ended without completing (failed or cancelled). */

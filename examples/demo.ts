@@ -2,8 +2,10 @@
  * `npm run demo`: the first slice end to end, as a user would run it.
  *
  * Starts `acs-server` in memory on a free port, applies `examples/acme-research.yaml`, applies
- * it again (no changes), opens a thread from the human alice to the echo agent scout, prints the
- * reply, stops the server and exits 0 — or exits 1 at the first step that fails.
+ * it again (no changes), opens a thread from the human alice to the echo agent scout and prints
+ * the reply; then applies `examples/triage.yaml` and runs its `triage` pipeline (a thread
+ * continued, two steps in parallel) on the local engine. Stops the server and exits 0 — or exits
+ * 1 at the first step that fails.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -14,6 +16,7 @@ import { fileURLToPath } from 'node:url';
 
 const root = fileURLToPath(new URL('..', import.meta.url));
 const definition = join(root, 'examples', 'acme-research.yaml');
+const pipelines = join(root, 'examples', 'triage.yaml');
 
 /** Runs a command to completion, streaming its output; resolves to its exit code. */
 function run(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
@@ -60,6 +63,8 @@ try {
     ['apply', '-f', definition],
     ['thread', 'open', '--team', 'literature-review', '--from', 'alice', '--to', 'scout',
       '--subject', 'Kickoff', '--content', 'Please find recent papers on durable execution.', '--wait', '60'],
+    ['apply', '-f', pipelines],
+    ['run', 'triage', '-f', pipelines, '--input', 'ticket=T-1042 printer on fire'],
   ];
   status = 0;
   for (const step of steps) {

@@ -7,6 +7,7 @@ import { parseRunInputs } from '../../cli/commands/run.ts';
 import { problemLines, yaml } from './helpers.ts';
 
 const EXAMPLE = fileURLToPath(new URL('../../examples/triage.yaml', import.meta.url));
+const NIGHTLY = fileURLToPath(new URL('../../examples/nightly-triage.yaml', import.meta.url));
 
 /** A team with dana (human), triager and summarizer (agents), edges dana–triager and dana–summarizer; pipelines from line 12. */
 const TEAM = [
@@ -24,15 +25,15 @@ const TEAM = [
 ];
 
 describe('definitions: pipelines', () => {
-  it('pipelines: the example validates with its steps, a parallel group, defaults and a schedule', async () => {
+  it('pipelines: the examples validate with their steps, a parallel group, defaults and a schedule', async () => {
     const definition = await loadDefinitionFile(EXAMPLE);
     const triage = definition.pipelines.find((p) => p.name === 'triage')!;
     expect(triage.inputs).toEqual({ ticket: { type: 'string' }, priority: { type: 'string', default: 'normal' } });
     expect(triage.steps).toHaveLength(3);
     expect(triage.steps[1]).toMatchObject({ id: 'follow-up', thread: 'classify', awaitReply: true });
     expect(triage.steps[2]).toMatchObject({ parallel: [{ id: 'summary' }, { id: 'notify', awaitReply: false }] });
-    expect(definition.schedules).toEqual([
-      { name: 'nightly-triage', pipeline: 'triage', cron: '0 2 * * *', timezone: 'Europe/Berlin', overlap: 'skip', catchupWindow: '1h', paused: false, inputs: { ticket: 'nightly sweep' } },
+    expect((await loadDefinitionFile(NIGHTLY)).schedules).toEqual([
+      { name: 'nightly-triage', pipeline: 'sweep', cron: '0 2 * * *', timezone: 'Europe/Berlin', overlap: 'skip', catchupWindow: '1h', paused: false, inputs: { ticket: 'nightly sweep' } },
     ]);
   });
 
