@@ -9,10 +9,11 @@ import { computePlan } from '../../plan/plan.ts';
 import { DEFAULT_TASK_QUEUE, loadTemporalSettings } from '../../temporal/settings.ts';
 import { DEFAULT_PARALLELISM, readObserved } from '../../workflows/apply-orchestration.ts';
 import type { ApplyResult } from '../../workflows/apply-orchestration.ts';
-import { buildApplyInput, loadDesired } from '../desired.ts';
+import { loadApplyInput, loadDesired } from '../desired.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
-import { renderApplied, renderApplySummary, renderPlan } from '../render.ts';
+import { renderApplied, renderAppliedSchedule, renderApplySummaryWithSchedules, renderPlanWithSchedules } from '../render.ts';
+import { applySchedulePlan, readSchedulePlan } from '../schedule-plan.ts';
 import type { Runner } from './runner.ts';
 
 /** Engines of `apply`. */
@@ -65,33 +66,43 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
   connectionOptions(
     program
       .command('plan')
-      .description('Read the live state and print the changes apply would make (create, update). Sends no mutating request.')
+      .description(
+        'Read the live state and print the changes apply would make: resources (create, update), then schedules on Temporal (create, update, delete). Sends no mutating request.',
+      )
       .requiredOption('-f, --file <path>', 'definition file (YAML)')
-      .option('--json', 'print {"changes": [...]} as JSON')
-      .option('--detailed-exitcode', 'exit 0 when in sync, 2 when there are changes, 1 on error'),
-  ).action((opts: { file: string; json?: boolean; detailedExitcode?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
+      .option('--task-queue <name>', 'Temporal task queue scheduled runs go to (as apply would set it)', DEFAULT_TASK_QUEUE)
+      .option('--json', 'print {"changes": [...]} as JSON, with "schedules": [...] when the organization has schedules (in the file or on Temporal)')
+      .option('--detailed-exitcode', 'exit 0 when in sync, 2 when there are changes (schedules included), 1 on error'),
+  ).action((opts: { file: string; taskQueue: string; json?: boolean; detailedExitcode?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
     run(async () => {
-      const { desired, connection } = await buildApplyInput(opts.file, opts, io.env);
-      const observed = await readObserved(createApplyActivities({ env: io.env }), connection, desired);
-      const plan = computePlan(desired, observed);
-      io.stdout(opts.json ? JSON.stringify(plan, null, 2) : renderPlan(plan.changes));
-      return opts.detailedExitcode && plan.changes.length > 0 ? ExitCodes.changes : ExitCodes.ok;
+      const { input, definition } = await loadApplyInput(opts.file, opts, io.env);
+      const schedules = await readSchedulePlan(definition, input.connection, opts.taskQueue, io);
+      const observed = await readObserved(createApplyActivities({ env: io.env }), input.connection, input.desired);
+      const plan = computePlan(input.desired, observed);
+      const scheduleChanges = schedules?.changes ?? [];
+      if (opts.json) io.stdout(JSON.stringify(schedules?.relevant ? { ...plan, schedules: scheduleChanges } : plan, null, 2));
+      else io.stdout(renderPlanWithSchedules(plan.changes, scheduleChanges));
+      return opts.detailedExitcode && plan.changes.length + scheduleChanges.length > 0 ? ExitCodes.changes : ExitCodes.ok;
     }),
   );
 
   connectionOptions(
     program
       .command('apply')
-      .description('Make the live state match the definition: organization, provider keys, teams, agents, humans, edges. Idempotent; safe to re-run after an interruption.')
+      .description(
+        'Make the live state match the definition: organization, provider keys, teams, agents, humans, edges; then its schedules on Temporal (created, updated, deleted when gone from the file). Idempotent; safe to re-run after an interruption.',
+      )
       .requiredOption('-f, --file <path>', 'definition file (YAML)')
       .addOption(new Option('--engine <engine>', 'where the orchestration runs').choices(Object.values(Engines)).default(Engines.local))
-      .option('--task-queue <name>', 'Temporal task queue (engine temporal)', DEFAULT_TASK_QUEUE)
+      .option('--task-queue <name>', 'Temporal task queue of the apply (engine temporal) and of scheduled runs', DEFAULT_TASK_QUEUE)
       .addOption(new Option('--parallelism <n>', 'most changes in flight at once').argParser(positiveInt).default(DEFAULT_PARALLELISM))
       .option('--json', 'print the result as JSON'),
   ).action(
     (opts: { file: string; engine: keyof typeof Engines; taskQueue: string; parallelism: number; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
       run(async () => {
-        const input = await buildApplyInput(opts.file, opts, io.env);
+        const { input, definition } = await loadApplyInput(opts.file, opts, io.env);
+        // Before any change: a definition with schedules and no reachable Temporal applies nothing.
+        const schedules = await readSchedulePlan(definition, input.connection, opts.taskQueue, io, opts.engine === Engines.temporal);
         const spinner = io.isTTY && !opts.json ? ora({ text: `Applying ${opts.file}…`, stream: process.stderr }).start() : undefined;
         let result: ApplyResult;
         try {
@@ -110,11 +121,11 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
         } finally {
           spinner?.stop();
         }
-        if (opts.json) io.stdout(JSON.stringify(result, null, 2));
-        else {
-          if (opts.engine === Engines.temporal) result.applied.forEach((c) => io.stdout(renderApplied(c)));
-          io.stdout(renderApplySummary(result.applied, result.omitted));
-        }
+        if (!opts.json && opts.engine === Engines.temporal) result.applied.forEach((c) => io.stdout(renderApplied(c)));
+        // Schedules live on Temporal whatever the engine; after the resources, which their runs need.
+        const scheduled = schedules ? await applySchedulePlan(schedules, io, (c) => opts.json || io.stdout(renderAppliedSchedule(c))) : [];
+        if (opts.json) io.stdout(JSON.stringify(schedules?.relevant ? { ...result, schedules: scheduled } : result, null, 2));
+        else io.stdout(renderApplySummaryWithSchedules(result.applied, result.omitted, scheduled));
         return ExitCodes.ok;
       }),
   );

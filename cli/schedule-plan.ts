@@ -1,0 +1,80 @@
+/**
+ * The schedule part of `plan` and `apply`.
+ *
+ * When Temporal is consulted:
+ * - the definition has schedules: Temporal must answer, or the command fails with
+ *   `temporal_unreachable` before anything has changed (apply reads the schedules first);
+ * - else, when a Temporal server is configured explicitly (`TEMPORAL_ADDRESS`, `TEMPORAL_PROFILE`,
+ *   `TEMPORAL_CONFIG_FILE`) or `apply --engine temporal` runs: Temporal is asked for the
+ *   organization's schedules, so that removing the last schedule from a file still deletes it;
+ *   an unreachable server then only prints a warning (the resources do not need it);
+ * - else schedules are not looked at: a machine with no Temporal configured can plan and apply
+ *   resources without one.
+ */
+import type { Connection } from '../activities/connection.ts';
+import type { Definition } from '../definitions/schema.ts';
+import { withTemporalClient } from '../engine/temporal-engine.ts';
+import { ToolkitError } from '../errors/catalogue.ts';
+import { diffSchedules } from '../plan/schedules.ts';
+import type { ScheduleChange } from '../plan/schedules.ts';
+import { applyScheduleChanges, desiredSchedules, readSchedules } from '../temporal/schedules.ts';
+import type { AppliedScheduleChange, PlannedSchedule } from '../temporal/schedules.ts';
+import { loadTemporalSettings } from '../temporal/settings.ts';
+import type { CliIo } from './io.ts';
+
+/** The schedule changes of a definition, with what they create or update. */
+export interface SchedulePlan {
+  changes: ScheduleChange[];
+  planned: PlannedSchedule[];
+  /** Whether the organization has schedules in the file or on Temporal (the outputs show `schedules` then). */
+  relevant: boolean;
+}
+
+/** Whether the environment names a Temporal server explicitly. */
+function temporalConfigured(env: NodeJS.ProcessEnv): boolean {
+  return Boolean(env.TEMPORAL_ADDRESS || env.TEMPORAL_PROFILE || env.TEMPORAL_CONFIG_FILE);
+}
+
+/**
+ * Reads the organization's schedules on Temporal and plans them against the definition (see the
+ * module's comment for when). Input: the definition, the connection runs will use, the task
+ * queue runs will go to, whether Temporal is needed anyway (`apply --engine temporal`). Output:
+ * the plan, or undefined when schedules are not looked at. Errors: `temporal_unreachable` when
+ * the definition has schedules and Temporal does not answer; Temporal's own otherwise.
+ */
+export async function readSchedulePlan(
+  definition: Definition,
+  connection: Connection,
+  taskQueue: string,
+  io: CliIo,
+  temporalInUse = false,
+): Promise<SchedulePlan | undefined> {
+  const needed = definition.schedules.length > 0;
+  if (!needed && !temporalInUse && !temporalConfigured(io.env)) return undefined;
+  const planned = desiredSchedules(definition, connection, taskQueue);
+  try {
+    return await withTemporalClient(
+      loadTemporalSettings(io.env),
+      async (client) => {
+        const observed = await readSchedules(client, definition.organization.name, planned.map((p) => p.id));
+        return { changes: diffSchedules(planned, observed), planned, relevant: planned.length + observed.length > 0 };
+      },
+      io.env,
+    );
+  } catch (error) {
+    if (!needed && !temporalInUse && error instanceof ToolkitError && error.code === 'temporal_unreachable') {
+      io.stderr(`warning: schedules not checked (the definition has none): ${error.message}`);
+      return undefined;
+    }
+    throw error;
+  }
+}
+
+/**
+ * Applies a schedule plan on Temporal, calling `onChange` as each change completes. Output: the
+ * applied changes. Errors: `temporal_unreachable`; Temporal's own.
+ */
+export async function applySchedulePlan(plan: SchedulePlan, io: CliIo, onChange?: (change: AppliedScheduleChange) => void): Promise<AppliedScheduleChange[]> {
+  if (plan.changes.length === 0) return [];
+  return withTemporalClient(loadTemporalSettings(io.env), (client) => applyScheduleChanges(client, plan.changes, plan.planned, onChange), io.env);
+}
