@@ -20,8 +20,8 @@ export const Content = trimmed(1, 32768);
 export const Channel = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must match ^[a-z][a-z0-9_-]{0,31}$');
 /** An identifier (UUID string), lowercased so that ids compare equal however a client spells them. */
 export const Id = z.uuid().overwrite((id) => id.toLowerCase());
-/** An ISO 8601 UTC timestamp with milliseconds. */
-export const Timestamp = z.string();
+/** An ISO 8601 UTC timestamp with milliseconds (documented as `format: date-time`). */
+export const Timestamp = z.string().meta({ format: 'date-time' });
 
 /** The LLM providers the service knows (contract §5). */
 export const Providers = ['openai', 'anthropic', 'google', 'mistral', 'groq', 'openrouter', 'echo'] as const;
@@ -36,9 +36,9 @@ export type AgentStatus = z.infer<typeof AgentStatus>;
 
 // ---- request bodies -------------------------------------------------------------------------
 
-export const CreateOrganizationBody = z.strictObject({ org_name: Name });
-export const CreateTeamBody = z.strictObject({ team_name: Name, description: LongText.optional() });
-export const PatchTeamBody = z.strictObject({ team_name: Name.optional(), description: LongText.optional() });
+export const CreateOrganizationBody = z.strictObject({ org_name: Name }).meta({ id: 'CreateOrganizationBody' });
+export const CreateTeamBody = z.strictObject({ team_name: Name, description: LongText.optional() }).meta({ id: 'CreateTeamBody' });
+export const PatchTeamBody = z.strictObject({ team_name: Name.optional(), description: LongText.optional() }).meta({ id: 'PatchTeamBody' });
 export const CreateAgentBody = z.strictObject({
   name: Name,
   description: LongText.optional(),
@@ -46,23 +46,26 @@ export const CreateAgentBody = z.strictObject({
   model: trimmed(1, 200).nullable().optional(),
   instructions: LongText.optional(),
   status: AgentStatus.optional(),
-});
-export const PatchAgentBody = CreateAgentBody.partial();
-export const CreateHumanBody = z.strictObject({ name: Name, email: z.email().max(320).nullable().optional() });
-export const PatchHumanBody = CreateHumanBody.partial();
-export const CreateEdgeBody = z.strictObject({ participants: z.tuple([Id, Id]) });
+}).meta({ id: 'CreateAgentBody' });
+export const PatchAgentBody = CreateAgentBody.partial().meta({ id: 'PatchAgentBody' });
+export const CreateHumanBody = z.strictObject({ name: Name, email: z.email().max(320).nullable().optional() }).meta({ id: 'CreateHumanBody' });
+export const PatchHumanBody = CreateHumanBody.partial().meta({ id: 'PatchHumanBody' });
+export const CreateEdgeBody = z
+  // Two different participants: the domain refuses the same id twice; `uniqueItems` documents it.
+  .strictObject({ participants: z.tuple([Id, Id]).meta({ uniqueItems: true }) })
+  .meta({ id: 'CreateEdgeBody' });
 export const OpenThreadBody = z.strictObject({
   sender_agent_id: Id,
   subject: Subject.optional(),
   content: Content,
   channel: Channel.optional(),
-});
+}).meta({ id: 'OpenThreadBody' });
 export const AppendMessageBody = z.strictObject({
   sender_agent_id: Id,
   content: Content,
   attachments: z.array(Id).max(100).optional(),
-});
-export const PutProviderKeyBody = z.strictObject({ api_key: trimmed(1, 4096) });
+}).meta({ id: 'AppendMessageBody' });
+export const PutProviderKeyBody = z.strictObject({ api_key: trimmed(1, 4096) }).meta({ id: 'PutProviderKeyBody' });
 export const ThreadPageQuery = z.strictObject({
   after: Id.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),
@@ -78,7 +81,7 @@ export const Organization = z.object({
   human_count: z.number().int(),
   is_personal: z.boolean(),
   created_at: Timestamp,
-});
+}).meta({ id: 'Organization' });
 export type Organization = z.infer<typeof Organization>;
 
 export const Team = z.object({
@@ -90,7 +93,7 @@ export const Team = z.object({
   edge_count: z.number().int(),
   engine_id: z.string(),
   created_at: Timestamp,
-});
+}).meta({ id: 'Team' });
 export type Team = z.infer<typeof Team>;
 
 export const Agent = z.object({
@@ -103,7 +106,7 @@ export const Agent = z.object({
   instructions: z.string(),
   status: AgentStatus,
   created_at: Timestamp,
-});
+}).meta({ id: 'Agent' });
 export type Agent = z.infer<typeof Agent>;
 
 export const Human = z.object({
@@ -112,7 +115,7 @@ export const Human = z.object({
   name: z.string(),
   email: z.string().nullable(),
   created_at: Timestamp,
-});
+}).meta({ id: 'Human' });
 export type Human = z.infer<typeof Human>;
 
 export const Edge = z.object({
@@ -120,7 +123,7 @@ export const Edge = z.object({
   team_id: Id,
   participants: z.tuple([Id, Id]),
   created_at: Timestamp,
-});
+}).meta({ id: 'Edge' });
 export type Edge = z.infer<typeof Edge>;
 
 export const TeamGraph = Team.extend({
@@ -128,7 +131,7 @@ export const TeamGraph = Team.extend({
   humans: z.array(Human),
   edges: z.array(Edge),
   active_thread_count: z.number().int(),
-});
+}).meta({ id: 'TeamGraph' });
 export type TeamGraph = z.infer<typeof TeamGraph>;
 
 export const Thread = z.object({
@@ -140,7 +143,7 @@ export const Thread = z.object({
   unread_count: z.number().int(),
   channel: z.string(),
   created_at: Timestamp,
-});
+}).meta({ id: 'Thread' });
 export type Thread = z.infer<typeof Thread>;
 
 export const Message = z.object({
@@ -150,17 +153,17 @@ export const Message = z.object({
   content: z.string(),
   attachments: z.array(Id),
   sent_at: Timestamp,
-});
+}).meta({ id: 'Message' });
 export type Message = z.infer<typeof Message>;
 
 export const ThreadPage = Thread.extend({
   messages: z.array(Message),
   has_more: z.boolean(),
   next_after: Id.nullable(),
-});
+}).meta({ id: 'ThreadPage' });
 export type ThreadPage = z.infer<typeof ThreadPage>;
 
-export const ProviderKey = z.object({ provider: Provider, key_hint: z.string(), updated_at: Timestamp });
+export const ProviderKey = z.object({ provider: Provider, key_hint: z.string(), updated_at: Timestamp }).meta({ id: 'ProviderKey' });
 export type ProviderKey = z.infer<typeof ProviderKey>;
 
 export const Deleted = (idField: string) => z.object({ deleted: z.literal(true), [idField]: Id });
@@ -189,9 +192,9 @@ export const maxActiveOrgKeys = 10;
 export const TimestampInput = z.iso.datetime({ offset: true });
 
 /** `POST /organizations/{org_id}/keys` (contract §5): an optional name and expiry. */
-export const CreateOrgKeyBody = z.strictObject({ name: Name.optional(), expires_at: TimestampInput.optional() });
+export const CreateOrgKeyBody = z.strictObject({ name: Name.optional(), expires_at: TimestampInput.optional() }).meta({ id: 'CreateOrgKeyBody' });
 /** `POST …/keys/{key_id}/rotate` (contract §5): how long the old key keeps working, in seconds (default 86400). */
-export const RotateOrgKeyBody = z.strictObject({ grace_seconds: z.number().int().min(0).max(maxGraceSeconds).optional() });
+export const RotateOrgKeyBody = z.strictObject({ grace_seconds: z.number().int().min(0).max(maxGraceSeconds).optional() }).meta({ id: 'RotateOrgKeyBody' });
 
 /** An organization key as listed (contract §4): never its secret or hash. */
 export const OrgKey = z.object({
@@ -201,14 +204,14 @@ export const OrgKey = z.object({
   created_at: Timestamp,
   last_used_at: Timestamp.nullable(),
   expires_at: Timestamp.nullable(),
-});
+}).meta({ id: 'OrgKey' });
 export type OrgKey = z.infer<typeof OrgKey>;
 /** An organization key as created: with its secret, shown only in this response. */
-export const CreatedOrgKey = OrgKey.extend({ api_key: z.string() });
+export const CreatedOrgKey = OrgKey.extend({ api_key: z.string() }).meta({ id: 'CreatedOrgKey' });
 export type CreatedOrgKey = z.infer<typeof CreatedOrgKey>;
 
 /** `POST /agents/{agent_id}/mcp-keys` takes no fields (an empty object or no body). */
-export const CreateMcpKeyBody = z.strictObject({});
+export const CreateMcpKeyBody = z.strictObject({}).meta({ id: 'CreateMcpKeyBody' });
 
 /** An MCP key as listed (contract §4): bound to one agent; never its secret or hash. */
 export const McpKey = z.object({
@@ -217,19 +220,19 @@ export const McpKey = z.object({
   prefix: z.string(),
   created_at: Timestamp,
   last_used_at: Timestamp.nullable(),
-});
+}).meta({ id: 'McpKey' });
 export type McpKey = z.infer<typeof McpKey>;
 /** An MCP key as created: with its secret, shown only in this response. */
-export const CreatedMcpKey = McpKey.extend({ mcp_key: z.string() });
+export const CreatedMcpKey = McpKey.extend({ mcp_key: z.string() }).meta({ id: 'CreatedMcpKey' });
 export type CreatedMcpKey = z.infer<typeof CreatedMcpKey>;
 
 /** The answer of a key revocation (contract §5). */
-export const Revoked = z.object({ revoked: z.literal(true), key_id: Id });
+export const Revoked = z.object({ revoked: z.literal(true), key_id: Id }).meta({ id: 'Revoked' });
 
 /** Access request states: pending until the operator approves or rejects it. */
 export const AccessRequestStatuses = { pending: 'pending', approved: 'approved', rejected: 'rejected' } as const;
 /** Zod schema of an access request's state. */
-export const AccessRequestStatus = z.enum(AccessRequestStatuses);
+export const AccessRequestStatus = z.enum(AccessRequestStatuses).meta({ id: 'AccessRequestStatus' });
 export type AccessRequestStatus = z.infer<typeof AccessRequestStatus>;
 
 /** `POST /access-requests` (contract §5; no API key needed). */
@@ -237,13 +240,13 @@ export const CreateAccessRequestBody = z.strictObject({
   email: z.email().max(320),
   org_name: Name,
   intended_use: trimmed(1, 2000),
-});
+}).meta({ id: 'CreateAccessRequestBody' });
 /** The 202 answer of `POST /access-requests`. */
-export const AccessRequestReceipt = z.object({ request_id: Id, status: z.literal('pending') });
+export const AccessRequestReceipt = z.object({ request_id: Id, status: z.literal('pending') }).meta({ id: 'AccessRequestReceipt' });
 /** Query of the operator's access-request list (contract §6). */
 export const AccessRequestListQuery = z.strictObject({ status: AccessRequestStatus.optional() });
 /** Body of the operator's rejection (contract §6): an optional reason. */
-export const RejectAccessRequestBody = z.strictObject({ reason: trimmed(1, 2000).optional() });
+export const RejectAccessRequestBody = z.strictObject({ reason: trimmed(1, 2000).optional() }).meta({ id: 'RejectAccessRequestBody' });
 
 /** An access request as the operator sees it (contract §6). */
 export const AccessRequest = z.object({
@@ -258,10 +261,10 @@ export const AccessRequest = z.object({
   org_id: Id.nullable(),
   created_at: Timestamp,
   decided_at: Timestamp.nullable(),
-});
+}).meta({ id: 'AccessRequest' });
 export type AccessRequest = z.infer<typeof AccessRequest>;
 /** What approving an access request returns, once: the request, its new organization and first key. */
-export const ApprovedAccessRequest = z.object({ request: AccessRequest, organization: Organization, api_key: z.string() });
+export const ApprovedAccessRequest = z.object({ request: AccessRequest, organization: Organization, api_key: z.string() }).meta({ id: 'ApprovedAccessRequest' });
 export type ApprovedAccessRequest = z.infer<typeof ApprovedAccessRequest>;
 
 // ---- attachments (contract §4, §5) -----------------------------------------------------------
@@ -272,8 +275,10 @@ export const maxAttachmentBytes = 5 * 1024 * 1024;
 export const attachmentBodyLimitBytes = 8 * 1024 * 1024;
 
 // RFC 9110 token characters: a MIME type is `type/subtype` plus optional `; name=value` parameters.
+// Only what a Content-Type header may carry: spaces and tabs around `;` (OWS), and printable
+// ASCII or tabs inside a quoted value (qdtext), since the content is served back under this type.
 const mimeToken = "[A-Za-z0-9!#$%&'*+.^_`|~-]+";
-const mimeType = new RegExp(`^${mimeToken}/${mimeToken}(?:\\s*;\\s*${mimeToken}=(?:${mimeToken}|"[^"\\\\\\r\\n]*"))*$`);
+const mimeType = new RegExp(`^${mimeToken}/${mimeToken}(?:[ \\t]*;[ \\t]*${mimeToken}=(?:${mimeToken}|"[\\t\\x20\\x21\\x23-\\x5b\\x5d-\\x7e]*"))*$`);
 
 /** `POST /attachments` (contract §5); the body limit of this route is {@link attachmentBodyLimitBytes}. */
 export const CreateAttachmentBody = z.strictObject({
@@ -285,10 +290,12 @@ export const CreateAttachmentBody = z.strictObject({
   data_base64: z
     .string()
     .regex(/^[A-Za-z0-9+/]*={0,2}$/, 'must be base64 (A–Z, a–z, 0–9, +, /, = padding)')
-    .refine((value) => value.length % 4 === 0, 'must be padded base64 (length a multiple of 4)'),
+    .refine((value) => value.length % 4 === 0, 'must be padded base64 (length a multiple of 4)')
+    // The two checks above as one pattern, so that the OpenAPI document states the padding rule too.
+    .meta({ pattern: '^(?:[A-Za-z0-9+/]{4})*(?:[A-Za-z0-9+/]{2}==|[A-Za-z0-9+/]{3}=)?$' }),
   /** The organization that owns the attachment; default the key's own. Must be reachable. */
   org_id: Id.optional(),
-});
+}).meta({ id: 'CreateAttachmentBody' });
 
 /** An attachment's metadata (contract §4), plus the owning `org_id`. */
 export const Attachment = z.object({
@@ -298,5 +305,5 @@ export const Attachment = z.object({
   content_type: z.string(),
   size_bytes: z.number().int(),
   created_at: Timestamp,
-});
+}).meta({ id: 'Attachment' });
 export type Attachment = z.infer<typeof Attachment>;

@@ -6,6 +6,8 @@
  * PostgreSQL: `ACS_BENCH_DATABASE_URL` (a superuser URL; a scratch database is created and
  * dropped), else a throwaway cluster through scripts/with-postgres.sh when PostgreSQL binaries
  * are installed, else PGlite only (said so). `BENCH_QUICK=1` shortens every step (smoke run).
+ * `BENCH_PHASES=appends,reads,wake,memory` (a subset) measures only those phases; like a quick
+ * run, a partial run prints its figures and leaves docs/performance.md alone.
  * Not part of the tests: numbers depend on the machine.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -42,6 +44,8 @@ if (!process.env.ACS_BENCH_DATABASE_URL && !process.env.ACS_POSTGRES_URL && post
 
 const adminUrl = process.env.ACS_BENCH_DATABASE_URL || process.env.ACS_POSTGRES_URL || undefined;
 const quick = process.env.BENCH_QUICK === '1';
+// A partial run would write '–' over the phases it skipped.
+const partial = process.env.BENCH_PHASES !== undefined;
 
 function openFileLimit(): number {
   const out = spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim();
@@ -68,7 +72,28 @@ function pgbenchPath(): string | undefined {
   return found.status === 0 ? found.stdout.trim() : undefined;
 }
 
-/** pgbench with one INSERT per transaction into a scratch table shaped like `messages`. */
+// The append statement alone, without the service: one organization, key, team, two humans,
+// an edge and 32 threads made in SQL; pgbench client i appends to thread i (as the service's
+// 32-client measurement does), calling the same function an HTTP append calls.
+const appendFixture = `DO $$
+DECLARE o uuid := gen_random_uuid(); k uuid := gen_random_uuid(); t uuid := gen_random_uuid();
+        a uuid := gen_random_uuid(); b uuid := gen_random_uuid(); e uuid := gen_random_uuid();
+BEGIN
+  INSERT INTO organizations (id, name) VALUES (o, 'pgbench-floor');
+  INSERT INTO org_keys (id, org_id, key_hash, prefix) VALUES (k, o, md5(random()::text), 'acs_org_pgbe');
+  INSERT INTO teams (id, org_id, name, engine_id) VALUES (t, o, 'pgbench', gen_random_uuid());
+  INSERT INTO participants (id, team_id, kind, name) VALUES (a, t, 'human', 'ann'), (b, t, 'human', 'bob');
+  INSERT INTO edges (id, team_id, participant_a, participant_b) VALUES (e, t, a, b);
+  INSERT INTO threads (id, edge_id, team_id, opener_id) SELECT gen_random_uuid(), e, t, a FROM generate_series(1, 32);
+  CREATE TABLE bench_threads AS SELECT (row_number() OVER ())::int - 1 AS n, id AS thread_id, b AS sender, o AS org_id, k AS key_id
+    FROM threads WHERE edge_id = e;
+END $$`;
+
+/**
+ * pgbench at 1 and 32 clients: one INSERT per transaction into a scratch table shaped like
+ * `messages` (the floor), and one call of the append function `acs_append_message` (the append's
+ * own SQL, as the service runs it: key, reach and participant checks, counter update, insert).
+ */
 async function runPgbench(url: string, dir: string): Promise<PgbenchResult[]> {
   const binary = pgbenchPath();
   if (!binary) {
@@ -80,16 +105,27 @@ async function runPgbench(url: string, dir: string): Promise<PgbenchResult[]> {
     `CREATE TABLE bench_scratch (id uuid PRIMARY KEY, thread_id uuid NOT NULL, seq integer NOT NULL, sender_id uuid NOT NULL,
        content text NOT NULL, attachments jsonb NOT NULL DEFAULT '[]', sent_at timestamptz NOT NULL DEFAULT now())`,
   );
-  const script = join(dir, 'insert.sql');
-  await writeFile(script, `INSERT INTO bench_scratch (id, thread_id, seq, sender_id, content) VALUES (gen_random_uuid(), gen_random_uuid(), 1, gen_random_uuid(), 'message');\n`);
-  const results: PgbenchResult[] = [];
-  for (const clients of [1, 32]) {
+  await adminQuery(url, appendFixture);
+  const insert = join(dir, 'insert.sql');
+  await writeFile(insert, `INSERT INTO bench_scratch (id, thread_id, seq, sender_id, content) VALUES (gen_random_uuid(), gen_random_uuid(), 1, gen_random_uuid(), 'message');\n`);
+  const append = join(dir, 'append.sql');
+  await writeFile(
+    append,
+    `SELECT acs_append_message(gen_random_uuid(), t.thread_id, t.sender, 'message', '[]'::jsonb, NULL, t.org_id, t.key_id) FROM bench_threads t WHERE t.n = :client_id % 32;\n`,
+  );
+  const tps = (script: string, clients: number): number => {
     const out = execFileSync(binary, ['-n', '-f', script, '-T', String(plan.seconds), '-c', String(clients), '-j', String(Math.min(clients, 2)), url], {
       encoding: 'utf8',
     });
-    const tps = Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN);
-    log(`postgres: pgbench single-row INSERT, ${clients} client(s): ${tps.toFixed(0)}/s`);
-    results.push({ clients, tps });
+    return Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN);
+  };
+  const results: PgbenchResult[] = [];
+  for (const clients of [1, 32]) {
+    const insertTps = tps(insert, clients);
+    log(`postgres: pgbench single-row INSERT, ${clients} client(s): ${insertTps.toFixed(0)}/s`);
+    const appendTps = tps(append, clients);
+    log(`postgres: pgbench append function, ${clients} client(s): ${appendTps.toFixed(0)}/s`);
+    results.push({ clients, tps: insertTps, appendTps });
   }
   await adminQuery(url, `DROP TABLE bench_scratch`);
   return results;
@@ -151,6 +187,9 @@ try {
 }
 
 const report = renderReport(machine(serverVersion), plan, results, pgbench);
-if (quick) log(report);
+if (quick || partial) log(report);
 else await writeReport(join(root, 'docs/performance.md'), report);
-log(`bench: done in ${((performance.now() - started) / 60_000).toFixed(1)} min${quick ? ' (quick run: docs/performance.md left alone)' : '; figures written to docs/performance.md'}`);
+log(
+  `bench: done in ${((performance.now() - started) / 60_000).toFixed(1)} min` +
+    (quick || partial ? ` (${quick ? 'quick' : 'partial'} run: docs/performance.md left alone)` : '; figures written to docs/performance.md'),
+);

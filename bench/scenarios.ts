@@ -42,10 +42,15 @@ export interface ServerProcess {
   stop(): Promise<void>;
 }
 
-/** Forks bench/server.ts with `env` and waits until it listens. Errors: rejects when it exits first. */
+/**
+ * Forks bench/server.ts with `env` and waits until it listens. `BENCH_SERVER_ARGS` (space-separated
+ * node options, e.g. `--cpu-prof --cpu-prof-dir=/tmp/prof`) are added to the server process's.
+ * Errors: rejects when it exits first.
+ */
 export async function startServerProcess(env: Record<string, string>): Promise<ServerProcess> {
+  const extraArgs = (process.env.BENCH_SERVER_ARGS ?? '').split(' ').filter((arg) => arg !== '');
   const child: ChildProcess = fork(new URL('./server.ts', import.meta.url).pathname, [], {
-    execArgv: ['--expose-gc'],
+    execArgv: ['--expose-gc', ...extraArgs],
     env: { ...process.env, ...env },
     stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
   });

@@ -65,7 +65,7 @@ async function lockPending(tx: Queryable, requestId: string): Promise<AccessRequ
   const rows = await tx.query<AccessRequestRow>(`SELECT * FROM access_requests WHERE id = $1 FOR UPDATE`, [requestId]);
   const row = rows[0];
   if (!row) throw new ServiceError('not_found', 'access request not found');
-  if (row.status !== 'pending') throw new ServiceError('conflict', `the access request is already ${row.status}`, { extra: { status: row.status } });
+  if (row.status !== 'pending') throw new ServiceError('conflict', `the access request is already ${row.status}`, { extra: { request_status: row.status } });
   return row;
 }
 

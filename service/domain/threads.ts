@@ -11,8 +11,8 @@ import { iso, isUuid, newId } from './ids.ts';
 // and must then recompute the counter), so it counts every message of the opener's peer.
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
-    th.opener_unread AS unread_count, t.org_id, e.participant_a, e.participant_b
-  FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
+    th.opener_unread AS unread_count
+  FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
 
 interface ThreadRow {
   id: string;
@@ -24,10 +24,6 @@ interface ThreadRow {
   message_count: number;
   created_at: Date;
   unread_count: number;
-  /** The thread's organization and its edge's two participants, so appends need no second lookup. */
-  org_id: string;
-  participant_a: string;
-  participant_b: string;
 }
 
 /** A stored message row; `reply_to` is set on answers written by the agent loop. */
@@ -80,10 +76,79 @@ function assertParticipant(participants: readonly string[], senderId: string): v
   }
 }
 
+interface AppendOutcome {
+  outcome: 'ok' | 'invalid_api_key' | 'not_found' | 'not_a_participant' | 'unknown_reference';
+  message_seq: number | null;
+  message_sent_at: Date | null;
+  thread_org: string | null;
+}
+
+/** Who an append is checked for: the caller's organization reaches the thread and its key is still active. */
+interface AppendChecks {
+  orgId: string;
+  keyId: string;
+}
+
 /**
- * Appends a message inside `tx` and returns the stored row. The per-thread sequence number is
- * taken from the thread row's `message_count` under its row lock, so messages of one thread have
- * one total order even with concurrent writers. No access or participant check: callers do them.
+ * Runs `acs_append_message` (migration `0007_append_function`): checks (when `checks` is given)
+ * and appends in one statement, so one round trip. The per-thread sequence number is the thread
+ * row's `message_count` after its increment under the row lock, so messages of one thread have
+ * one total order, commit in that order, and the opener's unread counter moves with them.
+ * Errors: `not_found` (thread), `not_a_participant`, `unknown_reference` (attachments, listing
+ * each), `invalid_api_key` (the key was revoked or expired since it was cached).
+ */
+async function runAppend(
+  db: Queryable,
+  threadId: string,
+  senderId: string,
+  content: string,
+  options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined },
+  checks: AppendChecks | undefined,
+): Promise<MessageRow> {
+  if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
+  const id = newId();
+  const attachments = [...(options.attachments ?? [])];
+  const rows = await db.query<AppendOutcome>(`SELECT * FROM acs_append_message($1, $2, $3, $4, $5::jsonb, $6, $7, $8)`, [
+    id,
+    threadId,
+    senderId,
+    content,
+    JSON.stringify(attachments),
+    options.replyTo ?? null,
+    checks?.orgId ?? null,
+    checks?.keyId ?? null,
+  ]);
+  const result = rows[0];
+  switch (result?.outcome) {
+    case 'ok':
+      return {
+        id,
+        thread_id: threadId,
+        seq: result.message_seq!,
+        sender_id: senderId,
+        content,
+        attachments,
+        reply_to: options.replyTo ?? null,
+        sent_at: result.message_sent_at!,
+      };
+    case 'invalid_api_key':
+      throw new ServiceError('invalid_api_key', 'the API key is not valid');
+    case 'not_a_participant':
+      throw new ServiceError('not_a_participant', 'sender_agent_id is not one of the edge\'s two participants');
+    case 'unknown_reference':
+      // Name each unknown attachment, as before the append became one statement.
+      await assertAttachmentsInOrganization(db, result.thread_org!, attachments);
+      throw new ServiceError('unknown_reference', 'an attachment is not of this thread\'s organization');
+    default:
+      throw new ServiceError('not_found', 'thread not found');
+  }
+}
+
+/**
+ * Appends a message inside `tx` and returns the stored row (agent loop, thread opening). The
+ * per-thread sequence number is taken from the thread row's `message_count` under its row lock,
+ * so messages of one thread have one total order even with concurrent writers. No access or
+ * participant check: callers do them. Errors: `not_found` (no such thread), `unknown_reference`.
  */
 export async function insertMessage(
   tx: Queryable,
@@ -92,19 +157,7 @@ export async function insertMessage(
   content: string,
   options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined } = {},
 ): Promise<MessageRow> {
-  const counted = await tx.query<{ message_count: number }>(
-    `UPDATE threads SET message_count = message_count + 1,
-       opener_unread = opener_unread + CASE WHEN opener_id = $2 THEN 0 ELSE 1 END
-     WHERE id = $1 RETURNING message_count`,
-    [threadId, senderId],
-  );
-  if (!counted[0]) throw new ServiceError('not_found', 'thread not found');
-  const rows = await tx.query<MessageRow>(
-    `INSERT INTO messages (id, thread_id, seq, sender_id, content, attachments, reply_to)
-     VALUES ($1, $2, $3, $4, $5, $6::jsonb, $7) RETURNING *`,
-    [newId(), threadId, counted[0].message_count, senderId, content, JSON.stringify(options.attachments ?? []), options.replyTo ?? null],
-  );
-  return rows[0]!;
+  return runAppend(tx, threadId, senderId, content, options, undefined);
 }
 
 /**
@@ -149,8 +202,12 @@ export async function listThreads(deps: DomainDeps, caller: Caller, edgeId: stri
 }
 
 /**
- * Appends a message to a thread (contract §5) and wakes long polls on it.
- * Errors: `not_found` (thread), `not_a_participant`, `unknown_reference` (attachments).
+ * Appends a message to a thread (contract §5 POST /threads/{id}/messages) and wakes long polls on
+ * it. One statement, one round trip: access, participant, attachment and key checks and the insert
+ * run together in `acs_append_message`, which also re-checks the caller's key, so a key revoked by
+ * another process cannot append even while this process still has it cached (http/auth.ts).
+ * Output: the Message. Errors: `not_found` (thread), `not_a_participant`, `unknown_reference`
+ * (attachments), `invalid_api_key` (key revoked or expired meanwhile).
  */
 export async function appendMessage(
   deps: DomainDeps,
@@ -158,13 +215,7 @@ export async function appendMessage(
   threadId: string,
   input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
 ): Promise<Message> {
-  const row = await deps.db.transaction(async (tx) => {
-    const thread = await getThreadRow(tx, caller, threadId);
-    assertParticipant([thread.participant_a, thread.participant_b], input.sender_agent_id);
-    // Attachments must belong to the thread's organization, so every reader can fetch them.
-    if (input.attachments?.length) await assertAttachmentsInOrganization(tx, thread.org_id, input.attachments);
-    return insertMessage(tx, threadId, input.sender_agent_id, input.content, { attachments: input.attachments });
-  });
+  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, caller);
   deps.notifier.publish(threadId);
   return toMessage(row);
 }

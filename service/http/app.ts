@@ -1,11 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyServerOptions } from 'fastify';
+import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { isUuid } from '../domain/ids.ts';
 import { requireApiKey } from './auth.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
+import { installRouteRegistry } from './openapi/route-registry.ts';
 import { toProblem } from './problem.ts';
 import { defaultRateLimit, installRateLimit, type RateLimitOptions } from './rate-limit.ts';
 import type { RouteContext } from './routes/context.ts';
@@ -71,7 +72,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // Fastify's own 503 while closing is not problem+json; the onRequest hook below answers instead.
     return503OnClosing: false,
     // Long path ids must reach the routes (which answer 404 not_found), not Fastify's raw 414.
-    routerOptions: { maxParamLength: 2048 },
+    // One rule for a trailing slash on every route: ignored (`/organizations/` is `/organizations`);
+    // a redirect would cost a round trip and lose the body of a POST for many clients.
+    routerOptions: { maxParamLength: 2048, ignoreTrailingSlash: true },
     // Malformed percent-escapes fail before routing; answer them as problem+json too (contract §2).
     frameworkErrors: (error, request, reply) => {
       const message = `cannot be decoded (${error.code ?? 'bad URL'})`;
@@ -133,25 +136,28 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     return reply.code(problem.status).type('application/problem+json').send(problem);
   });
 
+  // One registry of every route serves the 405 answers, the query parameter rule and the
+  // OpenAPI document, so the three cannot disagree about what exists.
+  const registry = installRouteRegistry(app, apiPrefixes);
   // Known paths answer 405 for other methods rather than 404 (contract §2).
-  const routes: Array<{ methods: string[]; pattern: RegExp }> = [];
-  app.addHook('onRoute', (route) => {
-    const methods = (Array.isArray(route.method) ? route.method : [route.method]).map(String);
-    const pattern = new RegExp(`^${route.url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_]+/g, '[^/]+')}$`);
-    routes.push({ methods, pattern });
-  });
-  app.setNotFoundHandler(async (request, reply) => {
+  const refuseUnrouted = (request: FastifyRequest, reply: FastifyReply): never => {
     const path = request.url.split('?')[0] ?? '';
-    const allowed = routes.filter((r) => r.pattern.test(path)).flatMap((r) => r.methods);
+    const allowed = registry.allowedMethods(path);
     if (allowed.length > 0) {
       // RFC 9110 §15.5.6: a 405 names the methods the resource supports.
-      reply.header('allow', [...new Set(allowed)].join(', '));
-      throw new ServiceError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${[...new Set(allowed)].join(', ')}`);
+      reply.header('allow', allowed.join(', '));
+      throw new ServiceError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`);
     }
     throw new ServiceError('route_not_found', `no route ${request.method} ${path}`);
+  };
+  // Decided before the body is read: otherwise the body's own problems (no Content-Type on a
+  // QUERY, malformed JSON, a wrong media type) would hide that the route does not exist.
+  app.addHook('onRequest', async (request, reply) => {
+    if (request.is404) refuseUnrouted(request, reply);
   });
+  app.setNotFoundHandler(async (request, reply) => refuseUnrouted(request, reply));
 
-  installOpenApi(app);
+  installOpenApi(app, registry);
 
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async () => {

@@ -1,8 +1,9 @@
 import rateLimit from '@fastify/rate-limit';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
-import { findMcpKey } from '../domain/mcp-keys.ts';
-import { findActiveOrgKey, hashKey, orgKeyPrefix } from '../domain/org-keys.ts';
+import { findActiveOrgKey, findMcpKey } from '../domain/authentication.ts';
+import { cachedCaller } from '../domain/key-cache.ts';
+import { hashKey, orgKeyPrefix } from '../domain/key-secrets.ts';
 import type { Queryable } from '../storage/db.ts';
 
 /** Rate limit settings (contract §2): at most `max` requests per `windowMs` milliseconds. */
@@ -47,6 +48,9 @@ function createBucketResolver(db: Queryable): (request: FastifyRequest) => Promi
     // No valid key: the client's address is the bucket, so made-up keys cannot dodge the limit.
     const byAddress = `ip:${request.ip}`;
     if (!secret || !/^acs_(org|mcp)_[A-Za-z0-9]{32,}$/.test(secret)) return byAddress;
+    // A key the authentication hook has just vouched for (domain/key-cache.ts) needs no lookup.
+    const known = cachedCaller(db, secret);
+    if (known !== undefined) return `key:${known.keyId}`;
     const hash = hashKey(secret);
     const cached = cache.get(hash);
     if (cached && cached.until > Date.now()) return cached.bucket;

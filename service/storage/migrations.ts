@@ -182,7 +182,7 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       // Cross-process long polls (storage/pg-notifier.ts): every insert into messages notifies
       // `acs_thread_messages` with the thread id inside the inserting transaction, so the
       // notification goes out on commit only. Per statement, once per thread: bulk inserts
-      // send one notification per thread, not one per row.
+      // send one notification per thread, not one per row. (Dropped by 0007: see there.)
       `CREATE FUNCTION acs_notify_thread_messages() RETURNS trigger LANGUAGE plpgsql AS $$
        BEGIN
          PERFORM pg_notify('acs_thread_messages', t.thread_id::text)
@@ -203,6 +203,73 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
          SELECT count(*) FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> th.opener_id
            AND m.seq > COALESCE((SELECT r.read_seq FROM thread_reads r
                                   WHERE r.thread_id = th.id AND r.participant_id = th.opener_id), 0))`,
+    ],
+  },
+  {
+    // An append was five round trips (BEGIN, thread read, counter update, insert, COMMIT); as one
+    // function call it is one, and PL/pgSQL keeps the plans of its statements per connection.
+    // See appendMessage in domain/threads.ts and docs/performance.md.
+    id: '0007_append_function',
+    statements: [
+      // The insert trigger of 0005 notified inside the appending transaction. PostgreSQL holds a
+      // cluster-wide lock from a notifying transaction's pre-commit until after its commit
+      // record is flushed, so appends committed one at a time whatever the number of clients.
+      // The appending process now announces the append after its commit (storage/pg-notifier.ts).
+      `DROP TRIGGER messages_notify ON messages`,
+      `DROP FUNCTION acs_notify_thread_messages()`,
+      // Checks and appends in one statement: the caller's key still active (p_key, when given:
+      // a process's key cache must not let a key revoked elsewhere append), the thread within
+      // p_org's reach and the sender one of its edge's participants (p_org, when given), the
+      // attachments in the thread's organization; then the counter update under the thread's row
+      // lock, whose new message_count is the message's seq, so one thread's messages have one
+      // total order and commit in that order. A failed check changes nothing and is answered as
+      // the outcome (invalid_api_key, not_found, not_a_participant, unknown_reference), not raised,
+      // so the caller can tell them apart; 'ok' carries the seq, sent_at and org_id.
+      `CREATE FUNCTION acs_append_message(
+         p_id uuid, p_thread uuid, p_sender uuid, p_content text, p_attachments jsonb, p_reply_to uuid,
+         p_org uuid, p_key uuid,
+         OUT outcome text, OUT message_seq integer, OUT message_sent_at timestamptz, OUT thread_org uuid)
+       LANGUAGE plpgsql AS $$
+       DECLARE
+         v_a uuid;
+         v_b uuid;
+       BEGIN
+         IF p_key IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM org_keys k
+              WHERE k.id = p_key AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) THEN
+           outcome := 'invalid_api_key';
+           RETURN;
+         END IF;
+         UPDATE threads th
+            SET message_count = th.message_count + 1,
+                opener_unread = th.opener_unread + CASE WHEN th.opener_id = p_sender THEN 0 ELSE 1 END
+           FROM edges e, teams t, organizations o
+          WHERE th.id = p_thread AND e.id = th.edge_id AND t.id = th.team_id AND o.id = t.org_id
+            AND (p_org IS NULL OR ((o.id = p_org OR o.provisioned_by = p_org) AND p_sender IN (e.participant_a, e.participant_b)))
+            AND (jsonb_array_length(p_attachments) = 0 OR NOT EXISTS (
+                  SELECT 1 FROM jsonb_array_elements_text(p_attachments) AS named(id)
+                   WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = named.id::uuid AND a.org_id = t.org_id)))
+         RETURNING th.message_count, t.org_id INTO message_seq, thread_org;
+         IF NOT FOUND THEN
+           -- Only failures get here: tell which check failed.
+           SELECT t.org_id, e.participant_a, e.participant_b INTO thread_org, v_a, v_b
+             FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+             JOIN organizations o ON o.id = t.org_id
+            WHERE th.id = p_thread AND (p_org IS NULL OR o.id = p_org OR o.provisioned_by = p_org);
+           IF NOT FOUND THEN
+             outcome := 'not_found';
+           ELSIF p_org IS NOT NULL AND p_sender IS DISTINCT FROM v_a AND p_sender IS DISTINCT FROM v_b THEN
+             outcome := 'not_a_participant';
+           ELSE
+             outcome := 'unknown_reference';
+           END IF;
+           RETURN;
+         END IF;
+         INSERT INTO messages (id, thread_id, seq, sender_id, content, attachments, reply_to)
+         VALUES (p_id, p_thread, message_seq, p_sender, p_content, p_attachments, p_reply_to)
+         RETURNING sent_at INTO message_sent_at;
+         outcome := 'ok';
+       END $$`,
     ],
   },
 ];

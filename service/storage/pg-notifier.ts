@@ -3,9 +3,9 @@ import pg from 'pg';
 import type { Notifier } from '../domain/notifier.ts';
 
 /**
- * The channel the `messages` insert trigger (migration `0005_storage`) notifies on; the payload
- * is the thread id. The trigger runs inside the appending transaction, so PostgreSQL delivers
- * the notification on commit and never for a rolled-back append.
+ * The channel appends are announced on; the payload is the thread id. Announced by the appending
+ * process after its transaction committed ({@link createPgNotifier}'s `publish`), so never for a
+ * rolled-back append.
  */
 export const MESSAGES_CHANNEL = 'acs_thread_messages';
 
@@ -19,17 +19,29 @@ export interface PgNotifierOptions {
   log?: (message: string) => void;
 }
 
+// Announcements not yet sent are kept while the connection is down, up to this many threads.
+const maxPendingThreads = 100_000;
+
 /**
  * A {@link Notifier} for several acs-server processes on one PostgreSQL database: one dedicated
  * `pg` client per process LISTENs on {@link MESSAGES_CHANNEL}, and an in-process emitter fans
  * each notification out to the requests waiting on that thread, so thousands of held long polls
  * share one connection and nothing polls.
  *
- * `publish` does nothing: the insert trigger already announces every committed append, from
- * this process and from all others, and a second, local announcement would wake each waiter
- * twice. When the connection drops it is re-established with backoff; after each reconnect
- * every current waiter is woken once, since notifications sent meanwhile are lost and the
- * waiters must re-read.
+ * `publish` (called once an append committed) wakes this process's waiters at once and sends a
+ * NOTIFY on the same connection for the other processes; this process ignores its own
+ * notifications when they come back. The NOTIFY is not sent from inside the appending
+ * transaction (it was, by an insert trigger, until migration `0007_append_function`): a
+ * transaction that notifies holds a cluster-wide lock from before its commit until after it, so
+ * every append waited for the previous one's commit and fsync, and appends did not scale with
+ * clients (docs/performance.md). One NOTIFY statement is in flight at a time; threads published
+ * meanwhile go out together in the next. If the process dies between an append's commit and its
+ * NOTIFY, waiters in other processes see the message when their wait ends (at most 30 s) rather
+ * than at once.
+ *
+ * When the connection drops it is re-established with backoff; announcements made meanwhile are
+ * sent once it is back, and every current waiter is woken once, since notifications sent
+ * meanwhile by other processes are lost and the waiters must re-read.
  *
  * Input: a connection URL. Resolves once LISTEN is in place.
  * Errors: rejects when the first connection or LISTEN fails.
@@ -45,10 +57,35 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
   let client: pg.Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let delay = retryMs;
+  // Threads published but not yet announced to the other processes, and whether a NOTIFY is in flight.
+  const pending = new Set<string>();
+  let sending: Promise<void> | undefined;
+  let flushScheduled = false;
 
   const wakeAll = () => {
     for (const name of emitter.eventNames()) emitter.emit(name);
   };
+
+  /** Sends one NOTIFY per pending thread in one statement, unless one is already in flight. */
+  function flush(): void {
+    const target = client;
+    if (sending || closed || target === undefined || pending.size === 0) return;
+    const threads = [...pending];
+    pending.clear();
+    sending = target.query(`SELECT pg_notify($1, thread) FROM unnest($2::text[]) AS thread`, [MESSAGES_CHANNEL, threads]).then(
+      () => {
+        sending = undefined;
+        flush();
+      },
+      () => {
+        sending = undefined;
+        // Most likely the connection dropped: keep them for the reconnect (which flushes), or
+        // for the next publish if the connection is still there.
+        for (const thread of threads) if (pending.size < maxPendingThreads) pending.add(thread);
+        log('notifier: NOTIFY failed; will retry');
+      },
+    );
+  }
 
   async function connect(): Promise<pg.Client> {
     const next = new pg.Client({ connectionString: databaseUrl });
@@ -56,8 +93,10 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
     next.on('error', () => {});
     try {
       await next.connect();
+      // This process's own announcements come back on its LISTEN: its waiters were woken at publish.
+      const own = (await next.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid;
       next.on('notification', (message) => {
-        if (message.channel === MESSAGES_CHANNEL && message.payload) emitter.emit(message.payload);
+        if (message.channel === MESSAGES_CHANNEL && message.payload && message.processId !== own) emitter.emit(message.payload);
       });
       await next.query(`LISTEN ${MESSAGES_CHANNEL}`);
     } catch (error) {
@@ -87,6 +126,7 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
           delay = retryMs;
           log('notifier: LISTEN connection re-established');
           wakeAll();
+          flush();
         },
         () => {
           delay = Math.min(delay * 2, maxRetryMs);
@@ -100,14 +140,36 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
   client = await connect();
 
   return {
-    publish() {
-      // The database trigger announces the append on commit (see above).
+    publish(threadId) {
+      emitter.emit(threadId);
+      if (pending.size < maxPendingThreads) pending.add(threadId);
+      // After the current I/O callbacks: the append's response is written first, and the threads
+      // of every append that completes in this turn of the event loop share one NOTIFY.
+      if (!flushScheduled) {
+        flushScheduled = true;
+        setImmediate(() => {
+          flushScheduled = false;
+          flush();
+        });
+      }
     },
     subscribe(threadId, listener) {
       emitter.on(threadId, listener);
       return () => emitter.off(threadId, listener);
     },
     async close() {
+      // Appends committed before the close are still announced to the other processes, unless
+      // the connection hangs: then the close does not wait for more than a couple of seconds.
+      const drained = (async () => {
+        flush();
+        while (sending !== undefined) {
+          await sending;
+          flush();
+        }
+      })();
+      let timer: NodeJS.Timeout | undefined;
+      await Promise.race([drained, new Promise((resolve) => (timer = setTimeout(resolve, 2_000)))]);
+      clearTimeout(timer);
       closed = true;
       if (retryTimer) clearTimeout(retryTimer);
       const last = client;

@@ -2,11 +2,23 @@ import { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable } from './db.ts';
 
 /**
+ * shared_buffers of the embedded database. They live in PGlite's WebAssembly memory, which never
+ * shrinks, and PGlite's default (160 MB) made every embedded server ~125 MB larger from the start
+ * (docs/performance.md, "Memory of the embedded database"). In memory, the pages are held by
+ * PGlite's in-memory file system anyway, so a small pool costs little; on disk a page missing
+ * from the pool is a system call through PGlite's file system, so the pool stays larger there.
+ */
+const sharedBuffers = { inMemory: '16MB', onDisk: '64MB' };
+
+/**
  * Opens an embedded PostgreSQL (PGlite): on disk in `dataDir`, or in memory when it is undefined.
  * Returns a {@link Db}. Errors: rejects when the data directory cannot be opened.
  */
 export async function openPgliteDb(dataDir?: string): Promise<Db> {
-  const pg = dataDir === undefined ? await PGlite.create() : await PGlite.create(dataDir);
+  const pg = await PGlite.create({
+    ...(dataDir === undefined ? {} : { dataDir }),
+    startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${dataDir === undefined ? sharedBuffers.inMemory : sharedBuffers.onDisk}`],
+  });
   return {
     async query<T>(sql: string, params?: unknown[]) {
       return (await pg.query<T>(sql, params)).rows;

@@ -56,6 +56,8 @@ describe('access requests and the admin routes', () => {
     const again = await admin('POST', `/access-requests/${submitted.body.request_id}/approve`);
     expect(again.status).toBe(409);
     expect(again.body.code).toBe('conflict');
+    // The problem's own `status` is the HTTP code; how the request was decided has its own member.
+    expect(again.body).toMatchObject({ status: 409, request_status: 'approved' });
   });
 
   it('access requests: approving a request for the name of an existing top-level organization is a 409 conflict', async () => {

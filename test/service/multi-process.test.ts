@@ -159,6 +159,28 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
     expect(rest.body.messages.map((m: { message_id: string }) => m.message_id)).toEqual(viaBoth.slice(21));
   });
 
+  it('multi-process: a key revoked through one process cannot append through the other at once, and is refused there within the key cache TTL', async () => {
+    const { ann, bob, edgeId } = await twoHumans();
+    const created = await at(a, 'POST', `/organizations/${orgId}/keys`, { name: 'revoked-elsewhere' });
+    const doomed = { 'x-api-key': created.body.api_key as string };
+    const thread = await at(b, 'POST', `/edges/${edgeId}/threads`, { sender_agent_id: ann, content: 'open' }, doomed);
+    expect(thread.status).toBe(201);
+    // B has now authenticated the key and keeps it in its cache.
+    expect((await at(b, 'GET', '/organizations', undefined, doomed)).status).toBe(200);
+    expect((await at(a, 'DELETE', `/organizations/${orgId}/keys/${created.body.key_id}`)).status).toBe(200);
+
+    const append = await at(b, 'POST', `/threads/${thread.body.thread_id}/messages`, { sender_agent_id: bob, content: 'late' }, doomed);
+    expect([append.status, append.body.code]).toEqual([401, 'invalid_api_key']);
+    expect((await at(a, 'GET', `/threads/${thread.body.thread_id}`)).body.message_count).toBe(1);
+    // Other routes on B: refused once B's cache entry runs out (5 s); poll with a bound.
+    let read = await at(b, 'GET', '/organizations', undefined, doomed);
+    for (let i = 0; i < 100 && read.status === 200; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      read = await at(b, 'GET', '/organizations', undefined, doomed);
+    }
+    expect([read.status, read.body.code]).toEqual([401, 'invalid_api_key']);
+  });
+
   it('multi-process: identical POSTs with one Idempotency-Key sent in parallel to both processes create one resource', async () => {
     const name = `idempotent-${Math.random()}`;
     const key = { 'idempotency-key': `multi-${Math.random()}` };

@@ -146,7 +146,7 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
       expect(refused.status).toBe(403);
       const admin = new pg.Client({ connectionString: url });
       await admin.connect();
-      // An insert rolled back after its trigger ran sends nothing either.
+      // An insert that is rolled back sends nothing either.
       await admin.query('BEGIN');
       await admin.query(
         `INSERT INTO messages (id, thread_id, seq, sender_id, content) VALUES (gen_random_uuid(), $1, 999, $2, 'rolled back')`,

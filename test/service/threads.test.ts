@@ -91,4 +91,56 @@ describe('threads', () => {
     expect(page.messages).toHaveLength(11);
     expect(new Set(page.messages.map((m: { content: string }) => m.content)).size).toBe(11);
   });
+
+  it('threads: two senders appending concurrently keep each one\'s order, one cursor order for all, and count unread once per message', async () => {
+    const team = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: `team-${Math.random()}` });
+    const ann = (await h.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'ann' })).body.human_id as string;
+    const bob = (await h.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'bob' })).body.human_id as string;
+    const edge = await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, { participants: [ann, bob] });
+    const thread = await h.call('POST', `/api/v1/edges/${edge.body.edge_id}/threads`, { sender_agent_id: ann, content: 'open' });
+    const threadId = thread.body.thread_id as string;
+    const perSender = 15;
+    // Each sender sends one message after the other; the two senders run at the same time, and
+    // a burst of one-off appends from both runs alongside them.
+    const sequential = async (sender: string, name: string) => {
+      const ids: string[] = [];
+      for (let i = 0; i < perSender; i += 1) {
+        const reply = await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: sender, content: `${name}-${i}` });
+        expect(reply.status).toBe(201);
+        ids.push(reply.body.message_id);
+      }
+      return ids;
+    };
+    const burst = Promise.all(
+      Array.from({ length: 10 }, (_, i) =>
+        h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: i % 2 ? ann : bob, content: `burst-${i}` }),
+      ),
+    );
+    const [annIds, bobIds, burstReplies] = await Promise.all([sequential(ann, 'ann'), sequential(bob, 'bob'), burst]);
+    expect(burstReplies.map((r) => r.status)).toEqual(burstReplies.map(() => 201));
+
+    const total = 1 + 2 * perSender + 10;
+    const whole = (await h.call('GET', `/api/v1/threads/${threadId}?limit=200`)).body;
+    expect(whole).toMatchObject({ message_count: total, has_more: false });
+    // unread_count: the opener (ann) has not read bob's messages: his 15 and 5 of the burst.
+    expect(whole.unread_count).toBe(perSender + 5);
+    const order: string[] = whole.messages.map((m: { message_id: string }) => m.message_id);
+    expect(new Set(order).size).toBe(total);
+    // A sender's messages keep the order in which it sent them.
+    expect(order.filter((id) => annIds.includes(id))).toEqual(annIds);
+    expect(order.filter((id) => bobIds.includes(id))).toEqual(bobIds);
+    // Paging with cursors walks the same order, each message once.
+    const walked: string[] = [];
+    let after: string | null = null;
+    for (let page = 0; page < 50; page += 1) {
+      const reply: { body: { messages: Array<{ message_id: string }>; next_after: string; has_more: boolean } } = await h.call(
+        'GET',
+        `/api/v1/threads/${threadId}?limit=4${after ? `&after=${after}` : ''}`,
+      );
+      walked.push(...reply.body.messages.map((m) => m.message_id));
+      after = reply.body.next_after;
+      if (!reply.body.has_more) break;
+    }
+    expect(walked).toEqual(order);
+  });
 });

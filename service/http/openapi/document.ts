@@ -1,176 +1,366 @@
 import { z } from 'zod';
 import { Problem } from '../../../api/schemas.ts';
-import { ErrorCatalogue } from '../../../errors/catalogue.ts';
-import type { RouteDoc, Security } from './route-doc.ts';
-import { routeDocs } from './route-docs.ts';
-
-/** One route as Fastify registered it: method, full URL pattern (`:param`s) and its own doc. */
-export interface CollectedRoute {
-  method: string;
-  url: string;
-  doc: RouteDoc | undefined;
-}
+import { ErrorCatalogue, type ErrorCode } from '../../../errors/catalogue.ts';
+import { Tags, type RouteDoc, type Security, type Tag } from './route-doc.ts';
+import type { RegisteredRoute, RouteRegistry } from './route-registry.ts';
 
 type JsonObject = Record<string, unknown>;
 
-const apiPrefix = '/api/v1';
-// `/v1` is an exact alias of `/api/v1` (contract §1): the document lists each route once.
-const aliasPrefix = '/v1';
+const componentRef = (id: string) => `#/components/schemas/${id}`;
 
-function jsonSchema(schema: z.ZodType, io: 'input' | 'output'): JsonObject {
-  const { $schema: _dialect, ...rest } = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any' }) as JsonObject;
-  return rest;
+/**
+ * The problem document as sent (RFC 9457, contract §2): the members every problem has, the
+ * extension members some codes add, and room for others (RFC 9457 §3.2: clients ignore members
+ * they do not know), so a new extension never breaks a generated client.
+ */
+const FieldProblem = z
+  .object({ path: z.string().meta({ description: 'The field or parameter, e.g. `team_name`, `participants.1`.' }), message: z.string() })
+  .meta({ id: 'FieldProblem', description: 'One problem of a request.' });
+const ErrorCodeSchema = z
+  .enum(Object.keys(ErrorCatalogue) as [ErrorCode, ...ErrorCode[]])
+  .meta({ id: 'ErrorCode', description: 'A stable error code (contract §2).' });
+const ProblemDocument = Problem.extend({
+  type: z.string().meta({ description: '`urn:acs:error:<code>`.' }),
+  code: ErrorCodeSchema,
+  request_id: z.string().meta({ description: 'The X-Request-Id of the response.' }),
+  errors: z.array(FieldProblem).optional().meta({ description: 'Every problem found, each with the path it concerns (`invalid_request`, `unknown_reference`, …).' }),
+  existing_id: z.uuid().optional().meta({ description: '`conflict`: the resource that already has the name, or the edge that already joins the pair.' }),
+  edge_id: z.uuid().optional().meta({ description: '`in_use`: an edge the agent or human is still on.' }),
+  limit: z.number().int().optional().meta({ description: '`key_limit`: the most active keys an organization may hold.' }),
+  // `status` is the problem's own HTTP status (RFC 9457), so the decided state needs its own name.
+  request_status: z.enum(['approved', 'rejected']).optional().meta({ description: '`conflict` on an access request decided already: how it was decided.' }),
+})
+  .loose()
+  .meta({ id: 'Problem', description: 'application/problem+json (RFC 9457). Members not listed here may be added; ignore the ones you do not know.' });
+
+/**
+ * Converts Zod schemas to JSON Schema 2020-12 and gathers every named schema (`.meta({ id })`)
+ * into `components.schemas`, so each is written once and referenced by `$ref` everywhere else.
+ */
+class SchemaCollector {
+  readonly components: Record<string, JsonObject> = {};
+
+  /** The JSON Schema of `schema` for requests (`input`) or responses (`output`). */
+  convert(schema: z.ZodType, io: 'input' | 'output'): JsonObject {
+    const generated = z.toJSONSchema(schema, { target: 'draft-2020-12', io, unrepresentable: 'any', override: describeTrimmed }) as JsonObject;
+    const { $schema: _dialect, $defs, ...rest } = generated;
+    for (const [id, definition] of Object.entries(($defs ?? {}) as Record<string, JsonObject>)) {
+      const rewritten = normalizeSchema(definition) as JsonObject;
+      const existing = this.components[id];
+      // Two different schemas with one name would make a generated type lie about one of them.
+      if (existing && JSON.stringify(existing) !== JSON.stringify(rewritten)) {
+        throw new Error(`openapi: two different schemas are named ${id}`);
+      }
+      this.components[id] = rewritten;
+    }
+    return normalizeSchema(rest) as JsonObject;
+  }
 }
 
-function securityOf(path: string, doc: RouteDoc | undefined): Security {
-  if (doc?.security) return doc.security;
-  if (path.startsWith('/admin/')) return 'adminToken';
-  if (path.startsWith(`${apiPrefix}/`)) return 'orgKey';
-  return 'none';
+// What String.prototype.trim removes (ECMAScript WhiteSpace and LineTerminator), spelled out so
+// that every regex engine, not only JavaScript's `\s`, reads the patterns below the same way.
+const trimmedSpace = '\\t\\n\\v\\f\\r \\u00a0\\u1680\\u2000-\\u200a\\u2028\\u2029\\u202f\\u205f\\u3000\\ufeff';
+const space = `[${trimmedSpace}]`;
+const nonSpace = `[^${trimmedSpace}]`;
+
+interface StringCheck {
+  _zod: { def: { check: string; tx?: (input: string) => string } };
 }
 
-const rateLimitHeaders = {
-  'X-Request-Id': { $ref: '#/components/headers/X-Request-Id' },
-  'RateLimit-Limit': { $ref: '#/components/headers/RateLimit-Limit' },
-  'RateLimit-Remaining': { $ref: '#/components/headers/RateLimit-Remaining' },
-  'RateLimit-Reset': { $ref: '#/components/headers/RateLimit-Reset' },
+/**
+ * `override` of z.toJSONSchema for strings that are trimmed before their limits apply (names,
+ * texts; contract §1): Zod would state `minLength`/`maxLength`/`pattern` of the raw string, which
+ * refuses `"  a"` and accepts `"   "` where the server does the opposite. They become patterns
+ * over the raw string: surrounding white space, then text whose length and shape are checked.
+ * (Exact for the patterns used here, whose matches stay matches when trimmed.)
+ */
+function describeTrimmed({ zodSchema, jsonSchema }: { zodSchema: unknown; jsonSchema: JsonObject }): void {
+  const def = (zodSchema as { _zod: { def: { type: string; checks?: StringCheck[] } } })._zod.def;
+  const trims = def.type === 'string' && (def.checks ?? []).some((c) => c._zod.def.check === 'overwrite' && c._zod.def.tx?.(' \t x \n') === 'x');
+  if (!trims) return;
+  const { minLength, maxLength, pattern, allOf, ...rest } = jsonSchema as JsonObject & { minLength?: number; maxLength?: number; pattern?: string; allOf?: JsonObject[] };
+  const min = minLength ?? 0;
+  let text: string;
+  if (maxLength === undefined) text = min === 0 ? '[\\s\\S]*' : `${nonSpace}(?:[\\s\\S]*${nonSpace})?`;
+  else if (maxLength === 1) text = min === 0 ? `${nonSpace}?` : nonSpace;
+  else if (min <= 1) text = `${min === 0 ? '(?:' : ''}${nonSpace}(?:[\\s\\S]{0,${maxLength - 2}}${nonSpace})?${min === 0 ? ')?' : ''}`;
+  else text = `${nonSpace}[\\s\\S]{${min - 2},${maxLength - 2}}${nonSpace}`;
+  const patterns = [`^${space}*${text}${space}*$`];
+  for (const other of [pattern, ...(allOf ?? []).map((p) => p.pattern as string | undefined)]) {
+    if (other === undefined) continue;
+    if (!other.startsWith('^') || !other.endsWith('$')) throw new Error(`openapi: cannot describe the trimmed pattern ${other}`);
+    patterns.push(`^${space}*(?:${other.slice(1, -1)})${space}*$`);
+  }
+  for (const key of Object.keys(jsonSchema)) delete jsonSchema[key];
+  const limits = maxLength === undefined ? `at least ${min}` : `${min}–${maxLength}`;
+  const note = `Surrounding white space is trimmed; ${limits} characters must remain.`;
+  Object.assign(jsonSchema, rest, {
+    description: typeof rest.description === 'string' ? `${rest.description} ${note}` : note,
+    ...(patterns.length === 1 ? { pattern: patterns[0] } : { allOf: patterns.map((p) => ({ pattern: p })) }),
+  });
+}
+
+// Zod writes `$defs` refs; a same-typed tuple (`participants: [Id, Id]`) as `prefixItems` with
+// `items: false`, which many client generators cannot read: `items` with fixed bounds says the same.
+function normalizeSchema(value: unknown): unknown {
+  if (Array.isArray(value)) return value.map(normalizeSchema);
+  if (value === null || typeof value !== 'object') return value;
+  const { prefixItems, items, ...rest } = value as JsonObject;
+  if (Array.isArray(prefixItems) && items === false && prefixItems.every((p) => JSON.stringify(p) === JSON.stringify(prefixItems[0]))) {
+    return normalizeSchema({ ...rest, items: prefixItems[0], minItems: prefixItems.length, maxItems: prefixItems.length });
+  }
+  return Object.fromEntries(
+    Object.entries(value).map(([key, child]) => [
+      key,
+      key === '$ref' && typeof child === 'string' && child.startsWith('#/$defs/') ? componentRef(child.slice('#/$defs/'.length)) : normalizeSchema(child),
+    ]),
+  );
+}
+
+function securityOf(route: RegisteredRoute): Security {
+  if (route.doc?.security) return route.doc.security;
+  if (route.path.startsWith('/admin/')) return 'adminToken';
+  return 'orgKey';
+}
+
+const bodyMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
+
+/**
+ * The codes a route can answer (contract §1, §2) because of what it is, whatever it does: any
+ * route refuses unknown query parameters and undecodable URLs (400), is rate limited (429), can
+ * fail (500) or be unavailable (503), and answers 405 for a method its path does not serve; a
+ * keyed route refuses a missing or bad key; a route with path ids answers `not_found`; a body
+ * can be malformed, too large or not JSON (Fastify reads bodies of DELETE too); a POST takes an
+ * Idempotency-Key. The route's doc adds the codes of its own rules.
+ */
+function errorCodesOf(route: RegisteredRoute, security: Security): ErrorCode[] {
+  const codes = new Set<ErrorCode>(['invalid_request', 'method_not_allowed', 'rate_limited', 'internal', 'unavailable']);
+  if (security === 'adminToken') codes.add('unauthenticated');
+  if (security === 'orgKey' || security === 'mcpKey') ['unauthenticated', 'invalid_api_key', 'wrong_key_type'].forEach((c) => codes.add(c as ErrorCode));
+  if (route.path.includes(':')) codes.add('not_found');
+  if (bodyMethods.has(route.method)) ['malformed_json', 'payload_too_large', 'unsupported_media_type'].forEach((c) => codes.add(c as ErrorCode));
+  if (route.method === 'POST') ['idempotency_key_in_use', 'idempotency_key_mismatch'].forEach((c) => codes.add(c as ErrorCode));
+  for (const code of route.doc?.errors ?? []) codes.add(code);
+  return [...codes];
+}
+
+function statusesOf(codes: readonly ErrorCode[]): Map<number, ErrorCode[]> {
+  const byStatus = new Map<number, ErrorCode[]>();
+  for (const code of codes) {
+    const { status } = ErrorCatalogue[code];
+    byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
+  }
+  return new Map([...byStatus].sort(([a], [b]) => a - b));
+}
+
+const headerRef = (name: string) => ({ $ref: `#/components/headers/${name}` });
+const commonHeaders = {
+  'X-Request-Id': headerRef('X-Request-Id'),
+  'RateLimit-Limit': headerRef('RateLimit-Limit'),
+  'RateLimit-Remaining': headerRef('RateLimit-Remaining'),
+  'RateLimit-Reset': headerRef('RateLimit-Reset'),
 };
 
-// One reusable response per error status, naming the catalogue codes it stands for (contract §2).
-function errorResponses(): JsonObject {
-  const byStatus = new Map<number, string[]>();
-  for (const [code, { status }] of Object.entries(ErrorCatalogue)) byStatus.set(status, [...(byStatus.get(status) ?? []), code]);
-  const responses: JsonObject = {};
-  for (const [status, codes] of byStatus) {
-    responses[`Error${status}`] = {
-      description: `problem+json with code ${codes.join(', ')}`,
-      headers: status === 429 || status === 503 ? { ...rateLimitHeaders, 'Retry-After': { $ref: '#/components/headers/Retry-After' } } : rateLimitHeaders,
-      content: { 'application/problem+json': { schema: { $ref: '#/components/schemas/Problem' } } },
+// One reusable response per error status, naming every catalogue code of that status.
+function errorResponse(status: number): JsonObject {
+  const codes = Object.entries(ErrorCatalogue).filter(([, entry]) => entry.status === status).map(([code]) => `\`${code}\``);
+  const headers: JsonObject = { ...commonHeaders, 'Idempotent-Replayed': headerRef('Idempotent-Replayed') };
+  if (status === 429 || status === 503) headers['Retry-After'] = headerRef('Retry-After');
+  if (status === 405) headers.Allow = headerRef('Allow');
+  return {
+    description: `Problem (application/problem+json) with code ${codes.join(', ')}.`,
+    headers,
+    content: { 'application/problem+json': { schema: { $ref: componentRef('Problem') } } },
+  };
+}
+
+const idNames: Record<string, string> = { org_id: 'organization', key_id: 'key', request_id: 'access request' };
+
+function parametersOf(route: RegisteredRoute, doc: RouteDoc | undefined, schemas: SchemaCollector): JsonObject[] {
+  const parameters: JsonObject[] = [...route.path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map(([, name]) => {
+    const given = doc?.params?.[name!];
+    return {
+      name,
+      in: 'path',
+      required: true,
+      description: given ? undefined : `The ${idNames[name!] ?? name!.replace(/_id$/, '').replace(/_/g, ' ')} id.`,
+      schema: given ? schemas.convert(given, 'input') : { type: 'string', format: 'uuid' },
     };
-  }
-  return responses;
-}
-
-function errorStatuses(method: string, security: Security, doc: RouteDoc | undefined, hasParams: boolean): number[] {
-  const statuses = new Set<number>([429, 500, 503]);
-  if (security !== 'none') statuses.add(401);
-  if (security === 'orgKey' || security === 'mcpKey') statuses.add(403);
-  if (hasParams || security !== 'none') statuses.add(404);
-  if (doc?.query) statuses.add(400);
-  if (method === 'POST' || method === 'PUT' || method === 'PATCH') [400, 413, 415].forEach((s) => statuses.add(s));
-  // Idempotency-Key (contract §1): 409 while the first request runs, 422 for another body.
-  if (method === 'POST') [409, 422].forEach((s) => statuses.add(s));
-  if (method !== 'GET' && security !== 'none') [409, 422].forEach((s) => statuses.add(s));
-  return [...statuses].sort((a, b) => a - b);
-}
-
-function operation(route: CollectedRoute, path: string): JsonObject {
-  const doc = route.doc ?? routeDocs[`${route.method} ${path.startsWith(apiPrefix) ? path.slice(apiPrefix.length) : path}`];
-  const security = securityOf(path, doc);
-  const params = [...path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map((m) => m[1]!);
-  const parameters: JsonObject[] = params.map((name) => ({
-    name,
-    in: 'path',
-    required: true,
-    schema: doc?.params?.[name] ? jsonSchema(doc.params[name], 'input') : { type: 'string', format: 'uuid' },
-  }));
+  });
   if (doc?.query) {
-    const query = jsonSchema(doc.query, 'input') as { properties?: Record<string, JsonObject>; required?: string[] };
+    const query = schemas.convert(doc.query, 'input') as { properties?: Record<string, JsonObject>; required?: string[] };
     for (const [name, schema] of Object.entries(query.properties ?? {})) {
-      parameters.push({ name, in: 'query', required: query.required?.includes(name) ?? false, schema });
+      const { description, ...rest } = schema;
+      parameters.push({ name, in: 'query', required: query.required?.includes(name) ?? false, description, schema: rest });
     }
   }
   if (route.method === 'POST') parameters.push({ $ref: '#/components/parameters/Idempotency-Key' });
   parameters.push({ $ref: '#/components/parameters/X-Request-Id' });
+  return parameters.map((p) => Object.fromEntries(Object.entries(p).filter(([, v]) => v !== undefined)));
+}
 
-  const success = doc?.success ?? { status: 200 };
-  const successContent = success.contentType
-    ? { [success.contentType]: { schema: { type: 'string', contentMediaType: success.contentType } } }
-    : { 'application/json': { schema: success.schema ? jsonSchema(success.schema, 'output') : {} } };
-  const responses: JsonObject = {
-    [String(success.status)]: { description: success.description ?? 'success', headers: rateLimitHeaders, content: successContent },
+function successResponse(route: RegisteredRoute, doc: RouteDoc | undefined, schemas: SchemaCollector): JsonObject {
+  const success = doc?.success;
+  const headers: JsonObject = { ...commonHeaders };
+  if (route.method === 'POST') headers['Idempotent-Replayed'] = headerRef('Idempotent-Replayed');
+  if (success?.bytes) {
+    for (const [name, description] of Object.entries(success.bytes.headers)) headers[name] = { description, required: true, schema: { type: 'string' } };
+    return { description: success.description, headers, content: { [success.bytes.mediaType]: { schema: { type: 'string', format: 'binary' } } } };
+  }
+  return {
+    description: success?.description ?? 'success',
+    headers,
+    content: { 'application/json': { schema: success?.schema ? schemas.convert(success.schema, 'output') : {} } },
   };
-  for (const status of errorStatuses(route.method, security, doc, params.length > 0)) {
+}
+
+function describeErrors(byStatus: Map<number, ErrorCode[]>): string {
+  return [...byStatus].map(([status, codes]) => `${status} ${codes.map((c) => `\`${c}\``).join(', ')}`).join('; ');
+}
+
+function operationOf(route: RegisteredRoute, servers: JsonObject[] | undefined, schemas: SchemaCollector, usedStatuses: Set<number>): JsonObject {
+  const doc = route.doc;
+  const security = securityOf(route);
+  const byStatus = statusesOf(errorCodesOf(route, security));
+  const responses: JsonObject = { [String(doc?.success.status ?? 200)]: successResponse(route, doc, schemas) };
+  for (const status of byStatus.keys()) {
+    usedStatuses.add(status);
     responses[String(status)] = { $ref: `#/components/responses/Error${status}` };
   }
-
-  const result: JsonObject = {
-    operationId: `${route.method.toLowerCase()}${path.replace(/:([A-Za-z0-9_]+)/g, 'By_$1').replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
-    ...(doc?.summary ? { summary: doc.summary } : {}),
-    tags: [tagOf(path)],
+  const prose = doc?.description ?? '';
+  const operation: JsonObject = {
+    operationId: doc?.operationId ?? `${route.method.toLowerCase()}${route.path.replace(/[^A-Za-z0-9]+(.)?/g, (_m, c: string | undefined) => (c ?? '').toUpperCase())}`,
+    summary: doc?.summary ?? `${route.method} ${route.path} (undocumented)`,
+    description: `${prose ? `${prose}\n\n` : ''}Errors: ${describeErrors(byStatus)}.`,
+    tags: [doc?.tag ?? 'service'],
     security: security === 'none' ? [] : [{ [security]: [] }],
-    parameters,
-    responses,
+    ...(servers ? { servers } : {}),
+    parameters: parametersOf(route, doc, schemas),
   };
   if (doc?.body) {
-    const schema = jsonSchema(doc.body, 'input');
-    const required = Array.isArray(schema.required) && schema.required.length > 0;
-    result.requestBody = { required, content: { 'application/json': { schema } } };
+    // Handlers parse a missing body as `{}`: a body is optional exactly when `{}` is valid.
+    const required = !doc.body.safeParse({}).success;
+    operation.requestBody = { required, content: { 'application/json': { schema: schemas.convert(doc.body, 'input') } } };
   }
-  return result;
+  operation.responses = responses;
+  return operation;
 }
 
-function tagOf(path: string): string {
-  if (path.startsWith('/admin/')) return 'admin';
-  const rest = path.startsWith(apiPrefix) ? path.slice(apiPrefix.length) : path;
-  return rest.split('/')[1] || 'service';
+const securitySchemes: Record<Exclude<Security, 'none'>, JsonObject> = {
+  orgKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An organization key (acs_org_…).' },
+  mcpKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An MCP key (acs_mcp_…), bound to one agent.' },
+  adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ACS_ADMIN_TOKEN).' },
+};
+
+const serverDescriptions: Record<string, string> = {
+  '/api/v1': 'The API (contract §1), on the host that serves this document.',
+  '/v1': 'An exact alias of /api/v1 for every route.',
+};
+
+function serverOf(prefix: string): JsonObject {
+  return prefix ? { url: prefix, description: serverDescriptions[prefix] ?? `Routes under ${prefix}.` } : { url: '/', description: 'Without a prefix.' };
 }
+
+const documentDescription = `
+The Agent Collaboration Service, API contract v1. Organizations hold teams of agents and humans;
+two participants joined by an edge talk in threads of messages.
+
+**Prefixes.** Every API route is served under \`/api/v1\` and, as an exact alias, under \`/v1\`
+(the two \`servers\`). \`PUT /organizations/{org_id}/api-keys/{provider}\` is also served without
+a prefix, and the health routes and the operator routes (\`/admin/v1/…\`) only at the root: their
+operations name their own \`servers\`.
+
+**Requests.** Bodies are JSON (\`application/json\`; anything else is 415). Unknown body fields
+and unknown query parameters are refused on every route (400 \`invalid_request\`, each named in
+\`errors\`). A trailing slash is ignored: \`/api/v1/organizations/\` is \`/api/v1/organizations\`.
+No string or key may contain NUL (U+0000). Identifiers are UUIDs; timestamps are ISO 8601 UTC
+with milliseconds.
+
+**Errors** are \`application/problem+json\` (RFC 9457) with a stable \`code\`; some codes add
+members (\`existing_id\`, \`edge_id\`, \`limit\`, \`request_status\`). A path that exists answers 405 with \`Allow\` for
+a method it does not serve.
+
+**Headers.** Every response carries \`X-Request-Id\` (the client's, when it sent a short printable
+one). Rate limits are per API key (by client address without a valid key) and every routed
+response carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; 429 and 503
+carry \`Retry-After\`. A POST with \`Idempotency-Key\` is answered once: a repeat within 24 hours
+gets the first response again with \`Idempotent-Replayed: true\`.
+`.trim();
 
 /**
- * Builds the OpenAPI 3.1 document (contract §6) of `routes`: one operation per method and path,
- * with path, query and header parameters, the request body schema and the success response
- * schema generated from the routes' Zod schemas (JSON Schema 2020-12), and the problem+json
- * error responses of contract §2. Aliases (`/v1/…`, the unprefixed provider-key PUT) and HEAD
- * routes are left out: the description says where the aliases are.
+ * Builds the OpenAPI 3.1 document (contract §6) of the routes in `registry`: one operation per
+ * method and path (HEAD and OPTIONS left out), each with an operationId, summary, tag and
+ * description naming its error codes; path, query and header parameters, the request body and
+ * the success response generated from the routes' Zod schemas (JSON Schema 2020-12) with every
+ * named schema as a component; the problem+json errors of contract §2 as shared responses.
+ * Routes served under all API prefixes are listed once, relative to the document's `servers`;
+ * others (health, admin, the unprefixed provider-key PUT) name their own servers.
+ * Errors: throws when two different schemas carry the same name (a bug, caught by the tests).
  */
-export function buildOpenApiDocument(routes: readonly CollectedRoute[], version: string): JsonObject {
-  const canonical = new Set(routes.filter((r) => r.url.startsWith(`${apiPrefix}/`)).map((r) => `${r.method} ${r.url}`));
-  const paths: Record<string, JsonObject> = {};
-  for (const route of routes) {
+export function buildOpenApiDocument(registry: RouteRegistry, version: string): JsonObject {
+  const schemas = new SchemaCollector();
+  const usedStatuses = new Set<number>();
+  // One entry per method and path, with every prefix it is served under.
+  const operations = new Map<string, { route: RegisteredRoute; prefixes: string[] }>();
+  for (const route of registry.routes) {
     if (route.method === 'HEAD' || route.method === 'OPTIONS') continue;
-    if (route.url.startsWith(`${aliasPrefix}/`)) continue;
-    if (!route.url.startsWith(`${apiPrefix}/`) && !route.url.startsWith('/admin/') && canonical.has(`${route.method} ${apiPrefix}${route.url}`)) continue;
-    const openApiPath = route.url.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
-    paths[openApiPath] ??= {};
-    paths[openApiPath][route.method.toLowerCase()] = operation(route, route.url);
+    const key = `${route.method} ${route.path}`;
+    const entry = operations.get(key) ?? { route, prefixes: [] };
+    entry.prefixes.push(route.prefix);
+    operations.set(key, entry);
   }
-  const header = (description: string, schema: JsonObject) => ({ description, schema });
+  const paths: Record<string, JsonObject> = {};
+  const tags = new Set<Tag>();
+  for (const { route, prefixes } of operations.values()) {
+    const everywhere = registry.prefixes.every((p) => prefixes.includes(p)) && prefixes.length === registry.prefixes.length;
+    const ordered = [...registry.prefixes, ''].filter((p) => prefixes.includes(p));
+    const openApiPath = route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+    paths[openApiPath] ??= {};
+    paths[openApiPath][route.method.toLowerCase()] = operationOf(route, everywhere ? undefined : ordered.map(serverOf), schemas, usedStatuses);
+    tags.add(route.doc?.tag ?? 'service');
+  }
+  // Named, so it lands in the components like every other named schema.
+  schemas.convert(ProblemDocument, 'output');
+  const securities = new Set([...operations.values()].map(({ route }) => securityOf(route)));
+  const header = (description: string, schema: JsonObject, required = false) => ({ description, required, schema });
   return {
     openapi: '3.1.0',
-    info: {
-      title: 'Agent Collaboration Service',
-      version,
-      description:
-        'API contract v1. Every route under /api/v1 is also served under /v1; PUT /organizations/{org_id}/api-keys/{provider} also without a prefix. ' +
-        'Errors are application/problem+json (RFC 9457) with a stable code. Rate limits are per API key.',
-    },
+    info: { title: 'Agent Collaboration Service', version, description: documentDescription },
     jsonSchemaDialect: 'https://json-schema.org/draft/2020-12/schema',
+    servers: registry.prefixes.map(serverOf),
+    tags: (Object.keys(Tags) as Tag[]).filter((t) => tags.has(t)).map((name) => ({ name, description: Tags[name] })),
     paths,
     components: {
-      schemas: { Problem: jsonSchema(Problem, 'output') },
-      responses: errorResponses(),
+      schemas: Object.fromEntries(Object.entries(schemas.components).sort(([a], [b]) => a.localeCompare(b))),
+      responses: Object.fromEntries([...usedStatuses].sort((a, b) => a - b).map((status) => [`Error${status}`, errorResponse(status)])),
       parameters: {
         'Idempotency-Key': {
           name: 'Idempotency-Key',
           in: 'header',
           required: false,
-          description: 'Replays the first response for 24 hours (header Idempotent-Replayed: true); another body gets 422, a repeat while the first runs 409.',
+          description:
+            'Makes a POST safe to retry: the first response is stored for 24 hours and a repeat with the same body gets it again ' +
+            '(header Idempotent-Replayed: true); another body gets 422 `idempotency_key_mismatch`, a repeat while the first runs 409 `idempotency_key_in_use`.',
           schema: { type: 'string', minLength: 1, maxLength: 255 },
         },
-        'X-Request-Id': { name: 'X-Request-Id', in: 'header', required: false, description: 'Echoed in the response.', schema: { type: 'string', maxLength: 200 } },
+        'X-Request-Id': {
+          name: 'X-Request-Id',
+          in: 'header',
+          required: false,
+          description: 'Any value is accepted; it is echoed in the response when it is 1–200 printable ASCII characters, else the server picks one.',
+          schema: { type: 'string' },
+        },
       },
       headers: {
-        'X-Request-Id': header('The request id (the client\'s when it sent one).', { type: 'string' }),
-        'RateLimit-Limit': header('Requests allowed per window.', { type: 'integer' }),
-        'RateLimit-Remaining': header('Requests left in this window.', { type: 'integer' }),
-        'RateLimit-Reset': header('Seconds until the window resets.', { type: 'integer' }),
-        'Retry-After': header('Seconds to wait before retrying.', { type: 'integer' }),
+        'X-Request-Id': header("The request id: the client's when it sent a usable one, else a UUID.", { type: 'string' }, true),
+        'RateLimit-Limit': header('Requests allowed per window for this key (or client address).', { type: 'integer', minimum: 0 }),
+        'RateLimit-Remaining': header('Requests left in the current window.', { type: 'integer', minimum: 0 }),
+        'RateLimit-Reset': header('Seconds until the window resets.', { type: 'integer', minimum: 0 }),
+        'Retry-After': header('Seconds to wait before retrying.', { type: 'integer', minimum: 0 }),
+        Allow: header('The methods the path serves.', { type: 'string' }),
+        'Idempotent-Replayed': header('`true` on the stored response of a repeated POST with the same Idempotency-Key.', { type: 'string', enum: ['true'] }),
       },
-      securitySchemes: {
-        orgKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An organization key (acs_org_…).' },
-        mcpKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An MCP key (acs_mcp_…), bound to one agent.' },
-        adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ACS_ADMIN_TOKEN).' },
-      },
+      securitySchemes: Object.fromEntries(Object.entries(securitySchemes).filter(([name]) => securities.has(name as Security))),
     },
   };
 }

@@ -1,26 +1,21 @@
 import type { FastifyInstance } from 'fastify';
-import { buildOpenApiDocument, type CollectedRoute } from './document.ts';
+import { buildOpenApiDocument } from './document.ts';
+import type { RouteRegistry } from './route-registry.ts';
 
-/** Where the document is served (contract §6); no key needed. */
-export const openApiPaths = ['/api/v1/openapi.json', '/v1/openapi.json'] as const;
+/** Where the document is served, under each API prefix (contract §6). */
+export const openApiPath = '/openapi.json';
 
 /**
- * Collects every route `app` registers from now on (Fastify's `onRoute` hook, so routes added by
- * any plugin are included, with the `config.openapi` they carry) and serves the OpenAPI 3.1
- * document of them at {@link openApiPaths} without an API key. Call it before any route is
- * registered. The document is built on the first request, once every route exists, and cached.
+ * Serves the OpenAPI 3.1 document of every route in `registry` at `/openapi.json` under each of
+ * its API prefixes (`/api/v1/openapi.json`, `/v1/openapi.json`; contract §6), without an API
+ * key. The document is built on the first request, once every route exists, and cached.
+ * Errors: 500 `internal` if the document cannot be built (two schemas with one name: a bug).
  */
-export function installOpenApi(app: FastifyInstance): void {
-  const routes: CollectedRoute[] = [];
-  app.addHook('onRoute', (route) => {
-    for (const method of Array.isArray(route.method) ? route.method : [route.method]) {
-      routes.push({ method: String(method).toUpperCase(), url: route.url, doc: route.config?.openapi });
-    }
-  });
+export function installOpenApi(app: FastifyInstance, registry: RouteRegistry): void {
   let document: string | undefined;
-  for (const path of openApiPaths) {
-    app.get(path, { config: { openapi: { summary: 'This OpenAPI 3.1 document', security: 'none' } } }, async (_request, reply) => {
-      document ??= JSON.stringify(buildOpenApiDocument(routes, '1.0.0'));
+  for (const prefix of registry.prefixes) {
+    app.get(`${prefix}${openApiPath}`, async (_request, reply) => {
+      document ??= JSON.stringify(buildOpenApiDocument(registry, '1.0.0'));
       return reply.type('application/json').send(document);
     });
   }

@@ -6,8 +6,10 @@ import {
   Agent,
   AppendMessageBody,
   ApprovedAccessRequest,
+  Attachment,
   CreateAccessRequestBody,
   CreateAgentBody,
+  CreateAttachmentBody,
   CreatedMcpKey,
   CreatedOrgKey,
   CreateEdgeBody,
@@ -39,108 +41,322 @@ import {
   ThreadPage,
   ThreadPageQuery,
 } from '../../../api/schemas.ts';
-import type { RouteDoc } from './route-doc.ts';
+import type { RouteDoc, SuccessDoc, Tag } from './route-doc.ts';
 
-const list = (field: string, item: z.ZodType) => z.object({ [field]: z.array(item) });
-const ok = (schema: z.ZodType) => ({ status: 200, schema });
-const created = (schema: z.ZodType) => ({ status: 201, schema });
+// Response shapes that only the routes define. Each is named (`.meta({ id })`), so it becomes a
+// component and generated clients get a type named after it.
+const list = (id: string, field: string, item: z.ZodType) => z.object({ [field]: z.array(item) }).meta({ id });
+const deleted = (id: string, idField: string) => Deleted(idField).meta({ id });
 
-const DeletionPreview = z.object({
-  team_id: z.uuid(),
-  agents: z.number().int(),
-  humans: z.number().int(),
-  edges: z.number().int(),
-  threads: z.number().int(),
-  messages: z.number().int(),
-  attachments: z.number().int(),
-});
-const Status = (value: string) => z.object({ status: z.literal(value) });
+const OrganizationList = list('OrganizationList', 'organizations', Organization);
+const TeamList = list('TeamList', 'teams', Team);
+const AgentList = list('AgentList', 'agents', Agent);
+const HumanList = list('HumanList', 'humans', Human);
+const EdgeList = list('EdgeList', 'edges', Edge);
+const ThreadList = list('ThreadList', 'threads', Thread);
+const ProviderKeyList = list('ProviderKeyList', 'provider_keys', ProviderKey);
+const OrgKeyList = list('OrgKeyList', 'keys', OrgKey);
+const McpKeyList = list('McpKeyList', 'mcp_keys', McpKey);
+const AccessRequestList = list('AccessRequestList', 'access_requests', AccessRequest);
+
+const TeamDeleted = deleted('TeamDeleted', 'team_id');
+const AgentDeleted = deleted('AgentDeleted', 'agent_id');
+const HumanDeleted = deleted('HumanDeleted', 'human_id');
+const EdgeDeleted = deleted('EdgeDeleted', 'edge_id');
+const ProviderKeyDeleted = z.object({ deleted: z.literal(true), provider: Provider }).meta({ id: 'ProviderKeyDeleted' });
+
+const TeamDeletionPreview = z
+  .object({
+    team_id: z.uuid(),
+    agents: z.number().int(),
+    humans: z.number().int(),
+    edges: z.number().int(),
+    threads: z.number().int(),
+    messages: z.number().int(),
+    attachments: z.number().int(),
+  })
+  .meta({ id: 'TeamDeletionPreview' });
+const IssuedOrgKey = CreatedOrgKey.extend({ org_id: z.uuid() }).meta({ id: 'IssuedOrgKey' });
+const Health = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
+const Readiness = z.object({ status: z.literal('ready') }).meta({ id: 'Readiness' });
+const OpenApiDocument = z.record(z.string(), z.unknown()).meta({ id: 'OpenApiDocument', description: 'An OpenAPI 3.1 document.' });
+
+const ok = (schema: z.ZodType, description: string): SuccessDoc => ({ status: 200, schema, description });
+const created = (schema: z.ZodType, description: string): SuccessDoc => ({ status: 201, schema, description });
+
+type Entries = Record<string, Omit<RouteDoc, 'tag'>>;
+function tagged(tag: Tag, entries: Entries): Record<string, RouteDoc> {
+  return Object.fromEntries(Object.entries(entries).map(([key, doc]) => [key, { ...doc, tag }]));
+}
 
 /**
- * OpenAPI descriptions of the routes that do not carry `config.openapi` themselves, keyed by
- * `METHOD path` with Fastify's `:param` syntax and without the `/api/v1` or `/v1` prefix (admin
- * routes keep `/admin/v1`). The schemas are the ones the route handlers parse with.
+ * The OpenAPI description of every route, and the only place routes are described: keyed by
+ * `METHOD path` with Fastify's `:param` syntax and without the `/api/v1` or `/v1` prefix (the
+ * unprefixed provider-key PUT shares its entry; health routes and `/admin/v1/…` keep their full
+ * path). The schemas are the ones the route handlers parse with. A test fails for a registered
+ * route with no entry here and for an entry with no route.
  */
 export const routeDocs: Readonly<Record<string, RouteDoc>> = {
-  'GET /healthz': { summary: 'The process is up', success: ok(Status('ok')), security: 'none' },
-  'GET /readyz': { summary: 'Storage is reachable', success: ok(Status('ready')), security: 'none' },
+  ...tagged('service', {
+    'GET /healthz': { operationId: 'getHealth', summary: 'The process is up', success: ok(Health, 'the process is up'), security: 'none' },
+    'GET /readyz': {
+      operationId: 'getReadiness',
+      summary: 'Storage is reachable',
+      description: 'Answers 503 `unavailable` while storage cannot be reached.',
+      success: ok(Readiness, 'storage answered'),
+      security: 'none',
+    },
+    'GET /openapi.json': {
+      operationId: 'getOpenApiDocument',
+      summary: 'This OpenAPI 3.1 document',
+      description: 'Generated from the schemas that validate requests (contract §6).',
+      success: ok(OpenApiDocument, 'the OpenAPI 3.1 document'),
+      security: 'none',
+    },
+  }),
 
-  'GET /organizations': { summary: 'Organizations the key reaches', success: ok(list('organizations', Organization)) },
-  'POST /organizations': { summary: 'Provision an organization', body: CreateOrganizationBody, success: created(Organization) },
-  'GET /organizations/:org_id': { summary: 'An organization', success: ok(Organization) },
+  ...tagged('organizations', {
+    'GET /organizations': { operationId: 'listOrganizations', summary: 'Organizations the key reaches', success: ok(OrganizationList, 'the organizations') },
+    'POST /organizations': {
+      operationId: 'createOrganization',
+      summary: 'Provision an organization',
+      description: 'The calling key reaches the new organization from then on.',
+      body: CreateOrganizationBody,
+      success: created(Organization, 'the new organization'),
+      errors: ['conflict'],
+    },
+    'GET /organizations/:org_id': { operationId: 'getOrganization', summary: 'An organization', success: ok(Organization, 'the organization') },
+  }),
 
-  'POST /organizations/:org_id/teams': { summary: 'Create a team', body: CreateTeamBody, success: created(Team) },
-  'GET /organizations/:org_id/teams': { summary: "An organization's teams", success: ok(list('teams', Team)) },
-  'GET /teams/:team_id': { summary: 'A team with its agents, humans and edges', success: ok(TeamGraph) },
-  'PATCH /teams/:team_id': { summary: 'Rename a team or change its description', body: PatchTeamBody, success: ok(Team) },
-  'DELETE /teams/:team_id': { summary: 'Delete a team and everything in it', success: ok(Deleted('team_id')) },
-  'GET /teams/:team_id/deletion-preview': { summary: 'What deleting the team would remove', success: ok(DeletionPreview) },
+  ...tagged('teams', {
+    'POST /organizations/:org_id/teams': {
+      operationId: 'createTeam',
+      summary: 'Create a team',
+      body: CreateTeamBody,
+      success: created(Team, 'the new team'),
+      errors: ['conflict'],
+    },
+    'GET /organizations/:org_id/teams': { operationId: 'listTeams', summary: "An organization's teams", success: ok(TeamList, 'the teams') },
+    'GET /teams/:team_id': { operationId: 'getTeam', summary: 'A team with its agents, humans and edges', success: ok(TeamGraph, 'the team graph') },
+    'PATCH /teams/:team_id': {
+      operationId: 'updateTeam',
+      summary: 'Rename a team or change its description',
+      body: PatchTeamBody,
+      success: ok(Team, 'the team'),
+      errors: ['conflict'],
+    },
+    'DELETE /teams/:team_id': {
+      operationId: 'deleteTeam',
+      summary: 'Delete a team and everything in it',
+      success: ok(TeamDeleted, 'the team is gone, with its agents, humans, edges, threads and messages'),
+    },
+    'GET /teams/:team_id/deletion-preview': {
+      operationId: 'previewTeamDeletion',
+      summary: 'What deleting the team would remove',
+      success: ok(TeamDeletionPreview, 'counts of what a DELETE would remove'),
+    },
+  }),
 
-  'POST /teams/:team_id/agents': { summary: 'Create an agent', body: CreateAgentBody, success: created(Agent) },
-  'GET /teams/:team_id/agents': { summary: "A team's agents", success: ok(list('agents', Agent)) },
-  'GET /agents/:agent_id': { summary: 'An agent', success: ok(Agent) },
-  'PATCH /agents/:agent_id': { summary: 'Change an agent', body: PatchAgentBody, success: ok(Agent) },
-  'DELETE /agents/:agent_id': { summary: 'Delete an agent that is on no edge', success: ok(Deleted('agent_id')) },
+  ...tagged('agents', {
+    'POST /teams/:team_id/agents': { operationId: 'createAgent', summary: 'Create an agent', body: CreateAgentBody, success: created(Agent, 'the new agent'), errors: ['conflict'] },
+    'GET /teams/:team_id/agents': { operationId: 'listAgents', summary: "A team's agents", success: ok(AgentList, 'the agents') },
+    'GET /agents/:agent_id': { operationId: 'getAgent', summary: 'An agent', success: ok(Agent, 'the agent') },
+    'PATCH /agents/:agent_id': { operationId: 'updateAgent', summary: 'Change an agent', body: PatchAgentBody, success: ok(Agent, 'the agent'), errors: ['conflict'] },
+    'DELETE /agents/:agent_id': {
+      operationId: 'deleteAgent',
+      summary: 'Delete an agent that is on no edge',
+      description: 'An agent still on an edge is `in_use` (the problem names the edge in `edge_id`); delete the edge first.',
+      success: ok(AgentDeleted, 'the agent is gone, with its MCP keys'),
+      errors: ['in_use'],
+    },
+  }),
 
-  'POST /teams/:team_id/humans': { summary: 'Add a human', body: CreateHumanBody, success: created(Human) },
-  'GET /teams/:team_id/humans': { summary: "A team's humans", success: ok(list('humans', Human)) },
-  'GET /humans/:human_id': { summary: 'A human', success: ok(Human) },
-  'PATCH /humans/:human_id': { summary: 'Change a human', body: PatchHumanBody, success: ok(Human) },
-  'DELETE /humans/:human_id': { summary: 'Delete a human who is on no edge', success: ok(Deleted('human_id')) },
+  ...tagged('humans', {
+    'POST /teams/:team_id/humans': { operationId: 'createHuman', summary: 'Add a human', body: CreateHumanBody, success: created(Human, 'the new human'), errors: ['conflict'] },
+    'GET /teams/:team_id/humans': { operationId: 'listHumans', summary: "A team's humans", success: ok(HumanList, 'the humans') },
+    'GET /humans/:human_id': { operationId: 'getHuman', summary: 'A human', success: ok(Human, 'the human') },
+    'PATCH /humans/:human_id': { operationId: 'updateHuman', summary: 'Change a human', body: PatchHumanBody, success: ok(Human, 'the human'), errors: ['conflict'] },
+    'DELETE /humans/:human_id': {
+      operationId: 'deleteHuman',
+      summary: 'Delete a human who is on no edge',
+      description: 'A human still on an edge is `in_use` (the problem names the edge in `edge_id`); delete the edge first.',
+      success: ok(HumanDeleted, 'the human is gone'),
+      errors: ['in_use'],
+    },
+  }),
 
-  'POST /teams/:team_id/edges': { summary: 'Join two participants', body: CreateEdgeBody, success: created(Edge) },
-  'GET /teams/:team_id/edges': { summary: "A team's edges", success: ok(list('edges', Edge)) },
-  'GET /edges/:edge_id': { summary: 'An edge', success: ok(Edge) },
-  'DELETE /edges/:edge_id': { summary: 'Delete an edge, its threads and messages', success: ok(Deleted('edge_id')) },
+  ...tagged('edges', {
+    'POST /teams/:team_id/edges': {
+      operationId: 'createEdge',
+      summary: 'Join two participants',
+      description:
+        'Both participants are agents or humans of the team, distinct (the same id twice is 400 `invalid_request`); ' +
+        'one edge at most joins the same unordered pair (409 `conflict` with `existing_id`).',
+      body: CreateEdgeBody,
+      success: created(Edge, 'the new edge'),
+      errors: ['conflict', 'unknown_reference'],
+    },
+    'GET /teams/:team_id/edges': { operationId: 'listEdges', summary: "A team's edges", success: ok(EdgeList, 'the edges') },
+    'GET /edges/:edge_id': { operationId: 'getEdge', summary: 'An edge', success: ok(Edge, 'the edge') },
+    'DELETE /edges/:edge_id': { operationId: 'deleteEdge', summary: 'Delete an edge, its threads and messages', success: ok(EdgeDeleted, 'the edge is gone') },
+  }),
 
-  'POST /edges/:edge_id/threads': { summary: 'Open a thread with its first message', body: OpenThreadBody, success: created(Thread) },
-  'GET /edges/:edge_id/threads': { summary: "An edge's threads, newest first", success: ok(list('threads', Thread)) },
-  'GET /threads/:thread_id': { summary: 'A page of a thread (long poll with wait)', query: ThreadPageQuery, success: ok(ThreadPage) },
-  'POST /threads/:thread_id/messages': { summary: 'Append a message', body: AppendMessageBody, success: created(Message) },
+  ...tagged('threads', {
+    'POST /edges/:edge_id/threads': {
+      operationId: 'openThread',
+      summary: 'Open a thread with its first message',
+      body: OpenThreadBody,
+      success: created(Thread, 'the new thread (message_count 1, unread_count 0)'),
+      errors: ['not_a_participant', 'unknown_reference'],
+    },
+    'GET /edges/:edge_id/threads': { operationId: 'listThreads', summary: "An edge's threads, newest first", success: ok(ThreadList, 'the threads') },
+    'GET /threads/:thread_id': {
+      operationId: 'getThreadPage',
+      summary: 'A page of a thread (long poll with wait)',
+      description:
+        'Up to `limit` messages strictly after `after`, oldest first. With `wait`, an empty page is held until a message ' +
+        'is appended or `wait` seconds pass. Pass `next_after` as `after` to go on; an `after` that names no message of ' +
+        'the thread is 400 `invalid_cursor`.',
+      query: ThreadPageQuery,
+      success: ok(ThreadPage, 'the thread with a page of its messages'),
+      errors: ['invalid_cursor'],
+    },
+    'POST /threads/:thread_id/messages': {
+      operationId: 'appendMessage',
+      summary: 'Append a message',
+      body: AppendMessageBody,
+      success: created(Message, 'the new message'),
+      errors: ['not_a_participant', 'unknown_reference'],
+    },
+  }),
 
-  'PUT /organizations/:org_id/api-keys/:provider': {
-    summary: 'Set a provider key (write-only)',
-    body: PutProviderKeyBody,
-    params: { provider: Provider },
-    success: ok(ProviderKey),
-  },
-  'GET /organizations/:org_id/api-keys': { summary: 'Provider keys, hints only', success: ok(list('provider_keys', ProviderKey)) },
-  'DELETE /organizations/:org_id/api-keys/:provider': {
-    summary: 'Delete a provider key',
-    params: { provider: Provider },
-    success: ok(z.object({ deleted: z.literal(true), provider: Provider })),
-  },
+  ...tagged('attachments', {
+    'POST /attachments': {
+      operationId: 'createAttachment',
+      summary: 'Upload an attachment',
+      description: "The data is base64, at most 5 MiB decoded (this route's body limit is 8 MiB). `org_id` defaults to the key's own organization.",
+      body: CreateAttachmentBody,
+      success: created(Attachment, 'the attachment'),
+      errors: ['not_found'],
+    },
+    'GET /attachments/:attachment_id': { operationId: 'getAttachment', summary: "An attachment's metadata", success: ok(Attachment, 'the attachment') },
+    'GET /attachments/:attachment_id/content': {
+      operationId: 'getAttachmentContent',
+      summary: "An attachment's bytes",
+      success: {
+        status: 200,
+        description: 'The bytes, served with the `content_type` given at upload as their Content-Type (any media type), never rendered in place.',
+        bytes: {
+          mediaType: '*/*',
+          headers: {
+            'Content-Length': 'Size of the bytes.',
+            'Content-Disposition': 'attachment, with the filename (RFC 6266; `filename*` holds the exact UTF-8 name).',
+            'X-Content-Type-Options': 'nosniff',
+            'Content-Security-Policy': "default-src 'none'; sandbox",
+          },
+        },
+      },
+    },
+  }),
 
-  'POST /organizations/:org_id/keys': { summary: 'Create an organization key (secret shown once)', body: CreateOrgKeyBody, success: created(CreatedOrgKey) },
-  'GET /organizations/:org_id/keys': { summary: "An organization's active keys", success: ok(list('keys', OrgKey)) },
-  'POST /organizations/:org_id/keys/:key_id/rotate': {
-    summary: 'Rotate a key: a new key, the old one expires after the grace period',
-    body: RotateOrgKeyBody,
-    success: created(CreatedOrgKey),
-  },
-  'DELETE /organizations/:org_id/keys/:key_id': { summary: 'Revoke a key', success: ok(Revoked) },
+  ...tagged('provider-keys', {
+    'PUT /organizations/:org_id/api-keys/:provider': {
+      operationId: 'putProviderKey',
+      summary: 'Set a provider key (write-only)',
+      description: 'Also served without any prefix (contract §1): see this operation\'s servers.',
+      body: PutProviderKeyBody,
+      params: { provider: Provider },
+      success: ok(ProviderKey, 'the provider key, as a hint'),
+    },
+    'GET /organizations/:org_id/api-keys': { operationId: 'listProviderKeys', summary: 'Provider keys, hints only', success: ok(ProviderKeyList, 'the provider keys') },
+    'DELETE /organizations/:org_id/api-keys/:provider': {
+      operationId: 'deleteProviderKey',
+      summary: 'Delete a provider key',
+      params: { provider: Provider },
+      success: ok(ProviderKeyDeleted, 'the provider key is gone'),
+    },
+  }),
 
-  'POST /agents/:agent_id/mcp-keys': { summary: 'Create an MCP key for an agent (secret shown once)', body: CreateMcpKeyBody, success: created(CreatedMcpKey) },
-  'GET /agents/:agent_id/mcp-keys': { summary: "An agent's MCP keys", success: ok(list('mcp_keys', McpKey)) },
-  'DELETE /agents/:agent_id/mcp-keys/:key_id': { summary: 'Revoke an MCP key', success: ok(Revoked) },
+  ...tagged('org-keys', {
+    'POST /organizations/:org_id/keys': {
+      operationId: 'createOrgKey',
+      summary: 'Create an organization key (secret shown once)',
+      description: 'An `expires_at` must lie in the future (else 400 `invalid_request` naming it).',
+      body: CreateOrgKeyBody,
+      bodyOptional: true,
+      success: created(CreatedOrgKey, 'the new key with its secret in api_key (shown only here)'),
+      errors: ['key_limit'],
+    },
+    'GET /organizations/:org_id/keys': { operationId: 'listOrgKeys', summary: "An organization's active keys", success: ok(OrgKeyList, 'the active keys, without secrets') },
+    'POST /organizations/:org_id/keys/:key_id/rotate': {
+      operationId: 'rotateOrgKey',
+      summary: 'Rotate a key: a new key, the old one expires after the grace period',
+      body: RotateOrgKeyBody,
+      bodyOptional: true,
+      success: created(CreatedOrgKey, 'the new key with its secret in api_key (shown only here)'),
+      errors: ['key_limit'],
+    },
+    'DELETE /organizations/:org_id/keys/:key_id': {
+      operationId: 'revokeOrgKey',
+      summary: 'Revoke a key',
+      success: ok(Revoked, 'the key is revoked'),
+      errors: ['last_key'],
+    },
+  }),
 
-  'POST /access-requests': {
-    summary: 'Ask for access (no API key)',
-    body: CreateAccessRequestBody,
-    success: { status: 202, schema: AccessRequestReceipt },
-    security: 'none',
-  },
-  'POST /mcp': { summary: 'MCP over Streamable HTTP (JSON-RPC 2.0)', security: 'mcpKey' },
+  ...tagged('mcp-keys', {
+    'POST /agents/:agent_id/mcp-keys': {
+      operationId: 'createMcpKey',
+      summary: 'Create an MCP key for an agent (secret shown once)',
+      body: CreateMcpKeyBody,
+      bodyOptional: true,
+      success: created(CreatedMcpKey, 'the new key with its secret in mcp_key (shown only here)'),
+    },
+    'GET /agents/:agent_id/mcp-keys': { operationId: 'listMcpKeys', summary: "An agent's MCP keys", success: ok(McpKeyList, 'the MCP keys, without secrets') },
+    'DELETE /agents/:agent_id/mcp-keys/:key_id': { operationId: 'revokeMcpKey', summary: 'Revoke an MCP key', success: ok(Revoked, 'the key is revoked') },
+  }),
 
-  'GET /admin/v1/access-requests': { summary: 'Access requests', query: AccessRequestListQuery, success: ok(list('access_requests', AccessRequest)) },
-  'POST /admin/v1/access-requests/:request_id/approve': {
-    summary: 'Approve: creates the organization and its first key (shown once)',
-    success: ok(ApprovedAccessRequest),
-  },
-  'POST /admin/v1/access-requests/:request_id/reject': { summary: 'Reject an access request', body: RejectAccessRequestBody, success: ok(AccessRequest) },
-  'POST /admin/v1/organizations/:org_id/keys': {
-    summary: 'Issue a key for an existing organization (shown once)',
-    body: CreateOrgKeyBody,
-    success: created(CreatedOrgKey.extend({ org_id: z.uuid() })),
-  },
+  ...tagged('access-requests', {
+    'POST /access-requests': {
+      operationId: 'createAccessRequest',
+      summary: 'Ask for access (no API key)',
+      description: 'An operator approves (which creates the organization and its first key) or rejects it.',
+      body: CreateAccessRequestBody,
+      success: { status: 202, schema: AccessRequestReceipt, description: 'the request is pending review' },
+      security: 'none',
+    },
+  }),
+
+  ...tagged('admin', {
+    'GET /admin/v1/access-requests': {
+      operationId: 'adminListAccessRequests',
+      summary: 'Access requests, oldest first',
+      query: AccessRequestListQuery,
+      success: ok(AccessRequestList, 'the access requests'),
+    },
+    'POST /admin/v1/access-requests/:request_id/approve': {
+      operationId: 'adminApproveAccessRequest',
+      summary: 'Approve: creates the organization and its first key (shown once)',
+      description: 'A request decided already is `conflict`; so is one whose top-level organization name is taken (with `existing_id`).',
+      success: ok(ApprovedAccessRequest, 'the request, its organization and the first key'),
+      errors: ['conflict'],
+    },
+    'POST /admin/v1/access-requests/:request_id/reject': {
+      operationId: 'adminRejectAccessRequest',
+      summary: 'Reject an access request',
+      body: RejectAccessRequestBody,
+      bodyOptional: true,
+      success: ok(AccessRequest, 'the rejected request'),
+      errors: ['conflict'],
+    },
+    'POST /admin/v1/organizations/:org_id/keys': {
+      operationId: 'adminIssueOrgKey',
+      summary: 'Issue a key for an existing organization (shown once)',
+      description: 'An `expires_at` must lie in the future (else 400 `invalid_request` naming it).',
+      body: CreateOrgKeyBody,
+      bodyOptional: true,
+      success: created(IssuedOrgKey, 'the new key with its secret in api_key (shown only here)'),
+      errors: ['key_limit'],
+    },
+  }),
 };

@@ -4,7 +4,7 @@ import { AccessRequestListQuery, CreateOrgKeyBody, RejectAccessRequestBody } fro
 import { ServiceError } from '../../../errors/catalogue.ts';
 import { approveAccessRequest, listAccessRequests, rejectAccessRequest } from '../../domain/access-requests.ts';
 import { createOrgKeyUnchecked } from '../../domain/org-keys.ts';
-import { parseInput } from '../validate.ts';
+import { parseInput, parseOptionalBody } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
 
 /** Where the operator routes live; they are not under `/api/v1` (contract §6). */
@@ -45,11 +45,11 @@ export function adminRoutes(app: FastifyInstance, { deps }: RouteContext, token:
   });
   app.post<Params<'request_id'>>('/access-requests/:request_id/approve', async (request) => approveAccessRequest(deps.db, request.params.request_id));
   app.post<Params<'request_id'>>('/access-requests/:request_id/reject', async (request) => {
-    const body = parseInput(RejectAccessRequestBody, request.body ?? {});
+    const body = parseOptionalBody(RejectAccessRequestBody, request.body);
     return rejectAccessRequest(deps.db, request.params.request_id, body.reason);
   });
   app.post<Params<'org_id'>>('/organizations/:org_id/keys', async (request, reply) => {
-    const body = parseInput(CreateOrgKeyBody, request.body ?? {});
+    const body = parseOptionalBody(CreateOrgKeyBody, request.body);
     const key = await createOrgKeyUnchecked(deps.db, request.params.org_id, { name: body.name, expiresAt: body.expires_at });
     return reply.code(201).send({ org_id: request.params.org_id, ...key });
   });

@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { CreateOrgKeyBody, RotateOrgKeyBody } from '../../../api/schemas.ts';
 import { createOrgKey, listOrgKeys, revokeOrgKey, rotateOrgKey } from '../../domain/org-keys.ts';
 import { callerOf } from '../auth.ts';
-import { parseInput } from '../validate.ts';
+import { parseOptionalBody } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
 
 /** Default grace period of a rotation: one day, in seconds (contract §5). */
@@ -19,7 +19,7 @@ const defaultGraceSeconds = 86_400;
  */
 export function orgKeyRoutes(app: FastifyInstance, { deps }: RouteContext): void {
   app.post<Params<'org_id'>>('/organizations/:org_id/keys', async (request, reply) => {
-    const body = parseInput(CreateOrgKeyBody, request.body ?? {});
+    const body = parseOptionalBody(CreateOrgKeyBody, request.body);
     const key = await createOrgKey(deps.db, callerOf(request), request.params.org_id, { name: body.name, expiresAt: body.expires_at });
     return reply.code(201).send(key);
   });
@@ -27,7 +27,7 @@ export function orgKeyRoutes(app: FastifyInstance, { deps }: RouteContext): void
     keys: await listOrgKeys(deps.db, callerOf(request), request.params.org_id),
   }));
   app.post<Params<'org_id' | 'key_id'>>('/organizations/:org_id/keys/:key_id/rotate', async (request, reply) => {
-    const body = parseInput(RotateOrgKeyBody, request.body ?? {});
+    const body = parseOptionalBody(RotateOrgKeyBody, request.body);
     const { org_id, key_id } = request.params;
     const key = await rotateOrgKey(deps.db, callerOf(request), org_id, key_id, body.grace_seconds ?? defaultGraceSeconds);
     return reply.code(201).send(key);

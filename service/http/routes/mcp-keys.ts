@@ -2,7 +2,7 @@ import type { FastifyInstance } from 'fastify';
 import { CreateMcpKeyBody } from '../../../api/schemas.ts';
 import { createMcpKey, listMcpKeys, revokeMcpKey } from '../../domain/mcp-keys.ts';
 import { callerOf } from '../auth.ts';
-import { parseInput } from '../validate.ts';
+import { parseOptionalBody } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
 
 /**
@@ -13,7 +13,7 @@ import type { Params, RouteContext } from './context.ts';
  */
 export function mcpKeyRoutes(app: FastifyInstance, { deps }: RouteContext): void {
   app.post<Params<'agent_id'>>('/agents/:agent_id/mcp-keys', async (request, reply) => {
-    parseInput(CreateMcpKeyBody, request.body ?? {});
+    parseOptionalBody(CreateMcpKeyBody, request.body);
     return reply.code(201).send(await createMcpKey(deps, callerOf(request), request.params.agent_id));
   });
   app.get<Params<'agent_id'>>('/agents/:agent_id/mcp-keys', async (request) => ({

@@ -12,7 +12,7 @@ import {
   updateHuman,
 } from '../../domain/participants.ts';
 import { callerOf } from '../auth.ts';
-import { parseInput } from '../validate.ts';
+import { parseInput, parseOptionalBody } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
 
 /**
@@ -31,7 +31,7 @@ export function participantRoutes(app: FastifyInstance, { deps }: RouteContext):
   }));
   app.get<Params<'agent_id'>>('/agents/:agent_id', async (request) => getAgent(deps, callerOf(request), request.params.agent_id));
   app.patch<Params<'agent_id'>>('/agents/:agent_id', async (request) => {
-    const body = parseInput(PatchAgentBody, request.body ?? {});
+    const body = parseOptionalBody(PatchAgentBody, request.body);
     return updateAgent(deps, callerOf(request), request.params.agent_id, body);
   });
   app.delete<Params<'agent_id'>>('/agents/:agent_id', async (request) => {
@@ -48,7 +48,7 @@ export function participantRoutes(app: FastifyInstance, { deps }: RouteContext):
   }));
   app.get<Params<'human_id'>>('/humans/:human_id', async (request) => getHuman(deps, callerOf(request), request.params.human_id));
   app.patch<Params<'human_id'>>('/humans/:human_id', async (request) => {
-    const body = parseInput(PatchHumanBody, request.body ?? {});
+    const body = parseOptionalBody(PatchHumanBody, request.body);
     return updateHuman(deps, callerOf(request), request.params.human_id, body);
   });
   app.delete<Params<'human_id'>>('/humans/:human_id', async (request) => {

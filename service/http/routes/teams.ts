@@ -1,8 +1,9 @@
 import type { FastifyInstance } from 'fastify';
 import { CreateTeamBody, PatchTeamBody } from '../../../api/schemas.ts';
-import { createTeam, deleteTeam, getTeamGraph, listTeams, previewTeamDeletion, updateTeam } from '../../domain/teams.ts';
+import { getTeamGraph } from '../../domain/team-graph.ts';
+import { createTeam, deleteTeam, listTeams, previewTeamDeletion, updateTeam } from '../../domain/teams.ts';
 import { callerOf } from '../auth.ts';
-import { parseInput } from '../validate.ts';
+import { parseInput, parseOptionalBody } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
 
 /**
@@ -21,7 +22,7 @@ export function teamRoutes(app: FastifyInstance, { deps }: RouteContext): void {
   }));
   app.get<Params<'team_id'>>('/teams/:team_id', async (request) => getTeamGraph(deps, callerOf(request), request.params.team_id));
   app.patch<Params<'team_id'>>('/teams/:team_id', async (request) => {
-    const body = parseInput(PatchTeamBody, request.body ?? {});
+    const body = parseOptionalBody(PatchTeamBody, request.body);
     return updateTeam(deps, callerOf(request), request.params.team_id, body);
   });
   app.delete<Params<'team_id'>>('/teams/:team_id', async (request) => deleteTeam(deps, callerOf(request), request.params.team_id));

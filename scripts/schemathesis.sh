@@ -1,0 +1,144 @@
+#!/usr/bin/env bash
+# Property-based tests of acs-server against the OpenAPI document it serves (Schemathesis):
+# every operation is called with generated requests, valid and invalid, and every response must
+# be no 5xx and match the document (status, content type, headers, body schema); invalid requests
+# must be refused, valid ones accepted, undeclared methods answered 405 with Allow.
+#
+#   scripts/schemathesis.sh [ST_RUN_OPTION...]     e.g. --max-examples 50, --include-tag threads
+#
+# Schemathesis comes from PyPI at a pinned version into a venv under .tools/schemathesis (ignored
+# by git), installed once and reused; python3 with venv and pip is enough. The server runs from
+# this checkout in memory on a free loopback port, with the dev credentials (contract §6) as the
+# organization key, an admin token (so the /admin/v1 routes exist and are tested too) and a rate
+# limit no run reaches. The run is reproducible: a fixed seed (SCHEMATHESIS_SEED, default 1) and
+# a bounded number of examples per operation (SCHEMATHESIS_MAX_EXAMPLES, default 25). Settings
+# and the reasons for them: scripts/schemathesis.toml. Exit status: Schemathesis's (0: no failure).
+set -euo pipefail
+
+# The one place the version is pinned.
+SCHEMATHESIS_VERSION=4.32.5
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+venv="$root/.tools/schemathesis/venv"
+st="$venv/bin/st"
+
+st_is_pinned() {
+  # "st, version 4.32.5"
+  [[ -x "$st" ]] && [[ "$("$st" --version 2>/dev/null)" == *", version $SCHEMATHESIS_VERSION" ]]
+}
+
+install_schemathesis() {
+  st_is_pinned && return 0
+  if ! command -v python3 >/dev/null 2>&1; then
+    echo "schemathesis: python3 is required to install Schemathesis" >&2
+    return 3
+  fi
+  mkdir -p "$(dirname "$venv")"
+  (
+    if command -v flock >/dev/null 2>&1; then
+      exec 9>"$(dirname "$venv")/install.lock"
+      flock 9
+    fi
+    # Another run may have finished the install while this one waited for the lock.
+    st_is_pinned && exit 0
+    echo "schemathesis: installing schemathesis==$SCHEMATHESIS_VERSION into $venv" >&2
+    [[ -x "$venv/bin/python" ]] || python3 -m venv "$venv"
+    "$venv/bin/python" -m pip install --disable-pip-version-check -q "schemathesis==$SCHEMATHESIS_VERSION"
+    if ! st_is_pinned; then
+      echo "schemathesis: $st does not report version $SCHEMATHESIS_VERSION after install" >&2
+      exit 1
+    fi
+  )
+}
+
+install_schemathesis
+
+work="$(mktemp -d)"
+server_pid=""
+cleanup() {
+  if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
+    kill -TERM "$server_pid" 2>/dev/null || true
+    wait "$server_pid" 2>/dev/null || true
+  fi
+  rm -rf "$work"
+}
+trap cleanup EXIT
+
+ACS_ADMIN_TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
+export ACS_ADMIN_TOKEN
+# A rate limit no run reaches: 429s would only make the run depend on timing.
+"$root/node_modules/.bin/node" "$root/bin/acs-server.ts" start --in-memory --port 0 --rate-limit 10000000 \
+  --dev-credentials "$work/dev.json" >"$work/server.log" 2>&1 &
+server_pid=$!
+
+for _ in $(seq 1 600); do
+  [[ -s "$work/dev.json" ]] && break
+  if ! kill -0 "$server_pid" 2>/dev/null; then
+    echo "schemathesis: acs-server exited before it was ready:" >&2
+    cat "$work/server.log" >&2
+    exit 1
+  fi
+  sleep 0.1
+done
+if [[ ! -s "$work/dev.json" ]]; then
+  echo "schemathesis: acs-server wrote no dev credentials within 60 s" >&2
+  exit 1
+fi
+read -r base_url ACS_API_KEY org_id < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["base_url"], c["api_key"], c["org_id"])' "$work/dev.json")
+export ACS_API_KEY
+# Two team graphs in the dev organization, whose ids the configuration reads from dictionary
+# files beside it: each a team with two agents joined by an edge, with a thread on the edge; the
+# "doomed" one is for the DELETE routes. And an attachment.
+cp "$root/scripts/schemathesis.toml" "$work/schemathesis.toml"
+python3 - "$base_url/api/v1" "$ACS_API_KEY" "$org_id" "$work" <<'PY'
+import json, sys, urllib.request
+
+base, key, org_id, work = sys.argv[1:]
+
+def post(path, body):
+    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+                                     headers={"content-type": "application/json", "x-api-key": key})
+    with urllib.request.urlopen(request) as response:
+        return json.load(response)
+
+def write(name, values):
+    with open(f"{work}/{name}.dict", "w") as file:
+        file.writelines(f'"{value}"\n' for value in values)
+
+for prefix in ("", "doomed-"):
+    team = post(f"/organizations/{org_id}/teams", {"team_name": f"schemathesis {prefix}team"})["team_id"]
+    agents = [post(f"/teams/{team}/agents", {"name": name})["agent_id"] for name in ("ada", "bob")]
+    edge = post(f"/teams/{team}/edges", {"participants": agents})["edge_id"]
+    thread = post(f"/edges/{edge}/threads", {"sender_agent_id": agents[0], "content": "hello"})["thread_id"]
+    for name, values in {"team": [team], "agent": agents, "edge": [edge], "thread": [thread]}.items():
+        write(prefix + name, values)
+write("org", [org_id])
+write("attachment", [post("/attachments", {"filename": "a.txt", "content_type": "text/plain", "data_base64": "aGk="})["attachment_id"]])
+PY
+
+echo "schemathesis: testing $base_url/api/v1/openapi.json (schemathesis $SCHEMATHESIS_VERSION)" >&2
+status=0
+# From the scratch directory: Schemathesis keeps its own state (.schemathesis/) in the working directory.
+(
+  cd "$work"
+  "$st" --config-file "$work/schemathesis.toml" run "$base_url/api/v1/openapi.json" \
+    --checks all \
+    --seed "${SCHEMATHESIS_SEED:-1}" \
+    --max-examples "${SCHEMATHESIS_MAX_EXAMPLES:-25}" \
+    --workers 1 \
+    "$@"
+) 2>&1 | tee "$work/run.txt" || status=$?
+# One plain closing line with the counts of test cases ("Test cases: G generated, P passed, …" or
+# "G generated, F found …"), so that a reader of the log need not find them in the summary.
+counts="$(grep -A1 '^Test cases:' "$work/run.txt" | tail -n 1 || true)"
+if [[ "$counts" =~ ([0-9]+)\ generated,\ ([0-9]+)\ passed ]]; then
+  echo "schemathesis: ${BASH_REMATCH[2]} passed, 0 failed"
+elif [[ "$counts" =~ ([0-9]+)\ generated,\ ([0-9]+)\ found ]]; then
+  echo "schemathesis: $(( BASH_REMATCH[1] - BASH_REMATCH[2] )) passed, ${BASH_REMATCH[2]} failed"
+fi
+if [[ $status -ne 0 ]]; then
+  # Server-side detail of 5xx (pino level 50 and above: error, fatal) for whoever reads the failure.
+  echo "schemathesis: acs-server errors logged during the run:" >&2
+  grep -E '"level":(50|60)' "$work/server.log" | tail -n 20 >&2 || echo "(none)" >&2
+fi
+exit "$status"
