@@ -17,6 +17,7 @@
 import { createHash } from 'node:crypto';
 import type { Message } from '../api/schemas.ts';
 import { AcsClient, MAX_WAIT_SECONDS } from '../client/acs-client.ts';
+import { participantNames } from '../client/team-names.ts';
 import { edgeKey } from '../definitions/pipeline-graph.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { activityContext } from './activity-context.ts';
@@ -219,7 +220,7 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
           const team = (await client.listTeams(org.org_id)).find((t) => t.team_name === input.team);
           if (!team) throw new ToolkitError('not_applied', `organization ${input.organization} has no team named "${input.team}"; run apply first`);
           const graph = await client.getTeam(team.team_id);
-          const names = new Map<string, string>([...graph.agents.map((a) => [a.agent_id, a.name] as const), ...graph.humans.map((h) => [h.human_id, h.name] as const)]);
+          const names = participantNames(graph);
           const edges: Record<string, string> = {};
           for (const edge of graph.edges) {
             const [a, b] = edge.participants.map((id) => names.get(id));

@@ -25,7 +25,4 @@ export function participantId(team: TeamGraph, name: string): string {
   return id;
 }
 
-/** The team's participants by id: agent and human names, for showing ids as names. */
-export function participantNames(team: TeamGraph): Map<string, string> {
-  return new Map<string, string>([...team.agents.map((a) => [a.agent_id, a.name] as const), ...team.humans.map((h) => [h.human_id, h.name] as const)]);
-}
+export { participantNames } from '../client/team-names.ts';

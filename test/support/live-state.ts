@@ -1,6 +1,7 @@
 /** The live state of one organization, by names only (ids differ between runs), for comparisons. */
 import { expect } from 'vitest';
 import type { AcsClient } from '../../client/acs-client.ts';
+import { participantNames } from '../../client/team-names.ts';
 
 /** A comparable picture of an organization: teams with agents, humans and edges by name, and provider keys by hint. */
 export async function snapshot(client: AcsClient, orgName: string) {
@@ -10,7 +11,7 @@ export async function snapshot(client: AcsClient, orgName: string) {
   const teams = [];
   for (const team of await client.listTeams(org.org_id)) {
     const graph = await client.getTeam(team.team_id);
-    const names = new Map<string, string>([...graph.agents.map((a) => [a.agent_id, a.name] as const), ...graph.humans.map((h) => [h.human_id, h.name] as const)]);
+    const names = participantNames(graph);
     teams.push({
       name: graph.team_name,
       description: graph.description,

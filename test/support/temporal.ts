@@ -7,6 +7,7 @@
  */
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
+import { Client, Connection } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describe, it } from 'vitest';
 import type { ActivityDeps } from '../../activities/apply-activities.ts';
@@ -44,6 +45,13 @@ export function describeTemporal(title: string, body: () => void): void {
 /** The settings of the test server. */
 export function testSettings(): TemporalSettings {
   return loadTemporalSettings(process.env);
+}
+
+/** A Temporal client on the test server; `close()` closes its connection. */
+export async function connectTestClient(): Promise<{ client: Client; close(): Promise<void> }> {
+  const settings = testSettings();
+  const connection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
+  return { client: new Client({ connection, namespace: settings.namespace }), close: () => connection.close() };
 }
 
 /** Starts a worker in this process on `taskQueue`; `stop()` shuts it down and waits. */

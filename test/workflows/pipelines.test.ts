@@ -8,7 +8,8 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Client, Connection, WorkflowFailedError } from '@temporalio/client';
+import { WorkflowFailedError } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import type { Message } from '../../api/schemas.ts';
 import { AcsClient } from '../../client/acs-client.ts';
@@ -19,7 +20,7 @@ import { newRunId, startPipelineRun } from '../../engine/temporal-runs.ts';
 import { startServer } from '../../service/index.ts';
 import type { PipelineProgress, PipelineResult, PipelineRunInput } from '../../workflows/pipeline-orchestration.ts';
 import { progressQuery } from '../../workflows/pipeline-workflow.ts';
-import { describeTemporal, historyText, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
+import { connectTestClient, describeTemporal, historyText, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
 
 const ECHO_KEY = 'pipeline-echo-provider-secret-7c41';
 const example = new URL('../../examples/triage.yaml', import.meta.url);
@@ -27,7 +28,7 @@ const example = new URL('../../examples/triage.yaml', import.meta.url);
 describeTemporal('pipelines', () => {
   let server: Awaited<ReturnType<typeof startServer>>;
   let temporal: Client;
-  let temporalConnection: Connection;
+  let closeTemporal: (() => Promise<void>) | undefined;
   const stops: Array<() => Promise<void>> = [];
 
   /** An organization of its own with the example applied (schedules left out: they are tested elsewhere). */
@@ -125,14 +126,12 @@ describeTemporal('pipelines', () => {
   beforeAll(async () => {
     // Echo agents reply on the agent loop's tick.
     server = await startServer({ inMemory: true, port: 0, tickMs: 100, logger: false, rateLimit: false });
-    const settings = testSettings();
-    temporalConnection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
-    temporal = new Client({ connection: temporalConnection, namespace: settings.namespace });
+    ({ client: temporal, close: closeTemporal } = await connectTestClient());
   }, 120_000);
 
   afterAll(async () => {
     for (const stop of stops.reverse()) await stop();
-    await temporalConnection?.close();
+    await closeTemporal?.();
     await server?.close();
   }, 120_000);
 

@@ -11,14 +11,14 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AcsClient } from '../../client/acs-client.ts';
 import { runCli } from '../../cli/program.ts';
 import type { ScheduleChange } from '../../plan/schedules.ts';
 import { startServer } from '../../service/index.ts';
 import type { PipelineResult } from '../../workflows/pipeline-orchestration.ts';
-import { describeTemporal, startWorker, testSettings } from '../support/temporal.ts';
+import { connectTestClient, describeTemporal, startWorker, testSettings } from '../support/temporal.ts';
 
 const ECHO_KEY = 'schedules-echo-provider-secret-3b9e';
 const example = new URL('../../examples/nightly-triage.yaml', import.meta.url);
@@ -27,7 +27,7 @@ describeTemporal('schedules', () => {
   let server: Awaited<ReturnType<typeof startServer>>;
   let apiKey: string;
   let temporal: Client;
-  let temporalConnection: Connection;
+  let closeTemporal: (() => Promise<void>) | undefined;
   let taskQueue: string;
   const stops: Array<() => Promise<void>> = [];
 
@@ -90,9 +90,7 @@ describeTemporal('schedules', () => {
     // Echo agents reply on the agent loop's tick.
     server = await startServer({ inMemory: true, port: 0, tickMs: 100, logger: false, rateLimit: false });
     apiKey = (await server.provisionOrganization('schedules-tests')).api_key;
-    const settings = testSettings();
-    temporalConnection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
-    temporal = new Client({ connection: temporalConnection, namespace: settings.namespace });
+    ({ client: temporal, close: closeTemporal } = await connectTestClient());
     taskQueue = `schedules-test-${randomUUID()}`;
     const worker = await startWorker(taskQueue, { env: { ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: ECHO_KEY } });
     stops.push(() => worker.stop());
@@ -100,7 +98,7 @@ describeTemporal('schedules', () => {
 
   afterAll(async () => {
     for (const stop of stops.reverse()) await stop();
-    await temporalConnection?.close();
+    await closeTemporal?.();
     await server?.close();
   }, 120_000);
 

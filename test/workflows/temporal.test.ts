@@ -10,7 +10,7 @@ import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
-import { Client, Connection } from '@temporalio/client';
+import type { Client } from '@temporalio/client';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
@@ -28,7 +28,7 @@ import { startFaultProxy } from '../support/fault-proxy.ts';
 import { recordingFetch } from '../support/fetch.ts';
 import { shape } from '../support/live-state.ts';
 import { resourceCount, syntheticDefinition } from '../support/synthetic.ts';
-import { describeTemporal, historyText, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
+import { connectTestClient, describeTemporal, historyText, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
 
 const ECHO_KEY = 'temporal-echo-provider-secret-5d2e';
 
@@ -43,7 +43,7 @@ describeTemporal('temporal engine', () => {
   let env: Record<string, string>;
   let client: AcsClient;
   let temporal: Client;
-  let temporalConnection: Connection;
+  let closeTemporal: (() => Promise<void>) | undefined;
   let example: DesiredState;
   const stops: Array<() => Promise<void>> = [];
 
@@ -75,14 +75,12 @@ describeTemporal('temporal engine', () => {
     env = { ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: ECHO_KEY };
     client = new AcsClient({ baseUrl: server.url, apiKey });
     example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
-    const settings = testSettings();
-    temporalConnection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
-    temporal = new Client({ connection: temporalConnection, namespace: settings.namespace });
+    ({ client: temporal, close: closeTemporal } = await connectTestClient());
   }, 120_000);
 
   afterAll(async () => {
     for (const stop of stops.reverse()) await stop();
-    await temporalConnection?.close();
+    await closeTemporal?.();
     await server?.close();
   }, 120_000);
 
