@@ -34,11 +34,24 @@ export const AgentStatuses = { active: 'active', paused: 'paused' } as const;
 export const AgentStatus = z.enum(AgentStatuses);
 export type AgentStatus = z.infer<typeof AgentStatus>;
 
+/**
+ * `deletion_protection` (contract §4): while true, the service refuses to delete the resource, or
+ * anything whose deletion would take it along, with 409 `deletion_protected`.
+ */
+export const DeletionProtection = z.boolean().meta({
+  description: 'While true, deleting this resource, or anything whose deletion would take it along, is refused (409 `deletion_protected`).',
+});
+
 // ---- request bodies -------------------------------------------------------------------------
 
-export const CreateOrganizationBody = z.strictObject({ org_name: Name }).meta({ id: 'CreateOrganizationBody' });
-export const CreateTeamBody = z.strictObject({ team_name: Name, description: LongText.optional() }).meta({ id: 'CreateTeamBody' });
-export const PatchTeamBody = z.strictObject({ team_name: Name.optional(), description: LongText.optional() }).meta({ id: 'PatchTeamBody' });
+export const CreateOrganizationBody = z.strictObject({ org_name: Name, deletion_protection: DeletionProtection.optional() }).meta({ id: 'CreateOrganizationBody' });
+export const PatchOrganizationBody = z.strictObject({ deletion_protection: DeletionProtection.optional() }).meta({ id: 'PatchOrganizationBody' });
+export const CreateTeamBody = z
+  .strictObject({ team_name: Name, description: LongText.optional(), deletion_protection: DeletionProtection.optional() })
+  .meta({ id: 'CreateTeamBody' });
+export const PatchTeamBody = z
+  .strictObject({ team_name: Name.optional(), description: LongText.optional(), deletion_protection: DeletionProtection.optional() })
+  .meta({ id: 'PatchTeamBody' });
 export const CreateAgentBody = z.strictObject({
   name: Name,
   description: LongText.optional(),
@@ -46,9 +59,12 @@ export const CreateAgentBody = z.strictObject({
   model: trimmed(1, 200).nullable().optional(),
   instructions: LongText.optional(),
   status: AgentStatus.optional(),
+  deletion_protection: DeletionProtection.optional(),
 }).meta({ id: 'CreateAgentBody' });
 export const PatchAgentBody = CreateAgentBody.partial().meta({ id: 'PatchAgentBody' });
-export const CreateHumanBody = z.strictObject({ name: Name, email: z.email().max(320).nullable().optional() }).meta({ id: 'CreateHumanBody' });
+export const CreateHumanBody = z
+  .strictObject({ name: Name, email: z.email().max(320).nullable().optional(), deletion_protection: DeletionProtection.optional() })
+  .meta({ id: 'CreateHumanBody' });
 export const PatchHumanBody = CreateHumanBody.partial().meta({ id: 'PatchHumanBody' });
 export const CreateEdgeBody = z
   // Two different participants: the domain refuses the same id twice; `uniqueItems` documents it.
@@ -80,6 +96,7 @@ export const Organization = z.object({
   team_count: z.number().int(),
   human_count: z.number().int(),
   is_personal: z.boolean(),
+  deletion_protection: DeletionProtection,
   created_at: Timestamp,
 }).meta({ id: 'Organization' });
 export type Organization = z.infer<typeof Organization>;
@@ -92,6 +109,7 @@ export const Team = z.object({
   agent_count: z.number().int(),
   edge_count: z.number().int(),
   engine_id: z.string(),
+  deletion_protection: DeletionProtection,
   created_at: Timestamp,
 }).meta({ id: 'Team' });
 export type Team = z.infer<typeof Team>;
@@ -105,6 +123,7 @@ export const Agent = z.object({
   model: z.string().nullable(),
   instructions: z.string(),
   status: AgentStatus,
+  deletion_protection: DeletionProtection,
   created_at: Timestamp,
 }).meta({ id: 'Agent' });
 export type Agent = z.infer<typeof Agent>;
@@ -114,6 +133,7 @@ export const Human = z.object({
   team_id: Id,
   name: z.string(),
   email: z.string().nullable(),
+  deletion_protection: DeletionProtection,
   created_at: Timestamp,
 }).meta({ id: 'Human' });
 export type Human = z.infer<typeof Human>;
@@ -168,6 +188,46 @@ export type ProviderKey = z.infer<typeof ProviderKey>;
 
 export const Deleted = (idField: string) => z.object({ deleted: z.literal(true), [idField]: Id });
 
+// ---- deletions (contract §4 `deletion_protection`, §5 DELETE and the deletion previews) --------
+
+/** The kinds of resource that carry `deletion_protection` (contract §4). */
+export const ProtectableKinds = { organization: 'organization', team: 'team', agent: 'agent', human: 'human' } as const;
+export const ProtectableKind = z.enum(ProtectableKinds);
+export type ProtectableKind = z.infer<typeof ProtectableKind>;
+
+/** A resource whose `deletion_protection` is true, as previews and 409 `deletion_protected` name it. */
+export const ProtectedResource = z.object({ kind: ProtectableKind, id: Id, name: z.string() }).meta({ id: 'ProtectedResource' });
+export type ProtectedResource = z.infer<typeof ProtectedResource>;
+
+const count = z.number().int().min(0);
+/**
+ * What a deletion takes along, counted the same way for a team and for all the teams of an
+ * organization: the one declaration of the counts both deletion previews share.
+ */
+const cascadeCounts = { agents: count, humans: count, edges: count, threads: count, messages: count, attachments: count };
+const protectedList = z
+  .array(ProtectedResource)
+  .meta({ description: 'Every resource with deletion_protection that the deletion would remove, the resource itself first; while any is listed, DELETE is refused (409 `deletion_protected`).' });
+
+/** `GET /teams/{team_id}/deletion-preview` (contract §5): what `DELETE /teams/{team_id}` would remove. */
+export const TeamDeletionPreview = z.object({ team_id: Id, ...cascadeCounts, protected: protectedList }).meta({ id: 'TeamDeletionPreview' });
+export type TeamDeletionPreview = z.infer<typeof TeamDeletionPreview>;
+
+/** `GET /organizations/{org_id}/deletion-preview` (contract §5): what `DELETE /organizations/{org_id}` would remove. */
+export const OrganizationDeletionPreview = z.object({
+  org_id: Id,
+  teams: count,
+  ...cascadeCounts,
+  keys: count.meta({ description: 'Active organization keys of the organization: deleted with it, they stop working at once.' }),
+  provider_keys: count.meta({ description: 'Provider keys set on the organization, deleted with it.' }),
+  protected: protectedList,
+  provisioned_organizations: z
+    .array(z.object({ org_id: Id, org_name: z.string() }))
+    .meta({ description: 'Organizations this one provisioned; while any exists, DELETE is refused (409 `in_use`): delete them first.' }),
+  own_organization: z.boolean().meta({ description: "Whether this is the calling key's own organization, which the key may not delete (403 `forbidden`)." }),
+}).meta({ id: 'OrganizationDeletionPreview' });
+export type OrganizationDeletionPreview = z.infer<typeof OrganizationDeletionPreview>;
+
 /** The problem+json body of every error (RFC 9457, contract §2). */
 export const Problem = z.object({
   type: z.string(),
@@ -178,6 +238,7 @@ export const Problem = z.object({
   request_id: z.string(),
   errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
   existing_id: z.string().optional(),
+  protected: z.array(ProtectedResource).optional(),
 });
 export type Problem = z.infer<typeof Problem>;
 

@@ -5,18 +5,26 @@
  * is an {@link AcsApiError} (`status`, `code`, `requestId`). The API key is held in a private
  * field: it is sent as `X-API-Key` and never appears in a message, a log or `util.inspect`.
  */
+import type { z } from 'zod';
 import type {
   Agent,
   AgentStatus,
+  CreateOrganizationBody,
+  CreateTeamBody,
   Edge,
   Human,
   Message,
   CreatedOrgKey,
   Organization,
+  OrganizationDeletionPreview,
   OrgKey,
+  PatchOrganizationBody,
+  PatchTeamBody,
+  ProtectedResource,
   Provider,
   ProviderKey,
   Team,
+  TeamDeletionPreview,
   TeamGraph,
   Thread,
   ThreadPage,
@@ -67,6 +75,16 @@ export interface AgentFields {
   model?: string | null;
   instructions?: string;
   status?: AgentStatus;
+  /** Contract §4: while true, deleting the agent (or its team or organization) is refused. */
+  deletion_protection?: boolean;
+}
+
+/** Fields of a human as created or patched (contract §5). */
+export interface HumanFields {
+  name: string;
+  email?: string | null;
+  /** Contract §4: while true, deleting the human (or its team or organization) is refused. */
+  deletion_protection?: boolean;
 }
 
 /** A typed client of one service and one organization key. */
@@ -96,14 +114,47 @@ export class AcsClient {
     return (await this.request<{ organizations: Organization[] }>('GET', '/organizations')).organizations;
   }
 
-  /** `POST /api/v1/organizations` → 201 Organization. Errors: `conflict` (name taken), `invalid_request`. */
-  createOrganization(orgName: string, options?: PostOptions): Promise<Organization> {
-    return this.request('POST', '/organizations', { org_name: orgName }, options);
+  /**
+   * `POST /api/v1/organizations` → 201 Organization, provisioned by this key's organization (the
+   * key reaches it). Takes a name, or the body (`org_name`, `deletion_protection?`).
+   * Errors: `conflict` (name taken; `existingId`), `invalid_request`.
+   */
+  createOrganization(orgNameOrBody: string | z.input<typeof CreateOrganizationBody>, options?: PostOptions): Promise<Organization> {
+    const body = typeof orgNameOrBody === 'string' ? { org_name: orgNameOrBody } : orgNameOrBody;
+    return this.request('POST', '/organizations', body, options);
   }
 
   /** `GET /api/v1/organizations/{org_id}`. Errors: `not_found`. */
   getOrganization(orgId: string): Promise<Organization> {
     return this.request('GET', `/organizations/${seg(orgId)}`);
+  }
+
+  /**
+   * `PATCH /api/v1/organizations/{org_id}` (`deletion_protection?`) → 200 Organization.
+   * Errors: `not_found`, `invalid_request`.
+   */
+  patchOrganization(orgId: string, body: z.input<typeof PatchOrganizationBody>): Promise<Organization> {
+    return this.request('PATCH', `/organizations/${seg(orgId)}`, body);
+  }
+
+  /**
+   * `DELETE /api/v1/organizations/{org_id}`: deletes the organization with its teams (and all in
+   * them), keys, provider keys and attachments. Nothing is deleted when it is refused.
+   * Errors: `forbidden` (this key's own organization), `not_found`, `deletion_protected` (something
+   * it would delete is protected; `protectedResources` names each), `in_use` (an organization it
+   * provisioned still exists).
+   */
+  deleteOrganization(orgId: string): Promise<{ deleted: true; org_id: string }> {
+    return this.request('DELETE', `/organizations/${seg(orgId)}`);
+  }
+
+  /**
+   * `GET /api/v1/organizations/{org_id}/deletion-preview`: counts of what {@link deleteOrganization}
+   * would remove, and why it would be refused (`protected`, `provisioned_organizations`,
+   * `own_organization`). Errors: `not_found`.
+   */
+  organizationDeletionPreview(orgId: string): Promise<OrganizationDeletionPreview> {
+    return this.request('GET', `/organizations/${seg(orgId)}/deletion-preview`);
   }
 
   // ---- organization keys --------------------------------------------------------------------
@@ -124,8 +175,11 @@ export class AcsClient {
 
   // ---- teams --------------------------------------------------------------------------------
 
-  /** `POST /api/v1/organizations/{org_id}/teams` → 201 Team. Errors: `conflict`, `not_found`. */
-  createTeam(orgId: string, body: { team_name: string; description?: string }, options?: PostOptions): Promise<Team> {
+  /**
+   * `POST /api/v1/organizations/{org_id}/teams` (`team_name`, `description?`, `deletion_protection?`)
+   * → 201 Team. Errors: `conflict`, `not_found`, `invalid_request`.
+   */
+  createTeam(orgId: string, body: z.input<typeof CreateTeamBody>, options?: PostOptions): Promise<Team> {
     return this.request('POST', `/organizations/${seg(orgId)}/teams`, body, options);
   }
 
@@ -139,14 +193,26 @@ export class AcsClient {
     return this.request('GET', `/teams/${seg(teamId)}`);
   }
 
-  /** `PATCH /api/v1/teams/{team_id}`. Errors: `conflict`, `not_found`. */
-  updateTeam(teamId: string, body: { team_name?: string; description?: string }): Promise<Team> {
+  /** `PATCH /api/v1/teams/{team_id}` (`team_name?`, `description?`, `deletion_protection?`). Errors: `conflict`, `not_found`. */
+  updateTeam(teamId: string, body: z.input<typeof PatchTeamBody>): Promise<Team> {
     return this.request('PATCH', `/teams/${seg(teamId)}`, body);
   }
 
-  /** `DELETE /api/v1/teams/{team_id}` (cascades). */
+  /**
+   * `DELETE /api/v1/teams/{team_id}`: deletes the team with its agents, humans, edges, threads and
+   * messages. Errors: `not_found`, `deletion_protected` (the team or one of its agents or humans
+   * is protected; `protectedResources` names each; nothing is deleted).
+   */
   deleteTeam(teamId: string): Promise<{ deleted: true; team_id: string }> {
     return this.request('DELETE', `/teams/${seg(teamId)}`);
+  }
+
+  /**
+   * `GET /api/v1/teams/{team_id}/deletion-preview`: counts of what {@link deleteTeam} would remove,
+   * and in `protected` what would make it refused. Errors: `not_found`.
+   */
+  teamDeletionPreview(teamId: string): Promise<TeamDeletionPreview> {
+    return this.request('GET', `/teams/${seg(teamId)}/deletion-preview`);
   }
 
   // ---- agents -------------------------------------------------------------------------------
@@ -171,15 +237,18 @@ export class AcsClient {
     return this.request('PATCH', `/agents/${seg(agentId)}`, body);
   }
 
-  /** `DELETE /api/v1/agents/{agent_id}`. Errors: `in_use` while on an edge. */
+  /**
+   * `DELETE /api/v1/agents/{agent_id}` (its MCP keys go with it). Errors: `not_found`,
+   * `deletion_protected` while its `deletion_protection` is true, `in_use` while on an edge.
+   */
   deleteAgent(agentId: string): Promise<{ deleted: true; agent_id: string }> {
     return this.request('DELETE', `/agents/${seg(agentId)}`);
   }
 
   // ---- humans -------------------------------------------------------------------------------
 
-  /** `POST /api/v1/teams/{team_id}/humans` → 201 Human. Errors: `conflict`, `not_found`. */
-  createHuman(teamId: string, body: { name: string; email?: string | null }, options?: PostOptions): Promise<Human> {
+  /** `POST /api/v1/teams/{team_id}/humans` → 201 Human. Errors: `conflict`, `not_found`, `invalid_request`. */
+  createHuman(teamId: string, body: HumanFields, options?: PostOptions): Promise<Human> {
     return this.request('POST', `/teams/${seg(teamId)}/humans`, body, options);
   }
 
@@ -188,12 +257,15 @@ export class AcsClient {
     return (await this.request<{ humans: Human[] }>('GET', `/teams/${seg(teamId)}/humans`)).humans;
   }
 
-  /** `PATCH /api/v1/humans/{human_id}`. */
-  updateHuman(humanId: string, body: { name?: string; email?: string | null }): Promise<Human> {
+  /** `PATCH /api/v1/humans/{human_id}`. Errors: `conflict`, `not_found`, `invalid_request`. */
+  updateHuman(humanId: string, body: Partial<HumanFields>): Promise<Human> {
     return this.request('PATCH', `/humans/${seg(humanId)}`, body);
   }
 
-  /** `DELETE /api/v1/humans/{human_id}`. Errors: `in_use` while on an edge. */
+  /**
+   * `DELETE /api/v1/humans/{human_id}`. Errors: `not_found`, `deletion_protected` while its
+   * `deletion_protection` is true, `in_use` while on an edge.
+   */
   deleteHuman(humanId: string): Promise<{ deleted: true; human_id: string }> {
     return this.request('DELETE', `/humans/${seg(humanId)}`);
   }
@@ -210,7 +282,7 @@ export class AcsClient {
     return (await this.request<{ edges: Edge[] }>('GET', `/teams/${seg(teamId)}/edges`)).edges;
   }
 
-  /** `DELETE /api/v1/edges/{edge_id}` (cascades to its threads). */
+  /** `DELETE /api/v1/edges/{edge_id}` (cascades to its threads and their messages). Errors: `not_found`. */
   deleteEdge(edgeId: string): Promise<{ deleted: true; edge_id: string }> {
     return this.request('DELETE', `/edges/${seg(edgeId)}`);
   }
@@ -265,7 +337,10 @@ export class AcsClient {
     return (await this.request<{ provider_keys: ProviderKey[] }>('GET', `/organizations/${seg(orgId)}/api-keys`)).provider_keys;
   }
 
-  /** `DELETE /api/v1/organizations/{org_id}/api-keys/{provider}`. */
+  /**
+   * `DELETE /api/v1/organizations/{org_id}/api-keys/{provider}`. Errors: `not_found` (organization,
+   * or no key set for the provider), `invalid_request` (unknown provider).
+   */
   deleteProviderKey(orgId: string, provider: Provider): Promise<{ deleted: true; provider: string }> {
     return this.request('DELETE', `/organizations/${seg(orgId)}/api-keys/${seg(provider)}`);
   }
@@ -378,6 +453,7 @@ function errorFromResponse(
     requestId: typeof problem.request_id === 'string' ? problem.request_id : requestId,
     errors: Array.isArray(problem.errors) ? (problem.errors as AcsApiError['errors']) : undefined,
     existingId: typeof problem.existing_id === 'string' ? problem.existing_id : undefined,
+    protectedResources: Array.isArray(problem.protected) ? (problem.protected as ProtectedResource[]) : undefined,
     retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
   });
 }
