@@ -389,26 +389,29 @@ async function lockWaitSeen(db: Db): Promise<void> {
 }
 
 /**
- * Runs `sql` in a transaction of its own that stays open (its row locks held) until the returned
- * `commit` is called, as a concurrent PATCH of another process would.
+ * Sends `DELETE path` while a transaction of its own, as a concurrent PATCH of another process
+ * would, has run `sql` and holds its row locks: commits that transaction once the deletion waits
+ * for one of them, and returns the deletion's answer.
  */
-async function openTransaction(db: Db, sql: string, params: unknown[]): Promise<{ commit(): Promise<void> }> {
+async function deleteWhileHeld(path: string, sql: string, params: unknown[]): Promise<Reply> {
   let release!: () => void;
   const released = new Promise<void>((resolve) => (release = resolve));
   let started!: () => void;
   const running = new Promise<void>((resolve) => (started = resolve));
-  const done = db.transaction(async (tx) => {
+  const held = h.db.transaction(async (tx) => {
     await tx.query(sql, params);
     started();
     await released;
   });
-  await Promise.race([running, done]);
-  return {
-    async commit() {
-      release();
-      await done;
-    },
-  };
+  await Promise.race([running, held]);
+  const deletion = api('DELETE', path);
+  try {
+    await lockWaitSeen(h.db);
+  } finally {
+    release();
+    await held;
+  }
+  return deletion;
 }
 
 // PGlite runs one transaction at a time, so only PostgreSQL can interleave these.
@@ -416,22 +419,16 @@ describe.runIf(postgresBackend)('deletion protection under concurrency', () => {
   it('concurrency: a team deletion that waits for a PATCH protecting one of its agents sees the flag once it commits: 409, nothing deleted', async () => {
     const org = await newOrg();
     const g = await newGraph(org.org_id);
-    const patch = await openTransaction(h.db, `UPDATE participants SET deletion_protection = true WHERE id = $1`, [g.a2]);
-    const deletion = api('DELETE', `/teams/${g.teamId}`);
-    await lockWaitSeen(h.db);
-    await patch.commit();
-    expectRefused(await deletion, [{ kind: 'agent', id: g.a2 }]);
+    const reply = await deleteWhileHeld(`/teams/${g.teamId}`, `UPDATE participants SET deletion_protection = true WHERE id = $1`, [g.a2]);
+    expectRefused(reply, [{ kind: 'agent', id: g.a2 }]);
     expect((await ok('GET', `/teams/${g.teamId}`)).agents).toHaveLength(2);
   });
 
   it('concurrency: an organization deletion that waits for a PATCH protecting one of its teams sees the flag once it commits: 409, nothing deleted', async () => {
     const org = await newOrg();
     const g = await newGraph(org.org_id);
-    const patch = await openTransaction(h.db, `UPDATE teams SET deletion_protection = true WHERE id = $1`, [g.teamId]);
-    const deletion = api('DELETE', `/organizations/${org.org_id}`);
-    await lockWaitSeen(h.db);
-    await patch.commit();
-    expectRefused(await deletion, [{ kind: 'team', id: g.teamId }]);
+    const reply = await deleteWhileHeld(`/organizations/${org.org_id}`, `UPDATE teams SET deletion_protection = true WHERE id = $1`, [g.teamId]);
+    expectRefused(reply, [{ kind: 'team', id: g.teamId }]);
     expect((await ok('GET', `/organizations/${org.org_id}`)).team_count).toBe(1);
   });
 });

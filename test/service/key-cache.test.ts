@@ -34,6 +34,17 @@ async function keyWithThread(): Promise<{ key: string; keyId: string; threadId: 
   return { key, keyId: created.body.key_id, threadId: thread.body.thread_id, ann, bob };
 }
 
+/** Runs `fn` with this process's clock moved just past the key cache's TTL. */
+async function afterCacheTtl<T>(fn: () => Promise<T>): Promise<T> {
+  const realNow = Date.now();
+  const clock = vi.spyOn(Date, 'now').mockImplementation(() => realNow + orgKeyCacheTtlMs + 1);
+  try {
+    return await fn();
+  } finally {
+    clock.mockRestore();
+  }
+}
+
 describe('key cache', () => {
   it('key cache: a key revoked through this process is refused at once on every route, appends included', async () => {
     const { key, keyId, threadId, bob } = await keyWithThread();
@@ -61,14 +72,8 @@ describe('key cache', () => {
 
     // Other routes rely on the cache alone: documented to accept the key for at most the TTL.
     expect((await as(key, 'GET', '/organizations')).status).toBe(200);
-    const realNow = Date.now();
-    const clock = vi.spyOn(Date, 'now').mockImplementation(() => realNow + orgKeyCacheTtlMs + 1);
-    try {
-      const later = await as(key, 'GET', '/organizations');
-      expect([later.status, later.body.code]).toEqual([401, 'invalid_api_key']);
-    } finally {
-      clock.mockRestore();
-    }
+    const later = await afterCacheTtl(() => as(key, 'GET', '/organizations'));
+    expect([later.status, later.body.code]).toEqual([401, 'invalid_api_key']);
   });
 
   /** An organization provisioned by the admin key, with a key of its own used once (so it is cached). */
@@ -114,14 +119,8 @@ describe('key cache', () => {
     );
     expect(Number(left[0]!.n)).toBe(0);
 
-    const realNow = Date.now();
-    const clock = vi.spyOn(Date, 'now').mockImplementation(() => realNow + orgKeyCacheTtlMs + 1);
-    try {
-      const later = await as(childKey, 'GET', '/organizations');
-      expect([later.status, later.body.code]).toEqual([401, 'invalid_api_key']);
-    } finally {
-      clock.mockRestore();
-    }
+    const later = await afterCacheTtl(() => as(childKey, 'GET', '/organizations'));
+    expect([later.status, later.body.code]).toEqual([401, 'invalid_api_key']);
   });
 
   it('key cache: an unknown key is never cached as valid, and a valid key keeps working from the cache', async () => {
