@@ -375,12 +375,12 @@ describe('organization deletion', () => {
   });
 });
 
-/** Resolves once a backend of the server's database waits for a row lock (PostgreSQL only). */
+/** Resolves once the deletion's locking statement waits for a row lock (PostgreSQL only). */
 async function lockWaitSeen(db: Db): Promise<void> {
   const deadline = Date.now() + 30_000;
   for (;;) {
     const rows = await db.query<{ n: number }>(
-      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`,
+      `SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock' AND query LIKE '%FOR UPDATE%'`,
     );
     if (rows[0]!.n > 0) return;
     if (Date.now() > deadline) throw new Error('no request waited for the row lock within 30 s');
