@@ -26,6 +26,7 @@ export function agentFields(agent: DesiredAgent): {
   provider: DesiredAgent['provider'];
   model: string | null;
   instructions: string;
+  max_tokens_per_day: number | null;
   status?: DesiredAgent['status'];
 } {
   return {
@@ -34,6 +35,7 @@ export function agentFields(agent: DesiredAgent): {
     provider: agent.provider ?? null,
     model: agent.model ?? null,
     instructions: agent.instructions ?? '',
+    max_tokens_per_day: agent.maxTokensPerDay ?? null,
     ...(agent.status ? { status: agent.status } : {}),
   };
 }

@@ -14,6 +14,8 @@ export interface DesiredAgent {
   instructions?: string | undefined;
   /** Omitted: not managed (an operator may pause an agent without the next apply undoing it). */
   status?: AgentStatus | undefined;
+  /** Daily token budget; omitted or null: unlimited (the service's `max_tokens_per_day`). */
+  maxTokensPerDay?: number | null | undefined;
 }
 
 /** A human as a definition wants it. */

@@ -1,6 +1,7 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Agent, AgentStatus, Human, Provider } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
+import { wakeAgentWork } from './agent-work.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { getTeam } from './teams.ts';
@@ -20,6 +21,7 @@ interface ParticipantRow {
   instructions: string;
   status: AgentStatus;
   email: string | null;
+  max_tokens_per_day: number | null;
   created_at: Date;
 }
 
@@ -33,6 +35,7 @@ function toAgent(row: ParticipantRow): Agent {
     model: row.model,
     instructions: row.instructions,
     status: row.status,
+    max_tokens_per_day: row.max_tokens_per_day,
     created_at: iso(row.created_at),
   };
 }
@@ -86,20 +89,46 @@ export interface AgentInput {
   model?: string | null | undefined;
   instructions?: string | undefined;
   status?: AgentStatus | undefined;
+  max_tokens_per_day?: number | null | undefined;
+}
+
+/**
+ * A provider other than `echo` runs a vendor's model, so the agent must name one (contract §8).
+ * Errors: `invalid_request` naming `model`.
+ */
+function assertModelForProvider(provider: Provider | null | undefined, model: string | null | undefined): void {
+  if (provider && provider !== 'echo' && !model) {
+    throw new ServiceError('invalid_request', `model: required for provider ${provider}`, {
+      errors: [{ path: 'model', message: `required for provider ${provider} (only echo runs without a model)` }],
+    });
+  }
 }
 
 /**
  * Adds an agent to a team; defaults: description "", provider null (external agent), model null,
- * instructions "", status active. Errors: `not_found` (team), `conflict` (name taken).
+ * instructions "", status active, max_tokens_per_day null (unlimited).
+ * Errors: `invalid_request` (a provider other than echo without a model), `not_found` (team),
+ * `conflict` (name taken).
  */
 export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
+  assertModelForProvider(input.provider, input.model);
   return deps.db.transaction(async (tx) => {
     await getTeam(tx, caller, teamId);
     await assertNameFree(tx, teamId, input.name);
     const rows = await tx.query<ParticipantRow>(
-      `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status)
-       VALUES ($1, $2, 'agent', $3, $4, $5, $6, $7, $8) RETURNING *`,
-      [newId(), teamId, input.name, input.description ?? '', input.provider ?? null, input.model ?? null, input.instructions ?? '', input.status ?? 'active'],
+      `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status, max_tokens_per_day)
+       VALUES ($1, $2, 'agent', $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+      [
+        newId(),
+        teamId,
+        input.name,
+        input.description ?? '',
+        input.provider ?? null,
+        input.model ?? null,
+        input.instructions ?? '',
+        input.status ?? 'active',
+        input.max_tokens_per_day ?? null,
+      ],
     );
     return toAgent(rows[0]!);
   });
@@ -116,17 +145,25 @@ export async function getAgent(deps: DomainDeps, caller: Caller, agentId: string
   return toAgent(await findParticipant(deps.db, caller, 'agent', agentId));
 }
 
-/** Changes any agent field but ids; `null` clears provider or model. Errors: `not_found`, `conflict`. */
+/**
+ * Changes any agent field but ids; `null` clears provider, model or max_tokens_per_day. Parked
+ * work of the agent becomes due at once (an agent made active, a budget raised: agent-work.ts).
+ * Errors: `not_found`, `conflict`, `invalid_request` (the agent would have a provider other than
+ * echo and no model).
+ */
 export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: string, patch: AgentInput): Promise<Agent> {
   return deps.db.transaction(async (tx) => {
     const row = await findParticipant(tx, caller, 'agent', agentId);
     if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, agentId);
     const next = { ...row, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) } as ParticipantRow;
+    assertModelForProvider(next.provider, next.model);
     const rows = await tx.query<ParticipantRow>(
-      `UPDATE participants SET name = $2, description = $3, provider = $4, model = $5, instructions = $6, status = $7
+      `UPDATE participants SET name = $2, description = $3, provider = $4, model = $5, instructions = $6, status = $7,
+              max_tokens_per_day = $8
         WHERE id = $1 RETURNING *`,
-      [agentId, next.name, next.description, next.provider, next.model, next.instructions, next.status],
+      [agentId, next.name, next.description, next.provider, next.model, next.instructions, next.status, next.max_tokens_per_day],
     );
+    if (next.provider !== null) await wakeAgentWork(tx, agentId, { backfill: row.provider === null });
     return toAgent(rows[0]!);
   });
 }
