@@ -8,6 +8,7 @@
 import type {
   Agent,
   AgentStatus,
+  AgentUsage,
   Edge,
   Human,
   Message,
@@ -18,6 +19,7 @@ import type {
   ProviderKey,
   Team,
   TeamGraph,
+  TeamUsage,
   Thread,
   ThreadPage,
 } from '../api/schemas.ts';
@@ -67,6 +69,8 @@ export interface AgentFields {
   model?: string | null;
   instructions?: string;
   status?: AgentStatus;
+  /** Daily token budget (input plus output tokens per UTC day); null = unlimited. */
+  max_tokens_per_day?: number | null;
 }
 
 /** A typed client of one service and one organization key. */
@@ -174,6 +178,25 @@ export class AcsClient {
   /** `DELETE /api/v1/agents/{agent_id}`. Errors: `in_use` while on an edge. */
   deleteAgent(agentId: string): Promise<{ deleted: true; agent_id: string }> {
     return this.request('DELETE', `/agents/${seg(agentId)}`);
+  }
+
+  // ---- usage --------------------------------------------------------------------------------
+
+  /**
+   * `GET /api/v1/agents/{agent_id}/usage`: the agent's provider tokens from `since` on (an ISO
+   * 8601 time; default the start of the current UTC day) and its daily budget state.
+   * Errors: `not_found`, `invalid_request` (a malformed `since`).
+   */
+  getAgentUsage(agentId: string, query: { since?: string } = {}): Promise<AgentUsage> {
+    return this.request('GET', `/agents/${seg(agentId)}/usage${sinceQuery(query.since)}`);
+  }
+
+  /**
+   * `GET /api/v1/teams/{team_id}/usage`: the team's provider tokens from `since` on, in total and
+   * per agent. Errors: `not_found`, `invalid_request` (a malformed `since`).
+   */
+  getTeamUsage(teamId: string, query: { since?: string } = {}): Promise<TeamUsage> {
+    return this.request('GET', `/teams/${seg(teamId)}/usage${sinceQuery(query.since)}`);
   }
 
   // ---- humans -------------------------------------------------------------------------------
@@ -344,6 +367,10 @@ export class AcsClient {
 
 function seg(value: string): string {
   return encodeURIComponent(value);
+}
+
+function sinceQuery(since: string | undefined): string {
+  return since === undefined ? '' : `?${new URLSearchParams({ since })}`;
 }
 
 function describeCause(cause: unknown): string {
