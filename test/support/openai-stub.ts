@@ -48,6 +48,8 @@ export interface OpenAiStub {
   /** `http://127.0.0.1:PORT`; give the service `${origin}/v1` (or any path prefix) as `OPENAI_BASE_URL`. */
   origin: string;
   requests: StubRequest[];
+  /** The most requests that were open (received, not yet answered or closed) at once. */
+  maxInFlight(): number;
   /** Resolves with the request once the stub has received `n` requests. */
   received(n: number): Promise<StubRequest>;
   close(): Promise<void>;
@@ -61,6 +63,8 @@ export async function startOpenAiStub(answer: (request: StubRequest) => StubAnsw
   const requests: StubRequest[] = [];
   const waiters: Array<{ n: number; resolve: (r: StubRequest) => void }> = [];
   const held = new Set<ServerResponse>();
+  let open = 0;
+  let maxOpen = 0;
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
@@ -71,7 +75,10 @@ export async function startOpenAiStub(answer: (request: StubRequest) => StubAnsw
       }
       const request: StubRequest = { n: requests.length + 1, path: req.url, headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')), at: Date.now(), aborted: false };
       requests.push(request);
+      open += 1;
+      maxOpen = Math.max(maxOpen, open);
       res.on('close', () => {
+        open -= 1;
         if (!res.writableEnded) request.aborted = true;
         held.delete(res);
       });
@@ -92,6 +99,7 @@ export async function startOpenAiStub(answer: (request: StubRequest) => StubAnsw
   return {
     origin: `http://127.0.0.1:${port}`,
     requests,
+    maxInFlight: () => maxOpen,
     received(n) {
       if (requests.length >= n) return Promise.resolve(requests[n - 1]!);
       return new Promise((resolve) => waiters.push({ n, resolve }));
