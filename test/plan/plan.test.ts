@@ -70,6 +70,21 @@ describe('plan', () => {
     ]);
   });
 
+  it('plan: a daily token budget is created with the agent, and a change to it (or its removal) is an update', () => {
+    const budgeted: DesiredState = structuredClone(desired);
+    budgeted.teams[0]!.agents[0]!.maxTokensPerDay = 50_000;
+    const create = computePlan(budgeted, { organization: null, providerKeys: [], teams: [] }).changes.find((c) => c.name === 'scout');
+    expect(create?.fields).toMatchObject({ max_tokens_per_day: 50_000 });
+    expect(computePlan(budgeted, inSync()).changes).toEqual([
+      { action: 'update', kind: 'agent', name: 'scout', team: 'review', id: 'a1', fields: { max_tokens_per_day: 50_000 }, diff: { max_tokens_per_day: { from: null, to: 50_000 } } },
+    ]);
+    const live = inSync();
+    live.teams[0]!.agents[0]!.max_tokens_per_day = 10;
+    expect(computePlan(desired, live).changes).toEqual([
+      { action: 'update', kind: 'agent', name: 'scout', team: 'review', id: 'a1', fields: { max_tokens_per_day: null }, diff: { max_tokens_per_day: { from: 10, to: null } } },
+    ]);
+  });
+
   it('plan: a status the definition does not set is not managed', () => {
     const observed = inSync();
     observed.teams[0]!.agents[1]!.status = 'paused';
