@@ -64,7 +64,7 @@ const maxContent = 32_768;
 const contextMessages = 50;
 
 /** A claimed work row. */
-interface Claim {
+export interface Claim {
   agent_id: string;
   thread_id: string;
   handled_seq: number;
@@ -111,6 +111,18 @@ const claimSql = `
     FROM picked p
    WHERE w.agent_id = p.agent_id AND w.thread_id = p.thread_id
   RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures`;
+
+/**
+ * Claims up to `limit` due work rows for `leaseSeconds` under `token`: the rows with work whose
+ * `due_at` has come, oldest due first, skipping rows another transaction holds (`FOR UPDATE SKIP
+ * LOCKED`); their `due_at` moves to the lease's end, so no other process claims them meanwhile.
+ * This one statement is what a tick costs when there is nothing to do: it reads only the partial
+ * index of rows with work, however many idle threads there are. Output: the claimed rows.
+ */
+export async function claimWork(db: Queryable, limit: number, leaseSeconds: number, token: string): Promise<Claim[]> {
+  const rows = await db.query<Omit<Claim, 'token'>>(claimSql, [limit, leaseSeconds, token]);
+  return rows.map((row) => ({ ...row, token }));
+}
 
 const agentSql = `
   SELECT a.kind, a.status, a.provider, a.model, a.instructions, a.max_tokens_per_day, a.team_id, t.org_id,
@@ -335,9 +347,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
         pumpAgain = false;
         const free = concurrency - inFlight.size;
         if (free <= 0 || stopping.signal.aborted) break;
-        const token = randomUUID();
-        const rows = await deps.db.query<Omit<Claim, 'token'>>(claimSql, [free, leaseSeconds, token]);
-        for (const row of rows) start({ ...row, token });
+        for (const claim of await claimWork(deps.db, free, leaseSeconds, randomUUID())) start(claim);
       } while (pumpAgain && !stopping.signal.aborted);
     })()
       .catch((error: unknown) => log.error({ reason: (error as Error).message }, 'agent loop: claiming work failed'))
