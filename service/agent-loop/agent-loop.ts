@@ -63,18 +63,8 @@ const maxContent = 32_768;
 // The conversation handed to a provider: the most recent messages only, to bound prompt size.
 const contextMessages = 50;
 
-/** A claimed work row. */
-export interface Claim {
-  agent_id: string;
-  thread_id: string;
-  handled_seq: number;
-  latest_seq: number;
-  failures: number;
-  token: string;
-}
-
-/** What the loop needs to know about the agent of a claimed row. */
-interface AgentContext {
+/** What the loop needs to know about the agent of a claimed row (read with the claim). */
+export interface AgentContext {
   kind: string;
   status: string;
   provider: string | null;
@@ -85,14 +75,28 @@ interface AgentContext {
   org_id: string;
   ciphertext: string | null;
   refused: boolean;
+  /** Tokens counted against the budget in the current UTC day. */
   tokens_today: number;
+  /** The start of the next UTC day, by the database's clock. */
   next_day: Date;
 }
 
-/** The peer message to answer next. */
-interface Incoming {
+/** A claimed work row, with its agent (null when the agent is gone). */
+export interface Claim {
+  agent_id: string;
+  thread_id: string;
+  handled_seq: number;
+  latest_seq: number;
+  failures: number;
+  token: string;
+  agent: AgentContext | null;
+}
+
+/** One message of the thread, newest first in {@link nextSql}'s answer. */
+interface ThreadMessage {
   id: string;
   seq: number;
+  sender_id: string;
   content: string;
   reply_to: string | null;
 }
@@ -100,47 +104,64 @@ interface Incoming {
 /** When a row may be claimed again: in some milliseconds, at a time, or once something wakes it. */
 type Due = { inMs: number } | { at: Date } | 'never';
 
+// Claims and reads each claimed row's agent in one statement (one round trip per batch).
 const claimSql = `
   WITH picked AS (
     SELECT agent_id, thread_id FROM agent_work
      WHERE latest_seq > handled_seq AND due_at <= now()
      ORDER BY due_at LIMIT $1
      FOR UPDATE SKIP LOCKED
+  ), leased AS (
+    UPDATE agent_work w SET due_at = now() + make_interval(secs => $2), lease_token = $3
+      FROM picked p
+     WHERE w.agent_id = p.agent_id AND w.thread_id = p.thread_id
+    RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures
   )
-  UPDATE agent_work w SET due_at = now() + make_interval(secs => $2), lease_token = $3
-    FROM picked p
-   WHERE w.agent_id = p.agent_id AND w.thread_id = p.thread_id
-  RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures`;
+  SELECT l.*, a.id IS NOT NULL AS found, a.kind, a.status, a.provider, a.model, a.instructions, a.max_tokens_per_day,
+         a.team_id, t.org_id, pk.ciphertext, pk.refused_at IS NOT NULL AS refused,
+         COALESCE(d.tokens::float8, 0) AS tokens_today,
+         (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS next_day
+    FROM leased l
+    LEFT JOIN participants a ON a.id = l.agent_id
+    LEFT JOIN teams t ON t.id = a.team_id
+    LEFT JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
+    LEFT JOIN agent_daily_usage d ON d.agent_id = a.id AND d.day = (now() AT TIME ZONE 'UTC')::date`;
 
 /**
  * Claims up to `limit` due work rows for `leaseSeconds` under `token`: the rows with work whose
  * `due_at` has come, oldest due first, skipping rows another transaction holds (`FOR UPDATE SKIP
  * LOCKED`); their `due_at` moves to the lease's end, so no other process claims them meanwhile.
  * This one statement is what a tick costs when there is nothing to do: it reads only the partial
- * index of rows with work, however many idle threads there are. Output: the claimed rows.
+ * index of rows with work, however many idle threads there are. Output: the claimed rows, each
+ * with its agent as it is now.
  */
 export async function claimWork(db: Queryable, limit: number, leaseSeconds: number, token: string): Promise<Claim[]> {
-  const rows = await db.query<Omit<Claim, 'token'>>(claimSql, [limit, leaseSeconds, token]);
-  return rows.map((row) => ({ ...row, token }));
+  const rows = await db.query<Omit<Claim, 'token' | 'agent'> & AgentContext & { found: boolean }>(claimSql, [limit, leaseSeconds, token]);
+  return rows.map(({ agent_id, thread_id, handled_seq, latest_seq, failures, found, ...agent }) => ({
+    agent_id,
+    thread_id,
+    handled_seq,
+    latest_seq,
+    failures,
+    token,
+    agent: found ? agent : null,
+  }));
 }
 
-const agentSql = `
-  SELECT a.kind, a.status, a.provider, a.model, a.instructions, a.max_tokens_per_day, a.team_id, t.org_id,
-         pk.ciphertext, pk.refused_at IS NOT NULL AS refused,
-         COALESCE((SELECT d.tokens::float8 FROM agent_daily_usage d
-                    WHERE d.agent_id = a.id AND d.day = (now() AT TIME ZONE 'UTC')::date), 0) AS tokens_today,
-         (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS next_day
-    FROM participants a JOIN teams t ON t.id = a.team_id
-    LEFT JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
-   WHERE a.id = $1`;
-
 // The oldest peer message after the mark that the agent has not answered (an answer carries
-// `reply_to`; a mark that starts at 0 after the migration thus skips what was answered before).
+// `reply_to`; a mark that starts at 0 after the migration thus skips what was answered before),
+// and the thread up to it, newest first: the conversation as it stood, and the run the ping-pong
+// guard looks at. No row: nothing left to answer.
 const nextSql = `
-  SELECT m.id, m.seq, m.content, m.reply_to FROM messages m
-   WHERE m.thread_id = $1 AND m.seq > $2 AND m.sender_id <> $3
-     AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
-   ORDER BY m.seq LIMIT 1`;
+  WITH next AS (
+    SELECT m.seq FROM messages m
+     WHERE m.thread_id = $1 AND m.seq > $2 AND m.sender_id <> $3
+       AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
+     ORDER BY m.seq LIMIT 1
+  )
+  SELECT r.id, r.seq, r.sender_id, r.content, r.reply_to
+    FROM next, LATERAL (SELECT * FROM messages q WHERE q.thread_id = $1 AND q.seq <= next.seq ORDER BY q.seq DESC LIMIT $4) r
+   ORDER BY r.seq DESC`;
 
 const parkSql = (due: Due): string => {
   const dueAt = due === 'never' ? `'infinity'::timestamptz` : 'inMs' in due ? `now() + make_interval(secs => $6::float8 / 1000)` : `$6::timestamptz`;
@@ -187,8 +208,8 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     await deps.db.query(parkSql(due), params);
   }
 
-  /** Posts the reply, records its usage and moves the mark, in one transaction. */
-  async function complete(claim: Claim, agent: AgentContext, incoming: Incoming, reply: ProviderReply): Promise<boolean> {
+  /** Posts the reply, records its usage and moves the mark, in one transaction. Output: whether the reply was posted. */
+  async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply): Promise<boolean> {
     const record = async (tx: Queryable, messageId: string | null) => {
       await tx.query(
         `INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
@@ -204,18 +225,14 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     };
     try {
       return await deps.db.transaction(async (tx) => {
-        const done = await tx.query(`SELECT 1 FROM messages WHERE sender_id = $1 AND reply_to = $2`, [claim.agent_id, incoming.id]);
-        if (done.length > 0) {
-          await record(tx, null);
-          return false;
-        }
         const message = await insertMessage(tx, claim.thread_id, claim.agent_id, reply.text.slice(0, maxContent), { replyTo: incoming.id });
         await record(tx, message.id);
         return true;
       });
     } catch (error) {
       // Another process answered the same message first (a lease that ran out): that answer
-      // stands; this call was paid all the same, so its usage is recorded.
+      // stands (unique `(sender_id, reply_to)`); this call was paid all the same, so its usage is
+      // recorded.
       if (!isUniqueViolation(error)) throw error;
       await deps.db.transaction((tx) => record(tx, null));
       return false;
@@ -224,7 +241,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
 
   /** Handles one claimed row: at most one provider call, then the row is parked or due again. */
   async function handle(claim: Claim): Promise<void> {
-    const agent = (await deps.db.query<AgentContext>(agentSql, [claim.agent_id]))[0];
+    const { agent } = claim;
     // Gone, or no longer an agent with a provider: nothing to do until it gets one (the PATCH that
     // gives it one makes its threads due again).
     if (!agent || agent.kind !== 'agent' || agent.provider === null) {
@@ -237,13 +254,10 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     const waitMs = (notBefore.get(gate) ?? 0) - Date.now();
     if (waitMs > 0) return park(claim, { inMs: waitMs });
 
-    const incoming = (await deps.db.query<Incoming>(nextSql, [claim.thread_id, claim.handled_seq, claim.agent_id]))[0];
+    // The thread as it stood when the message to answer arrived, newest first; enough for the guard too.
+    const recent = await deps.db.query<ThreadMessage>(nextSql, [claim.thread_id, claim.handled_seq, claim.agent_id, Math.max(contextMessages, autoReplyLimit)]);
+    const incoming = recent[0];
     if (!incoming) return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
-    // The thread as it stood when the message arrived, newest first; enough rows for the guard too.
-    const recent = await deps.db.query<{ sender_id: string; content: string; reply_to: string | null }>(
-      `SELECT sender_id, content, reply_to FROM messages WHERE thread_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3`,
-      [claim.thread_id, incoming.seq, Math.max(contextMessages, autoReplyLimit)],
-    );
     const run = recent.slice(0, autoReplyLimit);
     if (incoming.reply_to !== null && run.length === autoReplyLimit && run.every((m) => m.reply_to !== null)) {
       return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
