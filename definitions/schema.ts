@@ -27,7 +27,7 @@ export const AgentDefinitionSchema = z
     instructions: LongText.optional().describe('System instructions of the agent (up to 4000 characters)'),
     status: AgentStatus.optional().describe('active (default) or paused'),
     maxTokensPerDay: MaxTokensPerDay.optional().describe(
-      'Daily token budget (input plus output tokens per UTC day); once spent the agent calls no provider until the next UTC day. Omitted or null: unlimited',
+      'Daily token budget (input plus output tokens per UTC day); once spent the agent calls no provider until the next UTC day. null: unlimited; omitted: left as it is on the service (unlimited for a new agent)',
     ),
   })
   .describe('An agent of the team');

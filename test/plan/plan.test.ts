@@ -70,7 +70,7 @@ describe('plan', () => {
     ]);
   });
 
-  it('plan: a daily token budget is created with the agent, and a change to it (or its removal) is an update', () => {
+  it('plan: a daily token budget is created with the agent, a change to it is an update, and null sets it back to unlimited', () => {
     const budgeted: DesiredState = structuredClone(desired);
     budgeted.teams[0]!.agents[0]!.maxTokensPerDay = 50_000;
     const create = computePlan(budgeted, { organization: null, providerKeys: [], teams: [] }).changes.find((c) => c.name === 'scout');
@@ -80,9 +80,18 @@ describe('plan', () => {
     ]);
     const live = inSync();
     live.teams[0]!.agents[0]!.max_tokens_per_day = 10;
-    expect(computePlan(desired, live).changes).toEqual([
+    const unlimited: DesiredState = structuredClone(desired);
+    unlimited.teams[0]!.agents[0]!.maxTokensPerDay = null;
+    expect(computePlan(unlimited, live).changes).toEqual([
       { action: 'update', kind: 'agent', name: 'scout', team: 'review', id: 'a1', fields: { max_tokens_per_day: null }, diff: { max_tokens_per_day: { from: 10, to: null } } },
     ]);
+  });
+
+  it('plan: a budget the definition does not set is not managed (a service without budgets plans no change)', () => {
+    const live = inSync();
+    live.teams[0]!.agents[0]!.max_tokens_per_day = 10;
+    delete (live.teams[0]!.agents[1] as Partial<Agent>).max_tokens_per_day;
+    expect(computePlan(desired, live).changes).toEqual([]);
   });
 
   it('plan: a status the definition does not set is not managed', () => {
