@@ -28,14 +28,16 @@ interface BudgetRow {
 }
 
 interface Window {
-  since: Date;
+  /** ISO 8601 UTC with milliseconds, formatted by the database: any year a timestamp holds survives. */
+  since: string;
   next_day: Date;
 }
 
 /** The window's start (`since`, default the start of the current UTC day) and the next UTC day, by the database's clock. */
 async function window(db: Queryable, since: string | undefined): Promise<Window> {
   const rows = await db.query<Window>(
-    `SELECT COALESCE($1::timestamptz, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') AS since,
+    `SELECT to_char(COALESCE($1::timestamptz, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',
+                    'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS since,
             (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS next_day`,
     [since ?? null],
   );
@@ -43,12 +45,12 @@ async function window(db: Queryable, since: string | undefined): Promise<Window>
 }
 
 /** Usage rows of a team (optionally one agent) since the window's start, by agent, provider and model. */
-async function usageRows(db: Queryable, teamId: string, since: Date, agentId: string | null): Promise<UsageRow[]> {
+async function usageRows(db: Queryable, teamId: string, since: string, agentId: string | null): Promise<UsageRow[]> {
   return db.query<UsageRow>(
     `SELECT agent_id, provider, model, count(*)::int AS calls,
             sum(input_tokens)::float8 AS input_tokens, sum(output_tokens)::float8 AS output_tokens
        FROM agent_usage
-      WHERE team_id = $1 AND created_at >= $2 AND ($3::uuid IS NULL OR agent_id = $3)
+      WHERE team_id = $1 AND created_at >= $2::timestamptz AND ($3::uuid IS NULL OR agent_id = $3)
       GROUP BY agent_id, provider, model ORDER BY agent_id, provider, model`,
     [teamId, since, agentId],
   );
@@ -83,7 +85,7 @@ function agentUsage(agentId: string, teamId: string, rows: UsageRow[], budget: B
     agent_id: agentId,
     team_id: teamId,
     name: budget?.name ?? null,
-    since: iso(w.since),
+    since: w.since,
     calls: byModel.reduce((sum, m) => sum + m.calls, 0),
     input_tokens: input,
     output_tokens: output,
@@ -135,7 +137,7 @@ export async function getTeamUsage(deps: DomainDeps, caller: Caller, teamId: str
   const output = agents.reduce((sum, a) => sum + a.output_tokens, 0);
   return {
     team_id: team.team_id,
-    since: iso(w.since),
+    since: w.since,
     calls: agents.reduce((sum, a) => sum + a.calls, 0),
     input_tokens: input,
     output_tokens: output,

@@ -67,6 +67,9 @@ describe('usage', () => {
     expect(later.body).toMatchObject({ since: future, calls: 0, total_tokens: 0, by_model: [], tokens_today: agent.body.tokens_today });
     const offset = await h.call('GET', `/api/v1/teams/${ids.teamId}/usage?since=${encodeURIComponent('2020-01-01T01:00:00+01:00')}`);
     expect(offset.body).toMatchObject({ since: '2020-01-01T00:00:00.000Z', calls: 2 });
+    // Any year a timestamp holds is a valid start.
+    const ancient = await h.call('GET', `/api/v1/agents/${ids.agentId}/usage?since=0020-02-29T00:00:00Z`);
+    expect(ancient.body).toMatchObject({ since: '0020-02-29T00:00:00.000Z', calls: 2 });
   });
 
   it('usage: a malformed since or an unknown query parameter is 400 invalid_request naming it', async () => {
