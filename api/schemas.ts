@@ -29,6 +29,11 @@ export const Providers = ['openai', 'anthropic', 'google', 'mistral', 'groq', 'o
 export const Provider = z.enum(Providers);
 export type Provider = z.infer<typeof Provider>;
 
+/** The most tokens a daily budget may name (`max_tokens_per_day`). */
+export const maxDailyTokenBudget = 2_000_000_000;
+/** An agent's daily token budget: input plus output tokens per UTC day; null = unlimited. */
+export const MaxTokensPerDay = z.number().int().min(1).max(maxDailyTokenBudget).nullable();
+
 /** Agent statuses (contract §4). */
 export const AgentStatuses = { active: 'active', paused: 'paused' } as const;
 export const AgentStatus = z.enum(AgentStatuses);
@@ -60,8 +65,16 @@ export const CreateAgentBody = z.strictObject({
   instructions: LongText.optional(),
   status: AgentStatus.optional(),
   deletion_protection: DeletionProtection.optional(),
-}).meta({ id: 'CreateAgentBody' });
-export const PatchAgentBody = CreateAgentBody.partial().meta({ id: 'PatchAgentBody' });
+  /** Input plus output tokens the agent may spend per UTC day; null (default) = unlimited. */
+  max_tokens_per_day: MaxTokensPerDay.optional(),
+}).meta({
+  id: 'CreateAgentBody',
+  description: 'A provider other than `echo` needs a `model` (400 `invalid_request` naming `model` otherwise).',
+});
+export const PatchAgentBody = CreateAgentBody.partial().meta({
+  id: 'PatchAgentBody',
+  description: 'The agent after the change must have a `model` if its provider is not `echo` (400 `invalid_request` naming `model` otherwise).',
+});
 export const CreateHumanBody = z
   .strictObject({ name: Name, email: z.email().max(320).nullable().optional(), deletion_protection: DeletionProtection.optional() })
   .meta({ id: 'CreateHumanBody' });
@@ -124,6 +137,8 @@ export const Agent = z.object({
   instructions: z.string(),
   status: AgentStatus,
   deletion_protection: DeletionProtection,
+  /** Daily token budget (input plus output tokens per UTC day); null = unlimited. */
+  max_tokens_per_day: z.number().int().nullable(),
   created_at: Timestamp,
 }).meta({ id: 'Agent' });
 export type Agent = z.infer<typeof Agent>;
@@ -368,3 +383,52 @@ export const Attachment = z.object({
   created_at: Timestamp,
 }).meta({ id: 'Attachment' });
 export type Attachment = z.infer<typeof Attachment>;
+
+// ---- usage and budgets (addition to the contract: provider agents' token usage) -------------
+
+/** Query of the usage routes: usage from `since` on (ISO 8601 with `Z` or an offset); default: the start of the current UTC day. */
+export const UsageQuery = z.strictObject({ since: TimestampInput.optional() });
+
+/** Token usage of one provider and model. */
+export const ModelUsage = z.object({
+  provider: Provider,
+  model: z.string(),
+  /** Provider replies. */
+  calls: z.number().int(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+}).meta({ id: 'ModelUsage' });
+export type ModelUsage = z.infer<typeof ModelUsage>;
+
+/** Token usage of one agent since a time, and the state of its daily budget. */
+export const AgentUsage = z.object({
+  agent_id: Id,
+  team_id: Id,
+  /** The agent's name; null once the agent is deleted (its usage stays on the team's record). */
+  name: z.string().nullable(),
+  since: Timestamp,
+  calls: z.number().int(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+  by_model: z.array(ModelUsage),
+  /** The agent's daily budget; null = unlimited (and for a deleted agent). */
+  max_tokens_per_day: z.number().int().nullable(),
+  /** Tokens counted against the budget in the current UTC day. */
+  tokens_today: z.number().int(),
+  /** When the budget is spent: the start of the next UTC day, until which the agent calls no provider; else null. */
+  budget_exhausted_until: Timestamp.nullable(),
+}).meta({ id: 'AgentUsage' });
+export type AgentUsage = z.infer<typeof AgentUsage>;
+
+/** Token usage of a team since a time: totals and each agent that has a provider or used tokens. */
+export const TeamUsage = z.object({
+  team_id: Id,
+  since: Timestamp,
+  calls: z.number().int(),
+  input_tokens: z.number().int(),
+  output_tokens: z.number().int(),
+  total_tokens: z.number().int(),
+  agents: z.array(AgentUsage),
+}).meta({ id: 'TeamUsage' });
+export type TeamUsage = z.infer<typeof TeamUsage>;

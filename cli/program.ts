@@ -4,6 +4,7 @@
  */
 import { Command, CommanderError } from 'commander';
 import { DefinitionError } from '../definitions/problems.ts';
+import { registerGetUsage } from './commands/get-usage.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerPlanApply } from './commands/plan-apply.ts';
 import { registerRun } from './commands/run.ts';
@@ -40,6 +41,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCode> {
   registerThread(program, io, run);
   registerKeys(program, io, run);
   registerWorker(program, io, run);
+  registerGetUsage(program.command('get').description('Read resources of the service.'), io, run);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {

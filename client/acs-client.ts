@@ -9,6 +9,7 @@ import type { z } from 'zod';
 import type {
   Agent,
   AgentStatus,
+  AgentUsage,
   CreateOrganizationBody,
   CreateTeamBody,
   Edge,
@@ -26,6 +27,7 @@ import type {
   Team,
   TeamDeletionPreview,
   TeamGraph,
+  TeamUsage,
   Thread,
   ThreadPage,
 } from '../api/schemas.ts';
@@ -77,6 +79,8 @@ export interface AgentFields {
   status?: AgentStatus;
   /** Contract §4: while true, deleting the agent (or its team or organization) is refused. */
   deletion_protection?: boolean;
+  /** Daily token budget (input plus output tokens per UTC day); null = unlimited. */
+  max_tokens_per_day?: number | null;
 }
 
 /** Fields of a human as created or patched (contract §5). */
@@ -243,6 +247,25 @@ export class AcsClient {
    */
   deleteAgent(agentId: string): Promise<{ deleted: true; agent_id: string }> {
     return this.request('DELETE', `/agents/${seg(agentId)}`);
+  }
+
+  // ---- usage --------------------------------------------------------------------------------
+
+  /**
+   * `GET /api/v1/agents/{agent_id}/usage`: the agent's provider tokens from `since` on (an ISO
+   * 8601 time; default the start of the current UTC day) and its daily budget state.
+   * Errors: `not_found`, `invalid_request` (a malformed `since`).
+   */
+  getAgentUsage(agentId: string, query: { since?: string } = {}): Promise<AgentUsage> {
+    return this.request('GET', `/agents/${seg(agentId)}/usage${sinceQuery(query.since)}`);
+  }
+
+  /**
+   * `GET /api/v1/teams/{team_id}/usage`: the team's provider tokens from `since` on, in total and
+   * per agent. Errors: `not_found`, `invalid_request` (a malformed `since`).
+   */
+  getTeamUsage(teamId: string, query: { since?: string } = {}): Promise<TeamUsage> {
+    return this.request('GET', `/teams/${seg(teamId)}/usage${sinceQuery(query.since)}`);
   }
 
   // ---- humans -------------------------------------------------------------------------------
@@ -419,6 +442,10 @@ export class AcsClient {
 
 function seg(value: string): string {
   return encodeURIComponent(value);
+}
+
+function sinceQuery(since: string | undefined): string {
+  return since === undefined ? '' : `?${new URLSearchParams({ since })}`;
 }
 
 function describeCause(cause: unknown): string {

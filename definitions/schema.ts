@@ -7,7 +7,7 @@
  * existing participants) are in `semantics.ts`: they need the whole document.
  */
 import { z } from 'zod';
-import { AgentStatus, LongText, Name, Provider, Providers } from '../api/schemas.ts';
+import { AgentStatus, LongText, MaxTokensPerDay, Name, Provider, Providers } from '../api/schemas.ts';
 import { PipelineDefinitionSchema, ScheduleDefinitionSchema } from './pipeline-schema.ts';
 import { SecretRefSchema } from './secrets.ts';
 
@@ -26,6 +26,9 @@ export const AgentDefinitionSchema = z
     description: LongText.optional().describe('What the agent does (up to 4000 characters)'),
     instructions: LongText.optional().describe('System instructions of the agent (up to 4000 characters)'),
     status: AgentStatus.optional().describe('active (default) or paused'),
+    maxTokensPerDay: MaxTokensPerDay.optional().describe(
+      'Daily token budget (input plus output tokens per UTC day); once spent the agent calls no provider until the next UTC day. null: unlimited; omitted: left as it is on the service (unlimited for a new agent)',
+    ),
   })
   .describe('An agent of the team');
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;

@@ -28,7 +28,10 @@ function participants(team: TeamDefinition, teamIndex: number, problems: PathPro
   return seen;
 }
 
-/** Agents with a model need a provider: an external agent runs no model in the service. */
+/**
+ * Agents with a model need a provider (an external agent runs no model in the service), and a
+ * provider other than echo needs a model (the service refuses such an agent, contract §8).
+ */
 function checkAgents(team: TeamDefinition, teamIndex: number, problems: PathProblem[]): void {
   team.agents.forEach((agent, i) => {
     if (agent.model !== undefined && agent.provider === undefined) {
@@ -36,6 +39,13 @@ function checkAgents(team: TeamDefinition, teamIndex: number, problems: PathProb
         path: ['teams', teamIndex, 'agents', i, 'model'],
         target: 'value',
         message: 'a model needs a provider; an agent without a provider is external (MCP) and runs no model',
+      });
+    }
+    if (agent.provider !== undefined && agent.provider !== 'echo' && agent.model === undefined) {
+      problems.push({
+        path: ['teams', teamIndex, 'agents', i, 'provider'],
+        target: 'value',
+        message: `provider ${agent.provider} needs a model (add model: …; only echo runs without one)`,
       });
     }
   });
@@ -84,7 +94,8 @@ function checkEdges(team: TeamDefinition, teamIndex: number, names: Map<string, 
  * Input: a definition that passed the schema. Output: the problems, with paths into the document
  * (empty when there are none): team names unique in the organization; participant names (agents
  * and humans together) unique in a team; edges between existing participants of the same team,
- * no self-edges, no duplicate pairs in either order; no model on an agent without a provider;
+ * no self-edges, no duplicate pairs in either order; no model on an agent without a provider, a
+ * model on every agent with a provider other than echo;
  * and the rules of pipelines and schedules (`checkPipelines`). Raises nothing.
  */
 export function checkDefinition(definition: Definition): PathProblem[] {

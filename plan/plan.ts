@@ -19,13 +19,18 @@ export function teamFields(team: DesiredTeam): { team_name: string; description:
   return { team_name: team.name, description: team.description ?? '' };
 }
 
-/** The fields the service should hold for a desired agent; `status` only when the definition sets it. */
+/**
+ * The fields the service should hold for a desired agent; `status` and `max_tokens_per_day` only
+ * when the definition sets them (so a definition without a budget plans the same against a
+ * service that has no budgets, and running apply workflows replay as before).
+ */
 export function agentFields(agent: DesiredAgent): {
   name: string;
   description: string;
   provider: DesiredAgent['provider'];
   model: string | null;
   instructions: string;
+  max_tokens_per_day?: number | null;
   status?: DesiredAgent['status'];
 } {
   return {
@@ -34,6 +39,7 @@ export function agentFields(agent: DesiredAgent): {
     provider: agent.provider ?? null,
     model: agent.model ?? null,
     instructions: agent.instructions ?? '',
+    ...(agent.maxTokensPerDay !== undefined ? { max_tokens_per_day: agent.maxTokensPerDay } : {}),
     ...(agent.status ? { status: agent.status } : {}),
   };
 }

@@ -14,6 +14,8 @@ export interface DesiredAgent {
   instructions?: string | undefined;
   /** Omitted: not managed (an operator may pause an agent without the next apply undoing it). */
   status?: AgentStatus | undefined;
+  /** Daily token budget (the service's `max_tokens_per_day`); null: unlimited; omitted: not managed. */
+  maxTokensPerDay?: number | null | undefined;
 }
 
 /** A human as a definition wants it. */

@@ -66,8 +66,9 @@ trap cleanup EXIT
 
 ACS_ADMIN_TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export ACS_ADMIN_TOKEN
-# A rate limit no run reaches: 429s would only make the run depend on timing.
-"$root/node_modules/.bin/node" "$root/bin/acs-server.ts" start --in-memory --port 0 --rate-limit 10000000 \
+# A rate limit no run reaches: 429s would only make the run depend on timing. The agent loop runs
+# echo only: a generated agent of a vendor's provider must never call out to that vendor.
+ACS_AGENT_PROVIDERS=echo "$root/node_modules/.bin/node" "$root/bin/acs-server.ts" start --in-memory --port 0 --rate-limit 10000000 \
   --dev-credentials "$work/dev.json" >"$work/server.log" 2>&1 &
 server_pid=$!
 

@@ -1,5 +1,6 @@
-import { defaultProviders, type ReplyProvider } from './agent-loop/providers.ts';
 import { startAgentLoop } from './agent-loop/agent-loop.ts';
+import { defaultProviders } from './agent-loop/providers/registry.ts';
+import type { ReplyProvider } from './agent-loop/providers/types.ts';
 import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
 import type { DomainDeps } from './domain/caller.ts';
 import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
@@ -12,7 +13,8 @@ import { openDb } from './storage/open-db.ts';
 import { createPgNotifier } from './storage/pg-notifier.ts';
 
 export type { DevCredentials } from './dev-credentials.ts';
-export type { ReplyProvider, ReplyRequest } from './agent-loop/providers.ts';
+export type { ProviderReply, ReplyProvider, ReplyRequest } from './agent-loop/providers/types.ts';
+export { ProviderFailure } from './agent-loop/providers/types.ts';
 
 /** Options of {@link startServer} (contract §6). */
 export interface ServerOptions {
@@ -40,9 +42,19 @@ export interface ServerOptions {
   devCredentialsFile?: string;
   /** `false` (default) for silence, `true` for JSON logs, or pino options. */
   logger?: boolean | Record<string, unknown>;
-  /** Providers by name; default: `echo` only. */
+  /**
+   * Providers by name; default: every provider of contract §8, configured from `env`
+   * (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) and limited by its `ACS_AGENT_PROVIDERS`.
+   */
   providers?: ReadonlyMap<string, ReplyProvider>;
-  /** Environment to read `ACS_ENCRYPTION_KEY` from; default `process.env`. */
+  /** Provider calls in flight at once in this process; default `ACS_AGENT_CONCURRENCY` of `env`, else 8. */
+  agentConcurrency?: number;
+  /** Longest provider call in milliseconds; default `ACS_PROVIDER_TIMEOUT` (seconds) of `env`, else 120 s. */
+  providerTimeoutMs?: number;
+  /**
+   * Environment to read `ACS_ENCRYPTION_KEY`, `ACS_ADMIN_TOKEN`, `ACS_RATE_LIMIT` and the agent
+   * loop's settings from; default `process.env`. Provider keys are never read from it.
+   */
   env?: NodeJS.ProcessEnv;
   /**
    * Bearer token of the `/admin/v1` operator routes (contract §6); default: `ACS_ADMIN_TOKEN` of
@@ -74,10 +86,20 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/** A positive integer setting of the environment, or `fallback` when unset. Errors: throws naming the variable. */
+function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+  const value = env[name];
+  if (value === undefined || value.trim() === '') return fallback;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 1) throw new Error(`${name}: must be a positive integer, got "${value}"`);
+  return n;
+}
+
 /**
  * Starts acs-server (contract §6): opens and migrates storage, serves HTTP, runs the agent loop.
- * Errors: rejects when storage cannot be opened, `ACS_ENCRYPTION_KEY` is malformed or the port
- * is taken; nothing is left running then.
+ * Errors: rejects when storage cannot be opened, `ACS_ENCRYPTION_KEY` or a setting of the agent
+ * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, or
+ * the port is taken; nothing is left running then.
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
   const inMemory = options.inMemory === true || (options.dataDir === undefined && options.databaseUrl === undefined);
@@ -110,11 +132,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       devCredentials = { base_url: url, ...devOrg };
       await writeDevCredentials(options.devCredentialsFile, devCredentials);
     }
+    const env = options.env ?? process.env;
     const loop = startAgentLoop({
       deps,
       tickMs: options.tickMs ?? 1000,
-      providers: options.providers ?? defaultProviders(),
+      providers: options.providers ?? defaultProviders(env),
       autoReplyLimit: options.autoReplyLimit,
+      concurrency: options.agentConcurrency ?? positiveIntegerFromEnv(env, 'ACS_AGENT_CONCURRENCY', 8),
+      callTimeoutMs: options.providerTimeoutMs ?? positiveIntegerFromEnv(env, 'ACS_PROVIDER_TIMEOUT', 120) * 1000,
+      signal: shutdown.signal,
       log: app.log,
     });
     const running = app;

@@ -1,10 +1,25 @@
-import { isUniqueViolation } from '../storage/db.ts';
+/**
+ * The agent loop of contract §8: agents with a provider answer their peers' messages.
+ *
+ * Work lives in the database (`agent_work`, migration 0009): one row per (provider agent, thread on
+ * its edges) with a high-water mark, kept current by an insert trigger on messages. A process
+ * claims due rows (`FOR UPDATE SKIP LOCKED`, then a lease: the row's `due_at` moves to the lease's
+ * end and it carries the claim's token), so several processes on one PostgreSQL database never
+ * work on the same thread at once and a provider is called once per incoming message; a process
+ * that dies gives its rows up when their leases end. Only rows with work are in the claim's index,
+ * so a tick costs the same with 10 or 10,000 idle threads. See service/README.md.
+ */
+import { randomUUID } from 'node:crypto';
 import type { DomainDeps } from '../domain/caller.ts';
-import { insertMessage, type MessageRow } from '../domain/threads.ts';
-import type { ReplyProvider } from './providers.ts';
+import { newId } from '../domain/ids.ts';
+import { insertMessage } from '../domain/threads.ts';
+import type { Queryable } from '../storage/db.ts';
+import { isUniqueViolation } from '../storage/db.ts';
+import { ProviderFailure, type ProviderReply, type ReplyProvider, type Turn } from './providers/types.ts';
 
 /** Where the loop reports; a pino logger fits. */
 export interface LoopLogger {
+  info(object: Record<string, unknown>, message: string): void;
   warn(object: Record<string, unknown>, message: string): void;
   error(object: Record<string, unknown>, message: string): void;
 }
@@ -12,7 +27,7 @@ export interface LoopLogger {
 /** Options of {@link startAgentLoop}. */
 export interface AgentLoopOptions {
   deps: DomainDeps;
-  /** Time between the end of one tick and the start of the next, in milliseconds. */
+  /** Time between two looks for due work when there is none, in milliseconds. */
   tickMs: number;
   providers: ReadonlyMap<string, ReplyProvider>;
   log: LoopLogger;
@@ -24,145 +39,353 @@ export interface AgentLoopOptions {
   autoReplyLimit?: number;
   /** Upper bound of the retry delay after provider failures, in milliseconds. Default 300000. */
   maxBackoffMs?: number;
+  /** Provider calls in flight at once in this process. Default 8. */
+  concurrency?: number;
+  /** Longest provider call, in milliseconds; it is aborted then and retried with backoff. Default 120000. */
+  callTimeoutMs?: number;
+  /**
+   * How much longer than a call's timeout a claim lasts, in milliseconds (default 30000): a row
+   * whose process died is taken over after `callTimeoutMs + leaseMarginMs`.
+   */
+  leaseMarginMs?: number;
+  /** Aborts calls in flight (the service shutting down); `stop()` does too. */
+  signal?: AbortSignal;
 }
 
+/** The running loop. */
+export interface AgentLoop {
+  /** Stops claiming, aborts calls in flight, gives their rows back, and resolves once all ended. */
+  stop(): Promise<void>;
+}
+
+/** The contract's longest message (§1): a longer reply is cut there. */
 const maxContent = 32_768;
 // The conversation handed to a provider: the most recent messages only, to bound prompt size.
 const contextMessages = 50;
 
-interface Candidate {
-  agent_id: string;
-  provider: string;
+/** What the loop needs to know about the agent of a claimed row (read with the claim). */
+export interface AgentContext {
+  kind: string;
+  status: string;
+  provider: string | null;
   model: string | null;
   instructions: string;
-  ciphertext: string;
-  thread_id: string;
-  /** The peer message to answer, and its position in the thread. */
-  message_id: string;
-  message_seq: number;
+  max_tokens_per_day: number | null;
+  team_id: string;
+  org_id: string;
+  ciphertext: string | null;
+  refused: boolean;
+  /** Tokens counted against the budget in the current UTC day. */
+  tokens_today: number;
+  /** The start of the next UTC day, by the database's clock. */
+  next_day: Date;
 }
 
-// For each active provider agent whose organization has a key for its provider, and each thread
-// on its edges: the oldest message from the peer that the agent has not answered yet (contract §8;
-// one reply per incoming message). Answers carry `reply_to`, so "answered" survives restarts.
-const candidatesSql = `
-  SELECT a.id AS agent_id, a.provider, a.model, a.instructions, pk.ciphertext, th.id AS thread_id,
-         m.id AS message_id, m.seq AS message_seq
-  FROM participants a
-  JOIN teams t ON t.id = a.team_id
-  JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
-  JOIN edges e ON e.participant_a = a.id OR e.participant_b = a.id
-  JOIN threads th ON th.edge_id = e.id
-  JOIN LATERAL (
-    SELECT m.id, m.seq FROM messages m
-    WHERE m.thread_id = th.id AND m.sender_id <> a.id
-      AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = a.id AND r.reply_to = m.id)
-      -- ping-pong guard: skip an automatic reply that ends a run of $1 automatic replies
-      AND (m.reply_to IS NULL OR m.seq - COALESCE((SELECT max(q.seq) FROM messages q
-        WHERE q.thread_id = th.id AND q.seq <= m.seq AND q.reply_to IS NULL), 0) < $1)
-    ORDER BY m.seq LIMIT 1
-  ) m ON true
-  WHERE a.kind = 'agent' AND a.status = 'active'
-  ORDER BY th.seq`;
+/** A claimed work row, with its agent (null when the agent is gone). */
+export interface Claim {
+  agent_id: string;
+  thread_id: string;
+  handled_seq: number;
+  latest_seq: number;
+  failures: number;
+  token: string;
+  agent: AgentContext | null;
+}
+
+/** One message of the thread, newest first in {@link nextSql}'s answer. */
+interface ThreadMessage {
+  id: string;
+  seq: number;
+  sender_id: string;
+  content: string;
+  reply_to: string | null;
+}
+
+/** When a row may be claimed again: in some milliseconds, at a time, or once something wakes it. */
+type Due = { inMs: number } | { at: Date } | 'never';
+
+// Claims and reads each claimed row's agent in one statement (one round trip per batch).
+const claimSql = `
+  WITH picked AS (
+    SELECT agent_id, thread_id FROM agent_work
+     WHERE latest_seq > handled_seq AND due_at <= now()
+     ORDER BY due_at LIMIT $1
+     FOR UPDATE SKIP LOCKED
+  ), leased AS (
+    UPDATE agent_work w SET due_at = now() + make_interval(secs => $2), lease_token = $3
+      FROM picked p
+     WHERE w.agent_id = p.agent_id AND w.thread_id = p.thread_id
+    RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures
+  )
+  SELECT l.*, a.id IS NOT NULL AS found, a.kind, a.status, a.provider, a.model, a.instructions, a.max_tokens_per_day,
+         a.team_id, t.org_id, pk.ciphertext, pk.refused_at IS NOT NULL AS refused,
+         COALESCE(d.tokens::float8, 0) AS tokens_today,
+         (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS next_day
+    FROM leased l
+    LEFT JOIN participants a ON a.id = l.agent_id
+    LEFT JOIN teams t ON t.id = a.team_id
+    LEFT JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
+    LEFT JOIN agent_daily_usage d ON d.agent_id = a.id AND d.day = (now() AT TIME ZONE 'UTC')::date`;
 
 /**
- * Starts the agent loop of contract §8: every `tickMs`, each active agent with a provider whose
- * organization holds a key for it answers, in each thread on its edges, the oldest peer message
- * it has not answered, with one reply from its provider posted as its own message (one reply per
- * incoming message, in order; a burst of messages is answered over consecutive ticks). Each incoming
- * message is answered at most once, also across restarts (unique `(sender_id, reply_to)`).
- * Provider failures are logged without the key and retried with exponential backoff; no error
- * stops the loop. Output: `stop()`, which resolves once the current tick finished.
+ * Claims up to `limit` due work rows for `leaseSeconds` under `token`: the rows with work whose
+ * `due_at` has come, oldest due first, skipping rows another transaction holds (`FOR UPDATE SKIP
+ * LOCKED`); their `due_at` moves to the lease's end, so no other process claims them meanwhile.
+ * This one statement is what a tick costs when there is nothing to do: it reads only the partial
+ * index of rows with work, however many idle threads there are. Output: the claimed rows, each
+ * with its agent as it is now.
  */
-export function startAgentLoop(options: AgentLoopOptions): { stop(): Promise<void> } {
+export async function claimWork(db: Queryable, limit: number, leaseSeconds: number, token: string): Promise<Claim[]> {
+  const rows = await db.query<Omit<Claim, 'token' | 'agent'> & AgentContext & { found: boolean }>(claimSql, [limit, leaseSeconds, token]);
+  return rows.map(({ agent_id, thread_id, handled_seq, latest_seq, failures, found, ...agent }) => ({
+    agent_id,
+    thread_id,
+    handled_seq,
+    latest_seq,
+    failures,
+    token,
+    agent: found ? agent : null,
+  }));
+}
+
+// The oldest peer message after the mark that the agent has not answered (an answer carries
+// `reply_to`; a mark that starts at 0 after the migration thus skips what was answered before),
+// and the thread up to it, newest first: the conversation as it stood, and the run the ping-pong
+// guard looks at. No row: nothing left to answer.
+const nextSql = `
+  WITH next AS (
+    SELECT m.seq FROM messages m
+     WHERE m.thread_id = $1 AND m.seq > $2 AND m.sender_id <> $3
+       AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
+     ORDER BY m.seq LIMIT 1
+  )
+  SELECT r.id, r.seq, r.sender_id, r.content, r.reply_to
+    FROM next, LATERAL (SELECT * FROM messages q WHERE q.thread_id = $1 AND q.seq <= next.seq ORDER BY q.seq DESC LIMIT $4) r
+   ORDER BY r.seq DESC`;
+
+const parkSql = (due: Due): string => {
+  const dueAt = due === 'never' ? `'infinity'::timestamptz` : 'inMs' in due ? `now() + make_interval(secs => $6::float8 / 1000)` : `$6::timestamptz`;
+  return `UPDATE agent_work SET handled_seq = GREATEST(handled_seq, $3), due_at = ${dueAt}, lease_token = NULL, failures = $5
+           WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $4`;
+};
+
+/**
+ * Starts the agent loop of contract §8. Every `tickMs` (and at once after each finished reply) it
+ * claims due work, up to `concurrency` calls in flight. For each claimed (agent, thread) it answers
+ * the oldest peer message after the mark with one provider reply posted as the agent's message
+ * (`reply_to` set; one reply per incoming message, in order, also across restarts and processes),
+ * records the reply's token usage, and moves the mark. Skipped, without a call: a message that ends
+ * a run of `autoReplyLimit` automatic replies (ping-pong guard). Parked until woken: paused agents,
+ * agents whose organization has no key for their provider or whose key was refused (a 401/403,
+ * logged once per key), providers this process does not run. Parked until the next UTC day: agents
+ * whose daily token budget is spent (logged once per day). Failures are logged without the key and
+ * retried with exponential backoff; a 429 waits as long as its `Retry-After` says. No error stops
+ * the loop. Output: {@link AgentLoop}.
+ */
+export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   const { deps, providers, log } = options;
   const autoReplyLimit = options.autoReplyLimit ?? 10;
   const maxBackoffMs = options.maxBackoffMs ?? 300_000;
-  const backoff = new Map<string, { failures: number; retryAt: number }>();
-  let stopped = false;
+  const concurrency = Math.max(1, options.concurrency ?? 8);
+  const callTimeoutMs = options.callTimeoutMs ?? 120_000;
+  const leaseSeconds = (callTimeoutMs + (options.leaseMarginMs ?? 30_000)) / 1000;
+  const stopping = new AbortController();
+  const onShutdown = () => stopping.abort();
+  options.signal?.addEventListener('abort', onShutdown, { once: true });
+  // Rate limits are per key: after a 429, no call of that organization's provider before this time.
+  const notBefore = new Map<string, number>();
+  const inFlight = new Set<Promise<void>>();
   let timer: NodeJS.Timeout | undefined;
-  let running: Promise<void> = Promise.resolve();
+  let pumping: Promise<void> | undefined;
+  let pumpAgain = false;
 
-  async function answer(candidate: Candidate, provider: ReplyProvider): Promise<void> {
-    // The conversation as it stood when the message to answer arrived.
-    const recent = (
-      await deps.db.query<MessageRow>(`SELECT * FROM messages WHERE thread_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3`, [
-        candidate.thread_id,
-        candidate.message_seq,
-        contextMessages,
-      ])
-    ).reverse();
-    const incoming = recent.at(-1);
-    if (!incoming || incoming.id !== candidate.message_id) return;
-    const apiKey = deps.secrets.open(candidate.ciphertext);
-    if (apiKey.trim() === '') return;
-    const conversation = recent.map((m) => ({
-      role: m.sender_id === candidate.agent_id ? ('assistant' as const) : ('user' as const),
-      content: m.content,
-    }));
-    let text: string;
-    try {
-      text = await provider.reply({ apiKey, model: candidate.model, instructions: candidate.instructions, conversation, answering: incoming.content });
-    } catch (error) {
-      // Scrub the key in case a vendor SDK echoes it in an error message.
-      const reason = (error instanceof Error ? error.message : String(error)).split(apiKey).join('[redacted]');
-      throw new Error(`provider ${candidate.provider} failed: ${reason}`);
-    }
-    if (text.trim() === '') throw new Error(`provider ${candidate.provider} returned an empty reply`);
-    const posted = await deps.db
-      .transaction(async (tx) => {
-        const done = await tx.query(`SELECT 1 FROM messages WHERE sender_id = $1 AND reply_to = $2`, [candidate.agent_id, incoming.id]);
-        if (done.length > 0) return false;
-        await insertMessage(tx, candidate.thread_id, candidate.agent_id, text.slice(0, maxContent), { replyTo: incoming.id });
-        return true;
-      })
-      .catch((error: unknown) => {
-        // Another process answered the same message first: that answer stands.
-        if (isUniqueViolation(error)) return false;
-        throw error;
-      });
-    if (posted) deps.notifier.publish(candidate.thread_id);
+  const backoffMs = (failures: number) => Math.min(maxBackoffMs, options.tickMs * 2 ** failures);
+
+  async function park(claim: Claim, due: Due, changes: { handledSeq?: number; failures?: number } = {}): Promise<void> {
+    const at = due === 'never' ? null : 'inMs' in due ? Math.max(0, due.inMs) : due.at.toISOString();
+    const params: unknown[] = [claim.agent_id, claim.thread_id, changes.handledSeq ?? 0, claim.token, changes.failures ?? claim.failures];
+    if (at !== null) params.push(at);
+    await deps.db.query(parkSql(due), params);
   }
 
-  async function tick(): Promise<void> {
-    const candidates = await deps.db.query<Candidate>(candidatesSql, [autoReplyLimit]);
-    for (const candidate of candidates) {
-      if (stopped) return;
-      const provider = providers.get(candidate.provider);
-      if (!provider) continue;
-      const key = `${candidate.agent_id}:${candidate.thread_id}`;
-      const state = backoff.get(key);
-      if (state && state.retryAt > Date.now()) continue;
-      try {
-        await answer(candidate, provider);
-        backoff.delete(key);
-      } catch (error) {
-        const failures = (state?.failures ?? 0) + 1;
-        const delay = Math.min(maxBackoffMs, options.tickMs * 2 ** failures);
-        backoff.set(key, { failures, retryAt: Date.now() + delay });
-        log.warn(
-          { agent_id: candidate.agent_id, thread_id: candidate.thread_id, failures, retry_in_ms: delay, reason: (error as Error).message },
-          'agent reply failed',
-        );
-      }
+  /** Posts the reply, records its usage and moves the mark, in one transaction. Output: whether the reply was posted. */
+  async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply): Promise<boolean> {
+    const record = async (tx: Queryable, messageId: string | null) => {
+      await tx.query(
+        `INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
+         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+        [newId(), claim.agent_id, agent.team_id, claim.thread_id, messageId, agent.provider, reply.model, reply.usage.inputTokens, reply.usage.outputTokens],
+      );
+      await tx.query(
+        `INSERT INTO agent_daily_usage (agent_id, day, tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
+         ON CONFLICT (agent_id, day) DO UPDATE SET tokens = agent_daily_usage.tokens + EXCLUDED.tokens`,
+        [claim.agent_id, reply.usage.inputTokens + reply.usage.outputTokens],
+      );
+      await tx.query(parkSql({ inMs: 0 }), [claim.agent_id, claim.thread_id, incoming.seq, claim.token, 0, 0]);
+    };
+    try {
+      return await deps.db.transaction(async (tx) => {
+        const message = await insertMessage(tx, claim.thread_id, claim.agent_id, reply.text.slice(0, maxContent), { replyTo: incoming.id });
+        await record(tx, message.id);
+        return true;
+      });
+    } catch (error) {
+      // Another process answered the same message first (a lease that ran out): that answer
+      // stands (unique `(sender_id, reply_to)`); this call was paid all the same, so its usage is
+      // recorded.
+      if (!isUniqueViolation(error)) throw error;
+      await deps.db.transaction((tx) => record(tx, null));
+      return false;
     }
+  }
+
+  /** Handles one claimed row: at most one provider call, then the row is parked or due again. */
+  async function handle(claim: Claim): Promise<void> {
+    const { agent } = claim;
+    // Gone, or no longer an agent with a provider: nothing to do until it gets one (the PATCH that
+    // gives it one makes its threads due again).
+    if (!agent || agent.kind !== 'agent' || agent.provider === null) {
+      await deps.db.query(`DELETE FROM agent_work WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $3`, [claim.agent_id, claim.thread_id, claim.token]);
+      return;
+    }
+    const provider = providers.get(agent.provider);
+    if (agent.status !== 'active' || !provider || agent.ciphertext === null || agent.refused) return park(claim, 'never');
+    const gate = `${agent.org_id}:${agent.provider}`;
+    const waitMs = (notBefore.get(gate) ?? 0) - Date.now();
+    if (waitMs > 0) return park(claim, { inMs: waitMs });
+
+    // The thread as it stood when the message to answer arrived, newest first; enough for the guard too.
+    const recent = await deps.db.query<ThreadMessage>(nextSql, [claim.thread_id, claim.handled_seq, claim.agent_id, Math.max(contextMessages, autoReplyLimit)]);
+    const incoming = recent[0];
+    if (!incoming) return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
+    const run = recent.slice(0, autoReplyLimit);
+    if (incoming.reply_to !== null && run.length === autoReplyLimit && run.every((m) => m.reply_to !== null)) {
+      return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
+    }
+    if (agent.max_tokens_per_day !== null && agent.tokens_today >= agent.max_tokens_per_day) {
+      await logBudgetOnce(claim.agent_id, agent);
+      return park(claim, { at: new Date(agent.next_day) });
+    }
+
+    const apiKey = deps.secrets.open(agent.ciphertext);
+    if (apiKey.trim() === '') return park(claim, 'never');
+    const conversation: Turn[] = recent
+      .slice(0, contextMessages)
+      .reverse()
+      .map((m) => ({ role: m.sender_id === claim.agent_id ? 'assistant' : 'user', content: m.content }));
+    const timeout = AbortSignal.timeout(callTimeoutMs);
+    let reply: ProviderReply;
+    try {
+      reply = await provider.reply({
+        apiKey,
+        model: agent.model,
+        instructions: agent.instructions,
+        conversation,
+        answering: incoming.content,
+        signal: AbortSignal.any([stopping.signal, timeout]),
+      });
+    } catch (error) {
+      if (stopping.signal.aborted) return park(claim, { inMs: 0 });
+      const failure =
+        error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? error.message.split(apiKey).join('[redacted]') : String(error));
+      const reason = timeout.aborted ? `timed out after ${callTimeoutMs} ms` : failure.message;
+      return onFailure(claim, agent, failure, reason);
+    }
+    if (await complete(claim, agent, incoming, reply)) deps.notifier.publish(claim.thread_id);
+  }
+
+  async function onFailure(claim: Claim, agent: AgentContext, failure: ProviderFailure, reason: string): Promise<void> {
+    const where = { agent_id: claim.agent_id, thread_id: claim.thread_id, org_id: agent.org_id, provider: agent.provider, status: failure.status };
+    if (failure.kind === 'key_refused') {
+      // Only the key that was refused, and only once however many calls were refused with it.
+      const marked = await deps.db.query(
+        `UPDATE provider_keys SET refused_at = now() WHERE org_id = $1 AND provider = $2 AND ciphertext = $3 AND refused_at IS NULL RETURNING 1`,
+        [agent.org_id, agent.provider, agent.ciphertext],
+      );
+      if (marked.length > 0) {
+        log.warn({ ...where, reason }, 'provider refused the organization\'s key: its agents of this provider stop until the key is replaced (PUT /organizations/{org_id}/api-keys/{provider})');
+      }
+      const current = await deps.db.query<{ refused: boolean }>(`SELECT refused_at IS NOT NULL AS refused FROM provider_keys WHERE org_id = $1 AND provider = $2`, [agent.org_id, agent.provider]);
+      // A key replaced during the call is tried at once.
+      return park(claim, current[0]?.refused === false ? { inMs: 0 } : 'never');
+    }
+    const failures = claim.failures + 1;
+    if (failure.kind === 'rate_limited') {
+      const delay = failure.retryAfterMs ?? backoffMs(failures);
+      notBefore.set(`${agent.org_id}:${agent.provider}`, Date.now() + delay);
+      log.warn({ ...where, retry_in_ms: delay, reason }, 'provider rate limit: waiting as it asked');
+      return park(claim, { inMs: delay }, { failures });
+    }
+    const delay = backoffMs(failures);
+    log.warn({ ...where, failures, retry_in_ms: delay, reason }, 'agent reply failed');
+    return park(claim, { inMs: delay }, { failures });
+  }
+
+  async function logBudgetOnce(agentId: string, agent: AgentContext): Promise<void> {
+    const first = await deps.db.query(
+      `INSERT INTO agent_daily_usage (agent_id, day, exhausted_logged) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, true)
+       ON CONFLICT (agent_id, day) DO UPDATE SET exhausted_logged = true WHERE agent_daily_usage.exhausted_logged = false
+       RETURNING 1`,
+      [agentId],
+    );
+    if (first.length > 0) {
+      log.warn(
+        { agent_id: agentId, max_tokens_per_day: agent.max_tokens_per_day, tokens_today: agent.tokens_today, until: new Date(agent.next_day).toISOString() },
+        'agent daily token budget spent: no provider call until the next UTC day',
+      );
+    }
+  }
+
+  function start(claim: Claim): void {
+    const task: Promise<void> = handle(claim)
+      .catch(async (error: unknown) => {
+        log.error({ agent_id: claim.agent_id, thread_id: claim.thread_id, reason: (error as Error).message }, 'agent loop: handling a thread failed');
+        // Give the row back with backoff rather than holding it until the lease ends.
+        await park(claim, { inMs: backoffMs(claim.failures + 1) }, { failures: claim.failures + 1 }).catch(() => {});
+      })
+      .finally(() => {
+        inFlight.delete(task);
+        if (!stopping.signal.aborted) void pump();
+      });
+    inFlight.add(task);
+  }
+
+  /** Claims due rows for the free slots; coalesces concurrent requests to claim into one at a time. */
+  function pump(): Promise<void> {
+    if (pumping) {
+      pumpAgain = true;
+      return pumping;
+    }
+    pumping = (async () => {
+      do {
+        pumpAgain = false;
+        const free = concurrency - inFlight.size;
+        if (free <= 0 || stopping.signal.aborted) break;
+        for (const claim of await claimWork(deps.db, free, leaseSeconds, randomUUID())) start(claim);
+      } while (pumpAgain && !stopping.signal.aborted);
+    })()
+      .catch((error: unknown) => log.error({ reason: (error as Error).message }, 'agent loop: claiming work failed'))
+      .finally(() => {
+        pumping = undefined;
+      });
+    return pumping;
   }
 
   function schedule(): void {
-    if (stopped) return;
+    if (stopping.signal.aborted) return;
     timer = setTimeout(() => {
-      running = tick()
-        .catch((error: unknown) => log.error({ reason: (error as Error).message }, 'agent loop tick failed'))
-        .finally(schedule);
+      void pump().finally(schedule);
     }, options.tickMs);
   }
   schedule();
 
   return {
     async stop() {
-      stopped = true;
+      stopping.abort();
+      options.signal?.removeEventListener('abort', onShutdown);
       clearTimeout(timer);
-      await running;
+      await pumping;
+      await Promise.all([...inFlight]);
     },
   };
 }

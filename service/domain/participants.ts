@@ -1,6 +1,7 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Agent, AgentStatus, Human, Provider } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
+import { wakeAgentWork } from './agent-work.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { lockDeletable } from './deletion.ts';
 import { iso, isUuid, newId } from './ids.ts';
@@ -22,6 +23,7 @@ interface ParticipantRow {
   status: AgentStatus;
   email: string | null;
   deletion_protection: boolean;
+  max_tokens_per_day: number | null;
   created_at: Date;
 }
 
@@ -36,6 +38,7 @@ function toAgent(row: ParticipantRow): Agent {
     instructions: row.instructions,
     status: row.status,
     deletion_protection: row.deletion_protection,
+    max_tokens_per_day: row.max_tokens_per_day,
     created_at: iso(row.created_at),
   };
 }
@@ -99,20 +102,35 @@ export interface AgentInput {
   instructions?: string | undefined;
   status?: AgentStatus | undefined;
   deletion_protection?: boolean | undefined;
+  max_tokens_per_day?: number | null | undefined;
+}
+
+/**
+ * A provider other than `echo` runs a vendor's model, so the agent must name one (contract §8).
+ * Errors: `invalid_request` naming `model`.
+ */
+function assertModelForProvider(provider: Provider | null | undefined, model: string | null | undefined): void {
+  if (provider && provider !== 'echo' && !model) {
+    throw new ServiceError('invalid_request', `model: required for provider ${provider}`, {
+      errors: [{ path: 'model', message: `required for provider ${provider} (only echo runs without a model)` }],
+    });
+  }
 }
 
 /**
  * Adds an agent to a team; defaults: description "", provider null (external agent), model null,
- * instructions "", status active, deletion_protection false.
- * Errors: `not_found` (team), `conflict` (name taken).
+ * instructions "", status active, deletion_protection false, max_tokens_per_day null (unlimited).
+ * Errors: `invalid_request` (a provider other than echo without a model), `not_found` (team),
+ * `conflict` (name taken).
  */
 export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
+  assertModelForProvider(input.provider, input.model);
   return deps.db.transaction(async (tx) => {
     await getTeam(tx, caller, teamId);
     await assertNameFree(tx, teamId, input.name);
     const rows = await tx.query<ParticipantRow>(
-      `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status, deletion_protection)
-       VALUES ($1, $2, 'agent', $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+      `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day)
+       VALUES ($1, $2, 'agent', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
       [
         newId(),
         teamId,
@@ -123,6 +141,7 @@ export async function createAgent(deps: DomainDeps, caller: Caller, teamId: stri
         input.instructions ?? '',
         input.status ?? 'active',
         input.deletion_protection ?? false,
+        input.max_tokens_per_day ?? null,
       ],
     );
     return toAgent(rows[0]!);
@@ -151,22 +170,28 @@ function updatedRow(rows: ParticipantRow[], kind: ParticipantKind): ParticipantR
 
 /**
  * Changes any agent field but ids (`deletion_protection` included, contract §4); `null` clears
- * provider or model. Errors: `not_found` (also when deleted meanwhile), `conflict`.
+ * provider, model or max_tokens_per_day. Parked work of the agent becomes due at once (an agent
+ * made active, a budget raised: agent-work.ts).
+ * Errors: `not_found` (also when deleted meanwhile), `conflict`, `invalid_request` (the agent
+ * would have a provider other than echo and no model).
  */
 export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: string, patch: AgentInput): Promise<Agent> {
   return deps.db.transaction(async (tx) => {
     const row = await findParticipant(tx, caller, 'agent', agentId);
     if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, agentId);
     const next = { ...row, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) } as ParticipantRow;
+    assertModelForProvider(next.provider, next.model);
     // deletion_protection is set from the patch alone, not from the row read above: a value read
     // before this statement took the row lock would undo a concurrent change of the flag.
     const rows = await tx.query<ParticipantRow>(
       `UPDATE participants SET name = $2, description = $3, provider = $4, model = $5, instructions = $6, status = $7,
-         deletion_protection = COALESCE($8, deletion_protection)
+         max_tokens_per_day = $8, deletion_protection = COALESCE($9, deletion_protection)
         WHERE id = $1 RETURNING *`,
-      [agentId, next.name, next.description, next.provider, next.model, next.instructions, next.status, patch.deletion_protection ?? null],
+      [agentId, next.name, next.description, next.provider, next.model, next.instructions, next.status, next.max_tokens_per_day, patch.deletion_protection ?? null],
     );
-    return toAgent(updatedRow(rows, 'agent'));
+    const updated = updatedRow(rows, 'agent');
+    if (next.provider !== null) await wakeAgentWork(tx, agentId, { backfill: row.provider === null });
+    return toAgent(updated);
   });
 }
 

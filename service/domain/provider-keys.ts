@@ -1,6 +1,7 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import { Providers, type Provider, type ProviderKey } from '../../api/schemas.ts';
 import { assertOrganizationReachable } from './access-checks.ts';
+import { wakeProviderWork } from './agent-work.ts';
 import type { Caller, DomainDeps } from './caller.ts';
 import { iso } from './ids.ts';
 
@@ -27,17 +28,23 @@ function toProviderKey(row: ProviderKeyRow): ProviderKey {
 
 /**
  * Sets (or replaces) an organization's key for `provider`, encrypted at rest; only the last 4
- * characters come back as `key_hint` (contract §3). Errors: `not_found` (organization).
+ * characters come back as `key_hint` (contract §3). A key the provider had refused is forgotten
+ * with it, and the organization's agents of that provider that waited for a key run again at
+ * once (agent-work.ts). Errors: `not_found` (organization).
  */
 export async function putProviderKey(deps: DomainDeps, caller: Caller, orgId: string, provider: Provider, apiKey: string): Promise<ProviderKey> {
   await assertOrganizationReachable(deps.db, caller, orgId);
-  const rows = await deps.db.query<ProviderKeyRow>(
-    `INSERT INTO provider_keys (org_id, provider, ciphertext, key_hint) VALUES ($1, $2, $3, $4)
-     ON CONFLICT (org_id, provider) DO UPDATE SET ciphertext = EXCLUDED.ciphertext, key_hint = EXCLUDED.key_hint, updated_at = now()
-     RETURNING provider, key_hint, updated_at`,
-    [orgId, provider, deps.secrets.seal(apiKey), apiKey.slice(-4)],
-  );
-  return toProviderKey(rows[0]!);
+  return deps.db.transaction(async (tx) => {
+    const rows = await tx.query<ProviderKeyRow>(
+      `INSERT INTO provider_keys (org_id, provider, ciphertext, key_hint) VALUES ($1, $2, $3, $4)
+       ON CONFLICT (org_id, provider) DO UPDATE
+         SET ciphertext = EXCLUDED.ciphertext, key_hint = EXCLUDED.key_hint, updated_at = now(), refused_at = NULL
+       RETURNING provider, key_hint, updated_at`,
+      [orgId, provider, deps.secrets.seal(apiKey), apiKey.slice(-4)],
+    );
+    await wakeProviderWork(tx, orgId, provider);
+    return toProviderKey(rows[0]!);
+  });
 }
 
 /** Lists an organization's provider keys (hints only). Errors: `not_found` (organization). */

@@ -21,6 +21,7 @@ import { participantRoutes } from './routes/participants.ts';
 import { providerKeyRoutes, putProviderKeyRoute } from './routes/provider-keys.ts';
 import { teamRoutes } from './routes/teams.ts';
 import { threadRoutes } from './routes/threads.ts';
+import { usageRoutes } from './routes/usage.ts';
 
 /** Request bodies over this size get 413 `payload_too_large` (contract §1). */
 export const bodyLimitBytes = 1024 * 1024;
@@ -174,7 +175,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     await app.register(
       async (api) => {
         requireApiKey(api, options.deps.db);
-        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes]) {
+        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes]) {
           routesOf(api, context);
         }
       },

@@ -284,6 +284,81 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       `CREATE INDEX participants_protected ON participants(team_id) WHERE deletion_protection`,
     ],
   },
+  {
+    // The agent loop's work, claimed in the database (several processes may share it), its
+    // high-water marks, token usage and daily budgets. See agent-loop/agent-loop.ts.
+    id: '0009_agent_work_usage',
+    statements: [
+      // One row per (provider agent, thread on its edges). `handled_seq`: every peer message up
+      // to it is answered or skipped (the high-water mark); `latest_seq`: the newest message seen.
+      // A row has work while latest_seq > handled_seq; `due_at` says from when it may be claimed:
+      // a claim sets it to the lease's end (a process that dies gives the row up then), a failure
+      // to the retry time, a paused agent or refused key to 'infinity' (woken by a PATCH or PUT).
+      `CREATE TABLE agent_work (
+        agent_id uuid NOT NULL REFERENCES participants(id) ON DELETE CASCADE,
+        thread_id uuid NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        handled_seq integer NOT NULL DEFAULT 0,
+        latest_seq integer NOT NULL DEFAULT 0,
+        due_at timestamptz NOT NULL DEFAULT now(),
+        -- the claim holding the row, null when none
+        lease_token uuid,
+        failures integer NOT NULL DEFAULT 0,
+        PRIMARY KEY (agent_id, thread_id)
+      )`,
+      // Only rows with work are in this index, so a tick's cost does not grow with idle threads.
+      `CREATE INDEX agent_work_due ON agent_work (due_at) WHERE latest_seq > handled_seq`,
+      `CREATE INDEX agent_work_thread ON agent_work (thread_id)`,
+      // Every message gives the provider agent at the other end of its edge work. A trigger rather
+      // than a line in acs_append_message, so every insert path (thread opening, replies) counts.
+      `CREATE FUNCTION acs_agent_work_on_message() RETURNS trigger LANGUAGE plpgsql AS $$
+       BEGIN
+         INSERT INTO agent_work (agent_id, thread_id, latest_seq)
+         SELECT p.id, NEW.thread_id, NEW.seq
+           FROM threads th JOIN edges e ON e.id = th.edge_id
+           JOIN participants p ON p.id IN (e.participant_a, e.participant_b)
+          WHERE th.id = NEW.thread_id AND p.id <> NEW.sender_id AND p.kind = 'agent' AND p.provider IS NOT NULL
+         ON CONFLICT (agent_id, thread_id) DO UPDATE SET latest_seq = GREATEST(agent_work.latest_seq, EXCLUDED.latest_seq);
+         RETURN NULL;
+       END $$`,
+      `CREATE TRIGGER messages_agent_work AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION acs_agent_work_on_message()`,
+      // Threads that existed before: their marks start at 0; the loop skips what is answered already.
+      `INSERT INTO agent_work (agent_id, thread_id, latest_seq)
+       SELECT p.id, th.id, th.message_count
+         FROM participants p JOIN edges e ON p.id IN (e.participant_a, e.participant_b) JOIN threads th ON th.edge_id = e.id
+        WHERE p.kind = 'agent' AND p.provider IS NOT NULL`,
+      // A daily token budget (null: unlimited).
+      `ALTER TABLE participants ADD COLUMN max_tokens_per_day integer`,
+      // Set when the provider refused the key (401/403): the loop stops calling that provider for
+      // the organization until the key is replaced (the PUT clears it).
+      `ALTER TABLE provider_keys ADD COLUMN refused_at timestamptz`,
+      // One row per provider reply: what it cost. Kept when the agent or the thread is deleted,
+      // so a team's spending stays on record; deleting the team deletes it.
+      `CREATE TABLE agent_usage (
+        id uuid PRIMARY KEY,
+        agent_id uuid NOT NULL,
+        team_id uuid NOT NULL REFERENCES teams(id) ON DELETE CASCADE,
+        thread_id uuid NOT NULL,
+        -- the reply posted; null when another process's reply to the same message stood
+        message_id uuid,
+        provider text NOT NULL,
+        model text NOT NULL,
+        input_tokens integer NOT NULL,
+        output_tokens integer NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE INDEX agent_usage_agent ON agent_usage (agent_id, created_at)`,
+      `CREATE INDEX agent_usage_team ON agent_usage (team_id, created_at)`,
+      // Tokens per agent and UTC day, so a budget check reads one row.
+      `CREATE TABLE agent_daily_usage (
+        agent_id uuid NOT NULL REFERENCES participants(id) ON DELETE CASCADE,
+        day date NOT NULL,
+        tokens bigint NOT NULL DEFAULT 0,
+        -- whether "budget spent" was logged for this day (once, whichever process saw it)
+        exhausted_logged boolean NOT NULL DEFAULT false,
+        PRIMARY KEY (agent_id, day)
+      )`,
+    ],
+  },
 ];
 
 /**

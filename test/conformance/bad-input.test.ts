@@ -122,7 +122,9 @@ const snapshot = (): Promise<string> => fingerprint(s.baseUrl, nextKey, [w.devOr
 beforeAll(async () => {
   // A fuzzed route family sends thousands of requests a minute; the operator knob lifts the limit
   // (the limit itself is checked in routes.test.ts with the default).
-  s = await startServer({ env: { ACS_RATE_LIMIT: '1000000' } });
+  // The agent loop runs echo only here (ACS_AGENT_PROVIDERS), so a fuzzed agent of another
+  // provider never calls out to its vendor.
+  s = await startServer({ env: { ACS_RATE_LIMIT: '1000000', ACS_AGENT_PROVIDERS: 'echo' } });
   pool.push(s.apiKey);
   secrets.add(s.apiKey);
   for (let i = 0; i < 3; i++) {
@@ -322,8 +324,8 @@ const name100 = fc.oneof(fc.string({ minLength: 1, maxLength: 100 }).filter((x) 
 const text4000 = fc.oneof(fc.string({ maxLength: 200 }), fc.constant('d'.repeat(4000)));
 const content = fc.oneof(fc.string({ minLength: 1, maxLength: 300 }).filter((x) => x.trim().length > 0), fc.constant('# md\n\n- *x*'));
 const channel = fc.stringMatching(/^[a-z][a-z0-9_-]{0,31}$/);
-// Providers that the agent loop really runs (echo, openai, anthropic) are left out of agent
-// bodies: a running agent writes replies on its own, which the no-write check would misread.
+// Providers that the agent loop runs here (echo; openai and anthropic are left out too) are left
+// out of agent bodies: a running agent writes replies on its own, which the no-write check would misread.
 const agentProvider = fc.constantFrom(null, 'google', 'mistral', 'groq', 'openrouter');
 const email = fc.oneof(fc.emailAddress(), fc.constant(null));
 

@@ -209,9 +209,24 @@ describe('definitions: cross-field rules', () => {
     ]);
   });
 
-  it('a provider without a model is fine', () => {
+  it('the echo provider without a model is fine', () => {
     const text = team('    agents:', '      - name: a', '        provider: echo');
     expect(parseDefinition(text, 'x.yaml').teams[0]?.agents[0]).toEqual({ name: 'a', provider: 'echo' });
+  });
+
+  it('a provider other than echo without a model is reported at the provider', () => {
+    const text = team('    agents:', '      - name: a', '        provider: anthropic', '      - name: b', '        provider: openai', '        model: gpt-4o-mini');
+    expect(problemLines(text)).toEqual(['x.yaml:8:19: teams[0].agents[0].provider: provider anthropic needs a model (add model: …; only echo runs without one)']);
+  });
+
+  it('a daily token budget is a positive integer; anything else is reported at it', () => {
+    const ok = team('    agents:', '      - name: a', '        provider: echo', '        maxTokensPerDay: 200000');
+    expect(parseDefinition(ok, 'x.yaml').teams[0]?.agents[0]).toEqual({ name: 'a', provider: 'echo', maxTokensPerDay: 200_000 });
+    const bad = team('    agents:', '      - name: a', '        provider: echo', '        maxTokensPerDay: 0', '      - name: b', '        maxTokensPerDay: lots');
+    expect(problemLines(bad)).toEqual([
+      'x.yaml:9:26: teams[0].agents[0].maxTokensPerDay: Too small: expected number to be >=1',
+      'x.yaml:11:26: teams[0].agents[1].maxTokensPerDay: expected a number, got a string',
+    ]);
   });
 });
 

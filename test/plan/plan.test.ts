@@ -20,7 +20,7 @@ const desired: DesiredState = {
 const org: Organization = { org_id: 'o1', org_name: 'acme', team_count: 1, human_count: 2, is_personal: false, deletion_protection: false, created_at: at };
 const team: Team = { team_id: 't1', org_id: 'o1', team_name: 'review', description: 'Finds papers', agent_count: 2, edge_count: 2, engine_id: 'e', deletion_protection: false, created_at: at };
 const agent = (id: string, name: string, extra: Partial<Agent> = {}): Agent => ({
-  agent_id: id, team_id: 't1', name, description: '', provider: null, model: null, instructions: '', status: 'active', deletion_protection: false, created_at: at, ...extra,
+  agent_id: id, team_id: 't1', name, description: '', provider: null, model: null, instructions: '', status: 'active', deletion_protection: false, max_tokens_per_day: null, created_at: at, ...extra,
 });
 const alice: Human = { human_id: 'h1', team_id: 't1', name: 'alice', email: 'alice@example.com', deletion_protection: false, created_at: at };
 const edge = (id: string, a: string, b: string): Edge => ({ edge_id: id, team_id: 't1', participants: [a, b], created_at: at });
@@ -68,6 +68,30 @@ describe('plan', () => {
       { action: 'update', kind: 'team', name: 'review', id: 't1', fields: { description: 'Finds papers' }, diff: { description: { from: '', to: 'Finds papers' } } },
       { action: 'update', kind: 'agent', name: 'scout', team: 'review', id: 'a1', fields: { instructions: 'Find.' }, diff: { instructions: { from: 'Something else.', to: 'Find.' } } },
     ]);
+  });
+
+  it('plan: a daily token budget is created with the agent, a change to it is an update, and null sets it back to unlimited', () => {
+    const budgeted: DesiredState = structuredClone(desired);
+    budgeted.teams[0]!.agents[0]!.maxTokensPerDay = 50_000;
+    const create = computePlan(budgeted, { organization: null, providerKeys: [], teams: [] }).changes.find((c) => c.name === 'scout');
+    expect(create?.fields).toMatchObject({ max_tokens_per_day: 50_000 });
+    expect(computePlan(budgeted, inSync()).changes).toEqual([
+      { action: 'update', kind: 'agent', name: 'scout', team: 'review', id: 'a1', fields: { max_tokens_per_day: 50_000 }, diff: { max_tokens_per_day: { from: null, to: 50_000 } } },
+    ]);
+    const live = inSync();
+    live.teams[0]!.agents[0]!.max_tokens_per_day = 10;
+    const unlimited: DesiredState = structuredClone(desired);
+    unlimited.teams[0]!.agents[0]!.maxTokensPerDay = null;
+    expect(computePlan(unlimited, live).changes).toEqual([
+      { action: 'update', kind: 'agent', name: 'scout', team: 'review', id: 'a1', fields: { max_tokens_per_day: null }, diff: { max_tokens_per_day: { from: 10, to: null } } },
+    ]);
+  });
+
+  it('plan: a budget the definition does not set is not managed (a service without budgets plans no change)', () => {
+    const live = inSync();
+    live.teams[0]!.agents[0]!.max_tokens_per_day = 10;
+    delete (live.teams[0]!.agents[1] as Partial<Agent>).max_tokens_per_day;
+    expect(computePlan(desired, live).changes).toEqual([]);
   });
 
   it('plan: a status the definition does not set is not managed', () => {

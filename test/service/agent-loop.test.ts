@@ -3,28 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
-import { buildTeam, request, startHarness, type Harness } from './helpers.ts';
-
-interface Msg {
-  message_id: string;
-  sender_id: string;
-  content: string;
-}
-
-/** Long-polls the thread until `done(messages)` holds for all its messages; gives up after 30 s. */
-async function waitForThread(h: Pick<Harness, 'call'>, threadId: string, done: (messages: Msg[]) => boolean): Promise<Msg[]> {
-  const messages: Msg[] = [];
-  let after: string | null = null;
-  const deadline = Date.now() + 30_000;
-  while (Date.now() < deadline) {
-    const query: string = after ? `?after=${after}&wait=5&limit=200` : '?limit=200';
-    const page = (await h.call('GET', `/api/v1/threads/${threadId}${query}`)).body;
-    messages.push(...page.messages);
-    after = page.next_after;
-    if (done(messages)) return messages;
-  }
-  throw new Error(`thread ${threadId} never reached the expected state: ${JSON.stringify(messages.map((m) => m.content))}`);
-}
+import { buildTeam, request, startHarness, waitForThread, type Msg } from './helpers.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterAll(async () => {

@@ -126,3 +126,30 @@ export async function buildTeam(h: Harness, agent: Record<string, unknown> = {})
   const edge = await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, { participants: [ann.body.human_id, bot.body.agent_id] });
   return { teamId: team.body.team_id as string, agentId: bot.body.agent_id as string, humanId: ann.body.human_id as string, edgeId: edge.body.edge_id as string };
 }
+
+/** A message as the thread page returns it. */
+export interface Msg {
+  message_id: string;
+  sender_id: string;
+  content: string;
+}
+
+/** Long-polls the thread until `done(messages)` holds for all its messages; gives up after `timeoutMs` (default 30 s). */
+export async function waitForThread(h: Pick<Harness, 'call'>, threadId: string, done: (messages: Msg[]) => boolean, timeoutMs = 30_000): Promise<Msg[]> {
+  const messages: Msg[] = [];
+  let after: string | null = null;
+  const deadline = Date.now() + timeoutMs;
+  while (Date.now() < deadline) {
+    const query: string = after ? `?after=${after}&wait=5&limit=200` : '?limit=200';
+    const page = (await h.call('GET', `/api/v1/threads/${threadId}${query}`)).body;
+    messages.push(...page.messages);
+    after = page.next_after;
+    if (done(messages)) return messages;
+  }
+  throw new Error(`thread ${threadId} never reached the expected state: ${JSON.stringify(messages.map((m) => m.content))}`);
+}
+
+/** The thread's messages now, oldest first (up to 200). */
+export async function threadMessages(h: Pick<Harness, 'call'>, threadId: string): Promise<Msg[]> {
+  return (await h.call('GET', `/api/v1/threads/${threadId}?limit=200`)).body.messages;
+}

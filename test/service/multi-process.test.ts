@@ -4,6 +4,7 @@ import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startOpenAiStub, echoCompletion, type OpenAiStub } from '../support/openai-stub.ts';
 import { createTestDatabase, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
 import { request, type Reply } from './helpers.ts';
 
@@ -22,11 +23,11 @@ interface Process {
 // Idempotency-Key requests are sealed by one process and opened by the other.
 const encryptionKey = randomBytes(32).toString('hex');
 
-async function spawnServer(databaseUrl: string, dataDir: string, extra: string[]): Promise<Process> {
+async function spawnServer(databaseUrl: string, dataDir: string, extra: string[], env: Record<string, string> = {}): Promise<Process> {
   const args = ['bin/acs-server.ts', 'start', '--port', '0', '--database-url', databaseUrl, '--data-dir', dataDir, '--tick-ms', '50', ...extra];
   const child = spawn('node_modules/.bin/node', args, {
     cwd: join(import.meta.dirname, '../..'),
-    env: { ...process.env, ACS_ENCRYPTION_KEY: encryptionKey },
+    env: { ...process.env, ACS_ENCRYPTION_KEY: encryptionKey, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
@@ -52,6 +53,9 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
   let b: Process;
   let orgId: string;
   let headers: Record<string, string>;
+  // An OpenAI-compatible model server on loopback; each process reaches it under its own path, so
+  // the test can tell who called.
+  let stub: OpenAiStub;
 
   const at = (p: Process, method: string, path: string, body?: unknown, extra: Record<string, string> = {}): Promise<Reply> =>
     request(`${p.url}/api/v1${path}`, method, body, { ...headers, ...extra });
@@ -70,8 +74,16 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
     database = await createTestDatabase(testDatabaseUrl!);
     dir = await mkdtemp(join(tmpdir(), 'acs-multi-'));
     const file = join(dir, 'dev.json');
+    stub = await startOpenAiStub(async (request) => {
+      // A little latency, so that calls of both processes overlap.
+      await new Promise((r) => setTimeout(r, 10));
+      return echoCompletion(request);
+    });
     // Both start together: migrations are serialised by the advisory lock.
-    [a, b] = await Promise.all([spawnServer(database.url, dir, ['--dev-credentials', file]), spawnServer(database.url, dir, [])]);
+    [a, b] = await Promise.all([
+      spawnServer(database.url, dir, ['--dev-credentials', file], { OPENAI_BASE_URL: `${stub.origin}/a/v1` }),
+      spawnServer(database.url, dir, [], { OPENAI_BASE_URL: `${stub.origin}/b/v1` }),
+    ]);
     const credentials = JSON.parse(await readFile(file, 'utf8'));
     orgId = credentials.org_id;
     headers = { 'x-api-key': credentials.api_key };
@@ -89,6 +101,7 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
       }),
     );
     await database?.drop();
+    await stub?.close();
     if (dir) await rm(dir, { recursive: true, force: true });
   });
 
@@ -199,5 +212,55 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
     }
     const teams = await at(b, 'GET', `/organizations/${orgId}/teams`);
     expect(teams.body.teams.filter((t: { team_name: string }) => t.team_name === name)).toHaveLength(1);
+  });
+
+  it('multi-process: an openai agent served by both processes answers 200 incoming messages with exactly 200 provider calls and 200 replies', async () => {
+    const team = await at(a, 'POST', `/organizations/${orgId}/teams`, { team_name: `agents-${Math.random()}` });
+    const teamId: string = team.body.team_id;
+    const bot = await at(a, 'POST', `/teams/${teamId}/agents`, { name: 'bot', provider: 'openai', model: 'local-llama' });
+    const ann = await at(b, 'POST', `/teams/${teamId}/humans`, { name: 'ann' });
+    const edge = await at(a, 'POST', `/teams/${teamId}/edges`, { participants: [ann.body.human_id, bot.body.agent_id] });
+    expect((await at(b, 'PUT', `/organizations/${orgId}/api-keys/openai`, { api_key: 'sk-shared-0001' })).status).toBe(200);
+
+    // 40 threads of 5 messages each, written through both processes while their loops run.
+    const threads = 40;
+    const perThread = 5;
+    const threadIds = await Promise.all(
+      Array.from({ length: threads }, async (_, t) => {
+        const p = t % 2 === 0 ? a : b;
+        const thread = await at(p, 'POST', `/edges/${edge.body.edge_id}/threads`, { sender_agent_id: ann.body.human_id, content: `t${t}-m0` });
+        for (let m = 1; m < perThread; m += 1) {
+          const sent = await at(m % 2 === 0 ? a : b, 'POST', `/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ann.body.human_id, content: `t${t}-m${m}` });
+          expect(sent.status).toBe(201);
+        }
+        return thread.body.thread_id as string;
+      }),
+    );
+
+    const total = threads * perThread;
+    await stub.received(total);
+    const deadline = Date.now() + 60_000;
+    const repliesOf = async (threadId: string) =>
+      ((await at(a, 'GET', `/threads/${threadId}?limit=200`)).body.messages as Array<{ sender_id: string; content: string }>).filter((m) => m.sender_id === bot.body.agent_id);
+    let replies = 0;
+    while (Date.now() < deadline) {
+      replies = (await Promise.all(threadIds.map(repliesOf))).reduce((sum, list) => sum + list.length, 0);
+      if (replies >= total) break;
+      await new Promise((r) => setTimeout(r, 200));
+    }
+    // Several ticks of both loops later, nothing more was asked or posted.
+    await new Promise((r) => setTimeout(r, 1000));
+    const calls = stub.requests.filter((r) => r.body.model === 'local-llama');
+    expect(calls).toHaveLength(total);
+    const answered = calls.map((r) => r.body.messages.filter((m) => m.role === 'user').at(-1)!.content);
+    expect(new Set(answered).size).toBe(total);
+    for (const [t, threadId] of threadIds.entries()) {
+      const contents = (await repliesOf(threadId)).map((m) => m.content);
+      expect(contents).toEqual(Array.from({ length: perThread }, (_, m) => `reply to: t${t}-m${m}`));
+    }
+    // Both processes took part (each reaches the stub under its own path).
+    const byProcess = { a: calls.filter((r) => r.path.startsWith('/a/')).length, b: calls.filter((r) => r.path.startsWith('/b/')).length };
+    expect(byProcess.a + byProcess.b).toBe(total);
+    console.log(`multi-process agent loop: calls by process A ${byProcess.a}, B ${byProcess.b}`);
   });
 });

@@ -43,6 +43,9 @@ import {
   Thread,
   ThreadPage,
   ThreadPageQuery,
+  AgentUsage,
+  TeamUsage,
+  UsageQuery,
 } from '../../../api/schemas.ts';
 import type { RouteDoc, SuccessDoc, Tag } from './route-doc.ts';
 
@@ -189,6 +192,28 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
         'An agent with deletion protection is `deletion_protected`; one still on an edge is `in_use` (the problem names the edge in `edge_id`): delete the edge first.',
       success: ok(AgentDeleted, 'the agent is gone, with its MCP keys'),
       errors: ['deletion_protected', 'in_use'],
+    },
+  }),
+
+  ...tagged('usage', {
+    'GET /agents/:agent_id/usage': {
+      operationId: 'getAgentUsage',
+      summary: "An agent's token usage and budget",
+      description:
+        'Input and output tokens of the provider replies the agent posted (as each provider reported them), from `since` on ' +
+        '(default: the start of the current UTC day), by provider and model; with its daily budget: `tokens_today` and, ' +
+        'while the budget is spent, `budget_exhausted_until` (the next UTC day).',
+      query: UsageQuery,
+      success: ok(AgentUsage, "the agent's usage"),
+    },
+    'GET /teams/:team_id/usage': {
+      operationId: 'getTeamUsage',
+      summary: "A team's token usage",
+      description:
+        'Totals from `since` on (default: the start of the current UTC day) and each agent with a provider or with usage ' +
+        '(an agent deleted since has `name` null; its usage stays in the totals).',
+      query: UsageQuery,
+      success: ok(TeamUsage, "the team's usage"),
     },
   }),
 

@@ -1,0 +1,84 @@
+/**
+ * The one call every vendor adapter makes: the Vercel AI SDK's `generateText` on the adapter's
+ * language model, with the agent's instructions as the system prompt and the thread as the
+ * messages, and the SDK's failures turned into {@link ProviderFailure}s the loop acts on.
+ */
+import { APICallError, generateText, type LanguageModel } from 'ai';
+import { ProviderFailure, type ProviderReply, type ReplyRequest } from './types.ts';
+
+// The SDK prints its warnings (an unsupported setting, say) on the console; the service logs JSON
+// only, and nothing in a warning is for an operator to act on.
+(globalThis as { AI_SDK_LOG_WARNINGS?: unknown }).AI_SDK_LOG_WARNINGS = false;
+
+/**
+ * How long a provider asked to wait, in milliseconds, from `retry-after-ms` (OpenAI) or
+ * `Retry-After` (RFC 9110: seconds or an HTTP date); undefined when neither says.
+ */
+export function retryAfterMs(headers: Record<string, string> | undefined, now = Date.now()): number | undefined {
+  if (!headers) return undefined;
+  const lower = Object.fromEntries(Object.entries(headers).map(([k, v]) => [k.toLowerCase(), v]));
+  const ms = Number.parseFloat(lower['retry-after-ms'] ?? '');
+  if (Number.isFinite(ms) && ms >= 0) return ms;
+  const value = lower['retry-after'];
+  if (value === undefined) return undefined;
+  const seconds = Number(value.trim());
+  if (value.trim() !== '' && Number.isFinite(seconds) && seconds >= 0) return seconds * 1000;
+  const date = Date.parse(value);
+  return Number.isNaN(date) ? undefined : Math.max(0, date - now);
+}
+
+/** The error's message with every occurrence of the key removed (a vendor may echo it). */
+function scrub(message: string, apiKey: string): string {
+  return apiKey === '' ? message : message.split(apiKey).join('[redacted]');
+}
+
+/**
+ * Classifies a failed SDK call: HTTP 429 → `rate_limited` (with the wait the provider asked
+ * for), 401/403 → `key_refused`, anything else → `failed`. The message names the status and the
+ * vendor's short explanation, never the key or the request body.
+ */
+export function toProviderFailure(error: unknown, apiKey: string): ProviderFailure {
+  if (error instanceof ProviderFailure) return error;
+  if (APICallError.isInstance(error)) {
+    const status = error.statusCode;
+    const message = scrub(`HTTP ${status ?? '(no status)'}: ${error.message}`, apiKey).slice(0, 500);
+    if (status === 429) return new ProviderFailure('rate_limited', message, { status, retryAfterMs: retryAfterMs(error.responseHeaders) });
+    if (status === 401 || status === 403) return new ProviderFailure('key_refused', message, { status });
+    return new ProviderFailure('failed', message, { status });
+  }
+  const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
+  return new ProviderFailure('failed', scrub(text, apiKey).slice(0, 500));
+}
+
+/**
+ * Asks `model` for one reply to `request` through the AI SDK (no retries inside: the loop decides
+ * when to try again; aborted by `request.signal`). Output: the reply text, the tokens the
+ * provider reported (0 where it reported none) and the model id it answered with (else
+ * `requestedModel`). Errors: a {@link ProviderFailure}; an empty reply is `failed`.
+ */
+export async function replyWithModel(model: LanguageModel, request: ReplyRequest, requestedModel: string): Promise<ProviderReply> {
+  let result;
+  try {
+    result = await generateText({
+      model,
+      ...(request.instructions.trim() === '' ? {} : { instructions: request.instructions }),
+      messages: request.conversation.map((turn) => ({ role: turn.role, content: turn.content })),
+      maxRetries: 0,
+      abortSignal: request.signal,
+    });
+  } catch (error) {
+    throw toProviderFailure(error, request.apiKey);
+  }
+  if (result.text.trim() === '') throw new ProviderFailure('failed', 'the provider returned an empty reply');
+  return {
+    text: result.text,
+    usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 },
+    model: result.response.modelId || requestedModel,
+  };
+}
+
+/** The agent's model, which the service requires for every provider but echo. Errors: `failed` when missing. */
+export function requireModel(request: ReplyRequest, provider: string): string {
+  if (!request.model) throw new ProviderFailure('failed', `the agent has no model (required for ${provider})`);
+  return request.model;
+}

@@ -1,0 +1,73 @@
+/** What the agent loop asks of an LLM provider, and how a provider call can fail (contract §8). */
+
+/** One turn of the conversation as the agent sees it: its own messages are `assistant`, its peer's `user`. */
+export interface Turn {
+  role: 'user' | 'assistant';
+  content: string;
+}
+
+/** What an agent asks its provider for: one reply to `answering`, in the context of `conversation`. */
+export interface ReplyRequest {
+  /** The organization's stored key for this provider, decrypted only for the call. */
+  apiKey: string;
+  /** The agent's model; null only for `echo` (the service refuses other agents without one). */
+  model: string | null;
+  /** The agent's instructions: the system prompt ("" = none). */
+  instructions: string;
+  /** The thread, oldest first (its latest messages), ending with the message being answered. */
+  conversation: Turn[];
+  /** The peer message this reply answers. */
+  answering: string;
+  /** Aborts the call: its timeout, or the service shutting down. */
+  signal: AbortSignal;
+}
+
+/** Tokens one reply cost, as the provider reported them (0 when it reported none). */
+export interface TokenUsage {
+  inputTokens: number;
+  outputTokens: number;
+}
+
+/** A provider's answer: the reply text, its token usage and the model that produced it. */
+export interface ProviderReply {
+  text: string;
+  usage: TokenUsage;
+  /** The model id the provider answered with (its own spelling, e.g. a dated version), else the requested one. */
+  model: string;
+}
+
+/**
+ * An LLM vendor as the agent loop uses it. Implementations must never put `apiKey` into an error
+ * message. Errors: rejects with a {@link ProviderFailure} (or any error, treated as `failed`).
+ */
+export interface ReplyProvider {
+  reply(request: ReplyRequest): Promise<ProviderReply>;
+}
+
+/** Why a provider call failed, as far as the loop acts on it. */
+export const ProviderFailureKinds = {
+  /** 429: wait as the provider says (`Retry-After`), then try again. */
+  rate_limited: 'rate_limited',
+  /** 401/403: the organization's key is refused; stop until the key changes. */
+  key_refused: 'key_refused',
+  /** Anything else (5xx, network, timeout, a malformed answer): back off and try again. */
+  failed: 'failed',
+} as const;
+export type ProviderFailureKind = (typeof ProviderFailureKinds)[keyof typeof ProviderFailureKinds];
+
+/** A failed provider call, classified; the message never holds the key. */
+export class ProviderFailure extends Error {
+  readonly kind: ProviderFailureKind;
+  /** The vendor's HTTP status, when it answered. */
+  readonly status: number | undefined;
+  /** For `rate_limited`: how long the provider asked to wait, in milliseconds, when it said. */
+  readonly retryAfterMs: number | undefined;
+
+  constructor(kind: ProviderFailureKind, message: string, options: { status?: number | undefined; retryAfterMs?: number | undefined } = {}) {
+    super(message);
+    this.name = 'ProviderFailure';
+    this.kind = kind;
+    this.status = options.status;
+    this.retryAfterMs = options.retryAfterMs;
+  }
+}

@@ -1,0 +1,334 @@
+import { mkdtemp, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { Writable } from 'node:stream';
+import nock from 'nock';
+import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
+import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
+import { completion, echoCompletion, startOpenAiStub, type OpenAiStub, type StubAnswer } from '../support/openai-stub.ts';
+import { buildTeam, request, startHarness, threadMessages, waitForThread, type Harness } from './helpers.ts';
+
+const cleanups: Array<() => Promise<unknown>> = [];
+afterAll(async () => {
+  for (const cleanup of cleanups.reverse()) await cleanup();
+});
+
+/** A harness whose warnings are kept (parsed JSON lines, and the raw text to search for secrets). */
+async function harness(options: ServerOptions): Promise<Harness & { warnings: Array<Record<string, unknown>>; logText: () => string }> {
+  const warnings: Array<Record<string, unknown>> = [];
+  let text = '';
+  const stream = new Writable({
+    write(chunk: Buffer, _encoding, done) {
+      text += chunk.toString('utf8');
+      for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) warnings.push(JSON.parse(line));
+      done();
+    },
+  });
+  const h = await startHarness({ inMemory: true, logger: { level: 'warn', stream }, ...options });
+  cleanups.push(() => h.server.close());
+  return { ...h, warnings, logText: () => text };
+}
+
+async function until(condition: () => boolean, what: string, timeoutMs = 30_000): Promise<void> {
+  const deadline = Date.now() + timeoutMs;
+  while (!condition()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 20));
+  }
+}
+
+/** What a test reads back from a vendor request: model, system prompt, turns (role, text). */
+interface Seen {
+  model: string;
+  system: string | undefined;
+  turns: Array<{ role: string; text: string }>;
+}
+
+/** The text of an OpenAI-style message content: a string or text parts. */
+const textOf = (content: unknown): string =>
+  typeof content === 'string' ? content : (content as Array<{ text?: string }>).map((part) => part.text ?? '').join('');
+
+/** OpenAI Chat Completions and the APIs built like it (Mistral, Groq, OpenRouter). */
+function chatCompletions(origin: string, path: string): Omit<Vendor, 'provider' | 'model'> {
+  return {
+    origin,
+    path,
+    answer: (model, text) => (completion(model, text, { prompt_tokens: 13, completion_tokens: 5 }) as { body: object }).body,
+    usage: { input: 13, output: 5 },
+    keyHeader: (key) => ['authorization', `Bearer ${key}`],
+    read: (body) => ({
+      model: body.model,
+      system: body.messages.filter((m: { role: string }) => m.role === 'system').map((m: { content: unknown }) => textOf(m.content))[0],
+      turns: body.messages.filter((m: { role: string }) => m.role !== 'system').map((m: { role: string; content: unknown }) => ({ role: m.role, text: textOf(m.content) })),
+    }),
+  };
+}
+
+interface Vendor {
+  provider: string;
+  model: string;
+  origin: string;
+  path: string;
+  answer(model: string, text: string): object;
+  usage: { input: number; output: number };
+  /** Whether the AI SDK takes the answering model's id from the response (Google's provider keeps the requested one). */
+  reportsModel?: false;
+  /** The header that carries the key, and its value for `key`. */
+  keyHeader(key: string): [string, string];
+  read(body: any): Seen;
+}
+
+const vendors: Vendor[] = [
+  { provider: 'openai', model: 'gpt-4o-mini', ...chatCompletions('https://api.openai.com', '/v1/chat/completions') },
+  {
+    provider: 'anthropic',
+    model: 'claude-sonnet-4-5',
+    origin: 'https://api.anthropic.com',
+    path: '/v1/messages',
+    answer: (model, text) => ({
+      id: 'msg_1',
+      type: 'message',
+      role: 'assistant',
+      model,
+      content: [{ type: 'text', text }],
+      stop_reason: 'end_turn',
+      stop_sequence: null,
+      usage: { input_tokens: 21, output_tokens: 8 },
+    }),
+    usage: { input: 21, output: 8 },
+    keyHeader: (key) => ['x-api-key', key],
+    read: (body) => ({
+      model: body.model,
+      system: typeof body.system === 'string' ? body.system : body.system?.map((p: { text: string }) => p.text).join(''),
+      turns: body.messages.map((m: { role: string; content: unknown }) => ({ role: m.role, text: textOf(m.content) })),
+    }),
+  },
+  {
+    provider: 'google',
+    model: 'gemini-2.0-flash',
+    origin: 'https://generativelanguage.googleapis.com',
+    path: '/v1beta/models/gemini-2.0-flash:generateContent',
+    answer: (model, text) => ({
+      candidates: [{ content: { parts: [{ text }], role: 'model' }, finishReason: 'STOP', index: 0 }],
+      usageMetadata: { promptTokenCount: 17, candidatesTokenCount: 4, totalTokenCount: 21 },
+      modelVersion: model,
+    }),
+    usage: { input: 17, output: 4 },
+    reportsModel: false,
+    keyHeader: (key) => ['x-goog-api-key', key],
+    read: (body) => ({
+      model: 'gemini-2.0-flash',
+      system: body.systemInstruction?.parts.map((p: { text: string }) => p.text).join(''),
+      turns: body.contents.map((c: { role: string; parts: Array<{ text: string }> }) => ({
+        role: c.role === 'model' ? 'assistant' : c.role,
+        text: c.parts.map((p) => p.text).join(''),
+      })),
+    }),
+  },
+  { provider: 'mistral', model: 'mistral-small-latest', ...chatCompletions('https://api.mistral.ai', '/v1/chat/completions') },
+  { provider: 'groq', model: 'llama-3.3-70b-versatile', ...chatCompletions('https://api.groq.com', '/openai/v1/chat/completions') },
+  { provider: 'openrouter', model: 'anthropic/claude-sonnet-4', ...chatCompletions('https://openrouter.ai', '/api/v1/chat/completions') },
+];
+
+describe('providers: each vendor API (nock)', () => {
+  beforeAll(() => {
+    // Nothing leaves the machine: vendor hosts are answered by nock, everything else is refused.
+    nock.disableNetConnect();
+    nock.enableNetConnect('127.0.0.1');
+  });
+  afterEach(() => nock.cleanAll());
+  afterAll(() => nock.enableNetConnect());
+
+  it.each(vendors)('providers: a $provider agent sends its model, instructions, the thread with its roles and the stored key, and posts each reply once', async (vendor) => {
+    const seen: Seen[] = [];
+    const key = `${vendor.provider}-stored-key-0001`;
+    // Only a request carrying the organization's stored key matches; a key from the service's own
+    // environment must never be used (contract §8).
+    const scope = nock(vendor.origin)
+      .post(vendor.path)
+      .matchHeader(...vendor.keyHeader(key))
+      .times(2)
+      // nock 15 hands a reply function the Fetch API Request.
+      .reply(async (request: Request) => {
+        seen.push(vendor.read(await request.json()));
+        return [200, vendor.answer(`${vendor.model}-2026`, `answer ${seen.length}`)];
+      });
+    const h = await harness({ env: { OPENAI_API_KEY: 'sk-from-env', ANTHROPIC_API_KEY: 'env-key', GOOGLE_GENERATIVE_AI_API_KEY: 'env-key' } });
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/${vendor.provider}`, { api_key: key });
+    const ids = await buildTeam(h, { provider: vendor.provider, model: vendor.model, instructions: 'You are terse.' });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hello' });
+    const threadId: string = thread.body.thread_id;
+    await waitForThread(h, threadId, (ms) => ms.length >= 2);
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'and now?' });
+    const messages = await waitForThread(h, threadId, (ms) => ms.length >= 4);
+
+    expect(messages.map((m) => [m.sender_id === ids.agentId ? 'agent' : 'human', m.content])).toEqual([
+      ['human', 'hello'],
+      ['agent', 'answer 1'],
+      ['human', 'and now?'],
+      ['agent', 'answer 2'],
+    ]);
+    expect(scope.isDone()).toBe(true);
+    expect(seen).toEqual([
+      { model: vendor.model, system: 'You are terse.', turns: [{ role: 'user', text: 'hello' }] },
+      {
+        model: vendor.model,
+        system: 'You are terse.',
+        turns: [
+          { role: 'user', text: 'hello' },
+          { role: 'assistant', text: 'answer 1' },
+          { role: 'user', text: 'and now?' },
+        ],
+      },
+    ]);
+    const usage = (await h.call('GET', `/api/v1/agents/${ids.agentId}/usage`)).body;
+    expect(usage.by_model).toEqual([
+      { provider: vendor.provider, model: vendor.reportsModel === false ? vendor.model : `${vendor.model}-2026`, calls: 2, input_tokens: 2 * vendor.usage.input, output_tokens: 2 * vendor.usage.output },
+    ]);
+    // Nothing more is asked once each message has its reply.
+    const quiet = await h.call('GET', `/api/v1/threads/${threadId}?after=${messages[3]!.message_id}&wait=1`);
+    expect(quiet.body.messages).toEqual([]);
+    expect(seen).toHaveLength(2);
+  });
+
+  it('providers: ANTHROPIC_BASE_URL is an origin: the Messages API is called at {origin}/v1/messages', async () => {
+    const scope = nock('https://llm-gateway.internal').post('/v1/messages').reply(200, vendors[1]!.answer('claude-x', 'via gateway'));
+    const h = await harness({ env: { ANTHROPIC_BASE_URL: 'https://llm-gateway.internal/' } });
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/anthropic`, { api_key: 'ant-key' });
+    const ids = await buildTeam(h, { provider: 'anthropic', model: 'claude-x' });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hi' });
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 2);
+    expect(messages[1]!.content).toBe('via gateway');
+    expect(scope.isDone()).toBe(true);
+  });
+});
+
+describe('providers: an OpenAI-compatible server on loopback (OPENAI_BASE_URL)', () => {
+  let stub: OpenAiStub;
+  let answer: (request: Parameters<typeof echoCompletion>[0]) => StubAnswer | Promise<StubAnswer> = echoCompletion;
+  beforeAll(async () => {
+    stub = await startOpenAiStub((request) => answer(request));
+    cleanups.push(() => stub.close());
+  });
+  afterEach(() => {
+    answer = echoCompletion;
+    stub.requests.length = 0;
+  });
+
+  const env = () => ({ OPENAI_BASE_URL: `${stub.origin}/v1`, OPENAI_API_KEY: 'sk-from-env' });
+
+  /** A team whose agent `bot` runs openai model `local-llama`, its key set to `key`. */
+  async function openaiTeam(h: Harness, key: string) {
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/openai`, { api_key: key });
+    return buildTeam(h, { provider: 'openai', model: 'local-llama', instructions: 'Answer in one line.' });
+  }
+
+  it('providers: an openai agent answers through the server at OPENAI_BASE_URL with the stored key, once per message', async () => {
+    const h = await harness({ env: env() });
+    const ids = await buildTeam(h, { provider: 'openai', model: 'local-llama', instructions: 'Answer in one line.' });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hello' });
+    // No key yet: the agent stays idle and the server hears nothing.
+    const first = (await threadMessages(h, thread.body.thread_id))[0]!;
+    expect((await h.call('GET', `/api/v1/threads/${thread.body.thread_id}?after=${first.message_id}&wait=1`)).body.messages).toEqual([]);
+    expect(stub.requests).toEqual([]);
+
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/openai`, { api_key: 'sk-local-0001' });
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 2);
+    expect(messages.map((m) => m.content)).toEqual(['hello', 'reply to: hello']);
+    expect(stub.requests).toHaveLength(1);
+    expect(stub.requests[0]).toMatchObject({ path: '/v1/chat/completions', headers: { authorization: 'Bearer sk-local-0001' } });
+    expect(stub.requests[0]!.body).toMatchObject({
+      model: 'local-llama',
+      messages: [
+        { role: 'system', content: 'Answer in one line.' },
+        { role: 'user', content: 'hello' },
+      ],
+    });
+    expect((await h.call('GET', `/api/v1/agents/${ids.agentId}/usage`)).body).toMatchObject({ calls: 1, input_tokens: 11, output_tokens: 7, by_model: [{ provider: 'openai', model: 'local-llama' }] });
+  });
+
+  it('providers: a 429 is retried no sooner than its Retry-After, and the message is answered once', async () => {
+    answer = (request) =>
+      request.n === 1 ? { status: 429, headers: { 'retry-after': '2' }, body: { error: { message: 'slow down', type: 'rate_limit_error' } } } : echoCompletion(request);
+    const h = await harness({ env: env() });
+    const ids = await openaiTeam(h, 'sk-local-0002');
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'busy?' });
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 2);
+    expect(messages.map((m) => m.content)).toEqual(['busy?', 'reply to: busy?']);
+    expect(stub.requests).toHaveLength(2);
+    expect(stub.requests[1]!.at - stub.requests[0]!.at).toBeGreaterThanOrEqual(2000);
+    expect(h.warnings).toEqual([expect.objectContaining({ msg: expect.stringContaining('rate limit'), retry_in_ms: 2000, status: 429 })]);
+  });
+
+  it("providers: a 401 pauses the organization's provider (logged once, without the key) until the key is replaced", async () => {
+    answer = (request) => (request.headers.authorization === 'Bearer sk-revoked-9999' ? { status: 401, body: { error: { message: 'Incorrect API key provided: sk-revoked-9999' } } } : echoCompletion(request));
+    const h = await harness({ env: env() });
+    const ids = await openaiTeam(h, 'sk-revoked-9999');
+    const one = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'first' });
+    const two = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'second' });
+    await until(() => h.warnings.some((w) => String(w.msg).includes('refused')), 'the refusal to be logged');
+    // Many ticks (20 ms each) later: no retry with the refused key, no reply.
+    await new Promise((r) => setTimeout(r, 1500));
+    const refusedCalls = stub.requests.length;
+    expect(refusedCalls).toBeGreaterThanOrEqual(1);
+    expect(refusedCalls).toBeLessThanOrEqual(2); // at most the two calls already in flight together
+    expect((await threadMessages(h, one.body.thread_id)).map((m) => m.content)).toEqual(['first']);
+    expect((await threadMessages(h, two.body.thread_id)).map((m) => m.content)).toEqual(['second']);
+    expect(h.warnings.filter((w) => String(w.msg).includes('refused'))).toEqual([expect.objectContaining({ org_id: h.orgId, provider: 'openai', status: 401 })]);
+    expect(h.logText()).not.toContain('sk-revoked-9999');
+
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/openai`, { api_key: 'sk-renewed-0003' });
+    await waitForThread(h, one.body.thread_id, (ms) => ms.length >= 2);
+    await waitForThread(h, two.body.thread_id, (ms) => ms.length >= 2);
+    const renewed = stub.requests.slice(refusedCalls);
+    expect(renewed.map((r) => r.headers.authorization)).toEqual(['Bearer sk-renewed-0003', 'Bearer sk-renewed-0003']);
+    expect((await threadMessages(h, one.body.thread_id)).map((m) => m.content)).toEqual(['first', 'reply to: first']);
+  });
+
+  it('providers: a call that outlives its timeout is aborted and tried again; one reply is posted', async () => {
+    answer = (request) => (request.n === 1 ? 'hang' : echoCompletion(request));
+    const h = await harness({ env: env(), providerTimeoutMs: 500 });
+    const ids = await openaiTeam(h, 'sk-local-0004');
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'slow?' });
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 2);
+    expect(messages.map((m) => m.content)).toEqual(['slow?', 'reply to: slow?']);
+    expect(stub.requests).toHaveLength(2);
+    expect(stub.requests[0]!.aborted).toBe(true);
+    expect(h.warnings).toEqual([expect.objectContaining({ msg: 'agent reply failed', reason: 'timed out after 500 ms', failures: 1 })]);
+  });
+
+  it('providers: calls in flight never exceed the configured concurrency', async () => {
+    answer = async (request) => {
+      await new Promise((r) => setTimeout(r, 150));
+      return echoCompletion(request);
+    };
+    const h = await harness({ env: env(), agentConcurrency: 2 });
+    const ids = await openaiTeam(h, 'sk-local-0005');
+    const threads = [];
+    for (let i = 0; i < 6; i++) threads.push((await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: `q${i}` })).body.thread_id);
+    for (const id of threads) await waitForThread(h, id, (ms) => ms.length >= 2);
+    expect(stub.requests).toHaveLength(6);
+    expect(stub.maxInFlight()).toBeLessThanOrEqual(2);
+  });
+
+  it('providers: stopping the service aborts a call in flight, and after a restart the message is answered once', async () => {
+    answer = () => 'hang';
+    const dataDir = await mkdtemp(join(tmpdir(), 'acs-providers-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const h = await harness({ inMemory: false, dataDir, env: env() });
+    const ids = await openaiTeam(h, 'sk-local-0006');
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'still there?' });
+    const hung = await stub.received(1);
+    // The call's own timeout is 120 s, longer than this test may run: only the shutdown can end it.
+    await h.server.close();
+    await until(() => hung.aborted, 'the call to be aborted');
+
+    answer = echoCompletion;
+    const server: RunningServer = await startServer({ dataDir, port: 0, tickMs: 20, env: env() });
+    cleanups.push(() => server.close());
+    const again = { call: (method: string, path: string, body?: unknown) => request(server.url + path, method, body, { 'x-api-key': h.apiKey }) };
+    const messages = await waitForThread(again, thread.body.thread_id, (ms) => ms.length >= 2);
+    expect(messages.map((m) => m.content)).toEqual(['still there?', 'reply to: still there?']);
+    expect(stub.requests).toHaveLength(2);
+  });
+});
