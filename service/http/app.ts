@@ -7,6 +7,7 @@ import { requireApiKey } from './auth.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
 import { installRouteRegistry } from './openapi/route-registry.ts';
+import { mcpRoutes } from '../mcp/route.ts';
 import { toProblem } from './problem.ts';
 import { defaultRateLimit, installRateLimit, type RateLimitOptions } from './rate-limit.ts';
 import type { RouteContext } from './routes/context.ts';
@@ -182,6 +183,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     );
     // Anyone may ask for access: no API key (contract §5).
     await app.register(async (open) => accessRequestRoutes(open, context), { prefix });
+    // The MCP endpoint takes an MCP key instead of an organization key (contract §7).
+    await app.register(async (mcp) => mcpRoutes(mcp, context), { prefix });
   }
   if (options.adminToken) {
     const token = options.adminToken;
