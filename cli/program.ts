@@ -5,6 +5,7 @@
 import { Command, CommanderError } from 'commander';
 import { DefinitionError } from '../definitions/problems.ts';
 import { registerKeys } from './commands/keys.ts';
+import { registerMcp } from './commands/mcp.ts';
 import { registerPlanApply } from './commands/plan-apply.ts';
 import { registerRun } from './commands/run.ts';
 import { registerSchedules } from './commands/schedules.ts';
@@ -40,6 +41,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCode> {
   registerThread(program, io, run);
   registerKeys(program, io, run);
   registerWorker(program, io, run);
+  registerMcp(program, io, run);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {
