@@ -4,6 +4,7 @@
  * do, so no state is shared between requests, clients or processes.
  */
 import { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
+import { AjvJsonSchemaValidator } from '@modelcontextprotocol/sdk/validation/ajv';
 import { registerAgentTools, type ToolContext } from './tools.ts';
 
 /** Name and version the server reports at `initialize`. */
@@ -17,12 +18,16 @@ const instructions = [
   'Answer with send_message on the message\'s thread_id; start a new conversation with open_thread on an edge; read_thread pages through a whole thread.',
 ].join(' ');
 
+// The SDK server's JSON Schema validator (for elicitation, which this server never asks for) is
+// an Ajv instance that costs as much to build as the rest of a request's server: one per process.
+const jsonSchemaValidator = new AjvJsonSchemaValidator();
+
 /**
  * Creates the MCP server for one request: server info, instructions, and the seven tools bound
  * to the request's agent (tools.ts). Input: what the tools act with. Output: an unconnected server.
  */
 export function createAgentMcpServer(context: ToolContext): McpServer {
-  const server = new McpServer(mcpServerInfo, { capabilities: { tools: {} }, instructions });
+  const server = new McpServer(mcpServerInfo, { capabilities: { tools: {} }, instructions, jsonSchemaValidator });
   registerAgentTools(server, context);
   return server;
 }
