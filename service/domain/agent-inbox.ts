@@ -45,9 +45,14 @@ const agentUnreadCount = (agent: string) => `
 
 const onAgentEdge = (agent: string) => `${agent} IN (e.participant_a, e.participant_b)`;
 
-async function assertOnThread(db: Queryable, agentId: string, threadId: string): Promise<void> {
-  const rows = await db.query(`SELECT 1 FROM threads th JOIN edges e ON e.id = th.edge_id WHERE th.id = $1 AND ${onAgentEdge('$2::uuid')}`, [threadId, agentId]);
-  if (rows.length === 0) throw new ServiceError('not_found', threadNotFound);
+/** Checks the thread is on one of the agent's edges; output: whether the agent opened it. Errors: `not_found`. */
+async function assertOnThread(db: Queryable, agentId: string, threadId: string): Promise<{ opener: boolean }> {
+  const rows = await db.query<{ opener: boolean }>(
+    `SELECT th.opener_id = $2::uuid AS opener FROM threads th JOIN edges e ON e.id = th.edge_id WHERE th.id = $1 AND ${onAgentEdge('$2::uuid')}`,
+    [threadId, agentId],
+  );
+  if (!rows[0]) throw new ServiceError('not_found', threadNotFound);
+  return rows[0];
 }
 
 async function assertOnEdge(db: Queryable, agentId: string, edgeId: string): Promise<void> {
@@ -118,35 +123,58 @@ export async function listAgentThreads(
   return { threads: rows.map(toThread) };
 }
 
+// Moves the agent's read mark of each thread forward (never back) to the `seq` of the message
+// named, skipping a message that no longer exists. Parameters: $1 thread ids, $2 message ids,
+// $3 the agent.
+const upsertReadMarks = `
+  INSERT INTO thread_reads (thread_id, participant_id, read_seq)
+  SELECT m.thread_id, $3, m.seq
+    FROM unnest($1::uuid[], $2::uuid[]) AS mark(thread_id, message_id)
+    JOIN messages m ON m.id = mark.message_id AND m.thread_id = mark.thread_id
+   ORDER BY m.thread_id
+  ON CONFLICT (thread_id, participant_id) DO UPDATE SET read_seq = GREATEST(thread_reads.read_seq, EXCLUDED.read_seq)`;
+
 /**
- * Moves the agent's read marks forward (never back) to the given messages, one per thread, and
- * recomputes the opener's unread counter of the threads the agent opened. Run inside `tx`.
+ * Moves the agent's read marks forward to the given messages, one per thread, and recomputes the
+ * opener's unread counter of the threads the agent opened. Run inside `tx`. Output: the agent's
+ * unread count of each thread it opened among them, after the move.
  *
  * The threads the agent opened are locked first (in id order, so two markers cannot deadlock):
  * an append increments the counter under the same row lock, so once the lock is held every
  * append that counted a message has committed, and the recount (a new statement, so a new
- * snapshot) sees each of those messages. Marks naming a message that no longer exists are skipped.
+ * snapshot) sees each of those messages. A recount in the statement that takes the lock would
+ * count with a snapshot older than the lock and lose a racing append's message.
  */
-async function markRead(tx: Queryable, agentId: string, marks: ReadonlyArray<{ threadId: string; messageId: string }>): Promise<void> {
+async function markRead(tx: Queryable, agentId: string, marks: ReadonlyArray<{ threadId: string; messageId: string }>): Promise<Map<string, number>> {
   const sorted = [...marks].sort((a, b) => (a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : 0));
   const threadIds = sorted.map((m) => m.threadId);
-  await tx.query(`SELECT 1 FROM threads WHERE id = ANY($1::uuid[]) AND opener_id = $2 ORDER BY id FOR UPDATE`, [threadIds, agentId]);
-  await tx.query(
-    `INSERT INTO thread_reads (thread_id, participant_id, read_seq)
-     SELECT m.thread_id, $3, m.seq
-       FROM unnest($1::uuid[], $2::uuid[]) AS mark(thread_id, message_id)
-       JOIN messages m ON m.id = mark.message_id AND m.thread_id = mark.thread_id
-      ORDER BY m.thread_id
-     ON CONFLICT (thread_id, participant_id) DO UPDATE SET read_seq = GREATEST(thread_reads.read_seq, EXCLUDED.read_seq)`,
-    [threadIds, sorted.map((m) => m.messageId), agentId],
-  );
-  await tx.query(
+  const opened = await tx.query<{ id: string }>(`SELECT id FROM threads WHERE id = ANY($1::uuid[]) AND opener_id = $2 ORDER BY id FOR UPDATE`, [threadIds, agentId]);
+  await tx.query(upsertReadMarks, [threadIds, sorted.map((m) => m.messageId), agentId]);
+  if (opened.length === 0) return new Map();
+  const counts = await tx.query<{ id: string; opener_unread: number }>(
     `UPDATE threads th
         SET opener_unread = (SELECT count(*)::int FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> th.opener_id AND m.seq > r.read_seq)
        FROM thread_reads r
-      WHERE th.id = ANY($1::uuid[]) AND th.opener_id = $2 AND r.thread_id = th.id AND r.participant_id = $2`,
-    [threadIds, agentId],
+      WHERE th.id = ANY($1::uuid[]) AND th.opener_id = $2 AND r.thread_id = th.id AND r.participant_id = $2
+     RETURNING th.id, th.opener_unread`,
+    [opened.map((row) => row.id), agentId],
   );
+  return new Map(counts.map((row) => [row.id, row.opener_unread]));
+}
+
+/**
+ * Moves the agent's read mark of a thread it did not open to `messageId` and counts its peer's
+ * messages after the mark, in one statement (no counter to keep: only the opener has one).
+ * Output: the agent's unread count of the thread.
+ */
+async function markReadAsPeer(db: Queryable, agentId: string, threadId: string, messageId: string): Promise<number> {
+  const rows = await db.query<{ unread_count: number }>(
+    `WITH marked AS (${upsertReadMarks} RETURNING read_seq)
+     SELECT count(*)::int AS unread_count FROM messages m
+      WHERE m.thread_id = $1[1] AND m.sender_id <> $3 AND m.seq > (SELECT read_seq FROM marked)`,
+    [[threadId], [messageId], agentId],
+  );
+  return rows[0]?.unread_count ?? 0;
 }
 
 async function agentUnreadOf(db: Queryable, agentId: string, threadId: string): Promise<number> {
@@ -170,13 +198,20 @@ export async function readAgentThread(
   agent: AgentIdentity,
   input: { thread_id: string; after?: string | undefined; limit: number },
 ): Promise<ThreadPage> {
-  await assertOnThread(deps.db, agent.agentId, input.thread_id);
+  const { opener } = await assertOnThread(deps.db, agent.agentId, input.thread_id);
   const page = await getThreadPage(deps, callerOf(agent), input.thread_id, { after: input.after, limit: input.limit, wait: 0 }).catch((error: unknown) =>
     hideForeign(error, threadNotFound),
   );
   const last = page.messages.at(-1);
-  if (last) await deps.db.transaction((tx) => markRead(tx, agent.agentId, [{ threadId: input.thread_id, messageId: last.message_id }]));
-  return { ...page, unread_count: await agentUnreadOf(deps.db, agent.agentId, input.thread_id) };
+  let unread: number | undefined;
+  if (last && opener) {
+    const mark = { threadId: input.thread_id, messageId: last.message_id };
+    unread = (await deps.db.transaction((tx) => markRead(tx, agent.agentId, [mark]))).get(input.thread_id);
+  } else if (last) {
+    unread = await markReadAsPeer(deps.db, agent.agentId, input.thread_id, last.message_id);
+  }
+  // Nothing returned (or the message vanished meanwhile): the mark did not move; count as it is.
+  return { ...page, unread_count: unread ?? (await agentUnreadOf(deps.db, agent.agentId, input.thread_id)) };
 }
 
 /**

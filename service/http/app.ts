@@ -113,6 +113,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // A response finished while the server stops (a held long poll or MCP wait answering early)
+    // closes its connection: close() ends idle keep-alive connections only once, when it starts,
+    // and one that turns idle later would hold it until the keep-alive timeout (72 s).
+    if (options.shutdown.aborted) reply.header('connection', 'close');
   });
   app.addHook('onRequest', async () => {
     if (options.shutdown.aborted) throw new ServiceError('unavailable', 'the server is shutting down');

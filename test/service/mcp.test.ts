@@ -556,6 +556,35 @@ describe('MCP endpoint: keys and HTTP', () => {
     expect(reply.body).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
   });
 
+  it('http: the OpenAPI document describes POST /mcp with the MCP key, a JSON-RPC body and its 401 and 403, and no GET', async () => {
+    const doc = (await request(`${h.server.url}/api/v1/openapi.json`, 'GET')).body;
+    const operation = doc.paths['/mcp'].post;
+    expect(Object.keys(doc.paths['/mcp'])).toEqual(['post']);
+    expect(operation.security).toEqual([{ mcpKey: [] }]);
+    expect(doc.components.securitySchemes.mcpKey).toMatchObject({ type: 'apiKey', in: 'header' });
+    expect(operation.requestBody.content['application/json'].schema).toEqual({ $ref: '#/components/schemas/JsonRpcMessage' });
+    expect(Object.keys(operation.responses)).toEqual(expect.arrayContaining(['200', '401', '403']));
+    expect(operation.description).toMatch(/wait_for_messages/);
+  });
+
+  it('http: stopping the server ends a held wait_for_messages at once, answered with no messages', async () => {
+    const own = await startHarness();
+    try {
+      const team = await request(`${own.server.url}/api/v1/organizations/${own.orgId}/teams`, 'POST', { team_name: 'stopping' }, { 'x-api-key': own.apiKey });
+      const agent = await request(`${own.server.url}/api/v1/teams/${team.body.team_id}/agents`, 'POST', { name: 'bot' }, { 'x-api-key': own.apiKey });
+      const key = await request(`${own.server.url}/api/v1/agents/${agent.body.agent_id}/mcp-keys`, 'POST', undefined, { 'x-api-key': own.apiKey });
+      const client = await connectMcp(own.server.url, key.body.mcp_key);
+      const waiting = callTool(client, 'wait_for_messages', { timeout_seconds: 30 });
+      await stillHeld(waiting, () => request(`${own.server.url}/healthz`, 'GET'));
+      const closing = own.server.close();
+      expect(await woken(waiting)).toEqual({ messages: [], has_more: false });
+      await closing;
+      await client.close();
+    } finally {
+      await own.server.close();
+    }
+  });
+
   it('http: deleting the agent (after its edges) ends its MCP access', async () => {
     const s = await scenario();
     const bot = await mcp(s.mcpKey);
