@@ -216,6 +216,16 @@ describe('MCP endpoint: tools', () => {
     expect((await callTool(bot, 'list_threads', { edge_id: s.annBot, unread_only: true })).threads.map((t: any) => t.thread_id)).not.toContain(threadId);
   });
 
+  it('read_thread: reading an earlier page again does not move the read mark back', async () => {
+    const { threadId } = await annOpens(s, 'r1');
+    await annSays(s, threadId, 'r2');
+    expect((await callTool(bot, 'read_thread', { thread_id: threadId })).unread_count).toBe(0);
+    const again = await callTool(bot, 'read_thread', { thread_id: threadId, limit: 1 });
+    expect(again.messages.map((m: any) => m.content)).toEqual(['r1']);
+    expect(again.unread_count).toBe(0);
+    expect(await callTool(bot, 'wait_for_messages', { timeout_seconds: 0, thread_id: threadId })).toEqual({ messages: [], has_more: false });
+  });
+
   it('read_thread: an after that names no message of the thread is an invalid_cursor tool error', async () => {
     const { threadId } = await annOpens(s, 'cursor');
     expect(await toolError(bot, 'read_thread', { thread_id: threadId, after: unknownId })).toMatch(/^invalid_cursor: /);
