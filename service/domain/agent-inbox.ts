@@ -26,7 +26,7 @@ import { appendMessageAsParticipant, getThreadPage, openThread, toMessage, toThr
 export type AgentIdentity = McpIdentity;
 
 const threadNotFound = "no thread with this id on this agent's edges";
-const edgeNotFound = 'no edge with this id is one of this agent\'s edges';
+const edgeNotFound = "no edge with this id among this agent's edges";
 
 // The domain operations shared with REST take an organization-key caller; for an agent that is
 // its own organization. Reach checks there are wider than the agent's (an organization reaches
