@@ -49,7 +49,7 @@ import {
 } from './apply-report.ts';
 import { createClient, expectStatus } from './client.ts';
 import { startServerProcess, type ServerProcess } from './scenarios.ts';
-import { adminQuery, cpuModel } from './host.ts';
+import { adminQuery, cpuModel, writeMarkedSection } from './host.ts';
 
 const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -509,12 +509,7 @@ if (outPath) {
   await writeFile(outPath, `${report}\n`);
   written = `written to ${outPath}`;
 } else if (!quick) {
-  const doc = join(import.meta.dirname, '..', 'docs', 'performance.md');
-  const current = readFileSync(doc, 'utf8');
-  const start = current.indexOf(BEGIN);
-  const end = current.indexOf(END);
-  const block = `${BEGIN}\n\n${report}\n\n${END}`;
-  await writeFile(doc, start >= 0 && end > start ? current.slice(0, start) + block + current.slice(end + END.length) : `${current.trimEnd()}\n\n${block}\n`);
+  await writeMarkedSection(join(import.meta.dirname, '..', 'docs', 'performance.md'), BEGIN, END, report);
   written = 'written to docs/performance.md';
 }
 log('');

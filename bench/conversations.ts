@@ -25,7 +25,7 @@
  */
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
-import { existsSync, readFileSync } from 'node:fs';
+import { readFileSync } from 'node:fs';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
@@ -44,7 +44,7 @@ import { loadTemporalSettings } from '../temporal/settings.ts';
 import { createWorker } from '../worker/worker.ts';
 import type { PipelineResult, PipelineRunInput } from '../workflows/pipeline-orchestration.ts';
 import { pipelineWorkflow } from '../workflows/pipeline-workflow.ts';
-import { cpuModel } from './host.ts';
+import { cpuModel, writeMarkedSection } from './host.ts';
 
 const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -675,17 +675,12 @@ if (outPath) {
   await writeFile(outPath, `${report}\n`);
   written = `written to ${outPath}`;
 } else if (!quick) {
-  const doc = join(root, 'docs', 'performance.md');
-  const current = existsSync(doc) ? readFileSync(doc, 'utf8') : '# Performance\n';
-  const start = current.indexOf(BEGIN);
-  const end = current.indexOf(END);
-  const block = `${BEGIN}\n\n${report}\n\n${END}`;
-  // The first run adds a top-level heading and the block at the end; later runs replace the block only.
-  await writeFile(
-    doc,
-    start >= 0 && end > start
-      ? current.slice(0, start) + block + current.slice(end + END.length)
-      : `${current.trimEnd()}\n\n\n# Durable conversations (teamctl pipelines)\n\nWhat a pipeline step that waits for a reply costs. Produced by \`npm run bench:conversations\` (run it through \`scripts/with-temporal.sh --install --\`).\n\n${block}\n`,
+  await writeMarkedSection(
+    join(root, 'docs', 'performance.md'),
+    BEGIN,
+    END,
+    report,
+    '\n# Durable conversations (teamctl pipelines)\n\nWhat a pipeline step that waits for a reply costs. Produced by `npm run bench:conversations` (run it through `scripts/with-temporal.sh --install --`).',
   );
   written = 'written to docs/performance.md';
 }

@@ -6,6 +6,7 @@ import { Command, CommanderError } from 'commander';
 import { DefinitionError } from '../definitions/problems.ts';
 import { registerGetUsage } from './commands/get-usage.ts';
 import { registerKeys } from './commands/keys.ts';
+import { registerMcp } from './commands/mcp.ts';
 import { registerPlanApply } from './commands/plan-apply.ts';
 import { registerRun } from './commands/run.ts';
 import { registerSchedules } from './commands/schedules.ts';
@@ -42,6 +43,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCode> {
   registerKeys(program, io, run);
   registerWorker(program, io, run);
   registerGetUsage(program.command('get').description('Read resources of the service.'), io, run);
+  registerMcp(program, io, run);
   try {
     await program.parseAsync(argv, { from: 'user' });
   } catch (error) {

@@ -15,7 +15,9 @@ import type {
   Edge,
   Human,
   Message,
+  CreatedMcpKey,
   CreatedOrgKey,
+  McpKey,
   Organization,
   OrganizationDeletionPreview,
   OrgKey,
@@ -366,6 +368,26 @@ export class AcsClient {
    */
   deleteProviderKey(orgId: string, provider: Provider): Promise<{ deleted: true; provider: string }> {
     return this.request('DELETE', `/organizations/${seg(orgId)}/api-keys/${seg(provider)}`);
+  }
+
+  // ---- MCP keys -----------------------------------------------------------------------------
+
+  /**
+   * `POST /api/v1/agents/{agent_id}/mcp-keys` → 201 the agent's new MCP key with its secret
+   * (`mcp_key`, shown only here). Errors: `not_found` (agent).
+   */
+  createMcpKey(agentId: string, options?: PostOptions): Promise<CreatedMcpKey> {
+    return this.request('POST', `/agents/${seg(agentId)}/mcp-keys`, {}, options);
+  }
+
+  /** `GET /api/v1/agents/{agent_id}/mcp-keys`: the agent's active MCP keys, without secrets. Errors: `not_found`. */
+  async listMcpKeys(agentId: string): Promise<McpKey[]> {
+    return (await this.request<{ mcp_keys: McpKey[] }>('GET', `/agents/${seg(agentId)}/mcp-keys`)).mcp_keys;
+  }
+
+  /** `DELETE /api/v1/agents/{agent_id}/mcp-keys/{key_id}`: revokes the key at once. Errors: `not_found` (agent or key). */
+  revokeMcpKey(agentId: string, keyId: string): Promise<{ revoked: true; key_id: string }> {
+    return this.request('DELETE', `/agents/${seg(agentId)}/mcp-keys/${seg(keyId)}`);
   }
 
   // ---- transport ----------------------------------------------------------------------------

@@ -5,7 +5,8 @@ import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { getTeam } from './teams.ts';
 
-interface EdgeRow {
+/** A stored edge. */
+export interface EdgeRow {
   id: string;
   team_id: string;
   participant_a: string;
@@ -13,7 +14,8 @@ interface EdgeRow {
   created_at: Date;
 }
 
-function toEdge(row: EdgeRow): Edge {
+/** Maps a stored edge to its wire form (contract §4): participants in the order given at creation. */
+export function toEdge(row: EdgeRow): Edge {
   return { edge_id: row.id, team_id: row.team_id, participants: [row.participant_a, row.participant_b], created_at: iso(row.created_at) };
 }
 

@@ -1,7 +1,8 @@
 import { EventEmitter } from 'node:events';
 
 /**
- * Tells waiting readers that a thread got a new message. Two implementations: the in-process
+ * Tells waiting readers that a thread got a new message (key: the thread id), or that a thread
+ * was opened with a participant (key: {@link participantTopic}). Two implementations: the in-process
  * one below (PGlite: one process owns the database) and the LISTEN/NOTIFY one in
  * `storage/pg-notifier.ts` (PostgreSQL: appends through any process wake waiters in all).
  * A listener may be called without a new message (e.g. after a reconnect); it must re-read.
@@ -13,6 +14,15 @@ export interface Notifier {
   subscribe(threadId: string, listener: () => void): () => void;
   /** Releases resources (listeners, connections). */
   close(): Promise<void>;
+}
+
+/**
+ * The notifier key that wakes a participant's waiters when a thread is opened with them (MCP
+ * `wait_for_messages` on all threads subscribes to it, since it cannot know the new thread's id).
+ * Thread ids are the keys of appends; this prefix keeps the two apart.
+ */
+export function participantTopic(participantId: string): string {
+  return `participant:${participantId}`;
 }
 
 /** A {@link Notifier} for one process (PGlite): an event emitter keyed by thread id. */

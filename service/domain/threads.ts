@@ -5,16 +5,18 @@ import { assertAttachmentsInOrganization } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { getEdge } from './edges.ts';
 import { iso, isUuid, newId } from './ids.ts';
+import { participantTopic } from './notifier.ts';
 
 // unread_count: messages from the other participant after the opener's read mark (contract §4),
-// kept as a counter by insertMessage. Nothing moves the read mark yet (MCP's read_thread will,
-// and must then recompute the counter), so it counts every message of the opener's peer.
+// kept as a counter by insertMessage. The MCP tools move read marks (domain/agent-inbox.ts) and
+// recompute the counter when the reader is the opener.
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
     th.opener_unread AS unread_count
   FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
 
-interface ThreadRow {
+/** A stored thread with the unread count of whoever it is read for. */
+export interface ThreadRow {
   id: string;
   edge_id: string;
   team_id: string;
@@ -38,7 +40,8 @@ export interface MessageRow {
   sent_at: Date;
 }
 
-function toThread(row: ThreadRow): Thread {
+/** Maps a stored thread to its wire form (contract §4); `unread_count` as the row carries it. */
+export function toThread(row: ThreadRow): Thread {
   return {
     thread_id: row.id,
     edge_id: row.edge_id,
@@ -83,10 +86,13 @@ interface AppendOutcome {
   thread_org: string | null;
 }
 
-/** Who an append is checked for: the caller's organization reaches the thread and its key is still active. */
+/**
+ * Who an append is checked for: the caller's organization reaches the thread and, when `keyId`
+ * is not null, that organization key is still active.
+ */
 interface AppendChecks {
   orgId: string;
-  keyId: string;
+  keyId: string | null;
 }
 
 /**
@@ -172,7 +178,7 @@ export async function openThread(
   edgeId: string,
   input: { sender_agent_id: string; content: string; subject?: string | undefined; channel?: string | undefined },
 ): Promise<Thread> {
-  const threadId = await deps.db.transaction(async (tx) => {
+  const { threadId, participants } = await deps.db.transaction(async (tx) => {
     const edge = await getEdge(tx, caller, edgeId);
     assertParticipant(edge.participants, input.sender_agent_id);
     const id = newId();
@@ -185,9 +191,12 @@ export async function openThread(
       input.channel ?? 'web',
     ]);
     await insertMessage(tx, id, input.sender_agent_id, input.content);
-    return id;
+    return { threadId: id, participants: edge.participants };
   });
   deps.notifier.publish(threadId);
+  // The peer's waiters (MCP wait_for_messages) do not know this thread yet: tell them by participant.
+  const peer = input.sender_agent_id === participants[0] ? participants[1] : participants[0];
+  deps.notifier.publish(participantTopic(peer));
   return toThread(await getThreadRow(deps.db, caller, threadId));
 }
 
@@ -216,6 +225,26 @@ export async function appendMessage(
   input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
 ): Promise<Message> {
   const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, caller);
+  deps.notifier.publish(threadId);
+  return toMessage(row);
+}
+
+/**
+ * Appends a message written by a participant itself (contract §7 `send_message`: the agent of an
+ * MCP key), with the checks of {@link appendMessage} in the same one statement: the thread within
+ * `orgId`'s reach, the sender one of its edge's two participants, the attachments of its
+ * organization. No organization key is re-checked: the request was authenticated by an MCP key,
+ * which is looked up (uncached) on every request. Wakes long polls on the thread.
+ * Output: the Message. Errors: `not_found` (thread), `not_a_participant`, `unknown_reference`.
+ */
+export async function appendMessageAsParticipant(
+  deps: DomainDeps,
+  orgId: string,
+  threadId: string,
+  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
+): Promise<Message> {
+  const checks: AppendChecks = { orgId, keyId: null };
+  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, checks);
   deps.notifier.publish(threadId);
   return toMessage(row);
 }

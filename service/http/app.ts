@@ -7,6 +7,7 @@ import { requireApiKey } from './auth.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
 import { installRouteRegistry } from './openapi/route-registry.ts';
+import { mcpRoutes } from '../mcp/route.ts';
 import { toProblem } from './problem.ts';
 import { defaultRateLimit, installRateLimit, type RateLimitOptions } from './rate-limit.ts';
 import type { RouteContext } from './routes/context.ts';
@@ -113,6 +114,10 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
+    // A response finished while the server stops (a held long poll or MCP wait answering early)
+    // closes its connection: close() ends idle keep-alive connections only once, when it starts,
+    // and one that turns idle later would hold it until the keep-alive timeout (72 s).
+    if (options.shutdown.aborted) reply.header('connection', 'close');
   });
   app.addHook('onRequest', async () => {
     if (options.shutdown.aborted) throw new ServiceError('unavailable', 'the server is shutting down');
@@ -183,6 +188,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     );
     // Anyone may ask for access: no API key (contract §5).
     await app.register(async (open) => accessRequestRoutes(open, context), { prefix });
+    // The MCP endpoint takes an MCP key instead of an organization key (contract §7).
+    await app.register(async (mcp) => mcpRoutes(mcp, context), { prefix });
   }
   if (options.adminToken) {
     const token = options.adminToken;

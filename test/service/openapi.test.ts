@@ -44,7 +44,7 @@ PUT /organizations/{org_id}/api-keys/{provider}|GET /organizations/{org_id}/api-
 POST /organizations/{org_id}/keys|GET /organizations/{org_id}/keys
 POST /organizations/{org_id}/keys/{key_id}/rotate|DELETE /organizations/{org_id}/keys/{key_id}
 POST /agents/{agent_id}/mcp-keys|GET /agents/{agent_id}/mcp-keys|DELETE /agents/{agent_id}/mcp-keys/{key_id}
-POST /access-requests|GET /healthz|GET /readyz|GET /openapi.json`
+POST /access-requests|POST /mcp|GET /healthz|GET /readyz|GET /openapi.json`
   .split(/[|\n]/)
   .map((s) => s.trim())
   .filter(Boolean);

@@ -21,6 +21,7 @@ export const Tags = {
   'provider-keys': 'LLM provider keys of an organization: write-only, only a hint is ever returned.',
   'org-keys': 'Organization API keys: created, rotated with a grace period, revoked. Secrets are shown once.',
   'mcp-keys': 'MCP keys: bound to one agent, for the MCP endpoint. Secrets are shown once.',
+  mcp: 'The MCP endpoint: an external agent takes part in its threads through MCP tools, with its MCP key.',
   'access-requests': 'Asking for access without a key; an operator reviews the request.',
   admin: 'Operator routes under /admin/v1: exist only when the server has an admin token (ACS_ADMIN_TOKEN).',
   service: 'Health, readiness and this document: no key needed.',

@@ -47,6 +47,7 @@ import {
   TeamUsage,
   UsageQuery,
 } from '../../../api/schemas.ts';
+import { JsonRpcMessage, JsonRpcResponse } from '../../../api/mcp-tools.ts';
 import type { RouteDoc, SuccessDoc, Tag } from './route-doc.ts';
 
 // Response shapes that only the routes define. Each is named (`.meta({ id })`), so it becomes a
@@ -361,6 +362,24 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     },
     'GET /agents/:agent_id/mcp-keys': { operationId: 'listMcpKeys', summary: "An agent's MCP keys", success: ok(McpKeyList, 'the MCP keys, without secrets') },
     'DELETE /agents/:agent_id/mcp-keys/:key_id': { operationId: 'revokeMcpKey', summary: 'Revoke an MCP key', success: ok(Revoked, 'the key is revoked') },
+  }),
+
+  ...tagged('mcp', {
+    'POST /mcp': {
+      operationId: 'mcp',
+      summary: 'The MCP endpoint for agents (Streamable HTTP, stateless, JSON responses)',
+      description:
+        'Model Context Protocol over the Streamable HTTP transport (contract §7), for an external agent: the `x-api-key` header ' +
+        'carries an MCP key, which fixes the agent, and is checked before the body is read. Send `Accept: application/json, ' +
+        'text/event-stream`; answers are JSON (`application/json`), never an event stream; a notification gets 202 without a body. ' +
+        'No session: `initialize` is optional and no `Mcp-Session-Id` is issued; GET and DELETE are 405. Tools: `whoami`, ' +
+        '`list_edges`, `list_threads`, `read_thread`, `send_message`, `open_thread`, `wait_for_messages` (see `tools/list` ' +
+        'for their schemas). Refusals of the MCP transport itself (an `Accept` without both types is 406, a body that is not ' +
+        'JSON-RPC 400) are JSON-RPC errors, not problem documents.',
+      body: JsonRpcMessage,
+      success: ok(JsonRpcResponse, 'the JSON-RPC response (a tool error is a result with isError: true)'),
+      security: 'mcpKey',
+    },
   }),
 
   ...tagged('access-requests', {

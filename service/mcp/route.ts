@@ -1,0 +1,71 @@
+/**
+ * `POST /mcp` (under `/api/v1` and `/v1`; contract §7): MCP over the Streamable HTTP transport of
+ * the official SDK, stateless, answering with JSON (no SSE stream).
+ */
+import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { FastifyInstance, FastifyRequest } from 'fastify';
+import { authenticateMcp } from '../domain/authentication.ts';
+import type { AgentIdentity } from '../domain/agent-inbox.ts';
+import type { RouteContext } from '../http/routes/context.ts';
+import { createAgentMcpServer } from './server.ts';
+
+const agents = new WeakMap<FastifyRequest, AgentIdentity>();
+
+// The request headers the transport reads; the key and everything else stay out of the SDK (it
+// hands request headers on to tool handlers, and the key must not travel further than here).
+const forwardedHeaders = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
+
+function toWebRequest(request: FastifyRequest): Request {
+  const headers = new Headers();
+  for (const name of forwardedHeaders) {
+    const value = request.headers[name];
+    for (const one of [value ?? []].flat()) headers.append(name, one);
+  }
+  return new Request(`${request.protocol}://${request.host}${request.url}`, { method: request.method, headers });
+}
+
+/**
+ * Registers `POST /mcp` on `app` (an encapsulated plugin under an API prefix).
+ *
+ * - The MCP key (`x-api-key`) is resolved in an `onRequest` hook, before the body is read or any
+ *   JSON-RPC is parsed (contract §2, §7): no key is 401 `unauthenticated`, an unknown or revoked
+ *   one 401 `invalid_api_key`, an organization key 403 `wrong_key_type`, all problem+json. MCP
+ *   keys are looked up on every request, not cached, so a revoked key is refused at once by every
+ *   process.
+ * - The body is parsed by the app's JSON parser (1 MiB limit, problem+json for malformed JSON or
+ *   another media type) and handed to a fresh SDK server and transport for this request
+ *   (`sessionIdGenerator: undefined`, `enableJsonResponse: true`): the answer is the JSON-RPC
+ *   response as `application/json`, or 202 without a body for notifications. Transport-level
+ *   refusals are the SDK's own JSON-RPC errors: 406 when `Accept` does not name both
+ *   `application/json` and `text/event-stream`, 400 for a body that is not JSON-RPC or an
+ *   unsupported `Mcp-Protocol-Version`.
+ * - GET (a server-sent event stream) and DELETE (ending a session) mean nothing without
+ *   sessions: like any method a path does not serve, they get 405 `method_not_allowed` with
+ *   `Allow: POST` from the app's route registry, as the SDK's stateless examples answer 405.
+ * - `wait_for_messages` ends early when the client goes away or the server stops.
+ */
+export function mcpRoutes(app: FastifyInstance, { deps, shutdown }: RouteContext): void {
+  app.addHook('onRequest', async (request) => {
+    const header = request.headers['x-api-key'];
+    agents.set(request, await authenticateMcp(deps.db, Array.isArray(header) ? header[0] : header));
+  });
+  app.post('/mcp', async (request, reply) => {
+    const agent = agents.get(request)!;
+    const gone = new AbortController();
+    reply.raw.once('close', () => {
+      if (!reply.raw.writableFinished) gone.abort();
+    });
+    const server = createAgentMcpServer({ deps, agent, signal: AbortSignal.any([gone.signal, shutdown]), log: request.log, requestId: request.id });
+    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    try {
+      await server.connect(transport);
+      const response = await transport.handleRequest(toWebRequest(request), { parsedBody: request.body });
+      reply.code(response.status);
+      response.headers.forEach((value, name) => void reply.header(name, value));
+      const text = await response.text();
+      return await reply.send(text === '' ? undefined : text);
+    } finally {
+      await server.close();
+    }
+  });
+}
