@@ -3,6 +3,7 @@
  * calls `process.exit`; `bin/teamctl.ts` does, with the code {@link runCli} returns.
  */
 import { Command, CommanderError } from 'commander';
+import { VERSION } from '../api/version.ts';
 import { DefinitionError } from '../definitions/problems.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerPlanApply } from './commands/plan-apply.ts';
@@ -30,7 +31,7 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCode> {
   };
   const program = new Command('teamctl')
     .description('Manage Agent Collaboration Service teams as code: validate, plan, apply; open threads; run a Temporal worker.')
-    .version('0.1.0')
+    .version(VERSION, '-V, --version', 'print the version of teamctl')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError('(run teamctl --help for usage)');
