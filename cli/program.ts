@@ -14,6 +14,7 @@ import { registerSchedules } from './commands/schedules.ts';
 import { registerThread } from './commands/thread.ts';
 import { registerWorker } from './commands/worker.ts';
 import { environmentWithContext, selectContext } from './config.ts';
+import { MAX_FILE_SIZE_ENV, parseByteSize } from './desired.ts';
 import { ExitCodes, reportError } from './errors.ts';
 import type { ExitCode } from './errors.ts';
 import type { CliIo } from './io.ts';
@@ -42,7 +43,10 @@ export async function runCli(argv: string[], given: CliIo): Promise<ExitCode> {
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError('(run teamctl --help for usage)')
     .option('--context <name>', 'context of the config file to use (default: $TEAMCTL_CONTEXT, else its current context)')
+    .option('--max-file-size <size>', 'largest definition file read, e.g. 4MiB (default: $TEAMCTL_MAX_FILE_SIZE, else 1MiB)')
     .hook('preAction', async (_program, command) => {
+      const { maxFileSize } = program.opts<{ maxFileSize?: string }>();
+      if (maxFileSize !== undefined) io.env[MAX_FILE_SIZE_ENV] = String(parseByteSize(maxFileSize, '--max-file-size'));
       // Every command that may connect reads its environment with the context filled in, so a
       // new command follows contexts by reading io.env as usual. The config commands manage the
       // file themselves; validate and completion stay offline and work whatever the file holds.
