@@ -118,6 +118,35 @@ function tooDeep(doc: Document): { range?: [number, number, number] | null } | u
   return undefined;
 }
 
+/** Flow brackets (`[`, `{`) open at once past which the text is refused before the parser sees it. */
+const MAX_FLOW_DEPTH = 256;
+
+/**
+ * The offset of the first flow bracket nested past {@link MAX_FLOW_DEPTH}, found by a scan of the
+ * text that skips comments and quoted strings, or -1. The YAML parser recurses into flow
+ * collections: without this, `[[[[…` costs it seconds before its stack runs out. The scan only
+ * errs towards missing a deep file (a quote in a plain scalar hides what follows), which the
+ * parser and {@link tooDeep} still refuse.
+ */
+function flowTooDeep(text: string): number {
+  let depth = 0;
+  for (let i = 0; i < text.length; i++) {
+    const c = text[i];
+    if (c === '#' && (i === 0 || /\s/.test(text[i - 1]!))) {
+      const end = text.indexOf('\n', i);
+      if (end < 0) break;
+      i = end;
+    } else if (c === '"' || c === "'") {
+      for (i++; i < text.length && text[i] !== c; i++) if (c === '"' && text[i] === '\\') i++;
+    } else if (c === '[' || c === '{') {
+      if (++depth > MAX_FLOW_DEPTH) return i;
+    } else if ((c === ']' || c === '}') && depth > 0) {
+      depth--;
+    }
+  }
+  return -1;
+}
+
 /**
  * Parses and validates the text of a definition file.
  *
@@ -131,6 +160,12 @@ function tooDeep(doc: Document): { range?: [number, number, number] | null } | u
  * one problem of their own.
  */
 export function parseDefinition(text: string, file: string): Definition {
+  const deepFlow = flowTooDeep(text);
+  if (deepFlow >= 0) {
+    const before = text.slice(0, deepFlow);
+    const line = before.split('\n').length;
+    throw fileProblem(file, `nested deeper than ${MAX_NESTING} levels (a definition needs at most 7); refused`, line, deepFlow - before.lastIndexOf('\n'));
+  }
   const lineCounter = new LineCounter();
   // prettyErrors off: the message stays one line; the place is computed below like any other.
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
