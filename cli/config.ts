@@ -48,7 +48,8 @@ export const ContextSchema = z
     apiKeyEnv: z
       .union([z.string(), z.array(z.string()).min(1)])
       .transform((v) => [v].flat())
-      .refine((names) => names.every((n) => VARIABLE_NAME.test(n)), {
+      // A variable name, never a key: `acs_org_…` is a valid name, and exactly what must not be here.
+      .refine((names) => names.every((n) => VARIABLE_NAME.test(n) && !/^acs_(org|mcp)_/i.test(n)), {
         message: 'must name environment variables (letters, digits, _), never hold a key: the key stays in the variable',
       })
       .optional(),
@@ -107,9 +108,11 @@ export async function loadConfig(path: string): Promise<LoadedConfig> {
   const data: unknown = document.toJS() ?? {};
   const parsed = ConfigSchema.safeParse(data);
   if (!parsed.success) {
-    const lines = schemaProblems(parsed.error.issues, ConfigSchema, data).map((p) =>
-      formatProblem({ file: path, ...locate(document, lineCounter, p.path, p.target), path: formatPath(p.path), message: p.message }),
-    );
+    const lines = schemaProblems(parsed.error.issues, ConfigSchema, data).map((p) => {
+      // Someone tried to store a key: say where keys go instead of listing the accepted fields.
+      const message = p.target === 'key' && /^(api_?key|key|token|secret)$/i.test(String(p.path.at(-1))) ? `${String(p.path.at(-1))}: keys are never stored in the config file; name the variable that holds the key with apiKeyEnv` : p.message;
+      return formatProblem({ file: path, ...locate(document, lineCounter, p.path, p.target), path: formatPath(p.path), message });
+    });
     throw new ToolkitError('invalid_config', `${path}: not a valid config file:\n${lines.join('\n')}`);
   }
   // An empty file: edits start from an empty mapping.
