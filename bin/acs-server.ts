@@ -165,7 +165,7 @@ async function runAcsServer(argv: string[]): Promise<number> {
       }),
     );
 
-  const admin = program.command('admin').description('operator actions against the server\'s database (contract §6)');
+  const admin = program.command('admin').description('operator actions against the server\'s database: access requests, organization keys');
   const accessRequests = admin.command('access-requests').description('review access requests');
 
   withStorageFlags(accessRequests.command('list').description('list access requests, oldest first'))
