@@ -10,7 +10,7 @@
  * exit 1. Only this file's top level calls process.exit, with the code {@link runAcsServer}
  * returns; nothing under service/ does.
  */
-import { Command, CommanderError, InvalidArgumentError } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import {
   adminApproveAccessRequest,
   adminErrorOutput,
@@ -19,7 +19,10 @@ import {
   adminRejectAccessRequest,
   type AdminStorage,
 } from '../service/admin/admin-actions.ts';
+import { VERSION } from '../api/version.ts';
 import { startServer, type ServerOptions } from '../service/index.ts';
+import { defaultLogFormat, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from '../service/logging.ts';
+import { waitUntilReady } from '../service/wait-ready.ts';
 
 function integer(min: number, max: number) {
   return (value: string): number => {
@@ -33,15 +36,15 @@ function integer(min: number, max: number) {
  * Starts the service and serves until SIGINT or SIGTERM, then closes it. Resolves with the exit
  * code: 0 once closed, 1 when closing failed. Errors: rejects when the service cannot start.
  */
-async function serveUntilSignal(options: ServerOptions): Promise<number> {
+async function serveUntilSignal(options: ServerOptions, quiet: boolean): Promise<number> {
   const server = await startServer(options);
-  process.stdout.write(`acs-server listening on ${server.url}\n`);
+  if (!quiet) process.stdout.write(`acs-server listening on ${server.url}\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // The handlers stay after the first signal, so a second one while closing is ignored instead
     // of killing the process halfway through the close.
     for (const name of ['SIGINT', 'SIGTERM'] as const) process.on(name, () => resolve(name));
   });
-  process.stderr.write(`acs-server stopping (${signal})\n`);
+  if (!quiet) process.stderr.write(`acs-server stopping (${signal})\n`);
   try {
     await server.close();
     return 0;
@@ -88,7 +91,10 @@ async function runAcsServer(argv: string[]): Promise<number> {
   const run = async (action: () => Promise<number>): Promise<void> => {
     exitCode = await action();
   };
-  const program = new Command('acs-server').description('Agent Collaboration Service, self-hosted').exitOverride();
+  const program = new Command('acs-server')
+    .description('Agent Collaboration Service, self-hosted')
+    .version(VERSION, '-V, --version', 'print the version of acs-server')
+    .exitOverride();
 
   program
     .command('start')
@@ -99,26 +105,67 @@ async function runAcsServer(argv: string[]): Promise<number> {
     .option('--in-memory', 'embedded database in memory, nothing on disk', false)
     .option('--database-url <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
-    .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE')
+    .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
-    .action((flags: { host: string; port: number; dataDir: string; inMemory: boolean; databaseUrl?: string; tickMs: number; devCredentials?: string; rateLimit?: number }) => {
-      const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
-      return run(() =>
-        serveUntilSignal({
-          host: flags.host,
-          port: flags.port,
-          inMemory: flags.inMemory,
-          dataDir: flags.dataDir,
-          ...(databaseUrl ? { databaseUrl } : {}),
-          tickMs: flags.tickMs,
-          ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
-          ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
-          logger: true,
-        }),
-      );
-    });
+    .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, else json').choices(Object.values(LogFormats)))
+    .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
+    .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
+    .action(
+      (flags: {
+        host: string;
+        port: number;
+        dataDir: string;
+        inMemory: boolean;
+        databaseUrl?: string;
+        tickMs: number;
+        devCredentials?: string;
+        rateLimit?: number;
+        logFormat?: LogFormat;
+        logLevel: LogLevel;
+        quiet: boolean;
+      }) => {
+        const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
+        const terminal = Boolean(process.stdout.isTTY);
+        const log: LogSettings = {
+          format: flags.logFormat ?? defaultLogFormat(terminal),
+          // --quiet lowers the level to warnings unless --log-level asked for even less.
+          level: flags.quiet && LogLevels.indexOf(flags.logLevel) < LogLevels.indexOf('warn') ? 'warn' : flags.logLevel,
+          color: terminal && !process.env.NO_COLOR,
+        };
+        return run(() =>
+          serveUntilSignal(
+            {
+              host: flags.host,
+              port: flags.port,
+              inMemory: flags.inMemory,
+              dataDir: flags.dataDir,
+              ...(databaseUrl ? { databaseUrl } : {}),
+              tickMs: flags.tickMs,
+              ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
+              ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+              logger: loggerOptions(log),
+            },
+            flags.quiet,
+          ),
+        );
+      },
+    );
 
-  const admin = program.command('admin').description('operator actions against the server\'s database (contract §6)');
+  program
+    .command('wait')
+    .description('wait until a server is ready: it answers /readyz and, with --dev-credentials, accepts the key written to FILE (for scripts that start a server in the background)')
+    .option('--dev-credentials <file>', 'the file acs-server start --dev-credentials writes; its base_url and api_key are checked')
+    .option('--url <url>', 'the server\'s base URL (default: base_url of the credentials file)')
+    .option('--timeout <seconds>', 'give up after this many seconds', integer(1, 86_400), 60)
+    .action((flags: { devCredentials?: string; url?: string; timeout: number }) =>
+      run(async () => {
+        const ready = await waitUntilReady({ credentialsFile: flags.devCredentials, url: flags.url, timeoutMs: flags.timeout * 1000 });
+        process.stderr.write(`acs-server at ${ready.url} is ready${flags.devCredentials ? ` and accepts the key in ${flags.devCredentials}` : ''}\n`);
+        return 0;
+      }),
+    );
+
+  const admin = program.command('admin').description('operator actions against the server\'s database: access requests, organization keys');
   const accessRequests = admin.command('access-requests').description('review access requests');
 
   withStorageFlags(accessRequests.command('list').description('list access requests, oldest first'))

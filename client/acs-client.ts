@@ -104,7 +104,7 @@ export class AcsClient {
   readonly #maxPaceWaitMs: number;
 
   constructor(options: AcsClientOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.baseUrl = normalizeBaseUrl(options.baseUrl);
     this.#apiKey = options.apiKey;
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
@@ -427,7 +427,7 @@ export class AcsClient {
       throw new AcsApiError({
         status: 0,
         code: NETWORK_ERROR,
-        message: `${method} ${path}: cannot reach ${this.baseUrl} (${describeCause(cause)})`,
+        message: `${method} ${path}: cannot reach ACS at ${this.baseUrl} (${describeNetworkFailure(cause, this.#timeoutMs + extraTimeoutMs)})`,
       });
     }
     this.#pacer?.settle(Date.now(), response.status, response.headers);
@@ -470,12 +470,51 @@ function sinceQuery(since: string | undefined): string {
   return since === undefined ? '' : `?${new URLSearchParams({ since })}`;
 }
 
-function describeCause(cause: unknown): string {
-  if (cause instanceof Error) {
-    const inner = (cause as Error & { cause?: { code?: string } }).cause;
-    return inner?.code ?? cause.name;
+/** Why a request got no answer, by the system's or undici's error code, as a person reads it. */
+const NETWORK_FAILURES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EPIPE: 'connection closed while sending',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_SOCKET: 'connection closed',
+  UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
+  UND_ERR_BODY_TIMEOUT: 'the answer stopped arriving',
+};
+
+/**
+ * The reason a `fetch` failed, in words: `connection refused`, `no such host`, `no answer within
+ * 60 s`, `TLS: certificate has expired`; the innermost error's message when its code is not
+ * known (undici's `bad port`), never a bare class name such as `TypeError`.
+ * Input: what `fetch` threw and the request's timeout in ms.
+ */
+export function describeNetworkFailure(cause: unknown, timeoutMs: number): string {
+  if (cause instanceof Error && cause.name === 'TimeoutError') return `no answer within ${Math.round(timeoutMs / 1000)} s`;
+  if (cause instanceof Error && cause.name === 'AbortError') return 'aborted';
+  // fetch wraps the socket's error in a TypeError("fetch failed"); happy eyeballs in an AggregateError.
+  let inner: unknown = cause instanceof Error && cause.cause !== undefined ? cause.cause : cause;
+  if (inner instanceof AggregateError && inner.errors.length > 0) inner = inner.errors[0];
+  const { code, message } = (inner ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') {
+    if (NETWORK_FAILURES[code]) return NETWORK_FAILURES[code];
+    if (/CERT|TLS|SSL|SELF_SIGNED/.test(code)) return `TLS: ${typeof message === 'string' ? message : code}`;
+    return code;
   }
-  return 'unknown error';
+  if (typeof message === 'string' && message !== '' && message !== 'fetch failed') return message;
+  return 'no connection';
+}
+
+/**
+ * A base URL as the client uses it: without trailing slashes and without the API prefix, which
+ * the client adds itself — `http://127.0.0.1:8080/api/v1/` and `…/v1` are `http://127.0.0.1:8080`,
+ * so a URL copied from the API's documentation works as given.
+ */
+export function normalizeBaseUrl(url: string): string {
+  return url.replace(/\/+$/, '').replace(/\/(?:api\/)?v1$/, '');
 }
 
 function errorFromResponse(

@@ -63,6 +63,12 @@ export const ToolkitErrorCodes = {
   run_not_found: 'run_not_found',
   /** A pipeline run ended without completing (failed or cancelled). */
   run_failed: 'run_failed',
+  /** A team, participant or organization named on the command line does not exist where it was looked for. */
+  name_not_found: 'name_not_found',
+  /** The teamctl config file (contexts) cannot be read, is not YAML, or does not match its schema. */
+  invalid_config: 'invalid_config',
+  /** `--context` or `TEAMCTL_CONTEXT` names a context the config file does not have. */
+  context_not_found: 'context_not_found',
 } as const;
 
 /** A code of an error raised by the toolkit itself. */

@@ -1,7 +1,6 @@
 /** `teamctl validate`, `plan` and `apply`. */
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
-import ora from 'ora';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
 import { applyWithTemporal } from '../../engine/temporal-engine.ts';
@@ -14,6 +13,7 @@ import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { renderApplied, renderAppliedSchedule, renderApplySummaryWithSchedules, renderPlanWithSchedules } from '../render.ts';
 import { applySchedulePlan, readSchedulePlan } from '../schedule-plan.ts';
+import { startSpinner } from '../terminal.ts';
 import type { Runner } from './runner.ts';
 
 /** Engines of `apply`. */
@@ -103,7 +103,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
         const { input, definition } = await loadApplyInput(opts.file, opts, io.env);
         // Before any change: a definition with schedules and no reachable Temporal applies nothing.
         const schedules = await readSchedulePlan(definition, input.connection, opts.taskQueue, io, opts.engine === Engines.temporal);
-        const spinner = io.isTTY && !opts.json ? ora({ text: `Applying ${opts.file}…`, stream: process.stderr }).start() : undefined;
+        const spinner = opts.json ? undefined : startSpinner(io, `Applying ${opts.file}…`);
         let result: ApplyResult;
         try {
           if (opts.engine === Engines.temporal) {
