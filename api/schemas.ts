@@ -5,6 +5,7 @@
  * client types its results with them, and the OpenAPI document is generated from them.
  */
 import { z } from 'zod';
+import { resourceFields } from './resource-fields.ts';
 
 const trimmed = (min: number, max: number) => z.string().trim().min(min).max(max);
 
@@ -34,22 +35,52 @@ export const AgentStatuses = { active: 'active', paused: 'paused' } as const;
 export const AgentStatus = z.enum(AgentStatuses);
 export type AgentStatus = z.infer<typeof AgentStatus>;
 
+// ---- managed fields (declared once: definitions, bodies, resources and plans derive from them) --
+
+/** The model of an agent's provider: 1–200 characters. */
+const Model = trimmed(1, 200);
+
+/** An organization's managed fields (contract §4, §5); `providerKeys` are a resource of their own. */
+export const OrganizationFields = resourceFields({
+  name: { rest: 'org_name', value: Name, required: true, description: 'Organization name (1–100 characters)' },
+});
+
+/** A team's managed fields (contract §4, §5). */
+export const TeamFields = resourceFields({
+  name: { rest: 'team_name', value: Name, required: true, description: 'Team name, unique in the organization (1–100 characters)' },
+  description: { rest: 'description', value: LongText, default: '', description: 'What the team is for (up to 4000 characters)' },
+});
+
+/** An agent's managed fields (contract §4, §5). */
+export const AgentFields = resourceFields({
+  name: { rest: 'name', value: Name, required: true, description: 'Agent name, unique among the participants of its team (1–100 characters)' },
+  provider: { rest: 'provider', value: Provider, default: null, description: 'LLM provider; none for an external agent taking part over MCP' },
+  model: { rest: 'model', value: Model, default: null, description: 'Model of the provider; only for agents with a provider' },
+  description: { rest: 'description', value: LongText, default: '', description: 'What the agent does (up to 4000 characters)' },
+  instructions: { rest: 'instructions', value: LongText, default: '', description: 'System instructions of the agent (up to 4000 characters)' },
+  status: {
+    rest: 'status',
+    value: AgentStatus,
+    serviceDefault: 'active',
+    description: 'active (a new agent\'s default) or paused; a definition that leaves it out leaves it as it is',
+  },
+});
+
+/** A human's managed fields (contract §4, §5). */
+export const HumanFields = resourceFields({
+  name: { rest: 'name', value: Name, required: true, description: 'Human name, unique among the participants of its team (1–100 characters)' },
+  email: { rest: 'email', value: z.email('must be an email address').max(320), default: null, description: 'Email address' },
+});
+
 // ---- request bodies -------------------------------------------------------------------------
 
-export const CreateOrganizationBody = z.strictObject({ org_name: Name }).meta({ id: 'CreateOrganizationBody' });
-export const CreateTeamBody = z.strictObject({ team_name: Name, description: LongText.optional() }).meta({ id: 'CreateTeamBody' });
-export const PatchTeamBody = z.strictObject({ team_name: Name.optional(), description: LongText.optional() }).meta({ id: 'PatchTeamBody' });
-export const CreateAgentBody = z.strictObject({
-  name: Name,
-  description: LongText.optional(),
-  provider: Provider.nullable().optional(),
-  model: trimmed(1, 200).nullable().optional(),
-  instructions: LongText.optional(),
-  status: AgentStatus.optional(),
-}).meta({ id: 'CreateAgentBody' });
-export const PatchAgentBody = CreateAgentBody.partial().meta({ id: 'PatchAgentBody' });
-export const CreateHumanBody = z.strictObject({ name: Name, email: z.email().max(320).nullable().optional() }).meta({ id: 'CreateHumanBody' });
-export const PatchHumanBody = CreateHumanBody.partial().meta({ id: 'PatchHumanBody' });
+export const CreateOrganizationBody = OrganizationFields.createBody.meta({ id: 'CreateOrganizationBody' });
+export const CreateTeamBody = TeamFields.createBody.meta({ id: 'CreateTeamBody' });
+export const PatchTeamBody = TeamFields.patchBody.meta({ id: 'PatchTeamBody' });
+export const CreateAgentBody = AgentFields.createBody.meta({ id: 'CreateAgentBody' });
+export const PatchAgentBody = AgentFields.patchBody.meta({ id: 'PatchAgentBody' });
+export const CreateHumanBody = HumanFields.createBody.meta({ id: 'CreateHumanBody' });
+export const PatchHumanBody = HumanFields.patchBody.meta({ id: 'PatchHumanBody' });
 export const CreateEdgeBody = z
   // Two different participants: the domain refuses the same id twice; `uniqueItems` documents it.
   .strictObject({ participants: z.tuple([Id, Id]).meta({ uniqueItems: true }) })
@@ -76,7 +107,7 @@ export const ThreadPageQuery = z.strictObject({
 
 export const Organization = z.object({
   org_id: Id,
-  org_name: z.string(),
+  ...OrganizationFields.resourceShape,
   team_count: z.number().int(),
   human_count: z.number().int(),
   is_personal: z.boolean(),
@@ -87,8 +118,7 @@ export type Organization = z.infer<typeof Organization>;
 export const Team = z.object({
   team_id: Id,
   org_id: Id,
-  team_name: z.string(),
-  description: z.string(),
+  ...TeamFields.resourceShape,
   agent_count: z.number().int(),
   edge_count: z.number().int(),
   engine_id: z.string(),
@@ -99,12 +129,7 @@ export type Team = z.infer<typeof Team>;
 export const Agent = z.object({
   agent_id: Id,
   team_id: Id,
-  name: z.string(),
-  description: z.string(),
-  provider: Provider.nullable(),
-  model: z.string().nullable(),
-  instructions: z.string(),
-  status: AgentStatus,
+  ...AgentFields.resourceShape,
   created_at: Timestamp,
 }).meta({ id: 'Agent' });
 export type Agent = z.infer<typeof Agent>;
@@ -112,8 +137,7 @@ export type Agent = z.infer<typeof Agent>;
 export const Human = z.object({
   human_id: Id,
   team_id: Id,
-  name: z.string(),
-  email: z.string().nullable(),
+  ...HumanFields.resourceShape,
   created_at: Timestamp,
 }).meta({ id: 'Human' });
 export type Human = z.infer<typeof Human>;
@@ -165,6 +189,20 @@ export type ThreadPage = z.infer<typeof ThreadPage>;
 
 export const ProviderKey = z.object({ provider: Provider, key_hint: z.string(), updated_at: Timestamp }).meta({ id: 'ProviderKey' });
 export type ProviderKey = z.infer<typeof ProviderKey>;
+
+/** Counts of what `DELETE /teams/{team_id}` would remove (contract §5 `GET /teams/{team_id}/deletion-preview`). */
+export const TeamDeletionPreview = z
+  .object({
+    team_id: Id,
+    agents: z.number().int(),
+    humans: z.number().int(),
+    edges: z.number().int(),
+    threads: z.number().int(),
+    messages: z.number().int(),
+    attachments: z.number().int(),
+  })
+  .meta({ id: 'TeamDeletionPreview' });
+export type TeamDeletionPreview = z.infer<typeof TeamDeletionPreview>;
 
 export const Deleted = (idField: string) => z.object({ deleted: z.literal(true), [idField]: Id });
 

@@ -1,7 +1,7 @@
 import { loadDefinitionFile } from '../definitions/load.ts';
 import { resolveSecret } from '../definitions/secrets.ts';
 import type { Definition } from '../definitions/schema.ts';
-import type { DesiredState } from '../plan/types.ts';
+import { desiredState } from '../plan/desired.ts';
 import type { ApplyInput } from '../workflows/apply-orchestration.ts';
 import { resolveConnection } from './context.ts';
 import type { ConnectionFlags } from './context.ts';
@@ -22,17 +22,10 @@ export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSec
 }
 
 /**
- * The part of a definition an apply of resources works on: the organization and its teams.
- * Pipelines and schedules stay out, so they never enlarge the apply workflow's input.
- */
-export function desiredState(definition: Definition): DesiredState {
-  return { organization: definition.organization, teams: definition.teams } as DesiredState;
-}
-
-/**
  * Builds the input of an apply (the Temporal workflow's input, recorded in its history): the
- * desired state with secret *references* and the connection with the *name* of the key's
- * variable. Every secret is checked to resolve, but no resolved value is put in the input.
+ * desired state (`plan/desired.ts`: the organization and its teams; pipelines and schedules stay
+ * out, so they never enlarge the input) with secret *references* and the connection with the
+ * *name* of the key's variable. Every secret is checked to resolve, but no resolved value is put in the input.
  * Errors: `invalid_definition`, `unresolved_secret`, `invalid_usage`.
  */
 export async function buildApplyInput(file: string, flags: ConnectionFlags & { parallelism?: number }, env: NodeJS.ProcessEnv): Promise<ApplyInput> {

@@ -5,18 +5,26 @@
  * is an {@link AcsApiError} (`status`, `code`, `requestId`). The API key is held in a private
  * field: it is sent as `X-API-Key` and never appears in a message, a log or `util.inspect`.
  */
+import type { z } from 'zod';
 import type {
   Agent,
-  AgentStatus,
+  CreateAgentBody,
+  CreateHumanBody,
+  CreateOrganizationBody,
+  CreateTeamBody,
   Edge,
   Human,
   Message,
   CreatedOrgKey,
   Organization,
   OrgKey,
+  PatchAgentBody,
+  PatchHumanBody,
+  PatchTeamBody,
   Provider,
   ProviderKey,
   Team,
+  TeamDeletionPreview,
   TeamGraph,
   Thread,
   ThreadPage,
@@ -59,15 +67,8 @@ export interface PostOptions {
   signal?: AbortSignal;
 }
 
-/** Fields of an agent as created or patched (contract §5). */
-export interface AgentFields {
-  name: string;
-  description?: string;
-  provider?: Provider | null;
-  model?: string | null;
-  instructions?: string;
-  status?: AgentStatus;
-}
+/** A request body as the client takes it: the input side of its schema (`api/schemas.ts`). */
+export type BodyOf<S extends z.ZodType> = z.input<S>;
 
 /** A typed client of one service and one organization key. */
 export class AcsClient {
@@ -97,8 +98,8 @@ export class AcsClient {
   }
 
   /** `POST /api/v1/organizations` → 201 Organization. Errors: `conflict` (name taken), `invalid_request`. */
-  createOrganization(orgName: string, options?: PostOptions): Promise<Organization> {
-    return this.request('POST', '/organizations', { org_name: orgName }, options);
+  createOrganization(body: BodyOf<typeof CreateOrganizationBody>, options?: PostOptions): Promise<Organization> {
+    return this.request('POST', '/organizations', body, options);
   }
 
   /** `GET /api/v1/organizations/{org_id}`. Errors: `not_found`. */
@@ -125,7 +126,7 @@ export class AcsClient {
   // ---- teams --------------------------------------------------------------------------------
 
   /** `POST /api/v1/organizations/{org_id}/teams` → 201 Team. Errors: `conflict`, `not_found`. */
-  createTeam(orgId: string, body: { team_name: string; description?: string }, options?: PostOptions): Promise<Team> {
+  createTeam(orgId: string, body: BodyOf<typeof CreateTeamBody>, options?: PostOptions): Promise<Team> {
     return this.request('POST', `/organizations/${seg(orgId)}/teams`, body, options);
   }
 
@@ -140,8 +141,13 @@ export class AcsClient {
   }
 
   /** `PATCH /api/v1/teams/{team_id}`. Errors: `conflict`, `not_found`. */
-  updateTeam(teamId: string, body: { team_name?: string; description?: string }): Promise<Team> {
+  updateTeam(teamId: string, body: BodyOf<typeof PatchTeamBody>): Promise<Team> {
     return this.request('PATCH', `/teams/${seg(teamId)}`, body);
+  }
+
+  /** `GET /api/v1/teams/{team_id}/deletion-preview`: counts of what deleting the team would remove. Errors: `not_found`. */
+  previewTeamDeletion(teamId: string): Promise<TeamDeletionPreview> {
+    return this.request('GET', `/teams/${seg(teamId)}/deletion-preview`);
   }
 
   /** `DELETE /api/v1/teams/{team_id}` (cascades). */
@@ -152,7 +158,7 @@ export class AcsClient {
   // ---- agents -------------------------------------------------------------------------------
 
   /** `POST /api/v1/teams/{team_id}/agents` → 201 Agent. Errors: `conflict`, `not_found`. */
-  createAgent(teamId: string, body: AgentFields, options?: PostOptions): Promise<Agent> {
+  createAgent(teamId: string, body: BodyOf<typeof CreateAgentBody>, options?: PostOptions): Promise<Agent> {
     return this.request('POST', `/teams/${seg(teamId)}/agents`, body, options);
   }
 
@@ -161,13 +167,13 @@ export class AcsClient {
     return (await this.request<{ agents: Agent[] }>('GET', `/teams/${seg(teamId)}/agents`)).agents;
   }
 
-  /** `GET /api/v1/agents/{agent_id}`. */
+  /** `GET /api/v1/agents/{agent_id}`. Errors: `not_found`. */
   getAgent(agentId: string): Promise<Agent> {
     return this.request('GET', `/agents/${seg(agentId)}`);
   }
 
   /** `PATCH /api/v1/agents/{agent_id}`. Errors: `conflict`, `not_found`. */
-  updateAgent(agentId: string, body: Partial<AgentFields>): Promise<Agent> {
+  updateAgent(agentId: string, body: BodyOf<typeof PatchAgentBody>): Promise<Agent> {
     return this.request('PATCH', `/agents/${seg(agentId)}`, body);
   }
 
@@ -179,7 +185,7 @@ export class AcsClient {
   // ---- humans -------------------------------------------------------------------------------
 
   /** `POST /api/v1/teams/{team_id}/humans` → 201 Human. Errors: `conflict`, `not_found`. */
-  createHuman(teamId: string, body: { name: string; email?: string | null }, options?: PostOptions): Promise<Human> {
+  createHuman(teamId: string, body: BodyOf<typeof CreateHumanBody>, options?: PostOptions): Promise<Human> {
     return this.request('POST', `/teams/${seg(teamId)}/humans`, body, options);
   }
 
@@ -188,8 +194,13 @@ export class AcsClient {
     return (await this.request<{ humans: Human[] }>('GET', `/teams/${seg(teamId)}/humans`)).humans;
   }
 
+  /** `GET /api/v1/humans/{human_id}`. Errors: `not_found`. */
+  getHuman(humanId: string): Promise<Human> {
+    return this.request('GET', `/humans/${seg(humanId)}`);
+  }
+
   /** `PATCH /api/v1/humans/{human_id}`. */
-  updateHuman(humanId: string, body: { name?: string; email?: string | null }): Promise<Human> {
+  updateHuman(humanId: string, body: BodyOf<typeof PatchHumanBody>): Promise<Human> {
     return this.request('PATCH', `/humans/${seg(humanId)}`, body);
   }
 
@@ -208,6 +219,11 @@ export class AcsClient {
   /** `GET /api/v1/teams/{team_id}/edges`. */
   async listEdges(teamId: string): Promise<Edge[]> {
     return (await this.request<{ edges: Edge[] }>('GET', `/teams/${seg(teamId)}/edges`)).edges;
+  }
+
+  /** `GET /api/v1/edges/{edge_id}`. Errors: `not_found`. */
+  getEdge(edgeId: string): Promise<Edge> {
+    return this.request('GET', `/edges/${seg(edgeId)}`);
   }
 
   /** `DELETE /api/v1/edges/{edge_id}` (cascades to its threads). */

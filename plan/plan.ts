@@ -3,44 +3,16 @@
  *
  * It runs inside Temporal workflows, so it must stay deterministic and free of Node imports.
  */
-import type { Agent, Human, Team } from '../api/schemas.ts';
-import type { Change, DesiredAgent, DesiredHuman, DesiredState, DesiredTeam, FieldDiff, ObservedState, ObservedTeam, Plan } from './types.ts';
+import type { Agent, Edge, Human } from '../api/schemas.ts';
+import { edgeAddress, ORGANIZATION_ADDRESS, participantAddress, providerKeyAddress, teamAddress } from './addresses.ts';
+import { SENSITIVE } from './types.ts';
+import type { Change, Desired, DesiredState, DesiredTeam, FieldDiff, ObservedState, ObservedTeam, Plan } from './types.ts';
 
-/** The value shown in place of a secret. */
-export const SENSITIVE = '(sensitive)';
+export { SENSITIVE } from './types.ts';
 
 /** The name of an edge in plans and logs: its two participant names. */
 export function edgeName(pair: readonly [string, string]): string {
   return `${pair[0]}<->${pair[1]}`;
-}
-
-/** The fields the service should hold for a desired team (omitted description is `""`). */
-export function teamFields(team: DesiredTeam): { team_name: string; description: string } {
-  return { team_name: team.name, description: team.description ?? '' };
-}
-
-/** The fields the service should hold for a desired agent; `status` only when the definition sets it. */
-export function agentFields(agent: DesiredAgent): {
-  name: string;
-  description: string;
-  provider: DesiredAgent['provider'];
-  model: string | null;
-  instructions: string;
-  status?: DesiredAgent['status'];
-} {
-  return {
-    name: agent.name,
-    description: agent.description ?? '',
-    provider: agent.provider ?? null,
-    model: agent.model ?? null,
-    instructions: agent.instructions ?? '',
-    ...(agent.status ? { status: agent.status } : {}),
-  };
-}
-
-/** The fields the service should hold for a desired human. */
-export function humanFields(human: DesiredHuman): { name: string; email: string | null } {
-  return { name: human.name, email: human.email ?? null };
 }
 
 /** The fields of `desired` whose values differ from `live`; empty when in sync. */
@@ -53,9 +25,10 @@ export function diffFields(live: object, desired: object): Record<string, FieldD
   return diff;
 }
 
-/** The desired value of each differing field, as a PATCH body. */
-export function patchOf(diff: Record<string, FieldDiff>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(diff).map(([key, d]) => [key, d.to]));
+/** The fields of `desired` that `diff` names: the PATCH body that brings a live resource in line. */
+export function patchOf<T extends object>(desired: T, diff: Record<string, FieldDiff>): Partial<T> {
+  // Entries of `desired` itself, filtered: each keeps its key's type, which Object.entries forgets.
+  return Object.fromEntries(Object.entries(desired).filter(([key]) => Object.hasOwn(diff, key))) as Partial<T>;
 }
 
 /** Whether two edges join the same unordered pair. */
@@ -66,27 +39,19 @@ function samePair(a: readonly [string, string], b: readonly [string, string]): b
 /**
  * Computes the changes that make `observed` match `desired`, in dependency order: the
  * organization, its provider keys, each team, then its participants, then its edges.
- * Resources in sync produce no change; nothing is ever deleted.
+ * Resources in sync produce no change.
  */
 export function computePlan(desired: DesiredState, observed: ObservedState): Plan {
   const changes: Change[] = [];
   const org = desired.organization;
   if (!observed.organization) {
-    changes.push({ action: 'create', kind: 'organization', name: org.name, fields: { org_name: org.name } });
+    changes.push({ action: 'create', kind: 'organization', name: org.name, address: ORGANIZATION_ADDRESS, fields: org.fields });
   }
-  for (const provider of Object.keys(org.providerKeys ?? {}).sort()) {
+  for (const { provider, secretRef } of org.providerKeys) {
     const live = observed.providerKeys.find((k) => k.provider === provider);
-    if (!live) {
-      changes.push({ action: 'create', kind: 'provider_key', name: provider, fields: { api_key: SENSITIVE } });
-    } else if (live.matchesDesired === false) {
-      changes.push({
-        action: 'update',
-        kind: 'provider_key',
-        name: provider,
-        fields: { api_key: SENSITIVE },
-        diff: { api_key: { from: SENSITIVE, to: SENSITIVE } },
-      });
-    }
+    const base = { kind: 'provider_key', name: provider, address: providerKeyAddress(provider), fields: { api_key: SENSITIVE }, secretRef } as const;
+    if (!live) changes.push({ action: 'create', ...base });
+    else if (live.matchesDesired === false) changes.push({ action: 'update', ...base, id: provider, diff: { api_key: { from: SENSITIVE, to: SENSITIVE } } });
   }
   for (const team of desired.teams) {
     const live = observed.teams.find((t) => t.team.team_name === team.name);
@@ -97,46 +62,48 @@ export function computePlan(desired: DesiredState, observed: ObservedState): Pla
 
 function planTeam(team: DesiredTeam, live: ObservedTeam | undefined): Change[] {
   const changes: Change[] = [];
-  const fields = teamFields(team);
-  if (!live) {
-    changes.push({ action: 'create', kind: 'team', name: team.name, fields });
-  } else {
-    changes.push(...updateChange('team', team.name, undefined, live.team.team_id, live.team as Team, fields));
+  const address = teamAddress(team.name);
+  if (!live) changes.push({ action: 'create', kind: 'team', name: team.name, address, fields: team.fields });
+  else {
+    const diff = diffFields(live.team, team.fields);
+    if (Object.keys(diff).length > 0) changes.push({ action: 'update', kind: 'team', name: team.name, address, id: live.team.team_id, fields: patchOf(team.fields, diff), diff });
   }
-  const liveAgents = new Map((live?.agents ?? []).map((a) => [a.name, a]));
-  const liveHumans = new Map((live?.humans ?? []).map((h) => [h.name, h]));
+  const inTeam = { team: team.name };
   for (const agent of team.agents) {
-    const fieldsOf = agentFields(agent);
-    const existing = liveAgents.get(agent.name);
-    if (!existing) changes.push({ action: 'create', kind: 'agent', name: agent.name, team: team.name, fields: fieldsOf });
-    else changes.push(...updateChange('agent', agent.name, team.name, existing.agent_id, existing as Agent, fieldsOf));
+    const at = { ...inTeam, name: agent.name, address: participantAddress(team.name, 'agent', agent.name) };
+    const existing = live?.agents.find((a) => a.name === agent.name);
+    if (!existing) changes.push({ action: 'create', kind: 'agent', ...at, fields: agent.fields });
+    else {
+      const diff = update(existing, agent);
+      if (diff) changes.push({ action: 'update', kind: 'agent', ...at, id: existing.agent_id, fields: patchOf(agent.fields, diff), diff });
+    }
   }
   for (const human of team.humans) {
-    const fieldsOf = humanFields(human);
-    const existing = liveHumans.get(human.name);
-    if (!existing) changes.push({ action: 'create', kind: 'human', name: human.name, team: team.name, fields: fieldsOf });
-    else changes.push(...updateChange('human', human.name, team.name, existing.human_id, existing as Human, fieldsOf));
+    const at = { ...inTeam, name: human.name, address: participantAddress(team.name, 'human', human.name) };
+    const existing = live?.humans.find((h) => h.name === human.name);
+    if (!existing) changes.push({ action: 'create', kind: 'human', ...at, fields: human.fields });
+    else {
+      const diff = update(existing, human);
+      if (diff) changes.push({ action: 'update', kind: 'human', ...at, id: existing.human_id, fields: patchOf(human.fields, diff), diff });
+    }
   }
-  const nameOf = new Map<string, string>();
-  for (const a of live?.agents ?? []) nameOf.set(a.agent_id, a.name);
-  for (const h of live?.humans ?? []) nameOf.set(h.human_id, h.name);
-  const liveEdges = (live?.edges ?? []).map((e) => [nameOf.get(e.participants[0]) ?? '', nameOf.get(e.participants[1]) ?? ''] as const);
+  const liveEdges = (live?.edges ?? []).map((e) => edgeNames(live, e));
   for (const pair of team.edges) {
     if (liveEdges.some((e) => samePair(e, pair))) continue;
-    changes.push({ action: 'create', kind: 'edge', name: edgeName(pair), team: team.name, fields: { participants: [pair[0], pair[1]] } });
+    const participants: [string, string] = [pair[0], pair[1]];
+    changes.push({ action: 'create', kind: 'edge', ...inTeam, name: edgeName(pair), address: edgeAddress(team.name, pair), fields: { participants } });
   }
   return changes;
 }
 
-function updateChange(
-  kind: Change['kind'],
-  name: string,
-  team: string | undefined,
-  id: string,
-  live: object,
-  desired: object,
-): Change[] {
-  const diff = diffFields(live, desired);
-  if (Object.keys(diff).length === 0) return [];
-  return [{ action: 'update', kind, name, ...(team ? { team } : {}), id, fields: patchOf(diff), diff }];
+/** The diff of a live participant against the desired one, or undefined when in sync. */
+function update(live: Agent | Human, desired: Desired<object>): Record<string, FieldDiff> | undefined {
+  const diff = diffFields(live, desired.fields);
+  return Object.keys(diff).length > 0 ? diff : undefined;
+}
+
+/** A live edge's participants by name ('' for an id the team does not hold). */
+function edgeNames(live: ObservedTeam | undefined, edge: Edge): [string, string] {
+  const name = (id: string) => live?.agents.find((a) => a.agent_id === id)?.name ?? live?.humans.find((h) => h.human_id === id)?.name ?? '';
+  return [name(edge.participants[0]), name(edge.participants[1])];
 }

@@ -17,10 +17,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { loadDefinitionFile } from '../definitions/load.ts';
+import { desiredState } from '../plan/desired.ts';
 import type { DesiredState } from '../plan/types.ts';
 import { startServer } from '../service/index.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
-import { syntheticDefinition } from '../test/support/synthetic.ts';
+import { syntheticDefinition, withOrganizationName } from '../test/support/synthetic.ts';
 import { createWorker } from '../worker/worker.ts';
 import { readFileSync } from 'node:fs';
 import { AcsClient } from '../client/acs-client.ts';
@@ -52,7 +53,7 @@ const running = run();
 const connection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
 const client = new Client({ connection, namespace: settings.namespace });
 
-const example = (await loadDefinitionFile(join(root, 'examples/acme-research.yaml'))) as DesiredState;
+const example = desiredState(await loadDefinitionFile(join(root, 'examples/acme-research.yaml')));
 const input = (desired: DesiredState, extra: Partial<ApplyInput> = {}): ApplyInput => ({
   connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' },
   desired,
@@ -81,16 +82,17 @@ async function save(name: string, handle: WorkflowHandle, expectFailure = false)
 }
 
 try {
-  const org = { ...example, organization: { ...example.organization, name: 'recorded-example' } };
+  const org = withOrganizationName(example, 'recorded-example');
   await record('apply-example-create', input(org));
   await record('apply-example-no-op', input(org));
   await record('apply-continue-as-new', input(syntheticDefinition('recorded-large', { teams: 4, agents: 2, humans: 1, edges: 2 }), { historyEventLimit: 20 }));
-  const unset = { ...example, organization: { name: 'recorded-failure', providerKeys: { echo: '${env:RECORD_UNSET_VARIABLE}' } } };
-  await record('apply-fails-unresolved-secret', input(unset as DesiredState), true);
+  const failing = withOrganizationName(example, 'recorded-failure');
+  const unset = { ...failing, organization: { ...failing.organization, providerKeys: [{ provider: 'echo' as const, secretRef: '${env:RECORD_UNSET_VARIABLE}' }] } };
+  await record('apply-fails-unresolved-secret', input(unset), true);
 
   const triageFile = join(root, 'examples/triage.yaml');
   const triage = parseDefinition(readFileSync(triageFile, 'utf8').split('\nschedules:')[0]!.replace('name: acme-support', 'name: recorded-pipelines'), triageFile);
-  await applyLocally(input({ organization: triage.organization, teams: triage.teams } as DesiredState), createApplyActivities({ env }));
+  await applyLocally(input(desiredState(triage)), createApplyActivities({ env }));
   const run = (pipeline: string, inputs: Record<string, string>, extra: Partial<PipelineRunInput> = {}): PipelineRunInput => ({
     connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' },
     organization: 'recorded-pipelines',

@@ -11,8 +11,9 @@
  */
 import type { ApplyActivities, EnsureResult, Step } from '../activities/apply-activities.ts';
 import type { Connection } from '../activities/connection.ts';
-import { agentFields, computePlan, humanFields, teamFields } from '../plan/plan.ts';
-import type { Change, DesiredState, ObservedState } from '../plan/types.ts';
+import { dependencies } from '../plan/dependencies.ts';
+import { computePlan } from '../plan/plan.ts';
+import type { Change, CreateChange, DesiredState, ObservedState, UpdateChange } from '../plan/types.ts';
 import { mapBounded } from './bounded.ts';
 
 /** Input of an apply: where the service is (a key *reference*) and the desired state. */
@@ -53,9 +54,7 @@ export const DEFAULT_TEMPORAL_BATCH_SIZE = 20;
 export type OrchestratedActivities = Pick<ApplyActivities, 'readOrganization' | 'readTeam' | 'runSteps'>;
 
 /** One change as carried out. */
-export interface AppliedChange extends Change {
-  outcome: EnsureResult['outcome'];
-}
+export type AppliedChange = Change & { outcome: EnsureResult['outcome'] };
 
 /** Result of an apply: the organization's id and the changes carried out, in plan order. */
 export interface ApplyResult {
@@ -121,7 +120,8 @@ interface Task {
   lane: string;
   /** Tasks not yet finished that this one waits for. */
   waitingFor: number;
-  dependents: number[];
+  /** Tasks that wait for this one. */
+  dependents: Task[];
 }
 
 /**
@@ -135,60 +135,87 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
   const plan = computePlan(desired, observed);
   if (plan.changes.length > 0) await options.afterPlan?.();
 
-  const teamIds = new Map(observed.teams.map((t) => [t.team.team_name, t.team.team_id]));
+  // The ids a change needs: known from the live state, or once the create it waits for is done.
   const key = (team: string, name: string) => `${team}\u0000${name}`;
+  let orgId = observed.organization?.org_id;
+  const teamIds = new Map(observed.teams.map((t) => [t.team.team_name, t.team.team_id]));
   const participantIds = new Map<string, string>();
   for (const t of observed.teams) {
-    for (const a of t.agents) participantIds.set(key(t.team.team_name, a.name), a.agent_id);
-    for (const h of t.humans) participantIds.set(key(t.team.team_name, h.name), h.human_id);
+    for (const p of [...t.agents.map((a) => ({ name: a.name, id: a.agent_id })), ...t.humans.map((h) => ({ name: h.name, id: h.human_id }))]) {
+      participantIds.set(key(t.team.team_name, p.name), p.id);
+    }
   }
-  let orgId = observed.organization?.org_id ?? '';
-  const teamsByName = new Map(desired.teams.map((t) => [t.name, t]));
+  /** An id the dependency graph guarantees is known by now; a missing one is a bug in that graph, not a user error. */
+  const known = (id: string | undefined, what: string): string => {
+    if (id === undefined) throw new Error(`apply: no id for ${what}: a change started before the create it waits for`);
+    return id;
+  };
+  const organization = () => known(orgId, `organization ${desired.organization.name}`);
+  const team = (name: string) => known(teamIds.get(name), `team ${name}`);
+  const participant = (teamName: string, name: string) => known(participantIds.get(key(teamName, name)), `participant ${name} of team ${teamName}`);
 
   const tasks = buildTasks(plan.changes);
   const applied: Array<{ index: number; entry: AppliedChange }> = [];
 
-  /** The call that makes `change`, with the ids it needs (known once the creates it waits for are done). */
-  function stepOf(change: Change): Step {
+  /** The call that makes a create, with the ids it needs. */
+  function createStep(change: CreateChange): Step {
     switch (change.kind) {
       case 'organization':
-        return { op: 'ensureOrganization', input: { connection, name: desired.organization.name } };
-      case 'provider_key': {
-        const provider = change.name as keyof NonNullable<DesiredState['organization']['providerKeys']>;
-        return { op: 'putProviderKey', input: { connection, orgId, provider, secretRef: desired.organization.providerKeys?.[provider] as string } };
-      }
+        return { op: 'ensure', input: { connection, kind: 'organization', parentId: '', fields: change.fields } };
+      case 'provider_key':
+        return { op: 'putProviderKey', input: { connection, orgId: organization(), provider: change.name, secretRef: change.secretRef } };
       case 'team':
-        return change.action === 'update' && change.id
-          ? { op: 'updateTeam', input: { connection, teamId: change.id, patch: change.fields } }
-          : { op: 'ensureTeam', input: { connection, orgId, fields: teamFields(teamsByName.get(change.name)!) } };
-      case 'agent': {
-        const team = teamsByName.get(change.team!)!;
-        return change.action === 'update' && change.id
-          ? { op: 'updateAgent', input: { connection, agentId: change.id, patch: change.fields } }
-          : { op: 'ensureAgent', input: { connection, teamId: teamIds.get(team.name)!, fields: agentFields(team.agents.find((a) => a.name === change.name)!) } };
-      }
-      case 'human': {
-        const team = teamsByName.get(change.team!)!;
-        return change.action === 'update' && change.id
-          ? { op: 'updateHuman', input: { connection, humanId: change.id, patch: change.fields } }
-          : { op: 'ensureHuman', input: { connection, teamId: teamIds.get(team.name)!, fields: humanFields(team.humans.find((h) => h.name === change.name)!) } };
-      }
+        return { op: 'ensure', input: { connection, kind: 'team', parentId: organization(), fields: change.fields } };
+      case 'agent':
+        return { op: 'ensure', input: { connection, kind: 'agent', parentId: team(change.team), fields: change.fields } };
+      case 'human':
+        return { op: 'ensure', input: { connection, kind: 'human', parentId: team(change.team), fields: change.fields } };
       case 'edge': {
-        const team = change.team!;
-        const [a, b] = change.fields.participants as [string, string];
-        return { op: 'ensureEdge', input: { connection, teamId: teamIds.get(team)!, participants: [participantIds.get(key(team, a))!, participantIds.get(key(team, b))!] } };
+        const [a, b] = change.fields.participants;
+        const participants: [string, string] = [participant(change.team, a), participant(change.team, b)];
+        return { op: 'ensure', input: { connection, kind: 'edge', parentId: team(change.team), fields: { participants } } };
       }
+    }
+  }
+
+  /** The call that makes an update (a PATCH of the differing fields; a provider key is set again). */
+  function updateStep(change: UpdateChange): Step {
+    switch (change.kind) {
+      case 'organization':
+        throw new Error('apply: an organization has no field to update');
+      case 'provider_key':
+        return { op: 'putProviderKey', input: { connection, orgId: organization(), provider: change.name, secretRef: change.secretRef } };
+      case 'team':
+        return { op: 'update', input: { connection, kind: 'team', id: change.id, patch: change.fields } };
+      case 'agent':
+        return { op: 'update', input: { connection, kind: 'agent', id: change.id, patch: change.fields } };
+      case 'human':
+        return { op: 'update', input: { connection, kind: 'human', id: change.id, patch: change.fields } };
+    }
+  }
+
+  /** The call that makes `change`. */
+  function stepOf(change: Change): Step {
+    switch (change.action) {
+      case 'create':
+        return createStep(change);
+      case 'update':
+        return updateStep(change);
+      case 'delete':
+        throw new Error('apply: deletes are not planned yet');
     }
   }
 
   /** Records a made change: its id becomes known to the changes that wait for it. */
   function record(change: Change, index: number, result: EnsureResult): void {
-    if (change.kind === 'organization') orgId = result.id;
-    if (change.kind === 'team') teamIds.set(change.name, result.id);
-    if (change.kind === 'agent' || change.kind === 'human') participantIds.set(key(change.team!, change.name), result.id);
+    if (change.action === 'create') {
+      if (change.kind === 'organization') orgId = result.id;
+      if (change.kind === 'team') teamIds.set(change.name, result.id);
+      if (change.kind === 'agent' || change.kind === 'human') participantIds.set(key(change.team, change.name), result.id);
+    }
     // PUT cannot tell a new provider key from a replaced one; the plan can.
     const outcome = change.kind === 'provider_key' ? (change.action === 'create' ? 'created' : 'updated') : result.outcome;
-    const entry = { ...change, outcome };
+    const entry: AppliedChange = { ...change, outcome };
     applied.push({ index, entry });
     options.onProgress?.(entry);
   }
@@ -199,42 +226,38 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
       steps: batch.map((t) => stepOf(t.change)),
       ...(options.retry?.maximumAttempts ? { maximumAttempts: options.retry.maximumAttempts } : {}),
     });
-    batch.forEach((t, i) => record(t.change, t.index, results[i]!));
+    batch.forEach((task, i) => {
+      const result = results[i];
+      if (!result) throw new Error(`apply: runSteps returned ${results.length} results for ${batch.length} steps`);
+      record(task.change, task.index, result);
+    });
   }
 
   const complete = await runGraph(tasks, limit, Math.max(1, options.batchSize ?? 1), run, options.shouldPause);
   // Parallel changes finish in any order; results are reported in plan order.
-  return { orgId, applied: applied.sort((x, y) => x.index - y.index).map((a) => a.entry), complete };
+  return { orgId: orgId ?? '', applied: applied.sort((x, y) => x.index - y.index).map((a) => a.entry), complete };
 }
 
-/**
- * The dependency graph of a plan. A change waits only for the creates whose ids it needs: every
- * change for the organization's create; a team's participants for the team's create; an edge
- * for its team's and its participants' creates. Updates of existing resources wait for nothing.
- */
+/** The plan's changes as tasks, each with its dependencies (`plan/dependencies.ts`) counted and linked. */
 function buildTasks(changes: Change[]): Task[] {
-  const tasks: Task[] = changes.map((change, index) => ({ index, change, lane: change.kind === 'team' ? change.name : change.team ?? '', waitingFor: 0, dependents: [] }));
-  const creates = new Map<string, number>();
-  const id = (kind: string, team: string, name: string) => `${kind}\u0000${team}\u0000${name}`;
-  for (const t of tasks) {
-    if (t.change.action !== 'create') continue;
-    if (t.change.kind === 'organization') creates.set('organization', t.index);
-    if (t.change.kind === 'team') creates.set(id('team', t.change.name, ''), t.index);
-    if (t.change.kind === 'agent' || t.change.kind === 'human') creates.set(id('participant', t.change.team!, t.change.name), t.index);
-  }
-  const dependsOn = (task: Task, on: number | undefined) => {
-    if (on === undefined || on === task.index) return;
-    task.waitingFor++;
-    tasks[on]!.dependents.push(task.index);
-  };
-  for (const t of tasks) {
-    dependsOn(t, creates.get('organization'));
-    if (t.change.kind === 'agent' || t.change.kind === 'human' || t.change.kind === 'edge') dependsOn(t, creates.get(id('team', t.change.team!, '')));
-    if (t.change.kind === 'edge') {
-      for (const p of t.change.fields.participants as [string, string]) dependsOn(t, creates.get(id('participant', t.change.team!, p)));
+  const tasks: Task[] = changes.map((change, index) => ({ index, change, lane: laneOf(change), waitingFor: 0, dependents: [] }));
+  const waits = dependencies(changes);
+  tasks.forEach((task, index) => {
+    for (const d of waits[index] ?? []) {
+      const on = tasks[d];
+      if (!on) continue;
+      task.waitingFor++;
+      on.dependents.push(task);
     }
-  }
+  });
   return tasks;
+}
+
+/** The lane a change is spread over: its team, or '' for the organization and its provider keys. */
+function laneOf(change: Change): string {
+  if (change.kind === 'team') return change.name;
+  if (change.kind === 'agent' || change.kind === 'human' || change.kind === 'edge') return change.team;
+  return '';
 }
 
 /**
@@ -245,8 +268,13 @@ function buildTasks(changes: Change[]): Task[] {
  * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
  */
 async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (batch: Task[]) => Promise<void>, shouldPause?: (started: number) => boolean): Promise<boolean> {
-  const lanes = new Map<string, { ready: Task[]; inFlight: number; servedAt: number }>();
-  const laneOf = (name: string) => {
+  interface Lane {
+    ready: Task[];
+    inFlight: number;
+    servedAt: number;
+  }
+  const lanes = new Map<string, Lane>();
+  const laneOf = (name: string): Lane => {
     let lane = lanes.get(name);
     if (!lane) lanes.set(name, (lane = { ready: [], inFlight: 0, servedAt: -1 }));
     return lane;
@@ -259,7 +287,7 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
   // in flight would create a promise per task on every turn, and in Temporal's workflow sandbox
   // every promise costs a captured stack trace.
   // A failure is queued like a success and counts only once dequeued, in finishing order.
-  const settled: Array<{ batch: Task[]; error?: { error: unknown } }> = [];
+  const settled: Array<{ lane: Lane; batch: Task[]; error?: { error: unknown } }> = [];
   let wake: (() => void) | undefined;
   let running = 0;
   let started = 0;
@@ -267,8 +295,8 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
   let failure: { error: unknown } | undefined;
   let paused = false;
 
-  const next = (): Task[] | undefined => {
-    let best: { ready: Task[]; inFlight: number; servedAt: number } | undefined;
+  const next = (): { lane: Lane; batch: Task[] } | undefined => {
+    let best: Lane | undefined;
     for (const lane of lanes.values()) {
       if (lane.ready.length === 0) continue;
       if (!best || lane.inFlight < best.inFlight || (lane.inFlight === best.inFlight && lane.servedAt < best.servedAt)) best = lane;
@@ -276,10 +304,10 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
     if (!best) return undefined;
     best.inFlight++;
     best.servedAt = started;
-    return best.ready.splice(0, batchSize);
+    return { lane: best, batch: best.ready.splice(0, batchSize) };
   };
-  const settle = (batch: Task[], error?: { error: unknown }) => {
-    settled.push(error ? { batch, error } : { batch });
+  const settle = (lane: Lane, batch: Task[], error?: { error: unknown }) => {
+    settled.push(error ? { lane, batch, error } : { lane, batch });
     wake?.();
     wake = undefined;
   };
@@ -294,26 +322,29 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
         paused = true;
         break;
       }
-      const batch = next();
-      if (!batch) break;
+      const taken = next();
+      if (!taken) break;
+      const { lane, batch } = taken;
       started += batch.length;
       running++;
       run(batch).then(
-        () => settle(batch),
-        (error: unknown) => settle(batch, { error }),
+        () => settle(lane, batch),
+        (error: unknown) => settle(lane, batch, { error }),
       );
     }
     if (running === 0) break;
-    if (settled.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-    const { batch, error } = settled.shift()!;
-    if (error) failure ??= error;
+    let done = settled.shift();
+    while (!done) {
+      await new Promise<void>((resolve) => (wake = resolve));
+      done = settled.shift();
+    }
+    if (done.error) failure ??= done.error;
     running--;
-    finished += batch.length;
-    laneOf(batch[0]!.lane).inFlight--;
+    finished += done.batch.length;
+    done.lane.inFlight--;
     if (failure) continue;
-    for (const task of batch) {
-      for (const d of task.dependents) {
-        const dependent = tasks[d]!;
+    for (const task of done.batch) {
+      for (const dependent of task.dependents) {
         if (--dependent.waitingFor === 0) laneOf(dependent.lane).ready.push(dependent);
       }
     }

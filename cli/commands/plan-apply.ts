@@ -12,7 +12,7 @@ import type { ApplyResult } from '../../workflows/apply-orchestration.ts';
 import { loadApplyInput, loadDesired } from '../desired.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
-import { renderApplied, renderAppliedSchedule, renderApplySummaryWithSchedules, renderPlanWithSchedules } from '../render.ts';
+import { plain, renderApplied, renderAppliedSchedule, renderApplySummary, renderPlan } from '../render.ts';
 import { applySchedulePlan, readSchedulePlan } from '../schedule-plan.ts';
 import type { Runner } from './runner.ts';
 
@@ -81,7 +81,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
       const plan = computePlan(input.desired, observed);
       const scheduleChanges = schedules?.changes ?? [];
       if (opts.json) io.stdout(JSON.stringify(schedules?.relevant ? { ...plan, schedules: scheduleChanges } : plan, null, 2));
-      else io.stdout(renderPlanWithSchedules(plan.changes, scheduleChanges));
+      else io.stdout(renderPlan(plan.changes, scheduleChanges, io.style ?? plain));
       return opts.detailedExitcode && plan.changes.length + scheduleChanges.length > 0 ? ExitCodes.changes : ExitCodes.ok;
     }),
   );
@@ -125,7 +125,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
         // Schedules live on Temporal whatever the engine; after the resources, which their runs need.
         const scheduled = schedules ? await applySchedulePlan(schedules, io, (c) => opts.json || io.stdout(renderAppliedSchedule(c))) : [];
         if (opts.json) io.stdout(JSON.stringify(schedules?.relevant ? { ...result, schedules: scheduled } : result, null, 2));
-        else io.stdout(renderApplySummaryWithSchedules(result.applied, result.omitted, scheduled));
+        else io.stdout(renderApplySummary(result.applied, result.omitted, scheduled));
         return ExitCodes.ok;
       }),
   );

@@ -1,5 +1,5 @@
 import { ServiceError } from '../../errors/catalogue.ts';
-import type { Team } from '../../api/schemas.ts';
+import type { Team, TeamDeletionPreview } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
 import { assertOrganizationReachable } from './access-checks.ts';
 import { countTeamAttachments, deleteTeamAttachments } from './attachments.ts';
@@ -117,16 +117,8 @@ export async function updateTeam(
   return getTeam(deps.db, caller, teamId);
 }
 
-/** Counts of what deleting a team would remove (contract §5 GET /teams/{id}/deletion-preview). */
-export interface DeletionPreview {
-  team_id: string;
-  agents: number;
-  humans: number;
-  edges: number;
-  threads: number;
-  messages: number;
-  attachments: number;
-}
+/** Counts of what deleting a team would remove (contract §5 GET /teams/{id}/deletion-preview); declared in api/schemas.ts. */
+export type DeletionPreview = TeamDeletionPreview;
 
 /** Reports what `DELETE /teams/{id}` would remove. Errors: `not_found`. */
 export async function previewTeamDeletion(deps: DomainDeps, caller: Caller, teamId: string): Promise<DeletionPreview> {

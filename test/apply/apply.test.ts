@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
 import type { Connection } from '../../activities/connection.ts';
 import { AcsClient } from '../../client/acs-client.ts';
-import { loadDefinitionFile } from '../../definitions/load.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
 import { readObserved } from '../../workflows/apply-orchestration.ts';
 import { computePlan } from '../../plan/plan.ts';
 import type { DesiredState } from '../../plan/types.ts';
+import { desiredFromFile, withOrganizationName } from '../support/synthetic.ts';
 import { startServer } from '../../service/index.ts';
 import { dyingFetch, recordingFetch } from '../support/fetch.ts';
 import { snapshot as liveSnapshot } from '../support/live-state.ts';
@@ -20,7 +20,7 @@ let example: DesiredState;
 
 /** The example definition, under an organization name of its own. */
 function definitionFor(orgName: string): DesiredState {
-  return { ...example, organization: { ...example.organization, name: orgName } };
+  return withOrganizationName(example, orgName);
 }
 
 const snapshot = (orgName: string) => liveSnapshot(client, orgName);
@@ -31,7 +31,7 @@ beforeAll(async () => {
   env = { ACS_TEST_KEY: api_key, ECHO_PROVIDER_KEY: ECHO_KEY };
   connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
   client = new AcsClient({ baseUrl: server.url, apiKey: api_key });
-  example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
+  example = await desiredFromFile(new URL('../../examples/acme-research.yaml', import.meta.url));
 });
 
 afterAll(async () => {

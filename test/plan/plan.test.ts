@@ -1,21 +1,23 @@
 import { describe, expect, it } from 'vitest';
 import type { Agent, Edge, Human, Organization, Team } from '../../api/schemas.ts';
+import { DefinitionSchema } from '../../definitions/schema.ts';
+import { desiredState } from '../../plan/desired.ts';
 import { computePlan, SENSITIVE } from '../../plan/plan.ts';
 import type { DesiredState, ObservedState } from '../../plan/types.ts';
 
 const at = '2026-11-22T09:15:02.123Z';
-const desired: DesiredState = {
-  organization: { name: 'acme', providerKeys: { echo: '${env:ECHO_KEY}' } },
-  teams: [
-    {
-      name: 'review',
-      description: 'Finds papers',
-      agents: [{ name: 'scout', provider: 'echo', model: 'echo-1', instructions: 'Find.' }, { name: 'archivist' }],
-      humans: [{ name: 'alice', email: 'alice@example.com' }],
-      edges: [['alice', 'scout'], ['scout', 'archivist']],
-    },
-  ],
-};
+/** A definition as the file would hold it, through the same schema and conversion as `plan` uses. */
+const desiredOf = (teams: unknown[]): DesiredState =>
+  desiredState(DefinitionSchema.parse({ apiVersion: 'teamctl/v1', organization: { name: 'acme', providerKeys: { echo: '${env:ECHO_KEY}' } }, teams }));
+const desired = desiredOf([
+  {
+    name: 'review',
+    description: 'Finds papers',
+    agents: [{ name: 'scout', provider: 'echo', model: 'echo-1', instructions: 'Find.' }, { name: 'archivist' }],
+    humans: [{ name: 'alice', email: 'alice@example.com' }],
+    edges: [['alice', 'scout'], ['scout', 'archivist']],
+  },
+]);
 
 const org: Organization = { org_id: 'o1', org_name: 'acme', team_count: 1, human_count: 2, is_personal: false, created_at: at };
 const team: Team = { team_id: 't1', org_id: 'o1', team_name: 'review', description: 'Finds papers', agent_count: 2, edge_count: 2, engine_id: 'e', created_at: at };
@@ -65,8 +67,17 @@ describe('plan', () => {
     observed.teams[0]!.team.description = '';
     const plan = computePlan(desired, observed);
     expect(plan.changes).toEqual([
-      { action: 'update', kind: 'team', name: 'review', id: 't1', fields: { description: 'Finds papers' }, diff: { description: { from: '', to: 'Finds papers' } } },
-      { action: 'update', kind: 'agent', name: 'scout', team: 'review', id: 'a1', fields: { instructions: 'Find.' }, diff: { instructions: { from: 'Something else.', to: 'Find.' } } },
+      { action: 'update', kind: 'team', name: 'review', address: 'team/review', id: 't1', fields: { description: 'Finds papers' }, diff: { description: { from: '', to: 'Finds papers' } } },
+      {
+        action: 'update',
+        kind: 'agent',
+        name: 'scout',
+        team: 'review',
+        address: 'team/review/agent/scout',
+        id: 'a1',
+        fields: { instructions: 'Find.' },
+        diff: { instructions: { from: 'Something else.', to: 'Find.' } },
+      },
     ]);
   });
 

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
 import { createTestDatabase, postgresBackend, testDatabaseUrl } from '../support/postgres.ts';
 
@@ -82,4 +83,22 @@ export async function buildTeam(h: Harness, agent: Record<string, unknown> = {})
   const ann = await h.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'ann' });
   const edge = await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, { participants: [ann.body.human_id, bot.body.agent_id] });
   return { teamId: team.body.team_id as string, agentId: bot.body.agent_id as string, humanId: ann.body.human_id as string, edgeId: edge.body.edge_id as string };
+}
+
+/** The ids {@link buildTeam} returns. */
+export type TeamIds = Awaited<ReturnType<typeof buildTeam>>;
+
+/**
+ * Registers, for the enclosing suite, a harness with one team built by {@link buildTeam} before
+ * its tests and the server's close after them; `use` receives them once started.
+ */
+export function withTeamHarness(use: (started: { h: Harness; ids: TeamIds }) => void): void {
+  let harness: Harness | undefined;
+  beforeAll(async () => {
+    harness = await startHarness();
+    use({ h: harness, ids: await buildTeam(harness) });
+  });
+  afterAll(async () => {
+    await harness?.server.close();
+  });
 }

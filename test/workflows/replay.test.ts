@@ -4,6 +4,14 @@
  * in every `npm test`: a change to a workflow that would break histories already recorded — and
  * so workflows running in production — fails here. Changes that must differ go through
  * `patched()` and new recordings.
+ *
+ * The apply histories were recorded again when the apply workflow's input changed shape (the
+ * desired state in the service's field names, from one declaration per resource; creates, patches
+ * and deletes as three generic activities). An old history cannot replay against that: its input
+ * itself is of the old shape, which no `patched()` branch can turn into the new one. No apply of an
+ * earlier version runs anywhere — teamctl has not been released — so the old files were replaced
+ * rather than kept beside a second code path. Once released, such a change needs a new workflow
+ * type (or an input version field), and the old histories stay.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';

@@ -109,8 +109,8 @@ describeTemporal('schedules', () => {
     expect(before.schedules).toEqual([expect.objectContaining({ action: 'create', name: 'nightly-triage', id: `teamctl/${org}/nightly-triage` })]);
 
     const output = await apply(file);
-    expect(output).toContain('  schedule nightly-triage: created');
-    expect(output).toContain('schedules: 1 created, 0 updated, 0 deleted');
+    expect(output).toContain('  schedule/nightly-triage: created');
+    expect(output).toContain('Apply complete: 7 created, 0 updated, 0 deleted, 0 already in place.');
 
     const described = await cliDescribe(`teamctl/${org}/nightly-triage`);
     if (!described.ok) throw new Error(described.stderr);
@@ -182,7 +182,7 @@ describeTemporal('schedules', () => {
     const drifted = await plan(file);
     expect(drifted.code).toBe(2);
     expect(drifted.schedules).toEqual([{ action: 'update', name: 'nightly-triage', id, diff: { paused: { from: true, to: false } } }]);
-    expect(await apply(file)).toContain('  schedule nightly-triage: updated');
+    expect(await apply(file)).toContain('  schedule/nightly-triage: updated');
     const restored = await cliDescribe(id);
     expect(restored.ok && (restored.json.schedule.state.paused ?? false)).toBe(false);
   });
@@ -204,10 +204,10 @@ describeTemporal('schedules', () => {
       },
     ]);
     const text = await teamctl(['plan', '-f', file, '--task-queue', taskQueue]);
-    expect(text.stdout).toContain('  ~ update schedule nightly-triage\n      cron: "0 2 * * *" -> "30 3 * * 1-5"');
+    expect(text.stdout).toContain('  ~ update schedule/nightly-triage\n      cron: "0 2 * * *" -> "30 3 * * 1-5"');
     expect(text.stdout).toContain('Plan: 0 to create, 1 to update, 0 to delete.');
 
-    expect(await apply(file)).toContain('  schedule nightly-triage: updated');
+    expect(await apply(file)).toContain('  schedule/nightly-triage: updated');
     const described = await cliDescribe(`teamctl/${org}/nightly-triage`);
     if (!described.ok) throw new Error(described.stderr);
     expect(described.json.schedule.policies.overlapPolicy).toBe('SCHEDULE_OVERLAP_POLICY_BUFFER_ONE');
@@ -231,10 +231,10 @@ describeTemporal('schedules', () => {
 
     const planned = await plan(file);
     expect(planned).toEqual({ code: 2, changes: [], schedules: [{ action: 'delete', name: 'nightly-triage', id }] });
-    expect((await teamctl(['plan', '-f', file, '--task-queue', taskQueue])).stdout).toContain(`  - delete schedule nightly-triage (${id})`);
+    expect((await teamctl(['plan', '-f', file, '--task-queue', taskQueue])).stdout).toContain(`  - delete schedule/nightly-triage (${id})`);
 
     const output = await apply(file);
-    expect(output).toContain('  schedule nightly-triage: deleted');
+    expect(output).toContain('  schedule/nightly-triage: deleted');
     const described = await cliDescribe(id);
     expect(described.ok).toBe(false);
     expect(!described.ok && described.stderr).toMatch(/not found/i);

@@ -16,7 +16,6 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { runCli } from '../../cli/program.ts';
-import { loadDefinitionFile } from '../../definitions/load.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
 import { applyWithTemporal, applyWorkflowId } from '../../engine/temporal-engine.ts';
 import type { DesiredState } from '../../plan/types.ts';
@@ -27,14 +26,14 @@ import { applyWorkflow } from '../../workflows/apply-workflow.ts';
 import { startFaultProxy } from '../support/fault-proxy.ts';
 import { recordingFetch } from '../support/fetch.ts';
 import { shape } from '../support/live-state.ts';
-import { resourceCount, syntheticDefinition } from '../support/synthetic.ts';
+import { desiredFromFile, resourceCount, syntheticDefinition, withOrganizationName } from '../support/synthetic.ts';
 import { connectTestClient, describeTemporal, historyText, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
 
 const ECHO_KEY = 'temporal-echo-provider-secret-5d2e';
 
 /** Every change of an apply result, once each, as `kind team/name`. */
 function distinctChanges(result: ApplyResult): Set<string> {
-  return new Set(result.applied.map((c) => `${c.kind} ${c.team ?? ''}/${c.name}`));
+  return new Set(result.applied.map((c) => c.address));
 }
 
 describeTemporal('temporal engine', () => {
@@ -61,7 +60,7 @@ describeTemporal('temporal engine', () => {
     desired,
     ...extra,
   });
-  const named = (desired: DesiredState, name: string): DesiredState => ({ ...desired, organization: { ...desired.organization, name } });
+  const named = withOrganizationName;
   /** The end state a local-engine apply of `desired` leaves, under another organization name. */
   async function reference(desired: DesiredState) {
     const orgName = `reference-${randomUUID()}`;
@@ -74,7 +73,7 @@ describeTemporal('temporal engine', () => {
     apiKey = (await server.provisionOrganization('temporal-tests')).api_key;
     env = { ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: ECHO_KEY };
     client = new AcsClient({ baseUrl: server.url, apiKey });
-    example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
+    example = await desiredFromFile(new URL('../../examples/acme-research.yaml', import.meta.url));
     ({ client: temporal, close: closeTemporal } = await connectTestClient());
   }, 120_000);
 

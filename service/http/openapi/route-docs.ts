@@ -36,6 +36,7 @@ import {
   Revoked,
   RotateOrgKeyBody,
   Team,
+  TeamDeletionPreview,
   TeamGraph,
   Thread,
   ThreadPage,
@@ -65,17 +66,6 @@ const HumanDeleted = deleted('HumanDeleted', 'human_id');
 const EdgeDeleted = deleted('EdgeDeleted', 'edge_id');
 const ProviderKeyDeleted = z.object({ deleted: z.literal(true), provider: Provider }).meta({ id: 'ProviderKeyDeleted' });
 
-const TeamDeletionPreview = z
-  .object({
-    team_id: z.uuid(),
-    agents: z.number().int(),
-    humans: z.number().int(),
-    edges: z.number().int(),
-    threads: z.number().int(),
-    messages: z.number().int(),
-    attachments: z.number().int(),
-  })
-  .meta({ id: 'TeamDeletionPreview' });
 const IssuedOrgKey = CreatedOrgKey.extend({ org_id: z.uuid() }).meta({ id: 'IssuedOrgKey' });
 const Health = z.object({ status: z.literal('ok') }).meta({ id: 'Health' });
 const Readiness = z.object({ status: z.literal('ready') }).meta({ id: 'Readiness' });
