@@ -16,7 +16,8 @@ import { AcsClient } from '../client/acs-client.ts';
 import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
 import { resolveSecret, secretHint } from '../definitions/secrets.ts';
 import { diffFields, patchOf } from '../plan/plan.ts';
-import type { AgentWire, DesiredState, HumanWire, ObservedProviderKey, ObservedTeam, OrganizationWire, TeamWire } from '../plan/types.ts';
+import type { DeletionPreviews } from '../plan/cascades.ts';
+import type { AgentWire, Cascade, DesiredState, HumanWire, ObservedProviderKey, ObservedTeam, OrganizationWire, TeamWire } from '../plan/types.ts';
 import type { Connection } from './connection.ts';
 import { activityContext } from './activity-context.ts';
 import { toApplicationFailure } from './failures.ts';
@@ -217,13 +218,15 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * Reads what the key can see of the definition's organization: the organization (by name),
      * its provider keys (each compared with the desired secret's hint, resolved here), and its
      * teams without their graphs (`readTeam` reads those). Read-only. Raises `unresolved_secret`
-     * before any request when a secret reference does not resolve.
+     * before any request when a secret reference does not resolve (unless `compareProviderKeys` is
+     * false: then the keys are listed, not compared).
      */
-    async readOrganization(input: { connection: Connection; desired: DesiredState }): Promise<ObservedOrganization> {
+    async readOrganization(input: { connection: Connection; desired: DesiredState; compareProviderKeys?: boolean }): Promise<ObservedOrganization> {
       // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
       let hints: Map<string, string>;
       try {
-        hints = new Map(input.desired.organization.providerKeys.map((k) => [k.provider, secretHint(resolveSecret(k.secretRef, env))]));
+        const wanted = input.compareProviderKeys === false ? [] : input.desired.organization.providerKeys;
+        hints = new Map(wanted.map((k) => [k.provider, secretHint(resolveSecret(k.secretRef, env))]));
       } catch (error) {
         throw toApplicationFailure(error);
       }
@@ -236,6 +239,28 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
           return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
         });
         return { organization: org, providerKeys, teams };
+      });
+    },
+
+    /**
+     * Reads what the deletes of a plan would take along (`plan/cascades.ts`): each team's deletion
+     * preview (contract §5), each edge's threads and their messages, and the organization's
+     * deletion preview when asked. Read-only; for the plan a user reads, not for the workflow.
+     * Errors: `not_found`.
+     */
+    async readDeletionPreviews(input: { connection: Connection; teams: string[]; edges: string[]; organization?: string }): Promise<DeletionPreviews> {
+      return withClient(input.connection, async (client) => {
+        const teams = await Promise.all(input.teams.map(async (id) => [id, countsOf(await client.previewTeamDeletion(id))] as const));
+        const edges = await Promise.all(
+          input.edges.map(async (id) => {
+            const threads = await client.listThreads(id);
+            return [id, { threads: threads.length, messages: threads.reduce((sum, t) => sum + t.message_count, 0) }] as const;
+          }),
+        );
+        const organization = input.organization
+          ? countsOf(await client.request<Cascade & { org_id: string }>('GET', `/organizations/${encodeURIComponent(input.organization)}/deletion-preview`))
+          : undefined;
+        return { teams: Object.fromEntries(teams), edges: Object.fromEntries(edges), ...(organization ? { organization } : {}) };
       });
     },
 
@@ -326,6 +351,12 @@ function spent(error: unknown): unknown {
 
 /** The activities of `apply`, as workflows see them (`import type` only). */
 export type ApplyActivities = ReturnType<typeof createApplyActivities>;
+
+/** A deletion preview's counts, without the id it names. */
+function countsOf<P extends { team_id?: string; org_id?: string }>(preview: P): Cascade {
+  const { team_id: _team, org_id: _org, ...counts } = preview;
+  return counts;
+}
 
 /**
  * Turns a 404 on the existing id of a participant name (the name belongs to the other kind of

@@ -34,14 +34,16 @@ export async function buildApplyInput(file: string, flags: ConnectionFlags & { p
 
 /**
  * {@link buildApplyInput} together with the whole definition it came from (its pipelines and
- * schedules are not part of the apply workflow's input). Errors: as {@link buildApplyInput}.
+ * schedules are not part of the apply workflow's input). `checkSecrets` false (destroy, which sets
+ * no secret) does not require the provider keys' variables. Errors: as {@link buildApplyInput}.
  */
 export async function loadApplyInput(
   file: string,
   flags: ConnectionFlags & { parallelism?: number },
   env: NodeJS.ProcessEnv,
+  options: { checkSecrets?: boolean } = {},
 ): Promise<{ input: ApplyInput; definition: Definition }> {
-  const definition = await loadDesired(file, env, true);
+  const definition = await loadDesired(file, env, options.checkSecrets ?? true);
   const connection = resolveConnection(flags, env);
   return { definition, input: { connection, desired: desiredState(definition), ...(flags.parallelism ? { parallelism: flags.parallelism } : {}) } };
 }

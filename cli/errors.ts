@@ -36,6 +36,7 @@ const HINTS: Record<string, string> = {
   unresolved_secret: 'export the variable before running teamctl',
   rate_limited: 'the service is rate limiting this key; try again shortly',
   invalid_usage: 'see teamctl --help',
+  not_approved: 'read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI)',
   timed_out: 'try a longer --wait, or check that the peer is running',
 };
 

@@ -4,6 +4,9 @@
  */
 import { Command, CommanderError } from 'commander';
 import { DefinitionError } from '../definitions/problems.ts';
+import { registerDestroy } from './commands/destroy.ts';
+import { registerExport } from './commands/export.ts';
+import { registerGet } from './commands/get.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerPlanApply } from './commands/plan-apply.ts';
 import { registerRun } from './commands/run.ts';
@@ -35,6 +38,9 @@ export async function runCli(argv: string[], io: CliIo): Promise<ExitCode> {
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
     .showHelpAfterError('(run teamctl --help for usage)');
   registerPlanApply(program, io, run);
+  registerDestroy(program, io, run);
+  registerGet(program, io, run);
+  registerExport(program, io, run);
   registerRun(program, io, run);
   registerSchedules(program, io, run);
   registerThread(program, io, run);

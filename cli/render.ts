@@ -121,11 +121,16 @@ export function renderAppliedSchedule(change: AppliedScheduleChange): string {
  * The closing line of an apply, resources and schedules together; changes made but not listed
  * (`omitted`, very large Temporal applies) are in the counts.
  */
-export function renderApplySummary(applied: readonly AppliedChange[], omitted: OutcomeCounts | undefined, schedules: readonly AppliedScheduleChange[] = []): string {
+export function renderApplySummary(
+  applied: readonly AppliedChange[],
+  omitted: OutcomeCounts | undefined,
+  schedules: readonly AppliedScheduleChange[] = [],
+  verb: 'Apply' | 'Destroy' = 'Apply',
+): string {
   const notListed = omitted ? Object.values(omitted).reduce((a, b) => a + b, 0) : 0;
   if (applied.length + schedules.length === 0 && notListed === 0) return 'No changes. The live state matches the definition.';
   const count = (outcome: keyof OutcomeCounts) =>
     applied.filter((c) => c.outcome === outcome).length + schedules.filter((s) => s.outcome === outcome).length + (omitted?.[outcome] ?? 0);
   const more = notListed > 0 ? ` (${notListed} of them not listed above)` : '';
-  return `Apply complete: ${count('created')} created, ${count('updated')} updated, ${count('deleted')} deleted, ${count('unchanged')} already in place${more}.`;
+  return `${verb} complete: ${count('created')} created, ${count('updated')} updated, ${count('deleted')} deleted, ${count('unchanged')} already in place${more}.`;
 }

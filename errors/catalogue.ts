@@ -61,6 +61,8 @@ export const ToolkitErrorCodes = {
   run_not_found: 'run_not_found',
   /** A pipeline run ended without completing (failed or cancelled). */
   run_failed: 'run_failed',
+  /** A plan deletes something nobody approved: no terminal to ask on and no `--auto-approve`, an answer other than `yes`, or the live state changed since the plan was approved. Nothing was changed. */
+  not_approved: 'not_approved',
 } as const;
 
 /** A code of an error raised by the toolkit itself. */

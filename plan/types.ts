@@ -115,7 +115,7 @@ export const SENSITIVE = '(sensitive)';
  * What a delete takes along, from the service's deletion preview (a team) or counted from the
  * live graph (an agent or human: its edges and their threads; an edge: its threads).
  */
-export type Cascade = Partial<Omit<TeamDeletionPreview, 'team_id'>>;
+export type Cascade = Partial<Omit<TeamDeletionPreview, 'team_id'>> & { teams?: number };
 
 /** What every change has: what it acts on and where (`team` names the team of a participant or edge). */
 interface ChangeBase {

@@ -1,19 +1,24 @@
 /**
- * The orchestration of `apply`, shared by both engines: read the live state, compute the plan,
- * then run its changes through the activities as a dependency graph — a team's participants
- * after the team is created, an edge after both its participants are, everything after the
- * organization — with at most `parallelism` changes in flight, spread across teams so that
- * parallel calls do not queue behind one team's row lock.
+ * The orchestration of `apply` and `destroy`, shared by both engines: read the live state,
+ * compute the plan (`plan/plan.ts`, or `plan/destroy.ts`), keep what `--target`/`--exclude`
+ * select, refuse deletes nobody approved, then run the changes through the activities as a
+ * dependency graph (`plan/dependencies.ts`) — a team's participants after the team is created, an
+ * edge after both its participants are, a participant's delete after its edges', everything
+ * after the organization — with at most `parallelism` changes in flight, spread across teams so
+ * that parallel calls do not queue behind one team's row lock.
  *
  * It knows activities only as types and does no I/O itself, so the Temporal workflow runs it in
  * its sandbox and the local engine runs it in-process, unchanged. It is deterministic: the next
  * change to start depends only on which changes have finished, in the order they finished.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import type { ApplyActivities, EnsureResult, Step } from '../activities/apply-activities.ts';
 import type { Connection } from '../activities/connection.ts';
 import { dependencies } from '../plan/dependencies.ts';
-import { computePlan } from '../plan/plan.ts';
-import type { Change, CreateChange, DesiredState, ObservedState, UpdateChange } from '../plan/types.ts';
+import { destroyPlan } from '../plan/destroy.ts';
+import { computePlan, knownIds, matchState, participantKey } from '../plan/plan.ts';
+import { selectChanges } from '../plan/selection.ts';
+import type { Change, CreateChange, DeleteChange, DesiredState, ObservedState, UpdateChange } from '../plan/types.ts';
 import { mapBounded } from './bounded.ts';
 
 /** Input of an apply: where the service is (a key *reference*) and the desired state. */
@@ -39,6 +44,18 @@ export interface ApplyInput {
   carried?: AppliedChange[];
   /** Temporal only: changes of earlier runs counted but no longer listed (see {@link ApplyResult.omitted}). */
   carriedOmitted?: OutcomeCounts;
+  /**
+   * The deletes the user consented to: `all` (`--auto-approve`), or the ids of the deletes of the
+   * plan they were shown. A plan with any other delete (the live state changed since) is refused,
+   * `not_approved`, before any change. Absent: no delete is approved.
+   */
+  approvedDeletes?: 'all' | string[];
+  /** `--target` addresses (`plan/addresses.ts`): only these changes and what they depend on. */
+  targets?: string[];
+  /** `--exclude` addresses: not these changes, nor what depends on them. */
+  excludes?: string[];
+  /** `teamctl destroy`: the plan deletes (`plan/destroy.ts`) instead of making the definition true. */
+  destroy?: boolean;
 }
 
 /** How many changes ended with each outcome. */
@@ -97,19 +114,44 @@ export interface OrchestrationOptions {
 
 /**
  * Reads the live state an apply compares against: the organization, its provider keys, and the
- * graphs of the teams the definition names, read in parallel (at most `limit` at once).
+ * graphs of all its teams (those the definition does not name are deleted), read in parallel (at
+ * most `limit` at once). `compareProviderKeys` false (destroy) reads the provider keys without
+ * resolving the definition's secrets: nothing will be set, so they need not be there.
  */
 export async function readObserved(
   acts: Pick<OrchestratedActivities, 'readOrganization' | 'readTeam'>,
   connection: Connection,
   desired: DesiredState,
   limit: number = DEFAULT_PARALLELISM,
+  compareProviderKeys = true,
 ): Promise<ObservedState> {
-  const org = await acts.readOrganization({ connection, desired });
-  const wanted = new Set(desired.teams.map((t) => t.name));
-  const named = org.teams.filter((t) => wanted.has(t.team_name));
-  const teams = await mapBounded(named, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
+  const org = await acts.readOrganization({ connection, desired, compareProviderKeys });
+  const teams = await mapBounded(org.teams, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
   return { organization: org.organization, providerKeys: org.providerKeys, teams };
+}
+
+/**
+ * The changes one run makes: the plan of `input` (apply's, or destroy's) over the live state,
+ * narrowed to its `--target`/`--exclude` selection. The CLI shows the same plan before asking.
+ */
+export function planOf(input: Pick<ApplyInput, 'desired' | 'targets' | 'excludes' | 'destroy'>, observed: ObservedState): Change[] {
+  const selection = { targets: input.targets, excludes: input.excludes };
+  if (input.destroy) return destroyPlan(input.desired, observed, selection);
+  return selectChanges(computePlan(input.desired, observed).changes, selection).changes;
+}
+
+/**
+ * Refuses a plan with a delete the input does not approve (`approvedDeletes`): a non-retryable
+ * `not_approved` naming them, before any change is made.
+ */
+function assertApproved(changes: readonly Change[], approved: ApplyInput['approvedDeletes']): void {
+  if (approved === 'all') return;
+  const ids = new Set(approved ?? []);
+  const refused = changes.filter((c): c is DeleteChange => c.action === 'delete' && !ids.has(c.id));
+  if (refused.length === 0) return;
+  const what = refused.map((c) => c.address).join(', ');
+  const why = approved === undefined ? 'no delete was approved' : 'the live state changed since the plan was approved';
+  throw ApplicationFailure.nonRetryable(`the plan deletes ${what}, which was not approved (${why}); nothing was changed`, 'not_approved');
 }
 
 /** A change of the plan with what it waits for. */
@@ -131,20 +173,15 @@ interface Task {
 export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActivities, options: OrchestrationOptions = {}): Promise<OrchestrationResult> {
   const { connection, desired } = input;
   const limit = Math.max(1, input.parallelism ?? DEFAULT_PARALLELISM);
-  const observed = await readObserved(acts, connection, desired, limit);
-  const plan = computePlan(desired, observed);
-  if (plan.changes.length > 0) await options.afterPlan?.();
+  const observed = await readObserved(acts, connection, desired, limit, !input.destroy);
+  const changes = planOf(input, observed);
+  assertApproved(changes, input.approvedDeletes);
+  if (changes.length > 0) await options.afterPlan?.();
 
-  // The ids a change needs: known from the live state, or once the create it waits for is done.
-  const key = (team: string, name: string) => `${team}\u0000${name}`;
+  // The ids a change needs: known from the live state (by the definition's names: a renamed
+  // resource under its new one), or once the create it waits for is done.
   let orgId = observed.organization?.org_id;
-  const teamIds = new Map(observed.teams.map((t) => [t.team.team_name, t.team.team_id]));
-  const participantIds = new Map<string, string>();
-  for (const t of observed.teams) {
-    for (const p of [...t.agents.map((a) => ({ name: a.name, id: a.agent_id })), ...t.humans.map((h) => ({ name: h.name, id: h.human_id }))]) {
-      participantIds.set(key(t.team.team_name, p.name), p.id);
-    }
-  }
+  const { teams: teamIds, participants: participantIds } = knownIds(matchState(desired, observed));
   /** An id the dependency graph guarantees is known by now; a missing one is a bug in that graph, not a user error. */
   const known = (id: string | undefined, what: string): string => {
     if (id === undefined) throw new Error(`apply: no id for ${what}: a change started before the create it waits for`);
@@ -152,9 +189,9 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
   };
   const organization = () => known(orgId, `organization ${desired.organization.name}`);
   const team = (name: string) => known(teamIds.get(name), `team ${name}`);
-  const participant = (teamName: string, name: string) => known(participantIds.get(key(teamName, name)), `participant ${name} of team ${teamName}`);
+  const participant = (teamName: string, name: string) => known(participantIds.get(participantKey(teamName, name)), `participant ${name} of team ${teamName}`);
 
-  const tasks = buildTasks(plan.changes);
+  const tasks = buildTasks(changes);
   const applied: Array<{ index: number; entry: AppliedChange }> = [];
 
   /** The call that makes a create, with the ids it needs. */
@@ -194,6 +231,16 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
     }
   }
 
+  /** The call that makes a delete (idempotent: a resource already gone counts as deleted). */
+  function deleteStep(change: DeleteChange): Step {
+    switch (change.kind) {
+      case 'provider_key':
+        return { op: 'deleteProviderKey', input: { connection, orgId: organization(), provider: change.name } };
+      default:
+        return { op: 'remove', input: { connection, kind: change.kind, id: change.id } };
+    }
+  }
+
   /** The call that makes `change`. */
   function stepOf(change: Change): Step {
     switch (change.action) {
@@ -202,7 +249,7 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
       case 'update':
         return updateStep(change);
       case 'delete':
-        throw new Error('apply: deletes are not planned yet');
+        return deleteStep(change);
     }
   }
 
@@ -211,10 +258,10 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
     if (change.action === 'create') {
       if (change.kind === 'organization') orgId = result.id;
       if (change.kind === 'team') teamIds.set(change.name, result.id);
-      if (change.kind === 'agent' || change.kind === 'human') participantIds.set(key(change.team, change.name), result.id);
+      if (change.kind === 'agent' || change.kind === 'human') participantIds.set(participantKey(change.team, change.name), result.id);
     }
     // PUT cannot tell a new provider key from a replaced one; the plan can.
-    const outcome = change.kind === 'provider_key' ? (change.action === 'create' ? 'created' : 'updated') : result.outcome;
+    const outcome = change.kind === 'provider_key' && change.action === 'create' ? 'created' : result.outcome;
     const entry: AppliedChange = { ...change, outcome };
     applied.push({ index, entry });
     options.onProgress?.(entry);
