@@ -10,7 +10,7 @@
  * organization key from the connection's keyring (`apiKeyEnv`, then `apiKeyEnvFallbacks`,
  * `activities/keyring.ts`), so an apply carries on when a key is rotated out under it.
  */
-import type { Organization, Provider, Team } from '../api/schemas.ts';
+import type { Organization, OrganizationDeletionPreview, Provider, Team, TeamDeletionPreview } from '../api/schemas.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
 import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
@@ -62,7 +62,7 @@ export interface CreateBodies {
 export type ResourceKind = keyof CreateBodies;
 
 /** Kinds with fields to patch. */
-export type PatchableKind = Exclude<ResourceKind, 'organization' | 'edge'>;
+export type PatchableKind = Exclude<ResourceKind, 'edge'>;
 
 /**
  * `ensure`'s input: the kind, the parent it is created under (the organization for a team, the
@@ -108,7 +108,9 @@ function endpointsOf(client: AcsClient): { [K in ResourceKind]: Endpoint<CreateB
     organization: {
       create: async (_parent, body) => (await client.createOrganization(body)).org_id,
       read: (id) => client.getOrganization(id),
-      remove: (id) => client.request('DELETE', `/organizations/${encodeURIComponent(id)}`),
+      // An organization keeps its name (found by it): only `deletion_protection` is patched.
+      update: (id, { org_name: _name, ...patch }) => client.patchOrganization(id, patch),
+      remove: (id) => client.deleteOrganization(id),
     },
     team: {
       create: async (orgId, body) => (await client.createTeam(orgId, body)).team_id,
@@ -250,17 +252,19 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      */
     async readDeletionPreviews(input: { connection: Connection; teams: string[]; edges: string[]; organization?: string }): Promise<DeletionPreviews> {
       return withClient(input.connection, async (client) => {
-        const teams = await Promise.all(input.teams.map(async (id) => [id, countsOf(await client.previewTeamDeletion(id))] as const));
+        const teams = await Promise.all(input.teams.map(async (id) => [id, teamCounts(await client.teamDeletionPreview(id))] as const));
         const edges = await Promise.all(
           input.edges.map(async (id) => {
             const threads = await client.listThreads(id);
             return [id, { threads: threads.length, messages: threads.reduce((sum, t) => sum + t.message_count, 0) }] as const;
           }),
         );
-        const organization = input.organization
-          ? countsOf(await client.request<Cascade & { org_id: string }>('GET', `/organizations/${encodeURIComponent(input.organization)}/deletion-preview`))
-          : undefined;
-        return { teams: Object.fromEntries(teams), edges: Object.fromEntries(edges), ...(organization ? { organization } : {}) };
+        const organization = input.organization ? await client.organizationDeletionPreview(input.organization) : undefined;
+        return {
+          teams: Object.fromEntries(teams),
+          edges: Object.fromEntries(edges),
+          ...(organization ? { organization: organizationCounts(organization), organizationRefusal: organizationRefusal(organization) } : {}),
+        };
       });
     },
 
@@ -352,10 +356,24 @@ function spent(error: unknown): unknown {
 /** The activities of `apply`, as workflows see them (`import type` only). */
 export type ApplyActivities = ReturnType<typeof createApplyActivities>;
 
-/** A deletion preview's counts, without the id it names. */
-function countsOf<P extends { team_id?: string; org_id?: string }>(preview: P): Cascade {
-  const { team_id: _team, org_id: _org, ...counts } = preview;
+/** A team deletion preview's counts (what is protected is read from the live graph: `plan/protection.ts`). */
+function teamCounts(preview: TeamDeletionPreview): Cascade {
+  const { team_id: _team, protected: _protected, ...counts } = preview;
   return counts;
+}
+
+/** An organization deletion preview's counts. */
+function organizationCounts(preview: OrganizationDeletionPreview): Cascade {
+  const { org_id: _org, protected: _protected, provisioned_organizations: _provisioned, own_organization: _own, ...counts } = preview;
+  return counts;
+}
+
+/** Why the service would refuse to delete the organization other than protection, or undefined. */
+function organizationRefusal(preview: OrganizationDeletionPreview): DeletionPreviews['organizationRefusal'] {
+  if (preview.own_organization) return { code: 'forbidden', message: 'it is the organization of the key in use, which a key may not delete: use a key of the organization that provisioned it' };
+  const provisioned = preview.provisioned_organizations.map((o) => o.org_name);
+  if (provisioned.length > 0) return { code: 'in_use', message: `it provisioned organizations that still exist (${provisioned.join(', ')}): destroy those first` };
+  return undefined;
 }
 
 /**

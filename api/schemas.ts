@@ -35,20 +35,38 @@ export const AgentStatuses = { active: 'active', paused: 'paused' } as const;
 export const AgentStatus = z.enum(AgentStatuses);
 export type AgentStatus = z.infer<typeof AgentStatus>;
 
+/**
+ * `deletion_protection` (contract §4): while true, the service refuses to delete the resource, or
+ * anything whose deletion would take it along, with 409 `deletion_protected`.
+ */
+export const DeletionProtection = z.boolean().meta({
+  description: 'While true, deleting this resource, or anything whose deletion would take it along, is refused (409 `deletion_protected`).',
+});
+
 // ---- managed fields (declared once: definitions, bodies, resources and plans derive from them) --
 
 /** The model of an agent's provider: 1–200 characters. */
 const Model = trimmed(1, 200);
 
+/** `protect` in a definition, `deletion_protection` on the wire (contract §4), on every kind that has it. */
+const protect = {
+  rest: 'deletion_protection',
+  value: DeletionProtection,
+  default: false,
+  description: 'Deletion protection: while true, the service refuses to delete it, or anything whose deletion would take it along (409 deletion_protected); set it false and apply before removing it',
+} as const;
+
 /** An organization's managed fields (contract §4, §5); `providerKeys` are a resource of their own. */
 export const OrganizationFields = resourceFields({
   name: { rest: 'org_name', value: Name, required: true, description: 'Organization name (1–100 characters)' },
+  protect,
 });
 
 /** A team's managed fields (contract §4, §5). */
 export const TeamFields = resourceFields({
   name: { rest: 'team_name', value: Name, required: true, description: 'Team name, unique in the organization (1–100 characters)' },
   description: { rest: 'description', value: LongText, default: '', description: 'What the team is for (up to 4000 characters)' },
+  protect,
 });
 
 /** An agent's managed fields (contract §4, §5). */
@@ -64,17 +82,21 @@ export const AgentFields = resourceFields({
     serviceDefault: 'active',
     description: 'active (a new agent\'s default) or paused; a definition that leaves it out leaves it as it is',
   },
+  protect,
 });
 
 /** A human's managed fields (contract §4, §5). */
 export const HumanFields = resourceFields({
   name: { rest: 'name', value: Name, required: true, description: 'Human name, unique among the participants of its team (1–100 characters)' },
   email: { rest: 'email', value: z.email('must be an email address').max(320), default: null, description: 'Email address' },
+  protect,
 });
 
 // ---- request bodies -------------------------------------------------------------------------
 
 export const CreateOrganizationBody = OrganizationFields.createBody.meta({ id: 'CreateOrganizationBody' });
+// An organization keeps its name (contract §5: PATCH takes `deletion_protection` only).
+export const PatchOrganizationBody = OrganizationFields.patchBody.omit({ org_name: true }).meta({ id: 'PatchOrganizationBody' });
 export const CreateTeamBody = TeamFields.createBody.meta({ id: 'CreateTeamBody' });
 export const PatchTeamBody = TeamFields.patchBody.meta({ id: 'PatchTeamBody' });
 export const CreateAgentBody = AgentFields.createBody.meta({ id: 'CreateAgentBody' });
@@ -190,21 +212,47 @@ export type ThreadPage = z.infer<typeof ThreadPage>;
 export const ProviderKey = z.object({ provider: Provider, key_hint: z.string(), updated_at: Timestamp }).meta({ id: 'ProviderKey' });
 export type ProviderKey = z.infer<typeof ProviderKey>;
 
-/** Counts of what `DELETE /teams/{team_id}` would remove (contract §5 `GET /teams/{team_id}/deletion-preview`). */
-export const TeamDeletionPreview = z
-  .object({
-    team_id: Id,
-    agents: z.number().int(),
-    humans: z.number().int(),
-    edges: z.number().int(),
-    threads: z.number().int(),
-    messages: z.number().int(),
-    attachments: z.number().int(),
-  })
-  .meta({ id: 'TeamDeletionPreview' });
+export const Deleted = (idField: string) => z.object({ deleted: z.literal(true), [idField]: Id });
+
+// ---- deletions (contract §4 `deletion_protection`, §5 DELETE and the deletion previews) --------
+
+/** The kinds of resource that carry `deletion_protection` (contract §4). */
+export const ProtectableKinds = { organization: 'organization', team: 'team', agent: 'agent', human: 'human' } as const;
+export const ProtectableKind = z.enum(ProtectableKinds);
+export type ProtectableKind = z.infer<typeof ProtectableKind>;
+
+/** A resource whose `deletion_protection` is true, as previews and 409 `deletion_protected` name it. */
+export const ProtectedResource = z.object({ kind: ProtectableKind, id: Id, name: z.string() }).meta({ id: 'ProtectedResource' });
+export type ProtectedResource = z.infer<typeof ProtectedResource>;
+
+const count = z.number().int().min(0);
+/**
+ * What a deletion takes along, counted the same way for a team and for all the teams of an
+ * organization: the one declaration of the counts both deletion previews share.
+ */
+const cascadeCounts = { agents: count, humans: count, edges: count, threads: count, messages: count, attachments: count };
+const protectedList = z
+  .array(ProtectedResource)
+  .meta({ description: 'Every resource with deletion_protection that the deletion would remove, the resource itself first; while any is listed, DELETE is refused (409 `deletion_protected`).' });
+
+/** `GET /teams/{team_id}/deletion-preview` (contract §5): what `DELETE /teams/{team_id}` would remove. */
+export const TeamDeletionPreview = z.object({ team_id: Id, ...cascadeCounts, protected: protectedList }).meta({ id: 'TeamDeletionPreview' });
 export type TeamDeletionPreview = z.infer<typeof TeamDeletionPreview>;
 
-export const Deleted = (idField: string) => z.object({ deleted: z.literal(true), [idField]: Id });
+/** `GET /organizations/{org_id}/deletion-preview` (contract §5): what `DELETE /organizations/{org_id}` would remove. */
+export const OrganizationDeletionPreview = z.object({
+  org_id: Id,
+  teams: count,
+  ...cascadeCounts,
+  keys: count.meta({ description: 'Active organization keys of the organization: deleted with it, they stop working at once.' }),
+  provider_keys: count.meta({ description: 'Provider keys set on the organization, deleted with it.' }),
+  protected: protectedList,
+  provisioned_organizations: z
+    .array(z.object({ org_id: Id, org_name: z.string() }))
+    .meta({ description: 'Organizations this one provisioned; while any exists, DELETE is refused (409 `in_use`): delete them first.' }),
+  own_organization: z.boolean().meta({ description: "Whether this is the calling key's own organization, which the key may not delete (403 `forbidden`)." }),
+}).meta({ id: 'OrganizationDeletionPreview' });
+export type OrganizationDeletionPreview = z.infer<typeof OrganizationDeletionPreview>;
 
 /** The problem+json body of every error (RFC 9457, contract §2). */
 export const Problem = z.object({
@@ -216,6 +264,7 @@ export const Problem = z.object({
   request_id: z.string(),
   errors: z.array(z.object({ path: z.string(), message: z.string() })).optional(),
   existing_id: z.string().optional(),
+  protected: z.array(ProtectedResource).optional(),
 });
 export type Problem = z.infer<typeof Problem>;
 

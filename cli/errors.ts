@@ -36,6 +36,8 @@ const HINTS: Record<string, string> = {
   unresolved_secret: 'export the variable before running teamctl',
   rate_limited: 'the service is rate limiting this key; try again shortly',
   invalid_usage: 'see teamctl --help',
+  deletion_protected: 'set protect: false on it in the definition (or clear its deletion_protection), apply, then remove it',
+  forbidden: 'a key may not delete its own organization: use a key of the organization that provisioned it',
   not_approved: 'read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI)',
   timed_out: 'try a longer --wait, or check that the peer is running',
 };

@@ -12,6 +12,9 @@
 import type { Command } from 'commander';
 import ora from 'ora';
 import { createApplyActivities } from '../activities/apply-activities.ts';
+import type { ProtectedResource } from '../api/schemas.ts';
+import { locateInFile } from '../definitions/load.ts';
+import type { PathSegment } from '../definitions/problems.ts';
 import type { Definition } from '../definitions/schema.ts';
 import { applyLocally } from '../engine/local-engine.ts';
 import { applyWithTemporal } from '../engine/temporal-engine.ts';
@@ -19,7 +22,9 @@ import { ToolkitError } from '../errors/catalogue.ts';
 import { addressProblem, covers, scheduleAddress } from '../plan/addresses.ts';
 import { previewsNeeded, withCascades } from '../plan/cascades.ts';
 import type { ScheduleChange } from '../plan/schedules.ts';
-import type { Change } from '../plan/types.ts';
+import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
+import type { ProtectedLabel } from '../plan/protection.ts';
+import type { Change, DeleteChange, ObservedState } from '../plan/types.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
 import type { AppliedScheduleChange } from '../temporal/schedules.ts';
 import { planOf, readObserved } from '../workflows/apply-orchestration.ts';
@@ -86,7 +91,10 @@ function scheduleSelected(change: ScheduleChange, flags: Pick<PlanFlags, 'target
  * Loads the definition, reads the live state and schedules, and plans as the engine will (apply,
  * or `destroy`), with the cascade counts of each delete. Warns on stderr about a `--target` that
  * selects nothing. Errors: `invalid_definition`, `unresolved_secret` (apply only: destroy sets no
- * secret), `invalid_usage`, `temporal_unreachable` (a file with schedules), the service's.
+ * secret), `invalid_usage`, `temporal_unreachable` (a file with schedules), `deletion_protected`
+ * (a delete would remove a protected resource: each named, with where the file names it),
+ * `forbidden`/`in_use` (destroy of the key's own organization, or of one that provisioned others),
+ * the service's.
  */
 export async function prepare(flags: PlanFlags, io: CliIo, options: { destroy?: boolean; engine?: Engine } = {}): Promise<PreparedPlan> {
   checkAddresses('--target', flags.target ?? []);
@@ -107,13 +115,47 @@ export async function prepare(flags: PlanFlags, io: CliIo, options: { destroy?: 
   const acts = createApplyActivities({ env: io.env });
   const observed = await readObserved(acts, input.connection, input.desired, input.parallelism, !destroy);
   const planned = planOf(input, observed);
-  const changes = withCascades(planned, await acts.readDeletionPreviews({ connection: input.connection, ...previewsNeeded(planned) }));
+  const refused = protectedDeletes(planned.filter((c): c is DeleteChange => c.action === 'delete'), observed);
+  if (refused.length > 0) throw new ToolkitError('deletion_protected', protectionMessage(refused, await fileLabels(flags.file, definition, observed, refused)));
+  const previews = await acts.readDeletionPreviews({ connection: input.connection, ...previewsNeeded(planned) });
+  if (previews.organizationRefusal) {
+    throw new ToolkitError(previews.organizationRefusal.code, `cannot destroy organization ${definition.organization.name}: ${previews.organizationRefusal.message}; nothing was changed`);
+  }
+  const changes = withCascades(planned, previews);
   const scheduleChanges = (schedules?.changes ?? []).filter((c) => scheduleSelected(c, flags));
   for (const target of flags.target ?? []) {
     const matches = changes.some((c) => covers(target, c.address)) || scheduleChanges.some((c) => covers(target, scheduleAddress(c.name)));
     if (!matches) io.stderr(`warning: --target ${target} selects no change`);
   }
   return { input, definition, changes, schedules: schedules && { ...schedules, changes: scheduleChanges } };
+}
+
+/**
+ * Labels for the protected resources of a refused plan, with where the file names each
+ * (`agent triager (team.yaml:14:11)`); a participant the file does not name is placed by its
+ * team's entry, when the file still names the team.
+ */
+async function fileLabels(file: string, definition: Definition, observed: ObservedState, refused: ReadonlyArray<{ protected: ProtectedResource[] }>): Promise<ProtectedLabel> {
+  const teamOf = new Map(observed.teams.flatMap((t) => [...t.agents.map((a) => a.agent_id), ...t.humans.map((h) => h.human_id)].map((id) => [id, t.team.team_name] as const)));
+  const labels = new Map<string, string>();
+  for (const resource of refused.flatMap((r) => r.protected)) {
+    let path: PathSegment[] | undefined;
+    let note = '';
+    if (resource.kind === 'organization') path = ['organization', 'name'];
+    const teamName = resource.kind === 'team' ? resource.name : teamOf.get(resource.id);
+    const t = definition.teams.findIndex((team) => team.name === teamName);
+    if (resource.kind === 'team' && t >= 0) path = ['teams', t, 'name'];
+    if ((resource.kind === 'agent' || resource.kind === 'human') && t >= 0) {
+      const team = definition.teams[t];
+      const a = team?.agents.findIndex((x) => x.name === resource.name) ?? -1;
+      const h = team?.humans.findIndex((x) => x.name === resource.name) ?? -1;
+      path = a >= 0 ? ['teams', t, 'agents', a, 'name'] : h >= 0 ? ['teams', t, 'humans', h, 'name'] : ['teams', t, 'name'];
+      if (a < 0 && h < 0) note = `its team ${teamName} at `;
+    }
+    const at = path && (await locateInFile(file, path));
+    labels.set(resource.id, `${resource.kind} ${resource.name}${at ? ` (${note}${at})` : ''}`);
+  }
+  return (resource) => labels.get(resource.id) ?? `${resource.kind} ${resource.name}`;
 }
 
 /** The number of deletes of a prepared plan, resources and schedules together. */

@@ -17,10 +17,13 @@ import type {
   Message,
   CreatedOrgKey,
   Organization,
+  OrganizationDeletionPreview,
   OrgKey,
   PatchAgentBody,
   PatchHumanBody,
+  PatchOrganizationBody,
   PatchTeamBody,
+  ProtectedResource,
   Provider,
   ProviderKey,
   Team,
@@ -97,14 +100,47 @@ export class AcsClient {
     return (await this.request<{ organizations: Organization[] }>('GET', '/organizations')).organizations;
   }
 
-  /** `POST /api/v1/organizations` → 201 Organization. Errors: `conflict` (name taken), `invalid_request`. */
-  createOrganization(body: BodyOf<typeof CreateOrganizationBody>, options?: PostOptions): Promise<Organization> {
+  /**
+   * `POST /api/v1/organizations` → 201 Organization, provisioned by this key's organization (the
+   * key reaches it). Takes a name, or the body (`org_name`, `deletion_protection?`).
+   * Errors: `conflict` (name taken; `existingId`), `invalid_request`.
+   */
+  createOrganization(orgNameOrBody: string | BodyOf<typeof CreateOrganizationBody>, options?: PostOptions): Promise<Organization> {
+    const body = typeof orgNameOrBody === 'string' ? { org_name: orgNameOrBody } : orgNameOrBody;
     return this.request('POST', '/organizations', body, options);
   }
 
   /** `GET /api/v1/organizations/{org_id}`. Errors: `not_found`. */
   getOrganization(orgId: string): Promise<Organization> {
     return this.request('GET', `/organizations/${seg(orgId)}`);
+  }
+
+  /**
+   * `PATCH /api/v1/organizations/{org_id}` (`deletion_protection?`) → 200 Organization.
+   * Errors: `not_found`, `invalid_request`.
+   */
+  patchOrganization(orgId: string, body: BodyOf<typeof PatchOrganizationBody>): Promise<Organization> {
+    return this.request('PATCH', `/organizations/${seg(orgId)}`, body);
+  }
+
+  /**
+   * `DELETE /api/v1/organizations/{org_id}`: deletes the organization with its teams (and all in
+   * them), keys, provider keys and attachments. Nothing is deleted when it is refused.
+   * Errors: `forbidden` (this key's own organization), `not_found`, `deletion_protected` (something
+   * it would delete is protected; `protectedResources` names each), `in_use` (an organization it
+   * provisioned still exists).
+   */
+  deleteOrganization(orgId: string): Promise<{ deleted: true; org_id: string }> {
+    return this.request('DELETE', `/organizations/${seg(orgId)}`);
+  }
+
+  /**
+   * `GET /api/v1/organizations/{org_id}/deletion-preview`: counts of what {@link deleteOrganization}
+   * would remove, and why it would be refused (`protected`, `provisioned_organizations`,
+   * `own_organization`). Errors: `not_found`.
+   */
+  organizationDeletionPreview(orgId: string): Promise<OrganizationDeletionPreview> {
+    return this.request('GET', `/organizations/${seg(orgId)}/deletion-preview`);
   }
 
   // ---- organization keys --------------------------------------------------------------------
@@ -125,7 +161,10 @@ export class AcsClient {
 
   // ---- teams --------------------------------------------------------------------------------
 
-  /** `POST /api/v1/organizations/{org_id}/teams` → 201 Team. Errors: `conflict`, `not_found`. */
+  /**
+   * `POST /api/v1/organizations/{org_id}/teams` (`team_name`, `description?`, `deletion_protection?`)
+   * → 201 Team. Errors: `conflict`, `not_found`, `invalid_request`.
+   */
   createTeam(orgId: string, body: BodyOf<typeof CreateTeamBody>, options?: PostOptions): Promise<Team> {
     return this.request('POST', `/organizations/${seg(orgId)}/teams`, body, options);
   }
@@ -140,19 +179,26 @@ export class AcsClient {
     return this.request('GET', `/teams/${seg(teamId)}`);
   }
 
-  /** `PATCH /api/v1/teams/{team_id}`. Errors: `conflict`, `not_found`. */
+  /** `PATCH /api/v1/teams/{team_id}` (`team_name?`, `description?`, `deletion_protection?`). Errors: `conflict`, `not_found`. */
   updateTeam(teamId: string, body: BodyOf<typeof PatchTeamBody>): Promise<Team> {
     return this.request('PATCH', `/teams/${seg(teamId)}`, body);
   }
 
-  /** `GET /api/v1/teams/{team_id}/deletion-preview`: counts of what deleting the team would remove. Errors: `not_found`. */
-  previewTeamDeletion(teamId: string): Promise<TeamDeletionPreview> {
-    return this.request('GET', `/teams/${seg(teamId)}/deletion-preview`);
-  }
-
-  /** `DELETE /api/v1/teams/{team_id}` (cascades). */
+  /**
+   * `DELETE /api/v1/teams/{team_id}`: deletes the team with its agents, humans, edges, threads and
+   * messages. Errors: `not_found`, `deletion_protected` (the team or one of its agents or humans
+   * is protected; `protectedResources` names each; nothing is deleted).
+   */
   deleteTeam(teamId: string): Promise<{ deleted: true; team_id: string }> {
     return this.request('DELETE', `/teams/${seg(teamId)}`);
+  }
+
+  /**
+   * `GET /api/v1/teams/{team_id}/deletion-preview`: counts of what {@link deleteTeam} would remove,
+   * and in `protected` what would make it refused. Errors: `not_found`.
+   */
+  teamDeletionPreview(teamId: string): Promise<TeamDeletionPreview> {
+    return this.request('GET', `/teams/${seg(teamId)}/deletion-preview`);
   }
 
   // ---- agents -------------------------------------------------------------------------------
@@ -177,14 +223,17 @@ export class AcsClient {
     return this.request('PATCH', `/agents/${seg(agentId)}`, body);
   }
 
-  /** `DELETE /api/v1/agents/{agent_id}`. Errors: `in_use` while on an edge. */
+  /**
+   * `DELETE /api/v1/agents/{agent_id}` (its MCP keys go with it). Errors: `not_found`,
+   * `deletion_protected` while its `deletion_protection` is true, `in_use` while on an edge.
+   */
   deleteAgent(agentId: string): Promise<{ deleted: true; agent_id: string }> {
     return this.request('DELETE', `/agents/${seg(agentId)}`);
   }
 
   // ---- humans -------------------------------------------------------------------------------
 
-  /** `POST /api/v1/teams/{team_id}/humans` → 201 Human. Errors: `conflict`, `not_found`. */
+  /** `POST /api/v1/teams/{team_id}/humans` → 201 Human. Errors: `conflict`, `not_found`, `invalid_request`. */
   createHuman(teamId: string, body: BodyOf<typeof CreateHumanBody>, options?: PostOptions): Promise<Human> {
     return this.request('POST', `/teams/${seg(teamId)}/humans`, body, options);
   }
@@ -199,12 +248,15 @@ export class AcsClient {
     return this.request('GET', `/humans/${seg(humanId)}`);
   }
 
-  /** `PATCH /api/v1/humans/{human_id}`. */
+  /** `PATCH /api/v1/humans/{human_id}`. Errors: `conflict`, `not_found`, `invalid_request`. */
   updateHuman(humanId: string, body: BodyOf<typeof PatchHumanBody>): Promise<Human> {
     return this.request('PATCH', `/humans/${seg(humanId)}`, body);
   }
 
-  /** `DELETE /api/v1/humans/{human_id}`. Errors: `in_use` while on an edge. */
+  /**
+   * `DELETE /api/v1/humans/{human_id}`. Errors: `not_found`, `deletion_protected` while its
+   * `deletion_protection` is true, `in_use` while on an edge.
+   */
   deleteHuman(humanId: string): Promise<{ deleted: true; human_id: string }> {
     return this.request('DELETE', `/humans/${seg(humanId)}`);
   }
@@ -226,7 +278,7 @@ export class AcsClient {
     return this.request('GET', `/edges/${seg(edgeId)}`);
   }
 
-  /** `DELETE /api/v1/edges/{edge_id}` (cascades to its threads). */
+  /** `DELETE /api/v1/edges/{edge_id}` (cascades to its threads and their messages). Errors: `not_found`. */
   deleteEdge(edgeId: string): Promise<{ deleted: true; edge_id: string }> {
     return this.request('DELETE', `/edges/${seg(edgeId)}`);
   }
@@ -281,7 +333,10 @@ export class AcsClient {
     return (await this.request<{ provider_keys: ProviderKey[] }>('GET', `/organizations/${seg(orgId)}/api-keys`)).provider_keys;
   }
 
-  /** `DELETE /api/v1/organizations/{org_id}/api-keys/{provider}`. */
+  /**
+   * `DELETE /api/v1/organizations/{org_id}/api-keys/{provider}`. Errors: `not_found` (organization,
+   * or no key set for the provider), `invalid_request` (unknown provider).
+   */
   deleteProviderKey(orgId: string, provider: Provider): Promise<{ deleted: true; provider: string }> {
     return this.request('DELETE', `/organizations/${seg(orgId)}/api-keys/${seg(provider)}`);
   }
@@ -394,6 +449,7 @@ function errorFromResponse(
     requestId: typeof problem.request_id === 'string' ? problem.request_id : requestId,
     errors: Array.isArray(problem.errors) ? (problem.errors as AcsApiError['errors']) : undefined,
     existingId: typeof problem.existing_id === 'string' ? problem.existing_id : undefined,
+    protectedResources: Array.isArray(problem.protected) ? (problem.protected as ProtectedResource[]) : undefined,
     retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
   });
 }

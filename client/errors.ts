@@ -1,3 +1,4 @@
+import type { ProtectedResource } from '../api/schemas.ts';
 import type { FieldProblem } from '../errors/catalogue.ts';
 
 /** Code used by {@link AcsApiError} when no HTTP response arrived (connection refused, DNS, reset). */
@@ -20,6 +21,8 @@ export class AcsApiError extends Error {
   readonly errors: FieldProblem[];
   /** For `conflict`: the id of the resource that already holds the name. */
   readonly existingId: string | undefined;
+  /** For `deletion_protected`: every protected resource the deletion would have removed (contract §4). */
+  readonly protectedResources: ProtectedResource[];
   /** For 429 and 503: seconds to wait before retrying (`Retry-After`). */
   readonly retryAfterSeconds: number | undefined;
 
@@ -30,6 +33,7 @@ export class AcsApiError extends Error {
     requestId?: string | undefined;
     errors?: FieldProblem[] | undefined;
     existingId?: string | undefined;
+    protectedResources?: ProtectedResource[] | undefined;
     retryAfterSeconds?: number | undefined;
   }) {
     super(init.message);
@@ -39,6 +43,7 @@ export class AcsApiError extends Error {
     this.requestId = init.requestId;
     this.errors = init.errors ?? [];
     this.existingId = init.existingId;
+    this.protectedResources = init.protectedResources ?? [];
     this.retryAfterSeconds = init.retryAfterSeconds;
   }
 

@@ -3,7 +3,7 @@
  */
 import { readFile } from 'node:fs/promises';
 import { LineCounter, parseDocument } from 'yaml';
-import { DefinitionError, formatPath, type DefinitionProblem, type PathProblem } from './problems.ts';
+import { DefinitionError, formatPath, type DefinitionProblem, type PathProblem, type PathSegment } from './problems.ts';
 import { DefinitionSchema, type Definition } from './schema.ts';
 import { schemaProblems } from './schema-problems.ts';
 import { checkDefinition } from './semantics.ts';
@@ -67,4 +67,21 @@ export async function loadDefinitionFile(path: string): Promise<Definition> {
     throw new DefinitionError([{ file: path, line: 1, column: 1, path: '', message: `cannot read the file: ${reason}` }]);
   }
   return parseDefinition(text, path);
+}
+
+/**
+ * Where `path` is in a definition file, as `FILE:LINE:COL` (the key of its last segment), for
+ * messages about a resource the file names (a protected one a plan would delete). Input: the file
+ * as given and a path into the document (`['teams', 0, 'name']`). Output: the position, or
+ * undefined when the file cannot be read or parsed. Raises nothing.
+ */
+export async function locateInFile(file: string, path: readonly PathSegment[]): Promise<string | undefined> {
+  try {
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(await readFile(file, 'utf8'), { lineCounter });
+    const { line, column } = locate(doc, lineCounter, path, 'value');
+    return `${file}:${line}:${column}`;
+  } catch {
+    return undefined;
+  }
 }

@@ -12,6 +12,7 @@ export const ErrorCatalogue = {
   unauthenticated: { status: 401, title: 'Unauthenticated' },
   invalid_api_key: { status: 401, title: 'Invalid API key' },
   wrong_key_type: { status: 403, title: 'Wrong key type' },
+  forbidden: { status: 403, title: 'Forbidden' },
   not_a_participant: { status: 403, title: 'Not a participant' },
   not_found: { status: 404, title: 'Not found' },
   route_not_found: { status: 404, title: 'Route not found' },
@@ -20,6 +21,7 @@ export const ErrorCatalogue = {
   last_key: { status: 409, title: 'Last key' },
   key_limit: { status: 409, title: 'Key limit reached' },
   in_use: { status: 409, title: 'In use' },
+  deletion_protected: { status: 409, title: 'Deletion protected' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
@@ -87,7 +89,7 @@ export class ServiceError extends Error {
   readonly code: ErrorCode;
   readonly status: number;
   readonly errors: FieldProblem[] | undefined;
-  /** Extra members of the problem document (`existing_id` for `conflict`). */
+  /** Extra members of the problem document (`existing_id` for `conflict`, `protected` for `deletion_protected`). */
   readonly extra: Record<string, unknown>;
 
   constructor(code: ErrorCode, detail?: string, options: { errors?: FieldProblem[]; extra?: Record<string, unknown> } = {}) {
@@ -100,10 +102,14 @@ export class ServiceError extends Error {
   }
 }
 
-/** An error raised by the toolkit (definitions, CLI, engines) with a stable code. */
+/**
+ * An error raised by the toolkit (definitions, CLI, engines) with a stable code: one of its own,
+ * or a service's code when the toolkit refuses, before any request, what the service would refuse
+ * (`deletion_protected`, `forbidden`, `in_use` in a plan).
+ */
 export class ToolkitError extends Error {
-  readonly code: ToolkitErrorCode;
-  constructor(code: ToolkitErrorCode, message: string) {
+  readonly code: ToolkitErrorCode | ErrorCode;
+  constructor(code: ToolkitErrorCode | ErrorCode, message: string) {
     super(message);
     this.name = 'ToolkitError';
     this.code = code;

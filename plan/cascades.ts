@@ -12,6 +12,8 @@ export interface DeletionPreviews {
   /** An edge's threads and the messages in them. */
   edges: Record<string, { threads: number; messages: number }>;
   organization?: Cascade;
+  /** Why the service would refuse the organization's delete besides protection: the key's own (`forbidden`), or it provisioned others (`in_use`). */
+  organizationRefusal?: { code: 'forbidden' | 'in_use'; message: string } | undefined;
 }
 
 /** The ids whose previews the deletes of `changes` need. */

@@ -123,7 +123,7 @@ export function participantKey(team: string, name: string): string {
 
 /**
  * Computes the changes that make `observed` match `desired`, in the order they can run: the
- * organization's create; then deletes — edges before participants, participants before teams,
+ * organization's create (or update: its deletion protection); then deletes — edges before participants, participants before teams,
  * then provider keys; then provider keys set, and each team with its participants and edges
  * (creates and updates). Resources in sync produce no change. Deletes carry no `cascade` yet
  * (the service's counts are read by the CLI, `withCascades`).
@@ -134,6 +134,9 @@ export function computePlan(desired: DesiredState, observed: ObservedState): Pla
   const head: Change[] = [];
   if (!observed.organization) {
     head.push({ action: 'create', kind: 'organization', name: org.name, address: ORGANIZATION_ADDRESS, fields: org.fields });
+  } else {
+    const update = updateOf(observed.organization, org, observed.organization.org_name);
+    if (update) head.push({ action: 'update', kind: 'organization', name: org.name, address: ORGANIZATION_ADDRESS, id: observed.organization.org_id, ...update });
   }
   const deletes = { edges: [] as DeleteChange[], participants: [] as DeleteChange[], teams: [] as DeleteChange[], keys: [] as DeleteChange[] };
   for (const live of observed.providerKeys) {

@@ -16,10 +16,10 @@ import type {
   Human,
   HumanFields,
   Organization,
+  OrganizationDeletionPreview,
   OrganizationFields,
   Provider,
   Team,
-  TeamDeletionPreview,
   TeamFields,
 } from '../api/schemas.ts';
 
@@ -112,10 +112,11 @@ export interface FieldDiff {
 export const SENSITIVE = '(sensitive)';
 
 /**
- * What a delete takes along, from the service's deletion preview (a team) or counted from the
- * live graph (an agent or human: its edges and their threads; an edge: its threads).
+ * What a delete takes along: the counts of the service's deletion previews (their shape is declared
+ * once, in `api/schemas.ts`) for the organization and a team; counted from the live graph for an
+ * agent or human (its edges and their threads) and an edge (its threads).
  */
-export type Cascade = Partial<Omit<TeamDeletionPreview, 'team_id'>> & { teams?: number };
+export type Cascade = Partial<Pick<OrganizationDeletionPreview, 'teams' | 'agents' | 'humans' | 'edges' | 'threads' | 'messages' | 'attachments' | 'keys' | 'provider_keys'>>;
 
 /** What every change has: what it acts on and where (`team` names the team of a participant or edge). */
 interface ChangeBase {

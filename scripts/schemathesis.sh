@@ -88,7 +88,8 @@ read -r base_url ACS_API_KEY org_id < <(python3 -c 'import json, sys; c = json.l
 export ACS_API_KEY
 # Two team graphs in the dev organization, whose ids the configuration reads from dictionary
 # files beside it: each a team with two agents joined by an edge, with a thread on the edge; the
-# "doomed" one is for the DELETE routes. And an attachment.
+# "doomed" one is for the DELETE routes. An attachment, and an organization the dev key
+# provisioned, for DELETE /organizations/{org_id} (the dev organization itself is 403 there).
 cp "$root/scripts/schemathesis.toml" "$work/schemathesis.toml"
 python3 - "$base_url/api/v1" "$ACS_API_KEY" "$org_id" "$work" <<'PY'
 import json, sys, urllib.request
@@ -113,6 +114,7 @@ for prefix in ("", "doomed-"):
     for name, values in {"team": [team], "agent": agents, "edge": [edge], "thread": [thread]}.items():
         write(prefix + name, values)
 write("org", [org_id])
+write("doomed-org", [post("/organizations", {"org_name": "schemathesis doomed organization"})["org_id"]])
 write("attachment", [post("/attachments", {"filename": "a.txt", "content_type": "text/plain", "data_base64": "aGk="})["attachment_id"]])
 PY
 

@@ -1,7 +1,7 @@
 /**
  * The orchestration of `apply` and `destroy`, shared by both engines: read the live state,
  * compute the plan (`plan/plan.ts`, or `plan/destroy.ts`), keep what `--target`/`--exclude`
- * select, refuse deletes nobody approved, then run the changes through the activities as a
+ * select, refuse deletes nobody approved or that would remove a protected resource, then run the changes through the activities as a
  * dependency graph (`plan/dependencies.ts`) — a team's participants after the team is created, an
  * edge after both its participants are, a participant's delete after its edges', everything
  * after the organization — with at most `parallelism` changes in flight, spread across teams so
@@ -17,6 +17,7 @@ import type { Connection } from '../activities/connection.ts';
 import { dependencies } from '../plan/dependencies.ts';
 import { destroyPlan } from '../plan/destroy.ts';
 import { computePlan, knownIds, matchState, participantKey } from '../plan/plan.ts';
+import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
 import { selectChanges } from '../plan/selection.ts';
 import type { Change, CreateChange, DeleteChange, DesiredState, ObservedState, UpdateChange } from '../plan/types.ts';
 import { mapBounded } from './bounded.ts';
@@ -176,6 +177,9 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
   const observed = await readObserved(acts, connection, desired, limit, !input.destroy);
   const changes = planOf(input, observed);
   assertApproved(changes, input.approvedDeletes);
+  // The CLI refused these already; the live state may have changed since (or the caller is not the CLI).
+  const refused = protectedDeletes(changes.filter((c): c is DeleteChange => c.action === 'delete'), observed);
+  if (refused.length > 0) throw ApplicationFailure.nonRetryable(protectionMessage(refused), 'deletion_protected');
   if (changes.length > 0) await options.afterPlan?.();
 
   // The ids a change needs: known from the live state (by the definition's names: a renamed
@@ -219,7 +223,7 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
   function updateStep(change: UpdateChange): Step {
     switch (change.kind) {
       case 'organization':
-        throw new Error('apply: an organization has no field to update');
+        return { op: 'update', input: { connection, kind: 'organization', id: change.id, patch: change.fields } };
       case 'provider_key':
         return { op: 'putProviderKey', input: { connection, orgId: organization(), provider: change.name, secretRef: change.secretRef } };
       case 'team':

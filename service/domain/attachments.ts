@@ -1,7 +1,7 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import { maxAttachmentBytes, type Attachment } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
-import { assertOrganizationReachable } from './access-checks.ts';
+import { assertOrganizationReachable, lockCallerOrganization } from './access-checks.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
 
@@ -39,7 +39,8 @@ function toBuffer(value: unknown): Buffer {
  * checked to be padded standard base64 by the schema; `org_id` (default: the key's organization)
  * names the owner. Output: the Attachment (size in bytes of the decoded data).
  * Errors: `payload_too_large` when the decoded data exceeds 5 MiB; `not_found` when `org_id` is
- * not reachable by the caller.
+ * not reachable by the caller; `invalid_api_key` when, without `org_id`, the key's own
+ * organization was deleted meanwhile (another process may still trust the key, key-cache.ts).
  */
 export async function createAttachment(
   deps: DomainDeps,
@@ -55,12 +56,15 @@ export async function createAttachment(
     });
   }
   const orgId = input.org_id ?? caller.orgId;
-  if (input.org_id !== undefined) await assertOrganizationReachable(deps.db, caller, orgId);
-  const rows = await deps.db.query<AttachmentRow>(
-    `INSERT INTO attachments AS a (id, org_id, filename, content_type, size_bytes, data) VALUES ($1, $2, $3, $4, $5, $6)
-     RETURNING ${columns}`,
-    [newId(), orgId, input.filename, input.content_type, data.length, data],
-  );
+  const rows = await deps.db.transaction(async (tx) => {
+    if (input.org_id !== undefined) await assertOrganizationReachable(tx, caller, orgId);
+    else await lockCallerOrganization(tx, caller);
+    return tx.query<AttachmentRow>(
+      `INSERT INTO attachments AS a (id, org_id, filename, content_type, size_bytes, data) VALUES ($1, $2, $3, $4, $5, $6)
+       RETURNING ${columns}`,
+      [newId(), orgId, input.filename, input.content_type, data.length, data],
+    );
+  });
   return toAttachment(rows[0]!);
 }
 

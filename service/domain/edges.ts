@@ -53,7 +53,9 @@ export async function createEdge(deps: DomainDeps, caller: Caller, teamId: strin
         errors: [{ path: 'participants.1', message: 'must differ from participants.0' }],
       });
     }
-    await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [teamId]);
+    const locked = await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [teamId]);
+    // The team's deletion held the lock first: it is gone.
+    if (locked.length === 0) throw new ServiceError('not_found', 'team not found');
     const found = await tx.query<{ id: string }>(`SELECT id FROM participants WHERE team_id = $1 AND id IN ($2, $3)`, [teamId, a, b]);
     const missing = participants
       .map((id, index) => ({ id, index }))

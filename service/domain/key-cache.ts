@@ -13,6 +13,10 @@ import { hashKey, orgKeyPrefix } from './key-secrets.ts';
 //   (domain/threads.ts), so they refuse it at once in every process;
 // - a key's own expiry (expires_at, e.g. the end of a rotation grace) ends its entry, checked
 //   against this process's clock;
+// - deleting an organization through this process forgets every key of it at once
+//   (forgetOrganizationKeys); in another process such a key passes authentication for at most
+//   the TTL, but reaches nothing: its organization and everything in it are gone, and writes
+//   that would name that organization refuse it (access-checks.ts lockCallerOrganization);
 // - unknown, revoked or expired keys and MCP keys are never cached: they are asked every time.
 
 /** How long a valid organization key is trusted without asking storage again, in milliseconds. */
@@ -90,9 +94,24 @@ export async function authenticateCached(db: Queryable, header: string | undefin
  * key is committed.
  */
 export function forgetOrgKey(db: object, keyId: string): void {
+  const id = keyId.toLowerCase();
+  forgetCallers(db, (caller) => caller.keyId === id);
+}
+
+/** Drops the entries whose caller matches, and bumps the generation (see {@link KeyCache}). */
+function forgetCallers(db: object, matches: (caller: Caller) => boolean): void {
   const cache = caches.get(db);
   if (cache === undefined) return;
   cache.generation += 1;
-  const id = keyId.toLowerCase();
-  for (const [hash, entry] of cache.entries) if (entry.caller.keyId === id) cache.entries.delete(hash);
+  for (const [hash, entry] of cache.entries) if (matches(entry.caller)) cache.entries.delete(hash);
+}
+
+/**
+ * Forgets every key of organization `orgId` in this process's cache for `db`, and makes lookups
+ * already under way not cache their answer. Call it once the organization's deletion (which
+ * deleted its keys) is committed, so its keys are refused from the next request on.
+ */
+export function forgetOrganizationKeys(db: object, orgId: string): void {
+  const id = orgId.toLowerCase();
+  forgetCallers(db, (caller) => caller.orgId === id);
 }

@@ -2,6 +2,7 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import type { Agent, AgentStatus, Human, Provider } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
+import { lockDeletable } from './deletion.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { getTeam } from './teams.ts';
 
@@ -20,6 +21,7 @@ interface ParticipantRow {
   instructions: string;
   status: AgentStatus;
   email: string | null;
+  deletion_protection: boolean;
   created_at: Date;
 }
 
@@ -33,12 +35,20 @@ function toAgent(row: ParticipantRow): Agent {
     model: row.model,
     instructions: row.instructions,
     status: row.status,
+    deletion_protection: row.deletion_protection,
     created_at: iso(row.created_at),
   };
 }
 
 function toHuman(row: ParticipantRow): Human {
-  return { human_id: row.id, team_id: row.team_id, name: row.name, email: row.email, created_at: iso(row.created_at) };
+  return {
+    human_id: row.id,
+    team_id: row.team_id,
+    name: row.name,
+    email: row.email,
+    deletion_protection: row.deletion_protection,
+    created_at: iso(row.created_at),
+  };
 }
 
 /** Lists the agents of a team, oldest first (no access check: callers checked the team). */
@@ -66,10 +76,12 @@ async function findParticipant(db: Queryable, caller: Caller, kind: ParticipantK
 
 /**
  * Locks the team row and throws `conflict` (with `existing_id`) when another agent or human of
- * the team is named `name` (contract §2: agents and humans share one name space).
+ * the team is named `name` (contract §2: agents and humans share one name space), or
+ * `not_found` when the team was deleted meanwhile (its deletion held the lock first).
  */
 async function assertNameFree(tx: Queryable, teamId: string, name: string, exceptId?: string): Promise<void> {
-  await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [teamId]);
+  const locked = await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [teamId]);
+  if (locked.length === 0) throw new ServiceError('not_found', 'team not found');
   const rows = await tx.query<{ id: string }>(`SELECT id FROM participants WHERE team_id = $1 AND name = $2 AND id <> $3`, [
     teamId,
     name,
@@ -86,20 +98,32 @@ export interface AgentInput {
   model?: string | null | undefined;
   instructions?: string | undefined;
   status?: AgentStatus | undefined;
+  deletion_protection?: boolean | undefined;
 }
 
 /**
  * Adds an agent to a team; defaults: description "", provider null (external agent), model null,
- * instructions "", status active. Errors: `not_found` (team), `conflict` (name taken).
+ * instructions "", status active, deletion_protection false.
+ * Errors: `not_found` (team), `conflict` (name taken).
  */
 export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
   return deps.db.transaction(async (tx) => {
     await getTeam(tx, caller, teamId);
     await assertNameFree(tx, teamId, input.name);
     const rows = await tx.query<ParticipantRow>(
-      `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status)
-       VALUES ($1, $2, 'agent', $3, $4, $5, $6, $7, $8) RETURNING *`,
-      [newId(), teamId, input.name, input.description ?? '', input.provider ?? null, input.model ?? null, input.instructions ?? '', input.status ?? 'active'],
+      `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status, deletion_protection)
+       VALUES ($1, $2, 'agent', $3, $4, $5, $6, $7, $8, $9) RETURNING *`,
+      [
+        newId(),
+        teamId,
+        input.name,
+        input.description ?? '',
+        input.provider ?? null,
+        input.model ?? null,
+        input.instructions ?? '',
+        input.status ?? 'active',
+        input.deletion_protection ?? false,
+      ],
     );
     return toAgent(rows[0]!);
   });
@@ -116,29 +140,49 @@ export async function getAgent(deps: DomainDeps, caller: Caller, agentId: string
   return toAgent(await findParticipant(deps.db, caller, 'agent', agentId));
 }
 
-/** Changes any agent field but ids; `null` clears provider or model. Errors: `not_found`, `conflict`. */
+/**
+ * The row an UPDATE … RETURNING gave back. Errors: `not_found` when there is none: a deletion
+ * holding the row's lock committed first, so the participant is gone.
+ */
+function updatedRow(rows: ParticipantRow[], kind: ParticipantKind): ParticipantRow {
+  if (!rows[0]) throw new ServiceError('not_found', `${kind} not found`);
+  return rows[0];
+}
+
+/**
+ * Changes any agent field but ids (`deletion_protection` included, contract §4); `null` clears
+ * provider or model. Errors: `not_found` (also when deleted meanwhile), `conflict`.
+ */
 export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: string, patch: AgentInput): Promise<Agent> {
   return deps.db.transaction(async (tx) => {
     const row = await findParticipant(tx, caller, 'agent', agentId);
     if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, agentId);
     const next = { ...row, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) } as ParticipantRow;
+    // deletion_protection is set from the patch alone, not from the row read above: a value read
+    // before this statement took the row lock would undo a concurrent change of the flag.
     const rows = await tx.query<ParticipantRow>(
-      `UPDATE participants SET name = $2, description = $3, provider = $4, model = $5, instructions = $6, status = $7
+      `UPDATE participants SET name = $2, description = $3, provider = $4, model = $5, instructions = $6, status = $7,
+         deletion_protection = COALESCE($8, deletion_protection)
         WHERE id = $1 RETURNING *`,
-      [agentId, next.name, next.description, next.provider, next.model, next.instructions, next.status],
+      [agentId, next.name, next.description, next.provider, next.model, next.instructions, next.status, patch.deletion_protection ?? null],
     );
-    return toAgent(rows[0]!);
+    return toAgent(updatedRow(rows, 'agent'));
   });
 }
 
-/** Adds a human to a team; email defaults to null. Errors: `not_found` (team), `conflict`. */
-export async function createHuman(deps: DomainDeps, caller: Caller, teamId: string, input: { name: string; email?: string | null | undefined }): Promise<Human> {
+/** Adds a human to a team; email defaults to null, deletion_protection to false. Errors: `not_found` (team), `conflict`. */
+export async function createHuman(
+  deps: DomainDeps,
+  caller: Caller,
+  teamId: string,
+  input: { name: string; email?: string | null | undefined; deletion_protection?: boolean | undefined },
+): Promise<Human> {
   return deps.db.transaction(async (tx) => {
     await getTeam(tx, caller, teamId);
     await assertNameFree(tx, teamId, input.name);
     const rows = await tx.query<ParticipantRow>(
-      `INSERT INTO participants (id, team_id, kind, name, email) VALUES ($1, $2, 'human', $3, $4) RETURNING *`,
-      [newId(), teamId, input.name, input.email ?? null],
+      `INSERT INTO participants (id, team_id, kind, name, email, deletion_protection) VALUES ($1, $2, 'human', $3, $4, $5) RETURNING *`,
+      [newId(), teamId, input.name, input.email ?? null, input.deletion_protection ?? false],
     );
     return toHuman(rows[0]!);
   });
@@ -155,33 +199,39 @@ export async function getHuman(deps: DomainDeps, caller: Caller, humanId: string
   return toHuman(await findParticipant(deps.db, caller, 'human', humanId));
 }
 
-/** Renames a human or changes the email (`null` clears it). Errors: `not_found`, `conflict`. */
+/**
+ * Renames a human, changes the email (`null` clears it) or sets `deletion_protection`.
+ * Errors: `not_found` (also when deleted meanwhile), `conflict`.
+ */
 export async function updateHuman(
   deps: DomainDeps,
   caller: Caller,
   humanId: string,
-  patch: { name?: string | undefined; email?: string | null | undefined },
+  patch: { name?: string | undefined; email?: string | null | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Human> {
   return deps.db.transaction(async (tx) => {
     const row = await findParticipant(tx, caller, 'human', humanId);
     if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, humanId);
-    const rows = await tx.query<ParticipantRow>(`UPDATE participants SET name = $2, email = $3 WHERE id = $1 RETURNING *`, [
-      humanId,
-      patch.name ?? row.name,
-      patch.email === undefined ? row.email : patch.email,
-    ]);
-    return toHuman(rows[0]!);
+    const rows = await tx.query<ParticipantRow>(
+      `UPDATE participants SET name = $2, email = $3, deletion_protection = COALESCE($4, deletion_protection) WHERE id = $1 RETURNING *`,
+      [humanId, patch.name ?? row.name, patch.email === undefined ? row.email : patch.email, patch.deletion_protection ?? null],
+    );
+    return toHuman(updatedRow(rows, 'human'));
   });
 }
 
 /**
- * Deletes an agent or a human. Errors: `not_found`; `in_use` while it is on an edge (delete the
- * edge first, so that no thread loses a participant silently).
+ * Deletes an agent or a human. Errors: `not_found`; `deletion_protected` (with `protected`) while
+ * its `deletion_protection` is true; `in_use` while it is on an edge (delete the edge first, so
+ * that no thread loses a participant silently).
  */
 export async function deleteParticipant(deps: DomainDeps, caller: Caller, kind: ParticipantKind, id: string): Promise<void> {
   await deps.db.transaction(async (tx) => {
     const row = await findParticipant(tx, caller, kind, id);
-    await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [row.team_id]);
+    const team = await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [row.team_id]);
+    if (team.length === 0) throw new ServiceError('not_found', `${kind} not found`);
+    // Protection first: an edge can be deleted, protection has to be cleared on purpose.
+    await lockDeletable(tx, { kind, id });
     const edges = await tx.query<{ id: string }>(`SELECT id FROM edges WHERE participant_a = $1 OR participant_b = $1 LIMIT 1`, [id]);
     if (edges[0]) throw new ServiceError('in_use', `the ${kind} is on edge ${edges[0].id}; delete the edge first`, { extra: { edge_id: edges[0].id } });
     await tx.query(`DELETE FROM participants WHERE id = $1`, [id]);

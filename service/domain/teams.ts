@@ -2,12 +2,13 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import type { Team, TeamDeletionPreview } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
 import { assertOrganizationReachable } from './access-checks.ts';
-import { countTeamAttachments, deleteTeamAttachments } from './attachments.ts';
+import { deleteTeamAttachments } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
+import { countCascade, lockDeletable, protectedResources } from './deletion.ts';
 import { iso, isUuid, newId } from './ids.ts';
 
 const selectTeam = `
-  SELECT t.id, t.org_id, t.name, t.description, t.engine_id, t.created_at,
+  SELECT t.id, t.org_id, t.name, t.description, t.engine_id, t.deletion_protection, t.created_at,
     (SELECT count(*)::int FROM participants p WHERE p.team_id = t.id AND p.kind = 'agent') AS agent_count,
     (SELECT count(*)::int FROM edges e WHERE e.team_id = t.id) AS edge_count
   FROM teams t JOIN organizations o ON o.id = t.org_id`;
@@ -18,6 +19,7 @@ interface TeamRow {
   name: string;
   description: string;
   engine_id: string;
+  deletion_protection: boolean;
   created_at: Date;
   agent_count: number;
   edge_count: number;
@@ -32,6 +34,7 @@ function toTeam(row: TeamRow): Team {
     agent_count: row.agent_count,
     edge_count: row.edge_count,
     engine_id: row.engine_id,
+    deletion_protection: row.deletion_protection,
     created_at: iso(row.created_at),
   };
 }
@@ -58,28 +61,32 @@ async function assertTeamNameFree(db: Queryable, orgId: string, name: string, ex
 }
 
 /**
- * Creates an empty team in `orgId` (contract §5); `description` defaults to "" and `engine_id`
- * is assigned here.
- * Errors: `not_found` (organization out of reach), `conflict` (team name taken in the organization).
+ * Creates an empty team in `orgId` (contract §5); `description` defaults to "",
+ * `deletion_protection` to false, and `engine_id` is assigned here.
+ * Errors: `not_found` (organization out of reach, or deleted meanwhile), `conflict` (team name
+ * taken in the organization).
  */
 export async function createTeam(
   deps: DomainDeps,
   caller: Caller,
   orgId: string,
-  input: { team_name: string; description?: string | undefined },
+  input: { team_name: string; description?: string | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Team> {
   const id = await deps.db.transaction(async (tx) => {
     await assertOrganizationReachable(tx, caller, orgId);
-    // Row lock on the organization serialises name checks of concurrent creations.
-    await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [orgId]);
+    // Row lock on the organization serialises name checks of concurrent creations, and this
+    // creation with the organization's deletion (which takes the same lock first).
+    const locked = await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [orgId]);
+    if (locked.length === 0) throw new ServiceError('not_found', 'organization not found');
     await assertTeamNameFree(tx, orgId, input.team_name);
     const teamId = newId();
-    await tx.query(`INSERT INTO teams (id, org_id, name, description, engine_id) VALUES ($1, $2, $3, $4, $5)`, [
+    await tx.query(`INSERT INTO teams (id, org_id, name, description, engine_id, deletion_protection) VALUES ($1, $2, $3, $4, $5, $6)`, [
       teamId,
       orgId,
       input.team_name,
       input.description ?? '',
       newId(),
+      input.deletion_protection ?? false,
     ]);
     return teamId;
   });
@@ -94,13 +101,14 @@ export async function listTeams(deps: DomainDeps, caller: Caller, orgId: string)
 }
 
 /**
- * Renames a team or changes its description. Errors: `not_found`, `conflict` (name taken).
+ * Renames a team, changes its description or sets its `deletion_protection` (contract §4).
+ * Errors: `not_found` (also when deleted meanwhile), `conflict` (name taken).
  */
 export async function updateTeam(
   deps: DomainDeps,
   caller: Caller,
   teamId: string,
-  patch: { team_name?: string | undefined; description?: string | undefined },
+  patch: { team_name?: string | undefined; description?: string | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Team> {
   await deps.db.transaction(async (tx) => {
     const team = await getTeam(tx, caller, teamId);
@@ -108,41 +116,39 @@ export async function updateTeam(
       await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [team.org_id]);
       await assertTeamNameFree(tx, team.org_id, patch.team_name, teamId);
     }
-    await tx.query(`UPDATE teams SET name = COALESCE($2, name), description = COALESCE($3, description) WHERE id = $1`, [
-      teamId,
-      patch.team_name ?? null,
-      patch.description ?? null,
-    ]);
+    const updated = await tx.query(
+      `UPDATE teams SET name = COALESCE($2, name), description = COALESCE($3, description),
+         deletion_protection = COALESCE($4, deletion_protection) WHERE id = $1 RETURNING id`,
+      [teamId, patch.team_name ?? null, patch.description ?? null, patch.deletion_protection ?? null],
+    );
+    // A deletion that held the row lock committed first: the team is gone.
+    if (updated.length === 0) throw new ServiceError('not_found', 'team not found');
   });
   return getTeam(deps.db, caller, teamId);
 }
 
-/** Counts of what deleting a team would remove (contract §5 GET /teams/{id}/deletion-preview); declared in api/schemas.ts. */
-export type DeletionPreview = TeamDeletionPreview;
-
-/** Reports what `DELETE /teams/{id}` would remove. Errors: `not_found`. */
-export async function previewTeamDeletion(deps: DomainDeps, caller: Caller, teamId: string): Promise<DeletionPreview> {
+/**
+ * Reports what `DELETE /teams/{id}` would remove (contract §5 GET /teams/{id}/deletion-preview),
+ * and which of it is protected (`protected`: while not empty, the DELETE is refused).
+ * Errors: `not_found`.
+ */
+export async function previewTeamDeletion(deps: DomainDeps, caller: Caller, teamId: string): Promise<TeamDeletionPreview> {
   await getTeam(deps.db, caller, teamId);
-  const rows = await deps.db.query<Omit<DeletionPreview, 'team_id' | 'attachments'>>(
-    `SELECT
-      (SELECT count(*)::int FROM participants WHERE team_id = $1 AND kind = 'agent') AS agents,
-      (SELECT count(*)::int FROM participants WHERE team_id = $1 AND kind = 'human') AS humans,
-      (SELECT count(*)::int FROM edges WHERE team_id = $1) AS edges,
-      (SELECT count(*)::int FROM threads WHERE team_id = $1) AS threads,
-      (SELECT count(*)::int FROM messages m JOIN threads th ON th.id = m.thread_id WHERE th.team_id = $1) AS messages`,
-    [teamId],
-  );
-  return { team_id: teamId, ...rows[0]!, attachments: await countTeamAttachments(deps.db, teamId) };
+  const counts = await countCascade(deps.db, 'team', teamId);
+  const found = await protectedResources(deps.db, { kind: 'team', id: teamId }, false);
+  return { team_id: teamId, ...counts, protected: found ?? [] };
 }
 
 /**
  * Deletes a team and, by cascade, its agents, humans, edges, threads and messages, and the
  * attachments its messages name that no other team's message names.
- * Errors: `not_found`.
+ * Errors: `not_found`; `deletion_protected` (with `protected`) when the team or one of its agents
+ * or humans has deletion protection: then nothing is deleted.
  */
 export async function deleteTeam(deps: DomainDeps, caller: Caller, teamId: string): Promise<{ deleted: true; team_id: string }> {
   await deps.db.transaction(async (tx) => {
     await getTeam(tx, caller, teamId);
+    await lockDeletable(tx, { kind: 'team', id: teamId });
     await deleteTeamAttachments(tx, teamId);
     await tx.query(`DELETE FROM teams WHERE id = $1`, [teamId]);
   });

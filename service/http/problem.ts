@@ -18,6 +18,11 @@ function isStorageUnavailable(code: string | undefined): boolean {
   return code !== undefined && (['ECONNREFUSED', 'ECONNRESET', 'ETIMEDOUT', 'ENOTFOUND'].includes(code) || /^(08|57P0)/.test(code));
 }
 
+// SQLSTATE 23503 (foreign_key_violation): a write named a row that a concurrent deletion removed
+// between this request's checks and its insert (an organization or team deleted meanwhile). The
+// request would have got 404 a moment later, so it gets it now rather than a 500.
+const foreignKeyViolation = '23503';
+
 const byStatus: Record<number, ErrorCode> = {
   400: 'invalid_request',
   404: 'route_not_found',
@@ -43,6 +48,10 @@ export function toProblem(error: unknown, requestId: string): { problem: Problem
     detail = error.message;
   } else if (typeof error === 'object' && error !== null) {
     const { code: fastifyCode, statusCode } = error as { code?: string; statusCode?: number };
+    if (fastifyCode === foreignKeyViolation) {
+      code = 'not_found';
+      detail = 'a resource this request names was deleted meanwhile';
+    }
     const mapped =
       (isStorageUnavailable(fastifyCode) ? 'unavailable' : undefined) ||
       (fastifyCode && fastifyCodes[fastifyCode]) || (statusCode && statusCode < 500 ? byStatus[statusCode] : undefined);

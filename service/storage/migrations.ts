@@ -272,6 +272,18 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
        END $$`,
     ],
   },
+  {
+    // Deletion protection (contract §4): deleting a protected resource, or anything that would take
+    // one along, is refused. Adding a column with a constant default rewrites no table.
+    id: '0008_deletion_protection',
+    statements: [
+      `ALTER TABLE organizations ADD COLUMN deletion_protection boolean NOT NULL DEFAULT false`,
+      `ALTER TABLE teams ADD COLUMN deletion_protection boolean NOT NULL DEFAULT false`,
+      `ALTER TABLE participants ADD COLUMN deletion_protection boolean NOT NULL DEFAULT false`,
+      // Team and organization deletions look for protected participants among all of a team's.
+      `CREATE INDEX participants_protected ON participants(team_id) WHERE deletion_protection`,
+    ],
+  },
 ];
 
 /**

@@ -138,6 +138,8 @@ export interface RouteCase {
 export function idRoutes(ids: RouteIds): RouteCase[] {
   const t: Array<[string, string, string, unknown?]> = [
     ['GET', '/organizations/{org_id}', `/organizations/${ids.orgId}`],
+    ['PATCH', '/organizations/{org_id}', `/organizations/${ids.orgId}`, { deletion_protection: true }],
+    ['GET', '/organizations/{org_id}/deletion-preview', `/organizations/${ids.orgId}/deletion-preview`],
     ['POST', '/organizations/{org_id}/teams', `/organizations/${ids.orgId}/teams`, { team_name: 'intruder-team' }],
     ['GET', '/organizations/{org_id}/teams', `/organizations/${ids.orgId}/teams`],
     ['GET', '/teams/{team_id}', `/teams/${ids.teamId}`],
@@ -175,6 +177,7 @@ export function idRoutes(ids: RouteIds): RouteCase[] {
     ['DELETE', '/agents/{agent_id}', `/agents/${ids.agentId}`],
     ['DELETE', '/humans/{human_id}', `/humans/${ids.humanId}`],
     ['DELETE', '/teams/{team_id}', `/teams/${ids.teamId}`],
+    ['DELETE', '/organizations/{org_id}', `/organizations/${ids.orgId}`],
   ];
   const cases: RouteCase[] = t.map(([method, template, path, body]) => ({ method, template, path: `/api/v1${path}`, body }));
   cases.push({
@@ -197,6 +200,9 @@ export const CONTRACT_ROUTES: ReadonlyArray<readonly [string, string]> = [
   ['GET', '/organizations'],
   ['POST', '/organizations'],
   ['GET', '/organizations/{org_id}'],
+  ['PATCH', '/organizations/{org_id}'],
+  ['DELETE', '/organizations/{org_id}'],
+  ['GET', '/organizations/{org_id}/deletion-preview'],
   ['POST', '/organizations/{org_id}/teams'],
   ['GET', '/organizations/{org_id}/teams'],
   ['GET', '/teams/{team_id}'],

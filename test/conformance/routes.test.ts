@@ -178,7 +178,7 @@ describe('conventions', () => {
   it('a known path with a method it does not serve gets 405 method_not_allowed', async () => {
     expectProblem(await api('PUT', '/organizations', { body: { org_name: 'x' } }), 405, 'method_not_allowed');
     expectProblem(await api('POST', `/threads/${g.threadId}`, { body: {} }), 405, 'method_not_allowed');
-    expectProblem(await api('DELETE', `/organizations/${s.orgId}`), 405, 'method_not_allowed');
+    expectProblem(await api('PUT', `/organizations/${s.orgId}`, { body: {} }), 405, 'method_not_allowed');
   });
 
   it('a path with a malformed percent-escape gets a problem+json error with an X-Request-Id', async () => {
@@ -450,6 +450,65 @@ describe('organizations', () => {
   it('organizations: GET of an unknown id gives 404 not_found', async () => {
     expectProblem(await api('GET', `/organizations/${freshUuid()}`), 404, 'not_found');
   });
+
+  it('organizations: deletion_protection is false unless POST sets it, and PATCH sets and clears it (200 Organization)', async () => {
+    expect((await newOrg()).deletion_protection).toBe(false);
+    const org = await created('POST', '/organizations', { org_name: uniqueName('guarded'), deletion_protection: true });
+    expect(org.deletion_protection).toBe(true);
+    expect((await api('GET', `/organizations/${org.org_id}`)).body.deletion_protection).toBe(true);
+    const cleared = await api('PATCH', `/organizations/${org.org_id}`, { body: { deletion_protection: false } });
+    expectStatus(cleared, 200);
+    expect(cleared.body).toMatchObject({ org_id: org.org_id, org_name: org.org_name, deletion_protection: false });
+    expectProblem(await api('PATCH', `/organizations/${org.org_id}`, { body: { org_name: 'renamed' } }), 400, 'invalid_request');
+    expectProblem(await api('PATCH', `/organizations/${org.org_id}`, { body: { deletion_protection: 'no' } }), 400, 'invalid_request');
+  });
+
+  it('organizations: deletion-preview counts what a DELETE would remove', async () => {
+    const org = await newOrg();
+    const team = await newTeam(org.org_id);
+    const a = await newAgent(team.team_id);
+    const h = await newHuman(team.team_id);
+    const e = await newEdge(team.team_id, a.agent_id, h.human_id);
+    const t = await openThread(e.edge_id, a.agent_id);
+    await postMessage(t.thread_id, h.human_id, 'reply');
+    await newTeam(org.org_id);
+    const reply = await api('GET', `/organizations/${org.org_id}/deletion-preview`);
+    expectStatus(reply, 200);
+    expect(reply.body).toEqual(expect.objectContaining({ org_id: org.org_id, teams: 2, agents: 1, humans: 1, edges: 1, threads: 1, messages: 2, attachments: 0 }));
+  });
+
+  it('organizations: DELETE gives {deleted: true, org_id}; the organization, its teams and their threads are 404 afterwards', async () => {
+    const org = await newOrg();
+    const team = await newTeam(org.org_id);
+    const a = await newAgent(team.team_id);
+    const h = await newHuman(team.team_id);
+    const t = await openThread((await newEdge(team.team_id, a.agent_id, h.human_id)).edge_id, a.agent_id);
+    const reply = await api('DELETE', `/organizations/${org.org_id}`);
+    expectStatus(reply, 200);
+    expect(reply.body).toEqual(expect.objectContaining({ deleted: true, org_id: org.org_id }));
+    for (const path of [`/organizations/${org.org_id}`, `/teams/${team.team_id}`, `/agents/${a.agent_id}`, `/threads/${t.thread_id}`]) {
+      expectProblem(await api('GET', path), 404, 'not_found');
+    }
+    expect((await api('GET', '/organizations')).body.organizations.map((o: any) => o.org_id)).not.toContain(org.org_id);
+    expectProblem(await api('DELETE', `/organizations/${org.org_id}`), 404, 'not_found');
+  });
+
+  it('organizations: DELETE of the calling key’s own organization gives 403 forbidden and deletes nothing', async () => {
+    const before = await api('GET', `/organizations/${s.orgId}`);
+    expectProblem(await api('DELETE', `/organizations/${s.orgId}`), 403, 'forbidden');
+    expect((await api('GET', `/organizations/${s.orgId}`)).body).toEqual(before.body);
+  });
+
+  it('organizations: DELETE of a protected organization, or of one whose team is protected, gives 409 deletion_protected and deletes nothing', async () => {
+    const guarded = await created('POST', '/organizations', { org_name: uniqueName('guarded'), deletion_protection: true });
+    const reply = await api('DELETE', `/organizations/${guarded.org_id}`);
+    expectProblem(reply, 409, 'deletion_protected');
+    expectStatus(await api('GET', `/organizations/${guarded.org_id}`), 200);
+    const org = await newOrg();
+    const team = await newTeam(org.org_id, { deletion_protection: true });
+    expectProblem(await api('DELETE', `/organizations/${org.org_id}`), 409, 'deletion_protected');
+    expect((await api('GET', `/teams/${team.team_id}`)).body).toMatchObject({ team_id: team.team_id, deletion_protection: true });
+  });
 });
 
 describe('teams', () => {
@@ -556,6 +615,22 @@ describe('teams', () => {
     expectProblem(await api('GET', `/attachments/${att.attachment_id}`), 404, 'not_found');
   });
 
+  it('teams: DELETE of a protected team, or of one with a protected agent, gives 409 deletion_protected until PATCH clears the flag', async () => {
+    const guarded = await newTeam(s.orgId, { deletion_protection: true });
+    expect(guarded.deletion_protection).toBe(true);
+    expectProblem(await api('DELETE', `/teams/${guarded.team_id}`), 409, 'deletion_protected');
+    expectStatus(await api('GET', `/teams/${guarded.team_id}`), 200);
+    const team = await newTeam();
+    const agent = await newAgent(team.team_id, { deletion_protection: true });
+    expectProblem(await api('DELETE', `/teams/${team.team_id}`), 409, 'deletion_protected');
+    expect((await api('GET', `/teams/${team.team_id}`)).body.agents.map((a: any) => a.agent_id)).toEqual([agent.agent_id]);
+    expectStatus(await api('PATCH', `/agents/${agent.agent_id}`, { body: { deletion_protection: false } }), 200);
+    expectStatus(await api('DELETE', `/teams/${team.team_id}`), 200);
+    const patched = await api('PATCH', `/teams/${guarded.team_id}`, { body: { deletion_protection: false } });
+    expect(patched.body.deletion_protection).toBe(false);
+    expectStatus(await api('DELETE', `/teams/${guarded.team_id}`), 200);
+  });
+
   it('teams: DELETE gives {deleted: true, team_id} and cascades to agents, humans, edges, threads and messages', async () => {
     const team = await newTeam();
     const a = await newAgent(team.team_id);
@@ -616,6 +691,26 @@ describe('agents', () => {
     expect(back.body).toMatchObject({ provider: null, model: null });
     expectProblem(await api('PATCH', `/agents/${agent.agent_id}`, { body: { agent_id: freshUuid() } }), 400, 'invalid_request');
     expectProblem(await api('PATCH', `/agents/${agent.agent_id}`, { body: { team_id: freshUuid() } }), 400, 'invalid_request');
+  });
+});
+
+describe('deletion protection of agents and humans', () => {
+  it('agents and humans: deletion_protection is false unless set, and a protected one gives 409 deletion_protected on DELETE until PATCH clears it', async () => {
+    const team = await newTeam();
+    expect((await newAgent(team.team_id)).deletion_protection).toBe(false);
+    expect((await newHuman(team.team_id)).deletion_protection).toBe(false);
+    const agent = await newAgent(team.team_id, { deletion_protection: true });
+    const human = await newHuman(team.team_id, { deletion_protection: true });
+    for (const [path, id] of [[`/agents/${agent.agent_id}`, agent.agent_id], [`/humans/${human.human_id}`, human.human_id]] as const) {
+      expectProblem(await api('DELETE', path), 409, 'deletion_protected');
+      expect((await api('GET', path)).body.deletion_protection, path).toBe(true);
+      const cleared = await api('PATCH', path, { body: { deletion_protection: false } });
+      expectStatus(cleared, 200);
+      expect(cleared.body.deletion_protection).toBe(false);
+      const reply = await api('DELETE', path);
+      expectStatus(reply, 200);
+      expect(Object.values(reply.body)).toContain(id);
+    }
   });
 });
 

@@ -21,12 +21,12 @@ const desired = desiredOf([
   },
 ]);
 
-const org: Organization = { org_id: 'o1', org_name: 'acme', team_count: 1, human_count: 2, is_personal: false, created_at: at };
-const team: Team = { team_id: 't1', org_id: 'o1', team_name: 'review', description: 'Finds papers', agent_count: 2, edge_count: 2, engine_id: 'e', created_at: at };
+const org: Organization = { org_id: 'o1', org_name: 'acme', team_count: 1, human_count: 2, is_personal: false, deletion_protection: false, created_at: at };
+const team: Team = { team_id: 't1', org_id: 'o1', team_name: 'review', description: 'Finds papers', agent_count: 2, edge_count: 2, engine_id: 'e', deletion_protection: false, created_at: at };
 const agent = (id: string, name: string, extra: Partial<Agent> = {}): Agent => ({
-  agent_id: id, team_id: 't1', name, description: '', provider: null, model: null, instructions: '', status: 'active', created_at: at, ...extra,
+  agent_id: id, team_id: 't1', name, description: '', provider: null, model: null, instructions: '', status: 'active', deletion_protection: false, created_at: at, ...extra,
 });
-const alice: Human = { human_id: 'h1', team_id: 't1', name: 'alice', email: 'alice@example.com', created_at: at };
+const alice: Human = { human_id: 'h1', team_id: 't1', name: 'alice', email: 'alice@example.com', deletion_protection: false, created_at: at };
 const edge = (id: string, a: string, b: string): Edge => ({ edge_id: id, team_id: 't1', participants: [a, b], created_at: at });
 
 function inSync(): ObservedState {
@@ -111,7 +111,7 @@ function withExtras(): ObservedState {
   const observed = inSync();
   const review = observed.teams[0]!;
   review.agents.push(agent('a3', 'retired'));
-  review.humans.push({ human_id: 'h2', team_id: 't1', name: 'bob', email: null, created_at: at });
+  review.humans.push({ human_id: 'h2', team_id: 't1', name: 'bob', email: null, deletion_protection: false, created_at: at });
   review.edges.push(edge('e3', 'a3', 'a1'), edge('e4', 'h2', 'a3'));
   observed.teams.push({ team: { ...team, team_id: 't2', team_name: 'old' }, agents: [], humans: [], edges: [] });
   observed.providerKeys.push({ provider: 'openai', key_hint: 'wxyz' });
@@ -217,7 +217,7 @@ describe('plan deletions', () => {
       teams: { t2: { agents: 2, humans: 1, edges: 1, threads: 4, messages: 40, attachments: 0 } },
       edges: { e3: { threads: 2, messages: 7 }, e4: { threads: 1, messages: 3 } },
     });
-    const cascade = (address: string) => filled.find((c) => c.address === address && c.action === 'delete')?.cascade;
+    const cascade = (address: string) => filled.flatMap((c) => (c.address === address && c.action === 'delete' ? [c.cascade] : []))[0];
     expect(cascade('team/old')).toEqual({ agents: 2, humans: 1, edges: 1, threads: 4, messages: 40, attachments: 0 });
     expect(cascade('team/review/edge/retired,scout')).toEqual({ threads: 2, messages: 7 });
     expect(cascade('team/review/agent/retired')).toEqual({ edges: 2, threads: 3, messages: 10 });

@@ -1,6 +1,8 @@
 import { afterAll, beforeAll } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
-import { createTestDatabase, postgresBackend, testDatabaseUrl } from '../support/postgres.ts';
+import type { Db } from '../../service/storage/db.ts';
+import { openDb } from '../../service/storage/open-db.ts';
+import { createTestDatabase, postgresBackend, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
 
 /** A response as the tests look at it. */
 export interface Reply {
@@ -73,6 +75,47 @@ async function startHarnessServer(options: ServerOptions): Promise<RunningServer
       closing ??= server.close().then(() => database.drop());
       return closing;
     },
+  };
+}
+
+/**
+ * {@link startHarness} on storage the test opens itself and shares with the server (in memory, or
+ * a fresh PostgreSQL database in the `postgres` project): the test can count rows, or act as
+ * another process writing behind the server's back. `server.close()` closes it (and drops the
+ * database).
+ */
+export async function startHarnessWithDb(name = 'acme'): Promise<Harness & { db: Db }> {
+  let database: TestDatabase | undefined;
+  let db: Db;
+  if (postgresBackend) {
+    database = await createTestDatabase(testDatabaseUrl!);
+    db = await openDb({ databaseUrl: database.url });
+  } else {
+    db = await openDb({ inMemory: true });
+  }
+  let server: RunningServer;
+  try {
+    server = await startServer({ db, port: 0, tickMs: 20 });
+  } catch (error) {
+    await db.close().catch(() => {});
+    await database?.drop();
+    throw error;
+  }
+  let closing: Promise<void> | undefined;
+  const closable: RunningServer = {
+    ...server,
+    close() {
+      closing ??= server.close().then(async () => database?.drop());
+      return closing;
+    },
+  };
+  const { org_id, api_key } = await server.provisionOrganization(name);
+  return {
+    server: closable,
+    db,
+    orgId: org_id,
+    apiKey: api_key,
+    call: (method, path, body, headers = {}) => request(server.url + path, method, body, { 'x-api-key': api_key, ...headers }),
   };
 }
 

@@ -1,32 +1,21 @@
 import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { orgKeyCacheTtlMs } from '../../service/domain/key-cache.ts';
-import { startServer, type RunningServer } from '../../service/index.ts';
+import type { RunningServer } from '../../service/index.ts';
 import type { Db } from '../../service/storage/db.ts';
-import { openDb } from '../../service/storage/open-db.ts';
-import { createTestDatabase, postgresBackend, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
-import { request, type Reply } from './helpers.ts';
+import { request, startHarnessWithDb, type Reply } from './helpers.ts';
 
 // The server shares its database handle with the test, which plays "another process": it
 // revokes keys with SQL behind the server's back, so the server's key cache is not told.
 let db: Db;
-let database: TestDatabase | undefined;
 let server: RunningServer;
 let orgId: string;
 let adminKey: string;
 
 beforeAll(async () => {
-  if (postgresBackend) {
-    database = await createTestDatabase(testDatabaseUrl!);
-    db = await openDb({ databaseUrl: database.url });
-  } else {
-    db = await openDb({ inMemory: true });
-  }
-  server = await startServer({ db, port: 0, tickMs: 20 });
-  ({ org_id: orgId, api_key: adminKey } = await server.provisionOrganization('cache'));
+  ({ db, server, orgId, apiKey: adminKey } = await startHarnessWithDb('cache'));
 });
 afterAll(async () => {
   await server?.close();
-  await database?.drop();
 });
 
 const as = (key: string, method: string, path: string, body?: unknown): Promise<Reply> =>
@@ -43,6 +32,17 @@ async function keyWithThread(): Promise<{ key: string; keyId: string; threadId: 
   const thread = await as(key, 'POST', `/edges/${edge.body.edge_id}/threads`, { sender_agent_id: ann, content: 'first' });
   expect(thread.status).toBe(201);
   return { key, keyId: created.body.key_id, threadId: thread.body.thread_id, ann, bob };
+}
+
+/** Runs `fn` with this process's clock moved just past the key cache's TTL. */
+async function afterCacheTtl<T>(fn: () => Promise<T>): Promise<T> {
+  const realNow = Date.now();
+  const clock = vi.spyOn(Date, 'now').mockImplementation(() => realNow + orgKeyCacheTtlMs + 1);
+  try {
+    return await fn();
+  } finally {
+    clock.mockRestore();
+  }
 }
 
 describe('key cache', () => {
@@ -72,14 +72,55 @@ describe('key cache', () => {
 
     // Other routes rely on the cache alone: documented to accept the key for at most the TTL.
     expect((await as(key, 'GET', '/organizations')).status).toBe(200);
-    const realNow = Date.now();
-    const clock = vi.spyOn(Date, 'now').mockImplementation(() => realNow + orgKeyCacheTtlMs + 1);
-    try {
-      const later = await as(key, 'GET', '/organizations');
-      expect([later.status, later.body.code]).toEqual([401, 'invalid_api_key']);
-    } finally {
-      clock.mockRestore();
+    const later = await afterCacheTtl(() => as(key, 'GET', '/organizations'));
+    expect([later.status, later.body.code]).toEqual([401, 'invalid_api_key']);
+  });
+
+  /** An organization provisioned by the admin key, with a key of its own used once (so it is cached). */
+  async function provisionedWithCachedKey(): Promise<{ childId: string; childKey: string }> {
+    const child = await as(adminKey, 'POST', '/organizations', { org_name: `child-${Math.random()}` });
+    const key = await as(adminKey, 'POST', `/organizations/${child.body.org_id}/keys`, { name: 'own' });
+    expect((await as(key.body.api_key, 'GET', '/organizations')).status).toBe(200);
+    return { childId: child.body.org_id, childKey: key.body.api_key };
+  }
+
+  // What a key of a deleted organization might still try to create: each names its organization.
+  const creations: Array<[string, unknown]> = [
+    ['/organizations', { org_name: 'after-deletion' }],
+    ['/attachments', { filename: 'a.txt', content_type: 'text/plain', data_base64: 'aGk=' }],
+  ];
+
+  it('key cache: the keys of an organization deleted through this process are refused at once on every route', async () => {
+    const { childId, childKey } = await provisionedWithCachedKey();
+    expect((await as(adminKey, 'DELETE', `/organizations/${childId}`)).status).toBe(200);
+
+    const read = await as(childKey, 'GET', '/organizations');
+    expect([read.status, read.body.code]).toEqual([401, 'invalid_api_key']);
+    for (const [path, body] of creations) {
+      const reply = await as(childKey, 'POST', path, body);
+      expect([reply.status, reply.body.code], path).toEqual([401, 'invalid_api_key']);
     }
+  });
+
+  it('key cache: the keys of an organization deleted by another process reach and create nothing within the TTL, and are refused once it has passed', async () => {
+    const { childId, childKey } = await provisionedWithCachedKey();
+    await db.query(`DELETE FROM organizations WHERE id = $1`, [childId]);
+
+    // The cache still authenticates the key for up to the TTL, but everything it reached is gone.
+    expect((await as(childKey, 'GET', '/organizations')).body).toEqual({ organizations: [] });
+    expect((await as(childKey, 'GET', `/organizations/${childId}`)).status).toBe(404);
+    for (const [path, body] of creations) {
+      const reply = await as(childKey, 'POST', path, body);
+      expect([reply.status, reply.body.code], path).toEqual([401, 'invalid_api_key']);
+    }
+    const left = await db.query<{ n: number }>(
+      `SELECT (SELECT count(*) FROM organizations WHERE provisioned_by = $1) + (SELECT count(*) FROM attachments WHERE org_id = $1) AS n`,
+      [childId],
+    );
+    expect(Number(left[0]!.n)).toBe(0);
+
+    const later = await afterCacheTtl(() => as(childKey, 'GET', '/organizations'));
+    expect([later.status, later.body.code]).toEqual([401, 'invalid_api_key']);
   });
 
   it('key cache: an unknown key is never cached as valid, and a valid key keeps working from the cache', async () => {

@@ -30,6 +30,7 @@ type Doc = {
 // servers (/api/v1 and its alias /v1): every one must be documented.
 const contractRoutes = `
 GET /organizations|POST /organizations|GET /organizations/{org_id}
+PATCH /organizations/{org_id}|DELETE /organizations/{org_id}|GET /organizations/{org_id}/deletion-preview
 POST /organizations/{org_id}/teams|GET /organizations/{org_id}/teams
 GET /teams/{team_id}|PATCH /teams/{team_id}|DELETE /teams/{team_id}|GET /teams/{team_id}/deletion-preview
 POST /teams/{team_id}/agents|GET /teams/{team_id}/agents
@@ -53,6 +54,7 @@ const namedSchemas = [
   'Organization', 'Team', 'TeamGraph', 'Agent', 'Human', 'Edge', 'Thread', 'Message', 'ThreadPage', 'Attachment',
   'ProviderKey', 'OrgKey', 'CreatedOrgKey', 'McpKey', 'CreatedMcpKey', 'AccessRequest', 'ApprovedAccessRequest', 'Problem',
   'OrganizationList', 'TeamList', 'AgentList', 'HumanList', 'EdgeList', 'ThreadList', 'TeamDeleted', 'TeamDeletionPreview',
+  'OrganizationDeleted', 'OrganizationDeletionPreview', 'ProtectedResource', 'PatchOrganizationBody',
   'CreateTeamBody', 'CreateAgentBody', 'PatchAgentBody', 'OpenThreadBody', 'AppendMessageBody', 'CreateAttachmentBody',
 ];
 
@@ -188,7 +190,7 @@ describe('openapi', () => {
   it('openapi: Problem documents the members every error has and the extensions some send, and allows others', () => {
     const problem = doc.components.schemas.Problem!;
     expect(problem.required).toEqual(expect.arrayContaining(['type', 'title', 'status', 'detail', 'code', 'request_id']));
-    expect(Object.keys(problem.properties)).toEqual(expect.arrayContaining(['errors', 'existing_id', 'edge_id', 'limit']));
+    expect(Object.keys(problem.properties)).toEqual(expect.arrayContaining(['errors', 'existing_id', 'edge_id', 'limit', 'protected', 'org_id']));
     expect(problem.additionalProperties).not.toBe(false);
   });
 

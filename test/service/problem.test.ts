@@ -30,4 +30,12 @@ describe('problem documents for storage', () => {
     const shutdown = Object.assign(new Error('terminating connection due to administrator command'), { code: '57P01' });
     expect(toProblem(shutdown, 'r').problem.code).toBe('unavailable');
   });
+
+  it('problem: a foreign key violation (a row deleted by a concurrent request) becomes 404 not_found, not a 500', () => {
+    const gone = Object.assign(new Error('insert or update on table "teams" violates foreign key constraint "teams_org_id_fkey"'), { code: '23503' });
+    const { problem, unexpected } = toProblem(gone, 'r');
+    expect(unexpected).toBe(false);
+    expect(problem).toMatchObject({ status: 404, code: 'not_found', detail: 'a resource this request names was deleted meanwhile' });
+    expect(JSON.stringify(problem)).not.toContain('teams_org_id_fkey');
+  });
 });

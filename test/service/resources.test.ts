@@ -82,7 +82,7 @@ describe('teams', () => {
     const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'one' });
     await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids.agentId, content: 'two' });
     const preview = await h.call('GET', `/api/v1/teams/${ids.teamId}/deletion-preview`);
-    expect(preview.body).toEqual({ team_id: ids.teamId, agents: 1, humans: 1, edges: 1, threads: 1, messages: 2, attachments: 0 });
+    expect(preview.body).toEqual({ team_id: ids.teamId, agents: 1, humans: 1, edges: 1, threads: 1, messages: 2, attachments: 0, protected: [] });
     const deleted = await h.call('DELETE', `/api/v1/teams/${ids.teamId}`);
     expect(deleted.status).toBe(200);
     expect(deleted.body).toEqual({ deleted: true, team_id: ids.teamId });

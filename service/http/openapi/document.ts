@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { Problem } from '../../../api/schemas.ts';
+import { Problem, ProtectedResource } from '../../../api/schemas.ts';
 import { ErrorCatalogue, type ErrorCode } from '../../../errors/catalogue.ts';
 import { Tags, type RouteDoc, type Security, type Tag } from './route-doc.ts';
 import type { RegisteredRoute, RouteRegistry } from './route-registry.ts';
@@ -26,6 +26,11 @@ const ProblemDocument = Problem.extend({
   errors: z.array(FieldProblem).optional().meta({ description: 'Every problem found, each with the path it concerns (`invalid_request`, `unknown_reference`, …).' }),
   existing_id: z.uuid().optional().meta({ description: '`conflict`: the resource that already has the name, or the edge that already joins the pair.' }),
   edge_id: z.uuid().optional().meta({ description: '`in_use`: an edge the agent or human is still on.' }),
+  org_id: z.uuid().optional().meta({ description: '`in_use` on an organization deletion: an organization it provisioned that still exists.' }),
+  protected: z
+    .array(ProtectedResource)
+    .optional()
+    .meta({ description: '`deletion_protected`: every resource with deletion protection that the deletion would remove, the resource itself first.' }),
   limit: z.number().int().optional().meta({ description: '`key_limit`: the most active keys an organization may hold.' }),
   // `status` is the problem's own HTTP status (RFC 9457), so the decided state needs its own name.
   request_status: z.enum(['approved', 'rejected']).optional().meta({ description: '`conflict` on an access request decided already: how it was decided.' }),
@@ -277,7 +282,7 @@ No string or key may contain NUL (U+0000). Identifiers are UUIDs; timestamps are
 with milliseconds.
 
 **Errors** are \`application/problem+json\` (RFC 9457) with a stable \`code\`; some codes add
-members (\`existing_id\`, \`edge_id\`, \`limit\`, \`request_status\`). A path that exists answers 405 with \`Allow\` for
+members (\`existing_id\`, \`edge_id\`, \`org_id\`, \`protected\`, \`limit\`, \`request_status\`). A path that exists answers 405 with \`Allow\` for
 a method it does not serve.
 
 **Headers.** Every response carries \`X-Request-Id\` (the client's, when it sent a short printable

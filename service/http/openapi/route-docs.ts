@@ -25,9 +25,11 @@ import {
   Message,
   OpenThreadBody,
   Organization,
+  OrganizationDeletionPreview,
   OrgKey,
   PatchAgentBody,
   PatchHumanBody,
+  PatchOrganizationBody,
   PatchTeamBody,
   Provider,
   ProviderKey,
@@ -60,6 +62,7 @@ const OrgKeyList = list('OrgKeyList', 'keys', OrgKey);
 const McpKeyList = list('McpKeyList', 'mcp_keys', McpKey);
 const AccessRequestList = list('AccessRequestList', 'access_requests', AccessRequest);
 
+const OrganizationDeleted = deleted('OrganizationDeleted', 'org_id');
 const TeamDeleted = deleted('TeamDeleted', 'team_id');
 const AgentDeleted = deleted('AgentDeleted', 'agent_id');
 const HumanDeleted = deleted('HumanDeleted', 'human_id');
@@ -116,6 +119,30 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       errors: ['conflict'],
     },
     'GET /organizations/:org_id': { operationId: 'getOrganization', summary: 'An organization', success: ok(Organization, 'the organization') },
+    'PATCH /organizations/:org_id': {
+      operationId: 'updateOrganization',
+      summary: "Set an organization's deletion protection",
+      body: PatchOrganizationBody,
+      success: ok(Organization, 'the organization'),
+    },
+    'DELETE /organizations/:org_id': {
+      operationId: 'deleteOrganization',
+      summary: 'Delete an organization and everything in it',
+      description:
+        'Cascades to its teams (with their agents, humans, edges, threads and messages), organization keys, MCP keys, ' +
+        "provider keys and attachments; its keys stop working. A key's own organization is 403 `forbidden` (the organization " +
+        'that provisioned it can delete it). Refused with 409 `deletion_protected` (naming each in `protected`) while the ' +
+        'organization, a team or an agent or human of it has deletion protection, and with 409 `in_use` (naming one in ' +
+        '`org_id`) while an organization it provisioned exists. A refused deletion deletes nothing.',
+      success: ok(OrganizationDeleted, 'the organization is gone, with everything in it'),
+      errors: ['forbidden', 'deletion_protected', 'in_use'],
+    },
+    'GET /organizations/:org_id/deletion-preview': {
+      operationId: 'previewOrganizationDeletion',
+      summary: 'What deleting the organization would remove',
+      description: 'Counts, and why a DELETE would be refused: `protected`, `provisioned_organizations`, `own_organization`.',
+      success: ok(OrganizationDeletionPreview, 'counts of what a DELETE would remove'),
+    },
   }),
 
   ...tagged('teams', {
@@ -138,11 +165,14 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'DELETE /teams/:team_id': {
       operationId: 'deleteTeam',
       summary: 'Delete a team and everything in it',
+      description: 'Refused with 409 `deletion_protected` (naming each in `protected`) while the team or one of its agents or humans has deletion protection; then nothing is deleted.',
       success: ok(TeamDeleted, 'the team is gone, with its agents, humans, edges, threads and messages'),
+      errors: ['deletion_protected'],
     },
     'GET /teams/:team_id/deletion-preview': {
       operationId: 'previewTeamDeletion',
       summary: 'What deleting the team would remove',
+      description: 'Counts, and in `protected` what would make the DELETE refused.',
       success: ok(TeamDeletionPreview, 'counts of what a DELETE would remove'),
     },
   }),
@@ -155,9 +185,10 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'DELETE /agents/:agent_id': {
       operationId: 'deleteAgent',
       summary: 'Delete an agent that is on no edge',
-      description: 'An agent still on an edge is `in_use` (the problem names the edge in `edge_id`); delete the edge first.',
+      description:
+        'An agent with deletion protection is `deletion_protected`; one still on an edge is `in_use` (the problem names the edge in `edge_id`): delete the edge first.',
       success: ok(AgentDeleted, 'the agent is gone, with its MCP keys'),
-      errors: ['in_use'],
+      errors: ['deletion_protected', 'in_use'],
     },
   }),
 
@@ -169,9 +200,10 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'DELETE /humans/:human_id': {
       operationId: 'deleteHuman',
       summary: 'Delete a human who is on no edge',
-      description: 'A human still on an edge is `in_use` (the problem names the edge in `edge_id`); delete the edge first.',
+      description:
+        'A human with deletion protection is `deletion_protected`; one still on an edge is `in_use` (the problem names the edge in `edge_id`): delete the edge first.',
       success: ok(HumanDeleted, 'the human is gone'),
-      errors: ['in_use'],
+      errors: ['deletion_protected', 'in_use'],
     },
   }),
 

@@ -18,8 +18,8 @@ import type { Params, RouteContext } from './context.ts';
 /**
  * Agent and human routes (contract §5): create/list under a team (201 / 200 `{agents}`,
  * `{humans}`), GET/PATCH/DELETE by id (DELETE → 200 `{deleted, agent_id|human_id}`).
- * Errors: `not_found`, `conflict` (name taken among agents and humans), `in_use` (DELETE while on
- * an edge), `invalid_request`.
+ * Errors: `not_found`, `conflict` (name taken among agents and humans), `deletion_protected`
+ * (DELETE while `deletion_protection` is true), `in_use` (DELETE while on an edge), `invalid_request`.
  */
 export function participantRoutes(app: FastifyInstance, { deps }: RouteContext): void {
   app.post<Params<'team_id'>>('/teams/:team_id/agents', async (request, reply) => {

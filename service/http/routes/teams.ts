@@ -9,8 +9,9 @@ import type { Params, RouteContext } from './context.ts';
 /**
  * Team routes (contract §5): create/list under an organization (201 Team / 200 `{teams}`),
  * `GET /teams/{id}` (Team with graph), PATCH (200 Team), DELETE (200 `{deleted, team_id}`,
- * cascades) and `GET /teams/{id}/deletion-preview` (counts). Errors: `not_found`, `conflict`,
- * `invalid_request`.
+ * cascades) and `GET /teams/{id}/deletion-preview` (counts, and what is protected).
+ * Errors: `not_found`, `conflict`, `invalid_request`, `deletion_protected` (DELETE of a team that
+ * is, or holds an agent or human that is, protected).
  */
 export function teamRoutes(app: FastifyInstance, { deps }: RouteContext): void {
   app.post<Params<'org_id'>>('/organizations/:org_id/teams', async (request, reply) => {
