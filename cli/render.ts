@@ -41,7 +41,7 @@ export function cascadeText(cascade: Cascade | undefined): string {
   if (!cascade) return '';
   const parts = Object.entries(cascade)
     .filter(([, n]) => n !== undefined && n > 0)
-    .map(([what, n]) => `${n} ${n === 1 ? what.replace(/s$/, '') : what}`);
+    .map(([what, n]) => `${n} ${(n === 1 ? what.replace(/s$/, '') : what).replace('_', ' ')}`);
   return parts.join(', ');
 }
 
@@ -57,14 +57,16 @@ function renderLines(action: ChangeAction, address: string, note: string, detail
  * along.
  */
 export function renderChange(change: Change, style: Style = plain): string {
+  // The organization's address has no name in it (a definition names one): the line shows it.
+  const named = change.kind === 'organization' ? `${change.name} ` : '';
   switch (change.action) {
     case 'create':
-      return renderLines('create', change.address, '', fieldLines(change.fields), style);
+      return renderLines('create', change.address, named.trim(), fieldLines(change.fields), style);
     case 'update':
-      return renderLines('update', change.address, change.renamedFrom !== undefined ? `(renamed from ${change.renamedFrom})` : '', diffLines(change.diff), style);
+      return renderLines('update', change.address, `${named}${change.renamedFrom !== undefined ? `(renamed from ${change.renamedFrom})` : ''}`.trim(), diffLines(change.diff), style);
     case 'delete': {
       const along = cascadeText(change.cascade);
-      return renderLines('delete', change.address, along ? `(with ${along})` : '', [], style);
+      return renderLines('delete', change.address, `${named}${along ? `(with ${along})` : ''}`.trim(), [], style);
     }
   }
 }
