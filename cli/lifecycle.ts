@@ -19,7 +19,7 @@ import type { Definition } from '../definitions/schema.ts';
 import { applyLocally } from '../engine/local-engine.ts';
 import { applyWithTemporal } from '../engine/temporal-engine.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
-import { addressProblem, covers, scheduleAddress } from '../plan/addresses.ts';
+import { addressProblem, covers } from '../plan/addresses.ts';
 import { previewsNeeded, withCascades } from '../plan/cascades.ts';
 import type { ScheduleChange } from '../plan/schedules.ts';
 import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
@@ -82,7 +82,7 @@ function checkAddresses(flag: string, addresses: readonly string[]): void {
 
 /** Whether a schedule change is selected by `--target`/`--exclude` (schedules depend on nothing). */
 function scheduleSelected(change: ScheduleChange, flags: Pick<PlanFlags, 'target' | 'exclude'>): boolean {
-  const address = scheduleAddress(change.name);
+  const address = change.address;
   const targets = flags.target ?? [];
   return (targets.length === 0 || targets.some((t) => covers(t, address))) && !(flags.exclude ?? []).some((e) => covers(e, address));
 }
@@ -124,7 +124,7 @@ export async function prepare(flags: PlanFlags, io: CliIo, options: { destroy?: 
   const changes = withCascades(planned, previews);
   const scheduleChanges = (schedules?.changes ?? []).filter((c) => scheduleSelected(c, flags));
   for (const target of flags.target ?? []) {
-    const matches = changes.some((c) => covers(target, c.address)) || scheduleChanges.some((c) => covers(target, scheduleAddress(c.name)));
+    const matches = changes.some((c) => covers(target, c.address)) || scheduleChanges.some((c) => covers(target, c.address));
     if (!matches) io.stderr(`warning: --target ${target} selects no change`);
   }
   return { input, definition, changes, schedules: schedules && { ...schedules, changes: scheduleChanges } };
@@ -186,7 +186,7 @@ export async function consent(plan: PreparedPlan, flags: { autoApprove?: boolean
 
 /** The addresses a plan deletes, for messages (the first ten). */
 function deletedAddresses(plan: PreparedPlan): string {
-  const all = [...plan.changes.flatMap((c) => (c.action === 'delete' ? [c.address] : [])), ...(plan.schedules?.changes.flatMap((c) => (c.action === 'delete' ? [scheduleAddress(c.name)] : [])) ?? [])];
+  const all = [...plan.changes.flatMap((c) => (c.action === 'delete' ? [c.address] : [])), ...(plan.schedules?.changes.flatMap((c) => (c.action === 'delete' ? [c.address] : [])) ?? [])];
   return all.length > 10 ? `${all.slice(0, 10).join(', ')}, …` : all.join(', ');
 }
 

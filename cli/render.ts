@@ -73,7 +73,7 @@ export function renderChange(change: Change, style: Style = plain): string {
 
 /** One schedule change, in the style of {@link renderChange}: `+ create schedule/nightly` with its fields. */
 export function renderScheduleChange(change: ScheduleChange, style: Style = plain): string {
-  const address = scheduleAddress(change.name);
+  const { address } = change;
   switch (change.action) {
     case 'create':
       return renderLines('create', address, '', fieldLines(scheduleFields(change.fields ?? {})), style);

@@ -5,8 +5,9 @@
  * test/workflows/histories/<name>.json. Run it after an intended change to a workflow, and keep
  * the old files of workflows that may still be running somewhere (replay must pass for both).
  *
- * Recorded: an apply that creates the example; the same apply again (a no-op); a synthetic apply
- * that continues as new (its first run); an apply that fails (an unset secret). Pipelines of
+ * Recorded: an apply that creates the example; the same apply again (a no-op); an apply that
+ * deletes (approved) and renames; the destroy of that organization; a synthetic apply that
+ * continues as new (its first run); an apply that fails (an unset secret). Pipelines of
  * examples/triage.yaml: triage to completion (a continued thread, a parallel group), its first
  * run when it continues as new, the human-in-the-loop approval answered, and one cancelled while
  * it waits.
@@ -85,6 +86,20 @@ try {
   const org = withOrganizationName(example, 'recorded-example');
   await record('apply-example-create', input(org));
   await record('apply-example-no-op', input(org));
+  // Deletes (with consent), a rename, then the organization destroyed.
+  const renamed = {
+    ...org,
+    teams: org.teams.map((t) => ({
+      ...t,
+      name: 'reviews',
+      renamedFrom: t.name,
+      fields: { ...t.fields, team_name: 'reviews' },
+      agents: t.agents.filter((a) => a.name !== 'archivist'),
+      edges: t.edges.filter((e) => !e.includes('archivist')),
+    })),
+  };
+  await record('apply-deletes-and-rename', input(renamed, { approvedDeletes: 'all' }));
+  await record('destroy-example', input(renamed, { destroy: true, approvedDeletes: 'all' }));
   await record('apply-continue-as-new', input(syntheticDefinition('recorded-large', { teams: 4, agents: 2, humans: 1, edges: 2 }), { historyEventLimit: 20 }));
   const failing = withOrganizationName(example, 'recorded-failure');
   const unset = { ...failing, organization: { ...failing.organization, providerKeys: [{ provider: 'echo' as const, secretRef: '${env:RECORD_UNSET_VARIABLE}' }] } };

@@ -30,12 +30,14 @@ beforeAll(() => {
 });
 
 describe('replay', () => {
-  it('replay: the recorded histories cover creating, a no-op, continue-as-new and a failure of apply, and pipelines completed, continued as new, answered by a human and cancelled', () => {
+  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply, and pipelines completed, continued as new, answered by a human and cancelled', () => {
     expect(files).toEqual([
       'apply-continue-as-new.json',
+      'apply-deletes-and-rename.json',
       'apply-example-create.json',
       'apply-example-no-op.json',
       'apply-fails-unresolved-secret.json',
+      'destroy-example.json',
       'pipeline-approval.json',
       'pipeline-cancelled.json',
       'pipeline-continue-as-new.json',
@@ -45,6 +47,8 @@ describe('replay', () => {
     expect(last('apply-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
     expect(last('apply-fails-unresolved-secret').workflowExecutionFailedEventAttributes).toBeTruthy();
     expect(last('apply-example-create').workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(last('apply-deletes-and-rename').workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(last('destroy-example').workflowExecutionCompletedEventAttributes).toBeTruthy();
     expect(last('pipeline-triage').workflowExecutionCompletedEventAttributes).toBeTruthy();
     expect(last('pipeline-approval').workflowExecutionCompletedEventAttributes).toBeTruthy();
     expect(last('pipeline-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
