@@ -46,17 +46,19 @@ async function graphs(client: AcsClient, filter: GetFilter): Promise<Array<{ gra
 const orgColumn = { header: 'ORG', cell: (r: { org_name: string }) => r.org_name, dropWhenUniform: true };
 const teamColumn = { header: 'TEAM', cell: (r: { team_name: string }) => r.team_name };
 const idColumn = <R>(cell: (r: R) => string) => ({ header: 'ID', cell });
+const protectedCell = (r: { deletion_protection: boolean }) => (r.deletion_protection ? 'yes' : 'no');
 const text = (value: string | null, max = 40) => (value === null ? '-' : value.length > max ? `${value.slice(0, max - 1)}…` : value);
 
 const organizationsResource: GetResource<Organization> = {
   name: 'organizations',
   aliases: ['organization', 'orgs', 'org'],
-  description: 'List the organizations the key reaches: teams, humans, id.',
+  description: 'List the organizations the key reaches: teams, humans, deletion protection, id.',
   read: organizations,
   columns: [
     { header: 'NAME', cell: (o) => o.org_name },
     { header: 'TEAMS', cell: (o) => String(o.team_count) },
     { header: 'HUMANS', cell: (o) => String(o.human_count) },
+    { header: 'PROTECTED', cell: (o) => protectedCell(o) },
     { header: 'CREATED', cell: (o) => o.created_at },
     idColumn((o) => o.org_id),
   ],
@@ -65,7 +67,7 @@ const organizationsResource: GetResource<Organization> = {
 const teamsResource: GetResource<Team & { org_name: string }> = {
   name: 'teams',
   aliases: ['team'],
-  description: 'List teams: agents, edges, description, id.',
+  description: 'List teams: agents, edges, description, deletion protection, id.',
   read: teams,
   columns: [
     orgColumn,
@@ -73,6 +75,7 @@ const teamsResource: GetResource<Team & { org_name: string }> = {
     { header: 'AGENTS', cell: (t) => String(t.agent_count) },
     { header: 'EDGES', cell: (t) => String(t.edge_count) },
     { header: 'DESCRIPTION', cell: (t) => text(t.description) },
+    { header: 'PROTECTED', cell: (t) => protectedCell(t) },
     idColumn((t) => t.team_id),
   ],
 };

@@ -454,7 +454,7 @@ describe('get', () => {
     const threads = parse((await teamctl(['get', 'threads', '--org', org, '-o', 'yaml'])).stdout) as Array<Record<string, unknown>>;
     expect(threads).toEqual([expect.objectContaining({ team_name: 'archive', participant_names: ['lee', 'keeper'], message_count: 2 })]);
     const teams = await teamctl(['get', 'teams', '--org', org]);
-    expect(teams.stdout).toMatch(/^NAME\s+AGENTS\s+EDGES\s+DESCRIPTION\s+ID\n/);
+    expect(teams.stdout).toMatch(/^NAME\s+AGENTS\s+EDGES\s+DESCRIPTION\s+PROTECTED\s+ID\n/);
     expect((await teamctl(['get', 'organizations', '-o', 'json'])).stdout).toContain(`"org_name": "${org}"`);
     expect((await teamctl(['get', 'humans', '--org', org, '--team', 'archive'])).stdout).toContain('lee');
     const none = await teamctl(['get', 'agents', '--org', org, '--team', 'nope']);
