@@ -12,16 +12,16 @@ export interface CliIo {
   /** Colours for stdout: set only when stdout is a terminal that takes colour (not piped, no `NO_COLOR`). */
   style?: Style;
   /**
-   * Asks a question on the terminal and returns the answer; absent when there is no terminal to
-   * ask on (stdin or stdout not a TTY): then nothing that needs consent happens without
-   * `--auto-approve`.
+   * Asks a question on the terminal (written to stderr, so that stdout keeps only the output, a
+   * `--json` result included) and returns the answer; absent when there is no terminal to ask on
+   * (stdin or stderr not a TTY): then nothing that needs consent happens without `--auto-approve`.
    */
   ask?: (question: string) => Promise<string>;
 }
 
 /** The process's own streams and environment. */
 export function processIo(): CliIo {
-  const interactive = Boolean(process.stdin.isTTY && process.stdout.isTTY);
+  const interactive = Boolean(process.stdin.isTTY && process.stderr.isTTY);
   return {
     stdout: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
     stderr: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
@@ -32,7 +32,7 @@ export function processIo(): CliIo {
     ...(interactive
       ? {
           ask: async (question: string) => {
-            const rl = createInterface({ input: process.stdin, output: process.stdout });
+            const rl = createInterface({ input: process.stdin, output: process.stderr });
             try {
               return await rl.question(question);
             } finally {
