@@ -2,7 +2,7 @@ import { DEFAULT_MAX_DEFINITION_BYTES, loadDefinitionFile } from '../definitions
 import { ToolkitError } from '../errors/catalogue.ts';
 import { resolveSecret } from '../definitions/secrets.ts';
 import type { Definition } from '../definitions/schema.ts';
-import type { DesiredState } from '../plan/types.ts';
+import { desiredState } from '../plan/desired.ts';
 import type { ApplyInput } from '../workflows/apply-orchestration.ts';
 import { resolveConnection } from './context.ts';
 import type { ConnectionFlags } from './context.ts';
@@ -43,17 +43,10 @@ export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSec
 }
 
 /**
- * The part of a definition an apply of resources works on: the organization and its teams.
- * Pipelines and schedules stay out, so they never enlarge the apply workflow's input.
- */
-export function desiredState(definition: Definition): DesiredState {
-  return { organization: definition.organization, teams: definition.teams } as DesiredState;
-}
-
-/**
  * Builds the input of an apply (the Temporal workflow's input, recorded in its history): the
- * desired state with secret *references* and the connection with the *name* of the key's
- * variable. Every secret is checked to resolve, but no resolved value is put in the input.
+ * desired state (`plan/desired.ts`: the organization and its teams; pipelines and schedules stay
+ * out, so they never enlarge the input) with secret *references* and the connection with the
+ * *name* of the key's variable. Every secret is checked to resolve, but no resolved value is put in the input.
  * Errors: `invalid_definition`, `unresolved_secret`, `invalid_usage`.
  */
 export async function buildApplyInput(file: string, flags: ConnectionFlags & { parallelism?: number }, env: NodeJS.ProcessEnv): Promise<ApplyInput> {
@@ -62,14 +55,16 @@ export async function buildApplyInput(file: string, flags: ConnectionFlags & { p
 
 /**
  * {@link buildApplyInput} together with the whole definition it came from (its pipelines and
- * schedules are not part of the apply workflow's input). Errors: as {@link buildApplyInput}.
+ * schedules are not part of the apply workflow's input). `checkSecrets` false (destroy, which sets
+ * no secret) does not require the provider keys' variables. Errors: as {@link buildApplyInput}.
  */
 export async function loadApplyInput(
   file: string,
   flags: ConnectionFlags & { parallelism?: number },
   env: NodeJS.ProcessEnv,
+  options: { checkSecrets?: boolean } = {},
 ): Promise<{ input: ApplyInput; definition: Definition }> {
-  const definition = await loadDesired(file, env, true);
+  const definition = await loadDesired(file, env, options.checkSecrets ?? true);
   const connection = resolveConnection(flags, env);
   return { definition, input: { connection, desired: desiredState(definition), ...(flags.parallelism ? { parallelism: flags.parallelism } : {}) } };
 }

@@ -42,6 +42,9 @@ const HINTS: Record<string, string> = {
   name_not_found: 'names are matched exactly; if the definition is new, apply it first: teamctl apply -f FILE',
   invalid_config: 'fix the file, or point TEAMCTL_CONFIG at another one; teamctl config set-context rewrites it',
   context_not_found: 'list the contexts with: teamctl config get-contexts',
+  deletion_protected: 'set protect: false on it in the definition (or clear its deletion_protection), apply, then remove it',
+  forbidden: 'a key may not delete its own organization: use a key of the organization that provisioned it',
+  not_approved: 'read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI)',
   timed_out: 'try a longer --wait, or check that the peer is running',
 };
 

@@ -35,7 +35,7 @@ export function unknownName(kind: string, name: string, known: readonly string[]
  * The organizations the key reaches, or only the one named `orgName`.
  * Errors: `name_not_found` (with did-you-mean) when `orgName` is not among them.
  */
-async function organizations(client: AcsClient, orgName?: string): Promise<Organization[]> {
+export async function findOrganizations(client: AcsClient, orgName?: string): Promise<Organization[]> {
   const all = await client.listOrganizations();
   if (!orgName) return all;
   const org = all.filter((o) => o.org_name === orgName);
@@ -50,7 +50,7 @@ async function organizations(client: AcsClient, orgName?: string): Promise<Organ
  * in several organizations and no `--org` was given.
  */
 export async function findTeam(client: AcsClient, teamName: string, orgName?: string): Promise<TeamGraph> {
-  const orgs = await organizations(client, orgName);
+  const orgs = await findOrganizations(client, orgName);
   const matches = [];
   const names = new Set<string>();
   for (const org of orgs) {

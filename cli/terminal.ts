@@ -8,7 +8,7 @@
  *   a spinner measures its lines by the width and would divide by zero, redrawing forever.
  *
  * A command opts in by drawing progress only through {@link startSpinner} and colouring only
- * when `io.color` is true; both read the decision stored in its `CliIo` (`cli/io.ts`).
+ * through `io.style` (absent: plain); both follow the decision stored in its `CliIo` (`cli/io.ts`).
  */
 import ora from 'ora';
 import type { Ora } from 'ora';

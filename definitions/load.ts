@@ -15,10 +15,10 @@
  *   `maxAliasCount`) is refused as an alias bomb; quoted values are cut to a few dozen
  *   characters in messages, and at most {@link MAX_REPORTED_PROBLEMS} problems are listed.
  */
-import { open } from 'node:fs/promises';
+import { open, readFile } from 'node:fs/promises';
 import { isAlias, isCollection, isPair, LineCounter, parseDocument, type Document } from 'yaml';
 import { partialSemanticProblems } from './partial.ts';
-import { DefinitionError, formatPath, type DefinitionProblem, type PathProblem } from './problems.ts';
+import { DefinitionError, formatPath, type DefinitionProblem, type PathProblem, type PathSegment } from './problems.ts';
 import { DefinitionSchema, type Definition } from './schema.ts';
 import { schemaProblems } from './schema-problems.ts';
 import { checkDefinition } from './semantics.ts';
@@ -258,4 +258,21 @@ export async function loadDefinitionFile(path: string, options: LoadOptions = {}
   // A UTF-8 byte order mark is allowed and ignored.
   const text = bytes.toString('utf8').replace(/^\uFEFF/, '');
   return parseDefinition(text, path);
+}
+
+/**
+ * Where `path` is in a definition file, as `FILE:LINE:COL` (the key of its last segment), for
+ * messages about a resource the file names (a protected one a plan would delete). Input: the file
+ * as given and a path into the document (`['teams', 0, 'name']`). Output: the position, or
+ * undefined when the file cannot be read or parsed. Raises nothing.
+ */
+export async function locateInFile(file: string, path: readonly PathSegment[]): Promise<string | undefined> {
+  try {
+    const lineCounter = new LineCounter();
+    const doc = parseDocument(await readFile(file, 'utf8'), { lineCounter });
+    const { line, column } = locate(doc, lineCounter, path, 'value');
+    return `${file}:${line}:${column}`;
+  } catch {
+    return undefined;
+  }
 }

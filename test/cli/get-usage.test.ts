@@ -64,10 +64,10 @@ describe('teamctl get usage', () => {
     expect(Date.now() - Date.parse(usage.since)).toBeGreaterThan(6.9 * 86_400_000);
   });
 
-  it('get usage: an unknown agent or a malformed --since is invalid_usage, before or without a usage request', async () => {
+  it('get usage: an unknown agent is name_not_found and a malformed --since invalid_usage, before or without a usage request', async () => {
     const agent = await teamctl(['get', 'usage', '--team', 'desk', '--agent', 'nobody']);
     expect(agent.code).toBe(1);
-    expect(agent.stderr).toContain('error[invalid_usage]: team desk has no agent named "nobody"');
+    expect(agent.stderr).toContain('error[name_not_found]: no agent named "nobody" in team desk (its agents: scout, quiet)');
     const since = await teamctl(['get', 'usage', '--team', 'desk', '--since', 'last week']);
     expect(since.code).toBe(1);
     expect(since.stderr).toContain('error[invalid_usage]: --since: not an ISO 8601 time');

@@ -65,7 +65,7 @@ describe('definitions: every problem at once', () => {
     const text = yaml(...HEAD, 'teams:', '  - name: t', '  - name: t', '  - name: u', '    colour: red');
     expect(problemLines(text)).toEqual([
       'x.yaml:6:11: teams[1].name: duplicate team name "t" (first used by teams[0])',
-      'x.yaml:8:5: teams[2].colour: unknown key "colour" (expected one of name, description, agents, humans, edges)',
+      'x.yaml:8:5: teams[2].colour: unknown key "colour" (expected one of name, description, protect, renamedFrom, agents, humans, edges)',
     ]);
   });
 

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
 import type { Db } from '../../service/storage/db.ts';
 import { openDb } from '../../service/storage/open-db.ts';
@@ -152,4 +153,22 @@ export async function waitForThread(h: Pick<Harness, 'call'>, threadId: string, 
 /** The thread's messages now, oldest first (up to 200). */
 export async function threadMessages(h: Pick<Harness, 'call'>, threadId: string): Promise<Msg[]> {
   return (await h.call('GET', `/api/v1/threads/${threadId}?limit=200`)).body.messages;
+}
+
+/** The ids {@link buildTeam} returns. */
+export type TeamIds = Awaited<ReturnType<typeof buildTeam>>;
+
+/**
+ * Registers, for the enclosing suite, a harness with one team built by {@link buildTeam} before
+ * its tests and the server's close after them; `use` receives them once started.
+ */
+export function withTeamHarness(use: (started: { h: Harness; ids: TeamIds }) => void): void {
+  let harness: Harness | undefined;
+  beforeAll(async () => {
+    harness = await startHarness();
+    use({ h: harness, ids: await buildTeam(harness) });
+  });
+  afterAll(async () => {
+    await harness?.server.close();
+  });
 }
