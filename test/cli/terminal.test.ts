@@ -79,6 +79,38 @@ describe('teamctl on a terminal', () => {
     expect(plain.output()).not.toMatch(SPINNER);
   }, 60_000);
 
+  it('apply on a terminal shows the plan in colour and asks before deleting: typing no changes nothing, typing yes deletes', async () => {
+    const file = await exampleAs('pty-consent');
+    expect(await runOnPty([process.execPath, teamctlBin, 'apply', '-f', file], { rows: 24, columns: 100, env }).exited).toBe(0);
+    const { readFile, writeFile } = await import('node:fs/promises');
+    const text = await readFile(file, 'utf8');
+    // The external agent and its edge leave the file: the next apply deletes them.
+    await writeFile(file, text.replace(/\n {6}- name: archivist.*/, '').replace('\n      - [scout, archivist]', ''));
+    const client = new AcsClient({ baseUrl: server.url, apiKey: env.ACS_API_KEY! });
+    const agents = async () => {
+      const org = (await client.listOrganizations()).find((o) => o.org_name === 'pty-consent')!;
+      const team = (await client.listTeams(org.org_id))[0]!;
+      return (await client.getTeam(team.team_id)).agents.map((a) => a.name).sort();
+    };
+    expect(await agents()).toEqual(['archivist', 'scout']);
+
+    const refused = runOnPty([process.execPath, teamctlBin, 'apply', '-f', file], { rows: 24, columns: 100, env });
+    await refused.waitFor("Only 'yes' will be accepted");
+    refused.write('no\r');
+    expect(await refused.exited).toBe(1);
+    // The delete in red, as on any terminal that takes colour; then the refusal.
+    expect(refused.output()).toContain('\u001b[31m- delete\u001b[39m');
+    expect(refused.output()).toContain('team/literature-review/agent/archivist');
+    expect(refused.output()).toContain('error[not_approved]');
+    expect(await agents()).toEqual(['archivist', 'scout']);
+
+    const approved = runOnPty([process.execPath, teamctlBin, 'apply', '-f', file], { rows: 24, columns: 100, env });
+    await approved.waitFor("Only 'yes' will be accepted");
+    approved.write('yes\r');
+    expect(await approved.exited).toBe(0);
+    expect(await agents()).toEqual(['scout']);
+  }, 120_000);
+
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`a command waiting for a reply ends on ${signal}, on a 0-column terminal too`, async () => {
       const run = runOnPty([process.execPath, teamctlBin, 'thread', 'open', '--team', 'desk', '--from', 'dana', '--to', 'bob', '--content', 'anyone?', '--wait', '600'], { rows: 0, columns: 0, env });

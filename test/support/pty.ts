@@ -2,12 +2,13 @@
  * Runs a command in a pseudo-terminal of a chosen size, as a person's terminal would run it:
  * Python's `pty` module (Python 3 is on every machine that runs these tests: the Temporal CLI is
  * installed with it) forks the command on a new pty, sets its window size before the command
- * starts, and relays what the command writes. `stty cols 0` in a test is this with `columns: 0`.
+ * starts, relays what the command writes, and types what the test writes ({@link PtyRun.write})
+ * into the terminal, as keystrokes. `stty cols 0` in a test is this with `columns: 0`.
  */
 import { spawn } from 'node:child_process';
 
 const RELAY = `
-import fcntl, os, pty, struct, sys, termios
+import fcntl, os, pty, select, struct, sys, termios
 rows, cols = int(sys.argv[1]), int(sys.argv[2])
 pid, fd = pty.fork()
 if pid == 0:
@@ -15,15 +16,24 @@ if pid == 0:
     os.execvp(sys.argv[3], sys.argv[3:])
 sys.stderr.write('pid %d\\n' % pid)
 sys.stderr.flush()
+inputs = [fd, 0]
 while True:
-    try:
-        data = os.read(fd, 65536)
-    except OSError:
-        break
-    if not data:
-        break
-    sys.stdout.buffer.write(data)
-    sys.stdout.flush()
+    ready = select.select(inputs, [], [])[0]
+    if 0 in ready:
+        typed = os.read(0, 65536)
+        if typed:
+            os.write(fd, typed)
+        else:
+            inputs.remove(0)
+    if fd in ready:
+        try:
+            data = os.read(fd, 65536)
+        except OSError:
+            break
+        if not data:
+            break
+        sys.stdout.buffer.write(data)
+        sys.stdout.flush()
 status = os.waitpid(pid, 0)[1]
 code = os.waitstatus_to_exitcode(status)
 sys.exit(code if code >= 0 else 128 - code)
@@ -37,13 +47,15 @@ export interface PtyRun {
   output(): string;
   /** Resolves when `text` has appeared in the output. */
   waitFor(text: string | RegExp): Promise<void>;
+  /** Types `text` into the terminal (`"yes\\r"` answers a prompt as Enter does). */
+  write(text: string): void;
   /** The exit status (128 + signal number when a signal ended it). */
   exited: Promise<number>;
 }
 
 /** Starts `argv` on a `rows`×`columns` pty with `env`. */
 export function runOnPty(argv: string[], options: { rows: number; columns: number; env: NodeJS.ProcessEnv; cwd?: string }): PtyRun {
-  const child = spawn('python3', ['-c', RELAY, String(options.rows), String(options.columns), ...argv], { env: options.env, cwd: options.cwd, stdio: ['ignore', 'pipe', 'pipe'] });
+  const child = spawn('python3', ['-c', RELAY, String(options.rows), String(options.columns), ...argv], { env: options.env, cwd: options.cwd, stdio: ['pipe', 'pipe', 'pipe'] });
   let out = '';
   const listeners = new Set<() => void>();
   child.stdout.setEncoding('utf8').on('data', (chunk: string) => {
@@ -64,6 +76,7 @@ export function runOnPty(argv: string[], options: { rows: number; columns: numbe
     pid,
     output: () => out,
     exited,
+    write: (text) => child.stdin.write(text),
     waitFor(text) {
       const seen = () => (typeof text === 'string' ? out.includes(text) : text.test(out));
       if (seen()) return Promise.resolve();
