@@ -20,6 +20,7 @@ interface Operation {
   responses: Record<string, unknown>;
 }
 
+/** The parts of the served OpenAPI document the route tables read. */
 export interface OpenApiDocument {
   info: { description: string };
   tags: Array<{ name: string; description: string }>;

@@ -123,14 +123,18 @@ describe('docs: the CLI reference', () => {
     for (const code of Object.values(ExitCodes)) expect(section).toMatch(new RegExp(`^\\| ${code} \\|`, 'm'));
   });
 
-  it("every code teamctl raises itself is explained, with when it happens and its hint", () => {
+  it('every code teamctl raises itself is explained, with when it happens and its hint, and no other', () => {
     const section = sectionText(cli, headingByAnchor(cli, 'errors-and-hints')!);
     for (const code of Object.keys(ToolkitErrorCodes)) expect(section).toMatch(new RegExp(`^\\| \`${code}\` \\| [^|]+ \\| [^|]+ \\|$`, 'm'));
+    const listed = [...section.matchAll(/^\| `([a-z_]+)` \|/gm)].map((m) => m[1]);
+    expect(listed.filter((code) => !Object.hasOwn(ToolkitErrorCodes, code!))).toEqual([]);
   });
 
-  it('every error code of the service is in docs/api.md with its status', () => {
+  it('every error code of the service is in docs/api.md with its status, and no other', () => {
     const section = sectionText(api, headingByAnchor(api, 'errors')!);
     for (const [code, { status }] of Object.entries(ErrorCatalogue)) expect(section).toMatch(new RegExp(`^\\| ${status} \\| \`${code}\` \\|`, 'm'));
+    const listed = [...section.matchAll(/^\| \d{3} \| `([a-z_]+)` \|/gm)].map((m) => m[1]);
+    expect(listed.filter((code) => !Object.hasOwn(ErrorCatalogue, code!))).toEqual([]);
   });
 
   it('every MCP tool is in the tool table of docs/api.md', () => {
