@@ -106,8 +106,10 @@ describe('docs: the CLI reference', () => {
 
       if (leaf && command !== program) {
         it(`docs/cli.md documents no flag that \`${path}\` does not have`, () => {
+          const heading = headingOf(path);
+          expect(heading, `docs/cli.md needs a heading naming \`${path}\``).toBeDefined();
           const accepted = acceptedFlags(command);
-          const stale = tableFlags(sectionText(cli, headingOf(path)!)).filter((flag) => !accepted.has(flag));
+          const stale = tableFlags(sectionText(cli, heading!)).filter((flag) => !accepted.has(flag));
           expect(stale, `flags in the table of \`${path}\` that it does not accept`).toEqual([]);
         });
       }
