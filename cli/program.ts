@@ -23,6 +23,7 @@ import { MAX_FILE_SIZE_ENV, parseByteSize } from './desired.ts';
 import { ExitCodes, reportError } from './errors.ts';
 import type { ExitCode } from './errors.ts';
 import type { CliIo } from './io.ts';
+import type { Runner } from './commands/runner.ts';
 
 /**
  * Runs `teamctl` with `argv` (without the node and script paths) and returns the exit code:
@@ -30,8 +31,8 @@ import type { CliIo } from './io.ts';
  * Errors are printed as one line `error[code]: message` plus a hint; never with a stack trace.
  */
 export async function runCli(argv: string[], given: CliIo): Promise<ExitCode> {
-  // A copy of the environment: the context of the config file is filled into it (below), never
-  // into the caller's object.
+  // A copy of the environment: the context of the config file is filled into it (see
+  // buildProgram), never into the caller's object.
   const io: CliIo = { ...given, env: { ...given.env } };
   let exitCode: ExitCode = ExitCodes.ok;
   const run = async (action: () => Promise<ExitCode>): Promise<void> => {
@@ -41,6 +42,27 @@ export async function runCli(argv: string[], given: CliIo): Promise<ExitCode> {
       exitCode = printError(error, io);
     }
   };
+  const program = buildProgram(io, run);
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      // --help and --version "fail" with exit code 0; usage errors were already printed.
+      return error.exitCode === 0 ? ExitCodes.ok : ExitCodes.error;
+    }
+    return printError(error, io);
+  }
+  return exitCode;
+}
+
+/**
+ * The `teamctl` program: every command, subcommand and flag, with the hook that fills a context
+ * of the config file into `io.env`, writing to `io` and running each command's body through
+ * `run`. Builds only; parses and runs nothing, so the command tree can be walked without running a
+ * command (the CLI reference's completeness test, test/docs/cli-reference.test.ts). `io.env` must be the program's own copy:
+ * the hook writes into it.
+ */
+export function buildProgram(io: CliIo, run: Runner): Command {
   const program = new Command('teamctl')
     .description('Manage Agent Collaboration Service teams as code: validate, plan, apply; open threads; run a Temporal worker.')
     .version(VERSION, '-V, --version', 'print the version of teamctl')
@@ -71,16 +93,7 @@ export async function runCli(argv: string[], given: CliIo): Promise<ExitCode> {
   registerMcp(program, io, run);
   registerConfig(program, io, run);
   registerCompletion(program, io, run);
-  try {
-    await program.parseAsync(argv, { from: 'user' });
-  } catch (error) {
-    if (error instanceof CommanderError) {
-      // --help and --version "fail" with exit code 0; usage errors were already printed.
-      return error.exitCode === 0 ? ExitCodes.ok : ExitCodes.error;
-    }
-    return printError(error, io);
-  }
-  return exitCode;
+  return program;
 }
 
 /** Commands that never read a context: they do not connect, or they manage the config file. */

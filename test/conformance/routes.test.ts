@@ -1,8 +1,8 @@
 /**
- * Conformance of every route of the API contract (shared/docs/service-api.md §5, with the
- * conventions of §1, the errors of §2, the keys of §3 and the defaults of §4 and of
- * shared/seed/interface-spec.md), written from the contract alone against a server started as
- * a user starts it, with plain `fetch`.
+ * Conformance of every route of the API contract (§5, with the conventions of §1, the errors of
+ * §2, the keys of §3 and the defaults of §4 and of the service's interface description; see
+ * docs/development.md, "Conformance suites"), written from the contract alone against a server
+ * started as a user starts it, with plain `fetch`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTRACT_ROUTES, MCP_ENDPOINT_BUILT, expectProblem, expectStatus, idRoutes, type RouteIds } from './contract.ts';
