@@ -8,20 +8,15 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../../cli/io.ts';
-import { runCli } from '../../cli/program.ts';
+import { runTeamctl } from '../support/cli.ts';
+import type { CliRun } from '../support/cli.ts';
 
 const run = promisify(execFile);
 const root = resolve(import.meta.dirname, '../..');
 let shimDir: string;
 let config: string;
 
-async function teamctl(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = { stdout: (t) => void (stdout += `${t}\n`), stderr: (t) => void (stderr += `${t}\n`), env, isTTY: false };
-  return { code: await runCli(args, io), stdout, stderr };
-}
+const teamctl = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> => runTeamctl(args, env);
 
 beforeAll(async () => {
   // `teamctl` on PATH, as an installed one would be, running this checkout with the project's Node.

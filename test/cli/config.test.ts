@@ -8,10 +8,10 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { configPath } from '../../cli/config.ts';
-import type { CliIo } from '../../cli/io.ts';
-import { runCli } from '../../cli/program.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { startServer } from '../../service/index.ts';
+import { runTeamctl } from '../support/cli.ts';
+import type { CliRun } from '../support/cli.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let apiKey: string;
@@ -33,13 +33,7 @@ async function newConfig(): Promise<string> {
   return join(await mkdtemp(join(tmpdir(), 'teamctl-config-')), 'config.yaml');
 }
 
-async function teamctl(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = { stdout: (t) => void (stdout += `${t}\n`), stderr: (t) => void (stderr += `${t}\n`), env, isTTY: false };
-  const code = await runCli(args, io);
-  return { code, stdout, stderr };
-}
+const teamctl = (args: string[], env: NodeJS.ProcessEnv): Promise<CliRun> => runTeamctl(args, env);
 
 describe('teamctl config: named contexts', () => {
   it('set-context, use-context, current-context and get-contexts manage the file as kubectl does', async () => {

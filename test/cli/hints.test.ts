@@ -8,10 +8,10 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { CliIo } from '../../cli/io.ts';
-import { runCli } from '../../cli/program.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { startServer } from '../../service/index.ts';
+import { runTeamctl } from '../support/cli.ts';
+import type { CliRun } from '../support/cli.ts';
 
 const example = new URL('../../examples/acme-research.yaml', import.meta.url).pathname;
 let server: Awaited<ReturnType<typeof startServer>>;
@@ -38,17 +38,8 @@ afterAll(async () => {
   await server?.close();
 });
 
-async function teamctl(args: string[], env: NodeJS.ProcessEnv = {}): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: (t) => void (stdout += `${t}\n`),
-    stderr: (t) => void (stderr += `${t}\n`),
-    env: { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: 'hints-echo', TEAMCTL_CONFIG: '/nonexistent/teamctl.yaml', ...env },
-    isTTY: false,
-  };
-  return { code: await runCli(args, io), stdout, stderr };
-}
+const teamctl = (args: string[], env: NodeJS.ProcessEnv = {}): Promise<CliRun> =>
+  runTeamctl(args, { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: 'hints-echo', TEAMCTL_CONFIG: '/nonexistent/teamctl.yaml', ...env });
 
 /** Threads of every edge of the team, to show a refused command created none. */
 async function threadCount(): Promise<number> {
