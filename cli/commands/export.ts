@@ -33,8 +33,8 @@ export function exportYaml(definition: Record<string, unknown>, header: string[]
  * the key reaches) with its provider keys and every team's graph, and writes a definition such
  * that `plan` on it, with the provider keys' variables set, shows no change (see
  * `plan/export.ts`). The variables it chose for the provider keys are listed on stderr. The
- * output is checked as `validate` would before it is written. Errors: `invalid_usage` (no organization
- * of that name), `invalid_definition` (the live state holds something a definition cannot say,
+ * output is checked as `validate` would before it is written. Errors: `name_not_found` (no
+ * organization of that name, with a did-you-mean), `invalid_definition` (the live state holds something a definition cannot say,
  * such as a model on an agent without a provider), the service's.
  */
 export function registerExport(program: Command, io: CliIo, run: Runner): void {
