@@ -112,7 +112,7 @@ const claimSql = `
      ORDER BY due_at LIMIT $1
      FOR UPDATE SKIP LOCKED
   ), leased AS (
-    UPDATE agent_work w SET due_at = now() + make_interval(secs => $2), lease_token = $3
+    UPDATE agent_work w SET due_at = now() + make_interval(secs => $2), lease_token = $3, woken = false
       FROM picked p
      WHERE w.agent_id = p.agent_id AND w.thread_id = p.thread_id
     RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures
@@ -163,9 +163,14 @@ const nextSql = `
     FROM next, LATERAL (SELECT * FROM messages q WHERE q.thread_id = $1 AND q.seq <= next.seq ORDER BY q.seq DESC LIMIT $4) r
    ORDER BY r.seq DESC`;
 
+// Gives a claimed row back: moves its mark and sets when it is due again, unless a change that
+// wakes the agent's work (agent-work.ts) came while it was claimed (`woken`): what the claim read
+// (a paused agent, no key, a spent budget) may be stale then, so the row is due at once. Such a
+// change holds the row's lock until it commits, and this UPDATE waits for it and reads the flag.
 const parkSql = (due: Due): string => {
   const dueAt = due === 'never' ? `'infinity'::timestamptz` : 'inMs' in due ? `now() + make_interval(secs => $6::float8 / 1000)` : `$6::timestamptz`;
-  return `UPDATE agent_work SET handled_seq = GREATEST(handled_seq, $3), due_at = ${dueAt}, lease_token = NULL, failures = $5
+  return `UPDATE agent_work SET handled_seq = GREATEST(handled_seq, $3), due_at = CASE WHEN woken THEN now() ELSE ${dueAt} END,
+                 lease_token = NULL, failures = $5, woken = false
            WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $4`;
 };
 
@@ -243,9 +248,15 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   async function handle(claim: Claim): Promise<void> {
     const { agent } = claim;
     // Gone, or no longer an agent with a provider: nothing to do until it gets one (the PATCH that
-    // gives it one makes its threads due again).
+    // gives it one makes its threads due again). A PATCH that gave it one while the row was
+    // claimed woke it instead: the row stays, due now.
     if (!agent || agent.kind !== 'agent' || agent.provider === null) {
-      await deps.db.query(`DELETE FROM agent_work WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $3`, [claim.agent_id, claim.thread_id, claim.token]);
+      const deleted = await deps.db.query(`DELETE FROM agent_work WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $3 AND NOT woken RETURNING 1`, [
+        claim.agent_id,
+        claim.thread_id,
+        claim.token,
+      ]);
+      if (deleted.length === 0) await park(claim, { inMs: 0 });
       return;
     }
     const provider = providers.get(agent.provider);
