@@ -148,14 +148,20 @@ export async function claimWork(db: Queryable, limit: number, leaseSeconds: numb
   }));
 }
 
-// The oldest peer message after the mark that the agent has not answered (an answer carries
-// `reply_to`; a mark that starts at 0 after the migration thus skips what was answered before),
-// and the thread up to it, newest first: the conversation as it stood, and the run the ping-pong
-// guard looks at. No row: nothing left to answer.
+// The oldest peer message after the mark that the agent has not answered, and the thread up to
+// it, newest first: the conversation as it stood, and the run the ping-pong guard looks at. No
+// row: nothing left to answer. Answered are the messages the loop answered (its answer carries
+// `reply_to`; a mark that starts at 0 after the migration thus skips them) and every message
+// before one the agent wrote by hand (over MCP or REST, `reply_to` null: an external agent that
+// gets a provider does not answer its conversations again); both lookups read only the messages
+// after the mark.
 const nextSql = `
-  WITH next AS (
-    SELECT m.seq FROM messages m
-     WHERE m.thread_id = $1 AND m.seq > $2 AND m.sender_id <> $3
+  WITH spoke AS (
+    SELECT COALESCE(max(h.seq), $2) AS seq FROM messages h
+     WHERE h.thread_id = $1 AND h.seq > $2 AND h.sender_id = $3 AND h.reply_to IS NULL
+  ), next AS (
+    SELECT m.seq FROM messages m, spoke
+     WHERE m.thread_id = $1 AND m.seq > spoke.seq AND m.sender_id <> $3
        AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
      ORDER BY m.seq LIMIT 1
   )

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
+import { callTool, connectMcp } from '../support/mcp.ts';
 import { postgresBackend } from '../support/postgres.ts';
 import { buildTeam, holdLocks, lockWaitSeen, request, startHarness, startHarnessWithDb, waitForThread, type Msg } from './helpers.ts';
 
@@ -99,6 +100,26 @@ describe('agent loop', () => {
     await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: a.body.agent_id, content: 'by hand' });
     const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.some((m) => m.content === 'echo: by hand'));
     expect(messages.map((m) => m.content).slice(0, 5)).toEqual(['ping', 'echo: ping', 'echo: echo: ping', 'by hand', 'echo: by hand']);
+  });
+
+  it('agent loop: an external agent given a provider answers what came after its last message, not what it already answered over MCP', async () => {
+    const h = await startHarness();
+    cleanups.push(() => h.server.close());
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    const ids = await buildTeam(h);
+    const key = (await h.call('POST', `/api/v1/agents/${ids.agentId}/mcp-keys`)).body.mcp_key as string;
+    const client = await connectMcp(h.server.url, key);
+    cleanups.push(() => client.close());
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'question one' });
+    const threadId: string = thread.body.thread_id;
+    await callTool(client, 'send_message', { thread_id: threadId, content: 'answer one, by hand' });
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'question two' });
+
+    expect((await h.call('PATCH', `/api/v1/agents/${ids.agentId}`, { provider: 'echo' })).status).toBe(200);
+    const messages = await waitForThread(h, threadId, (ms) => ms.some((m) => m.content === 'echo: question two'));
+    // A wait of a second more: an answer to the first question would come right after the second's.
+    const quiet = await h.call('GET', `/api/v1/threads/${threadId}?after=${messages.at(-1)!.message_id}&wait=1`);
+    expect([...messages, ...quiet.body.messages].map((m: Msg) => m.content)).toEqual(['question one', 'answer one, by hand', 'question two', 'echo: question two']);
   });
 });
 
