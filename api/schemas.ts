@@ -393,7 +393,7 @@ export const UsageQuery = z.strictObject({ since: TimestampInput.optional() });
 export const ModelUsage = z.object({
   provider: Provider,
   model: z.string(),
-  /** Provider replies. */
+  /** Provider calls that were answered and paid: replies, and empty answers that were not posted. */
   calls: z.number().int(),
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),

@@ -219,19 +219,27 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     await deps.db.query(parkSql(due), params);
   }
 
+  /**
+   * Records what one paid call cost: a row of `agent_usage` (`messageId`: the reply posted, null
+   * when none was) and its tokens on the agent's day, which the budget reads.
+   */
+  async function recordUsage(tx: Queryable, claim: Claim, agent: AgentContext, paid: Pick<ProviderReply, 'usage' | 'model'>, messageId: string | null): Promise<void> {
+    await tx.query(
+      `INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [newId(), claim.agent_id, agent.team_id, claim.thread_id, messageId, agent.provider, paid.model, paid.usage.inputTokens, paid.usage.outputTokens],
+    );
+    await tx.query(
+      `INSERT INTO agent_daily_usage (agent_id, day, tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
+       ON CONFLICT (agent_id, day) DO UPDATE SET tokens = agent_daily_usage.tokens + EXCLUDED.tokens`,
+      [claim.agent_id, paid.usage.inputTokens + paid.usage.outputTokens],
+    );
+  }
+
   /** Posts the reply, records its usage and moves the mark, in one transaction. Output: whether the reply was posted. */
   async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply): Promise<boolean> {
     const record = async (tx: Queryable, messageId: string | null) => {
-      await tx.query(
-        `INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [newId(), claim.agent_id, agent.team_id, claim.thread_id, messageId, agent.provider, reply.model, reply.usage.inputTokens, reply.usage.outputTokens],
-      );
-      await tx.query(
-        `INSERT INTO agent_daily_usage (agent_id, day, tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
-         ON CONFLICT (agent_id, day) DO UPDATE SET tokens = agent_daily_usage.tokens + EXCLUDED.tokens`,
-        [claim.agent_id, reply.usage.inputTokens + reply.usage.outputTokens],
-      );
+      await recordUsage(tx, claim, agent, reply, messageId);
       await tx.query(parkSql({ inMs: 0 }), [claim.agent_id, claim.thread_id, incoming.seq, claim.token, 0, 0]);
     };
     try {
@@ -306,6 +314,8 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       const failure =
         error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? error.message.split(apiKey).join('[redacted]') : String(error));
       const reason = timeout.aborted ? `timed out after ${callTimeoutMs} ms` : failure.message;
+      // Answered but unusable (an empty reply): paid all the same, so recorded and counted against the budget.
+      if (failure.paid) await deps.db.transaction((tx) => recordUsage(tx, claim, agent, failure.paid!, null));
       return onFailure(claim, agent, failure, reason);
     }
     if (await complete(claim, agent, incoming, reply)) deps.notifier.publish(claim.thread_id);

@@ -285,6 +285,27 @@ describe('providers: an OpenAI-compatible server on loopback (OPENAI_BASE_URL)',
     expect((await threadMessages(h, one.body.thread_id)).map((m) => m.content)).toEqual(['first', 'reply to: first']);
   });
 
+  it('providers: an empty reply is not posted, but the tokens it cost are recorded and spend the budget', async () => {
+    answer = (request) => completion(request.body.model, '', { prompt_tokens: 11, completion_tokens: 7 });
+    const h = await harness({ env: env() });
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/openai`, { api_key: 'sk-local-0007' });
+    const ids = await buildTeam(h, { provider: 'openai', model: 'local-llama', max_tokens_per_day: 18 });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'say nothing' });
+    await until(() => h.warnings.some((w) => String(w.msg).includes('budget spent')), 'the budget to be spent');
+
+    expect(stub.requests).toHaveLength(1);
+    expect(h.warnings[0]).toMatchObject({ msg: 'agent reply failed', reason: 'the provider returned an empty reply' });
+    expect((await h.call('GET', `/api/v1/agents/${ids.agentId}/usage`)).body).toMatchObject({
+      calls: 1,
+      input_tokens: 11,
+      output_tokens: 7,
+      by_model: [{ provider: 'openai', model: 'local-llama', calls: 1 }],
+      tokens_today: 18,
+      budget_exhausted_until: expect.any(String),
+    });
+    expect((await threadMessages(h, thread.body.thread_id)).map((m) => m.content)).toEqual(['say nothing']);
+  });
+
   it('providers: a call that outlives its timeout is aborted and tried again; one reply is posted', async () => {
     answer = (request) => (request.n === 1 ? 'hang' : echoCompletion(request));
     const h = await harness({ env: env(), providerTimeoutMs: 500 });
