@@ -7,6 +7,7 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadThreadResult, SendMessageResult, WaitForMessagesResult, WhoamiResult } from '../../api/mcp-tools.ts';
 import { startServer, type RunningServer } from '../../service/index.ts';
@@ -557,6 +558,29 @@ describe('MCP endpoint: keys and HTTP', () => {
     const note = await post({ 'x-api-key': s.mcpKey }, { jsonrpc: '2.0', method: 'notifications/initialized' });
     expect(note.status).toBe(202);
     expect(note.body).toBe('');
+  });
+
+  it('http: a Host header that is no URL authority is served like any other, not a 500', async () => {
+    const s = await scenario();
+    const { port } = new URL(h.server.url);
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } });
+    for (const host of ['not a host', 'acs.example:99999', '[::1']) {
+      // fetch() sets Host itself; node:http sends the one given.
+      const answer = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: Number(port), method: 'POST', path: '/api/v1/mcp', headers: { host, ...accept, 'content-type': 'application/json', 'x-api-key': s.mcpKey } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+      expect(answer.status, host).toBe(200);
+      expect(answer.body.result.structuredContent.agent.agent_id, host).toBe(s.bot);
+    }
   });
 
   it('http: an Accept without text/event-stream is the SDK\'s 406 JSON-RPC error', async () => {
