@@ -189,7 +189,9 @@ const parkSql = (due: Due): string => {
  * a run of `autoReplyLimit` automatic replies (ping-pong guard). Parked until woken: paused agents,
  * agents whose organization has no key for their provider or whose key was refused (a 401/403,
  * logged once per key), providers this process does not run. Parked until the next UTC day: agents
- * whose daily token budget is spent (logged once per day). Failures are logged without the key and
+ * whose daily token budget is spent (logged once per day). At start, parked rows of agents whose
+ * provider this process runs are looked at again (they may have been parked by a process that did
+ * not run it). Failures are logged without the key and
  * retried with exponential backoff; a 429 waits as long as its `Retry-After` says. No error stops
  * the loop. Output: {@link AgentLoop}.
  */
@@ -404,12 +406,25 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       void pump().finally(schedule);
     }, options.tickMs);
   }
-  schedule();
+  // Rows parked until something wakes them stay parked across restarts. Those of agents whose
+  // provider this process runs are looked at once more before the first tick: the process that
+  // parked them may not have run that provider (ACS_AGENT_PROVIDERS has changed since), and no
+  // PATCH or PUT may ever come to wake them. Rows parked for another reason are parked again.
+  const starting = deps.db
+    .query(
+      `UPDATE agent_work w SET due_at = now() FROM participants p
+        WHERE w.due_at = 'infinity' AND w.latest_seq > w.handled_seq AND w.lease_token IS NULL
+          AND p.id = w.agent_id AND p.provider = ANY($1::text[])`,
+      [[...providers.keys()]],
+    )
+    .catch((error: unknown) => log.error({ reason: (error as Error).message }, 'agent loop: waking parked work at start failed'))
+    .then(schedule);
 
   return {
     async stop() {
       stopping.abort();
       options.signal?.removeEventListener('abort', onShutdown);
+      await starting;
       clearTimeout(timer);
       await pumping;
       await Promise.all([...inFlight]);

@@ -332,6 +332,26 @@ describe('providers: an OpenAI-compatible server on loopback (OPENAI_BASE_URL)',
     expect(stub.maxInFlight()).toBeLessThanOrEqual(2);
   });
 
+  it('providers: a message that came while the process did not run the provider is answered once a restart runs it', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'acs-providers-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const h = await harness({ inMemory: false, dataDir, env: { ...env(), ACS_AGENT_PROVIDERS: 'echo' } });
+    const ids = await openaiTeam(h, 'sk-local-0008');
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'anyone?' });
+    const first = (await threadMessages(h, thread.body.thread_id))[0]!;
+    // Ticks of 20 ms for a second: the loop has looked at the thread and left it, as it must.
+    expect((await h.call('GET', `/api/v1/threads/${thread.body.thread_id}?after=${first.message_id}&wait=1`)).body.messages).toEqual([]);
+    await h.server.close();
+    expect(stub.requests).toEqual([]);
+
+    const server: RunningServer = await startServer({ dataDir, port: 0, tickMs: 20, env: env() });
+    cleanups.push(() => server.close());
+    const again = { call: (method: string, path: string, body?: unknown) => request(server.url + path, method, body, { 'x-api-key': h.apiKey }) };
+    const messages = await waitForThread(again, thread.body.thread_id, (ms) => ms.length >= 2, 15_000);
+    expect(messages.map((m) => m.content)).toEqual(['anyone?', 'reply to: anyone?']);
+    expect(stub.requests).toHaveLength(1);
+  });
+
   it('providers: stopping the service aborts a call in flight, and after a restart the message is answered once', async () => {
     answer = () => 'hang';
     const dataDir = await mkdtemp(join(tmpdir(), 'acs-providers-'));
