@@ -619,6 +619,20 @@ describe('MCP endpoint: keys and HTTP', () => {
     }
   });
 
+  it('keys: an MCP key of an agent whose team or organization was deleted is refused at once', async () => {
+    const child = await created('POST', '/organizations', { org_name: `mcp-child-${randomBytes(4).toString('hex')}` });
+    const s = await scenario(h.apiKey, child.org_id);
+    const bot = await mcp(s.mcpKey);
+    await callTool(bot, 'whoami');
+    expect((await rest('DELETE', `/organizations/${child.org_id}`)).status).toBe(200);
+    expect((await post({ 'x-api-key': s.mcpKey })).body).toMatchObject({ status: 401, code: 'invalid_api_key' });
+    await expect(bot.callTool({ name: 'whoami', arguments: {} })).rejects.toThrow();
+
+    const other = await scenario();
+    expect((await rest('DELETE', `/teams/${other.teamId}`)).status).toBe(200);
+    expect((await post({ 'x-api-key': other.mcpKey })).body).toMatchObject({ status: 401, code: 'invalid_api_key' });
+  });
+
   it('http: deleting the agent (after its edges) ends its MCP access', async () => {
     const s = await scenario();
     const bot = await mcp(s.mcpKey);
