@@ -324,6 +324,24 @@ describe('MCP endpoint: wait_for_messages', () => {
     expect(seen.sort()).toEqual(['x0', 'x1', 'x2', 'x3', 'x4', 'x5']);
   });
 
+  it('wait_for_messages: a wait held when its key is revoked takes nothing that arrives after: an invalid_api_key tool error, the message left unread', async () => {
+    const s = await scenario();
+    const bot = await mcp(s.mcpKey);
+    const { threadId } = await annOpens(s, 'before');
+    await callTool(bot, 'wait_for_messages', { timeout_seconds: 0 });
+    const waiting = bot.callTool({ name: 'wait_for_messages', arguments: { timeout_seconds: 30 } });
+    await stillHeld(waiting);
+    expect((await rest('DELETE', `/agents/${s.bot}/mcp-keys/${s.mcpKeyId}`)).status).toBe(200);
+    await annSays(s, threadId, 'after the revocation');
+
+    const answer = (await woken(waiting)) as { isError?: boolean; content: Array<{ text: string }> };
+    expect(answer.isError).toBe(true);
+    expect(answer.content[0]!.text).toMatch(/^invalid_api_key: /);
+    const fresh = await mcp((await created('POST', `/agents/${s.bot}/mcp-keys`)).mcp_key);
+    const unread = await callTool(fresh, 'wait_for_messages', { timeout_seconds: 0 });
+    expect(unread.messages.map((m: any) => m.content)).toEqual(['after the revocation']);
+  });
+
   it('wait_for_messages: timeout 0 with nothing unread answers at once with no messages', async () => {
     const s = await scenario();
     const bot = await mcp(s.mcpKey);
