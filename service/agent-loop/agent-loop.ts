@@ -10,6 +10,7 @@
  * so a tick costs the same with 10 or 10,000 idle threads. See service/README.md.
  */
 import { randomUUID } from 'node:crypto';
+import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { newId } from '../domain/ids.ts';
 import { insertMessage } from '../domain/threads.ts';
@@ -254,9 +255,17 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       // Another process answered the same message first (a lease that ran out): that answer
       // stands (unique `(sender_id, reply_to)`); this call was paid all the same, so its usage is
       // recorded.
-      if (!isUniqueViolation(error)) throw error;
-      await deps.db.transaction((tx) => record(tx, null));
-      return false;
+      if (isUniqueViolation(error)) {
+        await deps.db.transaction((tx) => record(tx, null));
+        return false;
+      }
+      // The thread was deleted during the call (its edge or team; the work row went with it): the
+      // call was paid, so it stays on the team's record (unless the team itself is gone).
+      if (error instanceof ServiceError && error.code === 'not_found') {
+        await deps.db.transaction((tx) => recordUsage(tx, claim, agent, reply, null)).catch(() => {});
+        return false;
+      }
+      throw error;
     }
   }
 

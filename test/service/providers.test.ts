@@ -306,6 +306,31 @@ describe('providers: an OpenAI-compatible server on loopback (OPENAI_BASE_URL)',
     expect((await threadMessages(h, thread.body.thread_id)).map((m) => m.content)).toEqual(['say nothing']);
   });
 
+  it('providers: a reply whose thread was deleted during the call is not posted, but the call is recorded in the team\'s usage', async () => {
+    let answerNow!: () => void;
+    const held = new Promise<void>((resolve) => (answerNow = resolve));
+    answer = async (request) => {
+      await held;
+      return echoCompletion(request);
+    };
+    const h = await harness({ env: env() });
+    const ids = await openaiTeam(h, 'sk-local-0009');
+    await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'are you there?' });
+    await stub.received(1);
+    expect((await h.call('DELETE', `/api/v1/edges/${ids.edgeId}`)).status).toBe(200);
+    answerNow();
+
+    // The answer comes once the thread is gone: its usage shows once the loop is done with it.
+    const deadline = Date.now() + 15_000;
+    let usage = (await h.call('GET', `/api/v1/teams/${ids.teamId}/usage`)).body;
+    while (usage.calls === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      usage = (await h.call('GET', `/api/v1/teams/${ids.teamId}/usage`)).body;
+    }
+    expect(usage).toMatchObject({ calls: 1, input_tokens: 11, output_tokens: 7 });
+    expect(stub.requests).toHaveLength(1);
+  });
+
   it('providers: a call that outlives its timeout is aborted and tried again; one reply is posted', async () => {
     answer = (request) => (request.n === 1 ? 'hang' : echoCompletion(request));
     const h = await harness({ env: env(), providerTimeoutMs: 500 });
