@@ -80,6 +80,12 @@ describe('usage', () => {
     const bad = await h.call('GET', `/api/v1/agents/${ids.agentId}/usage?since=yesterday`);
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'since' }] });
+    // Before the year 1 (UTC) PostgreSQL has no year 0 but BC years, which the answer could not spell.
+    for (const early of ['0000-06-01T00:00:00Z', '0001-01-01T00:00:00+14:00']) {
+      const reply = await h.call('GET', `/api/v1/teams/${ids.teamId}/usage?since=${encodeURIComponent(early)}`);
+      expect(reply.status, early).toBe(400);
+      expect(reply.body, early).toMatchObject({ code: 'invalid_request', errors: [{ path: 'since' }] });
+    }
     const unknown = await h.call('GET', `/api/v1/teams/${ids.teamId}/usage?snce=2026-01-01T00:00:00Z`);
     expect(unknown.status).toBe(400);
     expect(unknown.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'snce', message: 'unknown query parameter' }] });
