@@ -10,14 +10,14 @@
  * organization key from the connection's keyring (`apiKeyEnv`, then `apiKeyEnvFallbacks`,
  * `activities/keyring.ts`), so an apply carries on when a key is rotated out under it.
  */
-import type { Agent, Human, Provider, Team } from '../api/schemas.ts';
+import type { Organization, OrganizationDeletionPreview, Provider, Team, TeamDeletionPreview } from '../api/schemas.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
 import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
 import { resolveSecret, secretHint } from '../definitions/secrets.ts';
 import { diffFields, patchOf } from '../plan/plan.ts';
-import type { DesiredState, ObservedProviderKey, ObservedTeam } from '../plan/types.ts';
-import type { Organization } from '../api/schemas.ts';
+import type { DeletionPreviews } from '../plan/cascades.ts';
+import type { AgentWire, Cascade, DesiredState, HumanWire, ObservedProviderKey, ObservedTeam, OrganizationWire, TeamWire } from '../plan/types.ts';
 import type { Connection } from './connection.ts';
 import { activityContext } from './activity-context.ts';
 import { toApplicationFailure } from './failures.ts';
@@ -33,10 +33,10 @@ export interface ActivityDeps {
   fetch?: typeof fetch;
 }
 
-/** Result of an ensure-activity: the resource's id and what was done. */
+/** Result of a change-activity: the resource's id and what was done. */
 export interface EnsureResult {
   id: string;
-  outcome: 'created' | 'updated' | 'unchanged';
+  outcome: 'created' | 'updated' | 'deleted' | 'unchanged';
 }
 
 /** What {@link createApplyActivities}' `readOrganization` sees: the organization, its provider keys and its teams (no graphs). */
@@ -48,27 +48,139 @@ export interface ObservedOrganization {
   teams: Team[];
 }
 
-/** Fields of a team to ensure. */
-export interface TeamFields {
-  team_name: string;
-  description: string;
+/** The bodies a create sends, by kind (the desired fields, `plan/types.ts`). */
+export interface CreateBodies {
+  organization: OrganizationWire;
+  team: TeamWire;
+  agent: AgentWire;
+  human: HumanWire;
+  /** The two participants' ids. */
+  edge: { participants: [string, string] };
+}
+
+/** Kinds of resource the activities create, patch and delete alike (provider keys are set by PUT). */
+export type ResourceKind = keyof CreateBodies;
+
+/** Kinds with fields to patch. */
+export type PatchableKind = Exclude<ResourceKind, 'edge'>;
+
+/**
+ * `ensure`'s input: the kind, the parent it is created under (the organization for a team, the
+ * team for a participant or an edge; unused for the organization) and the body.
+ */
+export type EnsureInput = { [K in ResourceKind]: { connection: Connection; kind: K; parentId: string; fields: CreateBodies[K] } }[ResourceKind];
+
+/** `update`'s input: the kind, the live id and the fields to change. */
+export type UpdateInput = { [K in PatchableKind]: { connection: Connection; kind: K; id: string; patch: Partial<CreateBodies[K]> } }[PatchableKind];
+
+/** `remove`'s input: the kind and the live id (a delete of an id already gone succeeds). */
+export interface RemoveInput {
+  connection: Connection;
+  kind: ResourceKind;
+  id: string;
 }
 
 /** The input of each activity that makes one change, by name. */
 export interface StepInputs {
-  ensureOrganization: { connection: Connection; name: string };
+  ensure: EnsureInput;
+  update: UpdateInput;
+  remove: RemoveInput;
   putProviderKey: { connection: Connection; orgId: string; provider: Provider; secretRef: string };
-  ensureTeam: { connection: Connection; orgId: string; fields: TeamFields };
-  updateTeam: { connection: Connection; teamId: string; patch: Record<string, unknown> };
-  ensureAgent: { connection: Connection; teamId: string; fields: Partial<Agent> & { name: string } };
-  updateAgent: { connection: Connection; agentId: string; patch: Record<string, unknown> };
-  ensureHuman: { connection: Connection; teamId: string; fields: Partial<Human> & { name: string } };
-  updateHuman: { connection: Connection; humanId: string; patch: Record<string, unknown> };
-  ensureEdge: { connection: Connection; teamId: string; participants: [string, string] };
+  deleteProviderKey: { connection: Connection; orgId: string; provider: Provider };
 }
 
 /** One change as a call of the activity that makes it (`runSteps` carries several). */
 export type Step = { [K in keyof StepInputs]: { op: K; input: StepInputs[K] } }[keyof StepInputs];
+
+/** How the activities create, read back, patch and delete one kind of resource through the client. */
+interface Endpoint<B> {
+  /** Creates under its parent; returns the new id. */
+  create(parentId: string, body: B): Promise<string>;
+  /** Reads the resource that holds a name (the `existing_id` of a 409). */
+  read(id: string): Promise<object>;
+  update?(id: string, patch: Partial<B>): Promise<unknown>;
+  remove(id: string): Promise<unknown>;
+}
+
+/** Every kind's endpoint on one client: the one table the generic create, patch and delete paths use. */
+function endpointsOf(client: AcsClient): { [K in ResourceKind]: Endpoint<CreateBodies[K]> } {
+  return {
+    organization: {
+      create: async (_parent, body) => (await client.createOrganization(body)).org_id,
+      read: (id) => client.getOrganization(id),
+      // An organization keeps its name (found by it): only `deletion_protection` is patched.
+      update: (id, { org_name: _name, ...patch }) => client.patchOrganization(id, patch),
+      remove: (id) => client.deleteOrganization(id),
+    },
+    team: {
+      create: async (orgId, body) => (await client.createTeam(orgId, body)).team_id,
+      read: (id) => client.getTeam(id),
+      update: (id, patch) => client.updateTeam(id, patch),
+      remove: (id) => client.deleteTeam(id),
+    },
+    agent: {
+      create: async (teamId, body) => (await client.createAgent(teamId, body)).agent_id,
+      read: (id) => heldBy(client.getAgent(id), 'a human'),
+      update: (id, patch) => client.updateAgent(id, patch),
+      remove: (id) => client.deleteAgent(id),
+    },
+    human: {
+      create: async (teamId, body) => (await client.createHuman(teamId, body)).human_id,
+      read: (id) => heldBy(client.getHuman(id), 'an agent'),
+      update: (id, patch) => client.updateHuman(id, patch),
+      remove: (id) => client.deleteHuman(id),
+    },
+    // An edge has no field to patch: adopting the edge of the same pair is all there is.
+    edge: {
+      create: async (teamId, body) => (await client.createEdge(teamId, body.participants)).edge_id,
+      read: (id) => client.getEdge(id),
+      remove: (id) => client.deleteEdge(id),
+    },
+  };
+}
+
+/**
+ * The one create path of every kind: creates the resource; when its name (or an edge's pair) is
+ * taken — 409 `conflict` with `existing_id`: a retry after a lost answer, an interrupted earlier
+ * run, or a resource made by hand — adopts the existing one and patches the fields that differ.
+ * Output: its id and `created`, `updated` or `unchanged`. Errors: the client's.
+ */
+async function createOrAdopt<B extends object>(endpoint: Endpoint<B>, parentId: string, desired: B): Promise<EnsureResult> {
+  try {
+    return { id: await endpoint.create(parentId, desired), outcome: 'created' };
+  } catch (error) {
+    if (!(error instanceof AcsApiError) || error.code !== 'conflict' || !error.existingId) throw error;
+    const id = error.existingId;
+    if (!endpoint.update) return { id, outcome: 'unchanged' };
+    const diff = diffFields(await endpoint.read(id), desired);
+    if (Object.keys(diff).length === 0) return { id, outcome: 'unchanged' };
+    await endpoint.update(id, patchOf(desired, diff));
+    return { id, outcome: 'updated' };
+  }
+}
+
+/** Creates or adopts a resource of kind `K` (see {@link createOrAdopt}). */
+function ensureKind<K extends ResourceKind>(client: AcsClient, kind: K, parentId: string, fields: CreateBodies[K]): Promise<EnsureResult> {
+  const endpoint: Endpoint<CreateBodies[K]> = endpointsOf(client)[kind];
+  return createOrAdopt(endpoint, parentId, fields);
+}
+
+/** Patches a resource of kind `K`. */
+async function updateKind<K extends PatchableKind>(client: AcsClient, kind: K, id: string, patch: Partial<CreateBodies[K]>): Promise<EnsureResult> {
+  const endpoint: Endpoint<CreateBodies[K]> = endpointsOf(client)[kind];
+  await endpoint.update?.(id, patch);
+  return { id, outcome: 'updated' };
+}
+
+/** Deletes a resource; one already gone (404) counts as deleted, so a re-run never fails on what an earlier run removed. */
+async function removeKind(client: AcsClient, kind: ResourceKind, id: string): Promise<EnsureResult> {
+  try {
+    await endpointsOf(client)[kind].remove(id);
+  } catch (error) {
+    if (!(error instanceof AcsApiError) || error.code !== 'not_found') throw error;
+  }
+  return { id, outcome: 'deleted' };
+}
 
 /**
  * Creates the activities over their dependencies. Every activity raises `ApplicationFailure`s
@@ -94,32 +206,12 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
   // key and a refused request changed nothing, so running it again is safe.
   const withKeyring = createKeyring(env, keyClient);
 
-  /** Runs `fn`, mapping its errors to `ApplicationFailure`s. */
-  async function call<T>(fn: () => Promise<T>): Promise<T> {
+  /** Runs `fn` with a client on the connection's keyring, mapping its errors to `ApplicationFailure`s. */
+  async function withClient<T>(connection: Connection, fn: (client: AcsClient) => Promise<T>): Promise<T> {
     try {
-      return await fn();
+      return await withKeyring(connection, fn);
     } catch (error) {
       throw toApplicationFailure(error);
-    }
-  }
-
-  /** Creates with `create`; on a name conflict adopts the existing resource and patches it when drifted. */
-  async function createOrAdopt<T extends object>(
-    create: () => Promise<T>,
-    idOf: (resource: T) => string,
-    fetchExisting: (id: string) => Promise<T>,
-    update: (id: string, patch: Record<string, unknown>) => Promise<unknown>,
-    desired: object,
-  ): Promise<EnsureResult> {
-    try {
-      return { id: idOf(await create()), outcome: 'created' };
-    } catch (error) {
-      if (!(error instanceof AcsApiError) || error.code !== 'conflict' || !error.existingId) throw error;
-      const existing = await fetchExisting(error.existingId);
-      const diff = diffFields(existing, desired);
-      if (Object.keys(diff).length === 0) return { id: error.existingId, outcome: 'unchanged' };
-      await update(error.existingId, patchOf(diff));
-      return { id: error.existingId, outcome: 'updated' };
     }
   }
 
@@ -128,157 +220,96 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * Reads what the key can see of the definition's organization: the organization (by name),
      * its provider keys (each compared with the desired secret's hint, resolved here), and its
      * teams without their graphs (`readTeam` reads those). Read-only. Raises `unresolved_secret`
-     * before any request when a secret reference does not resolve.
+     * before any request when a secret reference does not resolve (unless `compareProviderKeys` is
+     * false: then the keys are listed, not compared).
      */
-    async readOrganization(input: { connection: Connection; desired: DesiredState }): Promise<ObservedOrganization> {
-      return call(async () => {
-        // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
-        const hints = new Map<string, string>();
-        for (const [provider, ref] of Object.entries(input.desired.organization.providerKeys ?? {})) {
-          if (ref) hints.set(provider, secretHint(resolveSecret(ref, env)));
-        }
-        return withKeyring(input.connection, async (client) => {
-          const org = (await client.listOrganizations()).find((o) => o.org_name === input.desired.organization.name) ?? null;
-          if (!org) return { organization: null, providerKeys: [], teams: [] };
-          const [keys, teams] = await Promise.all([client.listProviderKeys(org.org_id), client.listTeams(org.org_id)]);
-          const providerKeys = keys.map((k) => {
-            const hint = hints.get(k.provider);
-            return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
-          });
-          return { organization: org, providerKeys, teams };
+    async readOrganization(input: { connection: Connection; desired: DesiredState; compareProviderKeys?: boolean }): Promise<ObservedOrganization> {
+      // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
+      let hints: Map<string, string>;
+      try {
+        const wanted = input.compareProviderKeys === false ? [] : input.desired.organization.providerKeys;
+        hints = new Map(wanted.map((k) => [k.provider, secretHint(resolveSecret(k.secretRef, env))]));
+      } catch (error) {
+        throw toApplicationFailure(error);
+      }
+      return withClient(input.connection, async (client) => {
+        const org = (await client.listOrganizations()).find((o) => o.org_name === input.desired.organization.name) ?? null;
+        if (!org) return { organization: null, providerKeys: [], teams: [] };
+        const [keys, teams] = await Promise.all([client.listProviderKeys(org.org_id), client.listTeams(org.org_id)]);
+        const providerKeys = keys.map((k) => {
+          const hint = hints.get(k.provider);
+          return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
         });
+        return { organization: org, providerKeys, teams };
+      });
+    },
+
+    /**
+     * Reads what the deletes of a plan would take along (`plan/cascades.ts`): each team's deletion
+     * preview (contract §5), each edge's threads and their messages, and the organization's
+     * deletion preview when asked. Read-only; for the plan a user reads, not for the workflow.
+     * Errors: `not_found`.
+     */
+    async readDeletionPreviews(input: { connection: Connection; teams: string[]; edges: string[]; organization?: string }): Promise<DeletionPreviews> {
+      return withClient(input.connection, async (client) => {
+        const teams = await Promise.all(input.teams.map(async (id) => [id, teamCounts(await client.teamDeletionPreview(id))] as const));
+        const edges = await Promise.all(
+          input.edges.map(async (id) => {
+            const threads = await client.listThreads(id);
+            return [id, { threads: threads.length, messages: threads.reduce((sum, t) => sum + t.message_count, 0) }] as const;
+          }),
+        );
+        const organization = input.organization ? await client.organizationDeletionPreview(input.organization) : undefined;
+        return {
+          teams: Object.fromEntries(teams),
+          edges: Object.fromEntries(edges),
+          ...(organization ? { organization: organizationCounts(organization), organizationRefusal: organizationRefusal(organization) } : {}),
+        };
       });
     },
 
     /** Reads one team with its graph (agents, humans, edges). Read-only. Errors: `not_found`. */
     async readTeam(input: { connection: Connection; teamId: string }): Promise<ObservedTeam> {
-      return call(async () => {
-        const { agents, humans, edges, active_thread_count: _count, ...team } = await withKeyring(input.connection, (client) => client.getTeam(input.teamId));
-        return { team: team as Team, agents, humans, edges };
-      });
+      const { agents, humans, edges, active_thread_count: _count, ...team } = await withClient(input.connection, (client) => client.getTeam(input.teamId));
+      return { team, agents, humans, edges };
     },
   };
 
   const changes = {
-    /** Creates the organization, or adopts the one of that name this key reaches. Returns its id. */
-    async ensureOrganization(input: StepInputs['ensureOrganization']): Promise<EnsureResult> {
-      return call(() =>
-        withKeyring(input.connection, async (client): Promise<EnsureResult> => {
-          try {
-            const org = await client.createOrganization(input.name);
-            return { id: org.org_id, outcome: 'created' };
-          } catch (error) {
-            if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
-              return { id: error.existingId, outcome: 'unchanged' };
-            }
-            throw error;
-          }
-        }),
-      );
-    },
+    /**
+     * Creates a resource by name (an edge by its pair) under its parent, or adopts the existing one
+     * of that name and patches the fields that differ. A participant name held by the other kind
+     * (an agent's name by a human) is a non-retryable `conflict`.
+     */
+    ensure: (input: EnsureInput): Promise<EnsureResult> => withClient(input.connection, (client) => ensureKind(client, input.kind, input.parentId, input.fields)),
 
-    /** Sets a provider key from its secret reference (resolved here). PUT is idempotent by nature. */
-    async putProviderKey(input: StepInputs['putProviderKey']): Promise<EnsureResult> {
-      return call(async () => {
-        const value = resolveSecret(input.secretRef, env);
-        await withKeyring(input.connection, (client) => client.putProviderKey(input.orgId, input.provider, value));
-        return { id: input.provider, outcome: 'updated' };
-      });
-    },
-
-    /** Creates a team by name in the organization, or adopts and updates the existing one. */
-    async ensureTeam(input: StepInputs['ensureTeam']): Promise<EnsureResult> {
-      return call(() =>
-        withKeyring(input.connection, (client) =>
-          createOrAdopt(
-            () => client.createTeam(input.orgId, input.fields),
-            (t) => t.team_id,
-            (id) => client.getTeam(id),
-            (id, patch) => client.updateTeam(id, patch),
-            input.fields,
-          ),
-        ),
-      );
-    },
-
-    /** Patches a team's drifted fields. */
-    async updateTeam(input: StepInputs['updateTeam']): Promise<EnsureResult> {
-      return call(async () => {
-        await withKeyring(input.connection, (client) => client.updateTeam(input.teamId, input.patch));
-        return { id: input.teamId, outcome: 'updated' };
-      });
-    },
+    /** Patches a resource's drifted fields (as the plan computed them). Errors: `not_found`, `conflict` (a rename to a taken name). */
+    update: (input: UpdateInput): Promise<EnsureResult> => withClient(input.connection, (client) => updateKind(client, input.kind, input.id, input.patch)),
 
     /**
-     * Creates an agent by name in the team, or adopts and updates the existing one. A human of
-     * that name holds it instead: non-retryable `conflict`.
+     * Deletes a resource by id (contract §5; a team cascades to its graph and threads, an edge to its
+     * threads). Idempotent: an id already gone is `deleted` too. Errors: `in_use` (a participant
+     * still on an edge), `deletion_protected`, `forbidden` (the key's own organization).
      */
-    async ensureAgent(input: StepInputs['ensureAgent']): Promise<EnsureResult> {
-      return call(() =>
-        withKeyring(input.connection, (client) =>
-          createOrAdopt(
-            () => client.createAgent(input.teamId, input.fields as Parameters<AcsClient['createAgent']>[1]),
-            (a) => a.agent_id,
-            (id) => adoptable(client.getAgent(id), `participant name "${input.fields.name}" is held by a human`),
-            (id, patch) => client.updateAgent(id, patch),
-            input.fields,
-          ),
-        ),
-      );
-    },
+    remove: (input: RemoveInput): Promise<EnsureResult> => withClient(input.connection, (client) => removeKind(client, input.kind, input.id)),
 
-    /** Patches an agent's drifted fields. */
-    async updateAgent(input: StepInputs['updateAgent']): Promise<EnsureResult> {
-      return call(async () => {
-        await withKeyring(input.connection, (client) => client.updateAgent(input.agentId, input.patch));
-        return { id: input.agentId, outcome: 'updated' };
-      });
-    },
+    /** Sets a provider key from its secret reference (resolved here). PUT is idempotent by nature. */
+    putProviderKey: (input: StepInputs['putProviderKey']): Promise<EnsureResult> =>
+      withClient(input.connection, async (client) => {
+        await client.putProviderKey(input.orgId, input.provider, resolveSecret(input.secretRef, env));
+        return { id: input.provider, outcome: 'updated' };
+      }),
 
-    /** Creates a human by name in the team, or adopts and updates the existing one. */
-    async ensureHuman(input: StepInputs['ensureHuman']): Promise<EnsureResult> {
-      return call(() =>
-        withKeyring(input.connection, (client) =>
-          createOrAdopt(
-            () => client.createHuman(input.teamId, input.fields),
-            (h) => h.human_id,
-            async (id) => {
-              const humans = await client.listHumans(input.teamId);
-              const human = humans.find((h) => h.human_id === id);
-              if (!human) throw new AcsApiError({ status: 409, code: 'conflict', message: `participant name "${input.fields.name}" is held by an agent` });
-              return human;
-            },
-            (id, patch) => client.updateHuman(id, patch),
-            input.fields,
-          ),
-        ),
-      );
-    },
-
-    /** Patches a human's drifted fields. */
-    async updateHuman(input: StepInputs['updateHuman']): Promise<EnsureResult> {
-      return call(async () => {
-        await withKeyring(input.connection, (client) => client.updateHuman(input.humanId, input.patch));
-        return { id: input.humanId, outcome: 'updated' };
-      });
-    },
-
-    /** Creates the edge between two participants, or adopts the existing edge of that pair. */
-    async ensureEdge(input: StepInputs['ensureEdge']): Promise<EnsureResult> {
-      return call(() =>
-        withKeyring(input.connection, async (client): Promise<EnsureResult> => {
-          try {
-            const edge = await client.createEdge(input.teamId, input.participants);
-            return { id: edge.edge_id, outcome: 'created' };
-          } catch (error) {
-            if (error instanceof AcsApiError && error.code === 'conflict' && error.existingId) {
-              return { id: error.existingId, outcome: 'unchanged' };
-            }
-            throw error;
-          }
-        }),
-      );
-    },
+    /** Deletes a provider key; one already gone is `deleted` too. */
+    deleteProviderKey: (input: StepInputs['deleteProviderKey']): Promise<EnsureResult> =>
+      withClient(input.connection, async (client) => {
+        try {
+          await client.deleteProviderKey(input.orgId, input.provider);
+        } catch (error) {
+          if (!(error instanceof AcsApiError) || error.code !== 'not_found') throw error;
+        }
+        return { id: input.provider, outcome: 'deleted' };
+      }),
   };
 
   return {
@@ -325,12 +356,35 @@ function spent(error: unknown): unknown {
 /** The activities of `apply`, as workflows see them (`import type` only). */
 export type ApplyActivities = ReturnType<typeof createApplyActivities>;
 
-/** Turns a 404 on the existing id (the name belongs to the other kind of participant) into a conflict. */
-async function adoptable<T>(lookup: Promise<T>, message: string): Promise<T> {
+/** A team deletion preview's counts (what is protected is read from the live graph: `plan/protection.ts`). */
+function teamCounts(preview: TeamDeletionPreview): Cascade {
+  const { team_id: _team, protected: _protected, ...counts } = preview;
+  return counts;
+}
+
+/** An organization deletion preview's counts. */
+function organizationCounts(preview: OrganizationDeletionPreview): Cascade {
+  const { org_id: _org, protected: _protected, provisioned_organizations: _provisioned, own_organization: _own, ...counts } = preview;
+  return counts;
+}
+
+/** Why the service would refuse to delete the organization other than protection, or undefined. */
+function organizationRefusal(preview: OrganizationDeletionPreview): DeletionPreviews['organizationRefusal'] {
+  if (preview.own_organization) return { code: 'forbidden', message: 'it is the organization of the key in use, which a key may not delete: use a key of the organization that provisioned it' };
+  const provisioned = preview.provisioned_organizations.map((o) => o.org_name);
+  if (provisioned.length > 0) return { code: 'in_use', message: `it provisioned organizations that still exist (${provisioned.join(', ')}): destroy those first` };
+  return undefined;
+}
+
+/**
+ * Turns a 404 on the existing id of a participant name (the name belongs to the other kind of
+ * participant, `holder`) into a conflict saying so.
+ */
+async function heldBy<T>(lookup: Promise<T>, holder: string): Promise<T> {
   try {
     return await lookup;
   } catch (error) {
-    if (error instanceof AcsApiError && error.status === 404) throw new AcsApiError({ status: 409, code: 'conflict', message });
+    if (error instanceof AcsApiError && error.status === 404) throw new AcsApiError({ status: 409, code: 'conflict', message: `the participant name is held by ${holder}` });
     throw error;
   }
 }

@@ -43,10 +43,12 @@ async function sleepUntil(deadline: number, signal?: AbortSignal): Promise<void>
 
 /**
  * Calls `fn` until it succeeds, fails non-retryably, or has used its attempts; rejects with the
- * last failure.
+ * last failure, whose message then ends with `; gave up after N attempts over S s`.
  */
 export function retrying<T>(fn: () => Promise<T>, options: RetryOptions = {}): Promise<T> {
   const maximumAttempts = options.maximumAttempts ?? ACTIVITY_RETRY.maximumAttempts;
+  const started = Date.now();
+  let attempts = 0;
   return pRetry(fn, {
     retries: maximumAttempts - 1,
     // p-retry's own delay is off: the policy's delay is waited in onFailedAttempt, which p-retry
@@ -56,10 +58,17 @@ export function retrying<T>(fn: () => Promise<T>, options: RetryOptions = {}): P
     randomize: false,
     ...(options.signal ? { signal: options.signal } : {}),
     onFailedAttempt: async ({ error, attemptNumber, retriesLeft }) => {
+      attempts = attemptNumber;
       if (retriesLeft === 0 || !isRetryable(error)) return;
       await sleepUntil(Date.now() + retryDelayMs(attemptNumber, requestedDelayMs(error)), options.signal);
     },
     shouldRetry: ({ error }) => isRetryable(error),
+  }).catch((error: unknown) => {
+    // A failure that outlived every attempt says so, so that the reader knows waiting was tried.
+    if (attempts > 1 && attempts >= maximumAttempts && error instanceof Error && isRetryable(error)) {
+      error.message += `; gave up after ${attempts} attempts over ${Math.round((Date.now() - started) / 1000)} s`;
+    }
+    throw error;
   });
 }
 

@@ -5,6 +5,7 @@
  * client types its results with them, and the OpenAPI document is generated from them.
  */
 import { z } from 'zod';
+import { resourceFields } from './resource-fields.ts';
 
 const trimmed = (min: number, max: number) => z.string().trim().min(min).max(max);
 
@@ -31,8 +32,6 @@ export type Provider = z.infer<typeof Provider>;
 
 /** The most tokens a daily budget may name (`max_tokens_per_day`). */
 export const maxDailyTokenBudget = 2_000_000_000;
-/** An agent's daily token budget: input plus output tokens per UTC day; null = unlimited. */
-export const MaxTokensPerDay = z.number().int().min(1).max(maxDailyTokenBudget).nullable();
 
 /** Agent statuses (contract §4). */
 export const AgentStatuses = { active: 'active', paused: 'paused' } as const;
@@ -47,38 +46,80 @@ export const DeletionProtection = z.boolean().meta({
   description: 'While true, deleting this resource, or anything whose deletion would take it along, is refused (409 `deletion_protected`).',
 });
 
+// ---- managed fields (declared once: definitions, bodies, resources and plans derive from them) --
+
+/** The model of an agent's provider: 1–200 characters. */
+const Model = trimmed(1, 200);
+
+/** `protect` in a definition, `deletion_protection` on the wire (contract §4), on every kind that has it. */
+const protect = {
+  rest: 'deletion_protection',
+  value: DeletionProtection,
+  default: false,
+  description: 'Deletion protection: while true, the service refuses to delete it, or anything whose deletion would take it along (409 deletion_protected); set it false and apply before removing it',
+} as const;
+
+/** An organization's managed fields (contract §4, §5); `providerKeys` are a resource of their own. */
+export const OrganizationFields = resourceFields({
+  name: { rest: 'org_name', value: Name, required: true, description: 'Organization name (1–100 characters)' },
+  protect,
+});
+
+/** A team's managed fields (contract §4, §5). */
+export const TeamFields = resourceFields({
+  name: { rest: 'team_name', value: Name, required: true, description: 'Team name, unique in the organization (1–100 characters)' },
+  description: { rest: 'description', value: LongText, default: '', description: 'What the team is for (up to 4000 characters)' },
+  protect,
+});
+
+/** An agent's managed fields (contract §4, §5). */
+export const AgentFields = resourceFields({
+  name: { rest: 'name', value: Name, required: true, description: 'Agent name, unique among the participants of its team (1–100 characters)' },
+  provider: { rest: 'provider', value: Provider, default: null, description: 'LLM provider; none for an external agent taking part over MCP' },
+  model: { rest: 'model', value: Model, default: null, description: 'Model of the provider; only for agents with a provider' },
+  description: { rest: 'description', value: LongText, default: '', description: 'What the agent does (up to 4000 characters)' },
+  instructions: { rest: 'instructions', value: LongText, default: '', description: 'System instructions of the agent (up to 4000 characters)' },
+  status: {
+    rest: 'status',
+    value: AgentStatus,
+    serviceDefault: 'active',
+    description: 'active (a new agent\'s default) or paused; a definition that leaves it out leaves it as it is',
+  },
+  maxTokensPerDay: {
+    rest: 'max_tokens_per_day',
+    value: z.number().int().min(1).max(maxDailyTokenBudget),
+    nullable: true,
+    serviceDefault: null,
+    description:
+      'Daily token budget (input plus output tokens per UTC day); once spent the agent calls no provider until the next UTC day. null: unlimited; left out: left as it is on the service (unlimited for a new agent)',
+  },
+  protect,
+});
+
+/** A human's managed fields (contract §4, §5). */
+export const HumanFields = resourceFields({
+  name: { rest: 'name', value: Name, required: true, description: 'Human name, unique among the participants of its team (1–100 characters)' },
+  email: { rest: 'email', value: z.email('must be an email address').max(320), default: null, description: 'Email address' },
+  protect,
+});
+
 // ---- request bodies -------------------------------------------------------------------------
 
-export const CreateOrganizationBody = z.strictObject({ org_name: Name, deletion_protection: DeletionProtection.optional() }).meta({ id: 'CreateOrganizationBody' });
-export const PatchOrganizationBody = z.strictObject({ deletion_protection: DeletionProtection.optional() }).meta({ id: 'PatchOrganizationBody' });
-export const CreateTeamBody = z
-  .strictObject({ team_name: Name, description: LongText.optional(), deletion_protection: DeletionProtection.optional() })
-  .meta({ id: 'CreateTeamBody' });
-export const PatchTeamBody = z
-  .strictObject({ team_name: Name.optional(), description: LongText.optional(), deletion_protection: DeletionProtection.optional() })
-  .meta({ id: 'PatchTeamBody' });
-export const CreateAgentBody = z.strictObject({
-  name: Name,
-  description: LongText.optional(),
-  provider: Provider.nullable().optional(),
-  model: trimmed(1, 200).nullable().optional(),
-  instructions: LongText.optional(),
-  status: AgentStatus.optional(),
-  deletion_protection: DeletionProtection.optional(),
-  /** Input plus output tokens the agent may spend per UTC day; null (default) = unlimited. */
-  max_tokens_per_day: MaxTokensPerDay.optional(),
-}).meta({
+export const CreateOrganizationBody = OrganizationFields.createBody.meta({ id: 'CreateOrganizationBody' });
+// An organization keeps its name (contract §5: PATCH takes `deletion_protection` only).
+export const PatchOrganizationBody = OrganizationFields.patchBody.omit({ org_name: true }).meta({ id: 'PatchOrganizationBody' });
+export const CreateTeamBody = TeamFields.createBody.meta({ id: 'CreateTeamBody' });
+export const PatchTeamBody = TeamFields.patchBody.meta({ id: 'PatchTeamBody' });
+export const CreateAgentBody = AgentFields.createBody.meta({
   id: 'CreateAgentBody',
   description: 'A provider other than `echo` needs a `model` (400 `invalid_request` naming `model` otherwise).',
 });
-export const PatchAgentBody = CreateAgentBody.partial().meta({
+export const PatchAgentBody = AgentFields.patchBody.meta({
   id: 'PatchAgentBody',
   description: 'The agent after the change must have a `model` if its provider is not `echo` (400 `invalid_request` naming `model` otherwise).',
 });
-export const CreateHumanBody = z
-  .strictObject({ name: Name, email: z.email().max(320).nullable().optional(), deletion_protection: DeletionProtection.optional() })
-  .meta({ id: 'CreateHumanBody' });
-export const PatchHumanBody = CreateHumanBody.partial().meta({ id: 'PatchHumanBody' });
+export const CreateHumanBody = HumanFields.createBody.meta({ id: 'CreateHumanBody' });
+export const PatchHumanBody = HumanFields.patchBody.meta({ id: 'PatchHumanBody' });
 export const CreateEdgeBody = z
   // Two different participants: the domain refuses the same id twice; `uniqueItems` documents it.
   .strictObject({ participants: z.tuple([Id, Id]).meta({ uniqueItems: true }) })
@@ -105,11 +146,10 @@ export const ThreadPageQuery = z.strictObject({
 
 export const Organization = z.object({
   org_id: Id,
-  org_name: z.string(),
+  ...OrganizationFields.resourceShape,
   team_count: z.number().int(),
   human_count: z.number().int(),
   is_personal: z.boolean(),
-  deletion_protection: DeletionProtection,
   created_at: Timestamp,
 }).meta({ id: 'Organization' });
 export type Organization = z.infer<typeof Organization>;
@@ -117,12 +157,10 @@ export type Organization = z.infer<typeof Organization>;
 export const Team = z.object({
   team_id: Id,
   org_id: Id,
-  team_name: z.string(),
-  description: z.string(),
+  ...TeamFields.resourceShape,
   agent_count: z.number().int(),
   edge_count: z.number().int(),
   engine_id: z.string(),
-  deletion_protection: DeletionProtection,
   created_at: Timestamp,
 }).meta({ id: 'Team' });
 export type Team = z.infer<typeof Team>;
@@ -130,15 +168,7 @@ export type Team = z.infer<typeof Team>;
 export const Agent = z.object({
   agent_id: Id,
   team_id: Id,
-  name: z.string(),
-  description: z.string(),
-  provider: Provider.nullable(),
-  model: z.string().nullable(),
-  instructions: z.string(),
-  status: AgentStatus,
-  deletion_protection: DeletionProtection,
-  /** Daily token budget (input plus output tokens per UTC day); null = unlimited. */
-  max_tokens_per_day: z.number().int().nullable(),
+  ...AgentFields.resourceShape,
   created_at: Timestamp,
 }).meta({ id: 'Agent' });
 export type Agent = z.infer<typeof Agent>;
@@ -146,9 +176,7 @@ export type Agent = z.infer<typeof Agent>;
 export const Human = z.object({
   human_id: Id,
   team_id: Id,
-  name: z.string(),
-  email: z.string().nullable(),
-  deletion_protection: DeletionProtection,
+  ...HumanFields.resourceShape,
   created_at: Timestamp,
 }).meta({ id: 'Human' });
 export type Human = z.infer<typeof Human>;

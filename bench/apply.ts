@@ -30,7 +30,7 @@ import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { createApplyActivities } from '../activities/apply-activities.ts';
 import { applyLocally } from '../engine/local-engine.ts';
 import { applyWorkflowId } from '../engine/temporal-engine.ts';
-import { agentFields, teamFields } from '../plan/plan.ts';
+import { AgentFields } from '../api/schemas.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
 import { isMutating } from '../test/support/fetch.ts';
 import { resourceCount, syntheticDefinition, type SyntheticSize } from '../test/support/synthetic.ts';
@@ -220,13 +220,13 @@ async function createRate(server: ServerProcess, probe: CpuProbe, shape: Through
     Array.from({ length: clients }, async (_, w) => {
       for (let round = 0; performance.now() < deadline; round++) {
         const name = `rate-${tag}-${w}-${round}`;
-        const team = expectStatus(await client.call('POST', `/organizations/${orgId}/teams`, teamFields({ ...template, name })), 201, 'create team');
+        const team = expectStatus(await client.call('POST', `/organizations/${orgId}/teams`, { ...template.fields, team_name: name }), 201, 'create team');
         creates++;
         const teamId = team.body.team_id as string;
         const ids = new Map<string, string>();
         for (let i = 0; performance.now() < deadline && (shape === 'agents' || i < template.agents.length); i++) {
-          const agent = template.agents[i] ?? { name: `agent-${i}`, description: `agent ${i}` };
-          const created = await client.call('POST', `/teams/${teamId}/agents`, agentFields(agent));
+          const agent = template.agents[i]?.fields ?? AgentFields.toWire({ name: `agent-${i}`, description: `agent ${i}` });
+          const created = await client.call('POST', `/teams/${teamId}/agents`, agent);
           ids.set(agent.name, expectStatus(created, 201, 'create agent').body.agent_id as string);
           creates++;
         }

@@ -5,9 +5,10 @@
 import type { Connection } from '../activities/connection.ts';
 import { createKeyring, keyringNames } from '../activities/keyring.ts';
 import type { WithKeyring } from '../activities/keyring.ts';
-import { AcsClient } from '../client/acs-client.ts';
+import { AcsClient, normalizeBaseUrl } from '../client/acs-client.ts';
 import type { PostOptions } from '../client/acs-client.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
+import { KEYRING_ENV } from './config.ts';
 
 /** The keyring without `--api-key-env`: the key, then the next key of a rotation. */
 export const DEFAULT_KEYRING: readonly string[] = ['ACS_API_KEY', 'ACS_API_KEY_NEXT'];
@@ -23,8 +24,10 @@ export interface ConnectionFlags {
 }
 
 /**
- * Resolves the connection: `--base-url` or `ACS_BASE_URL`, and the keyring: the names of the
- * variables holding the organization key (`--api-key-env`, repeatable; the first is
+ * Resolves the connection: `--base-url` or `ACS_BASE_URL` (a context of the config file fills
+ * the variable in when unset, `cli/config.ts`; `/api/v1` at its end is dropped), and the keyring:
+ * the names of the variables holding the organization key (`--api-key-env`, repeatable, else
+ * `TEAMCTL_API_KEY_ENV`, comma-separated, which a context also fills in; the first is
  * `apiKeyEnv`, the others `apiKeyEnvFallbacks`, in order, duplicates dropped; default
  * `ACS_API_KEY` then `ACS_API_KEY_NEXT`). The fallbacks are kept even when unset here: a worker
  * whose environment has them fails over after a rotation. Output: a {@link Connection} holding
@@ -33,12 +36,16 @@ export interface ConnectionFlags {
  * never a value; with the default keyring it asks for `ACS_API_KEY`).
  */
 export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): Connection {
-  const baseUrl = flags.baseUrl ?? env.ACS_BASE_URL;
+  let baseUrl = flags.baseUrl ?? env.ACS_BASE_URL;
   if (!baseUrl) throw new ToolkitError('invalid_usage', 'no service URL: set ACS_BASE_URL or pass --base-url');
   if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
     throw new ToolkitError('invalid_usage', `--base-url: not an http(s) URL: ${baseUrl}`);
   }
-  const given = flags.apiKeyEnv === undefined ? [] : [flags.apiKeyEnv].flat();
+  // The workflow input and every client get the URL without `/api/v1`, which the client adds.
+  baseUrl = normalizeBaseUrl(baseUrl);
+  // --api-key-env, else the keyring a context or the environment names (TEAMCTL_API_KEY_ENV).
+  const fromEnv = env[KEYRING_ENV]?.split(',').map((name) => name.trim()).filter(Boolean) ?? [];
+  const given = flags.apiKeyEnv === undefined ? fromEnv : [flags.apiKeyEnv].flat();
   const names = [...new Set(given.length > 0 ? given : DEFAULT_KEYRING)];
   for (const name of names) {
     if (!/^[A-Za-z_][A-Za-z0-9_]*$/.test(name)) throw new ToolkitError('invalid_usage', `--api-key-env: not a variable name: ${name}`);

@@ -1,18 +1,39 @@
-import { loadDefinitionFile } from '../definitions/load.ts';
+import { DEFAULT_MAX_DEFINITION_BYTES, loadDefinitionFile } from '../definitions/load.ts';
+import { ToolkitError } from '../errors/catalogue.ts';
 import { resolveSecret } from '../definitions/secrets.ts';
 import type { Definition } from '../definitions/schema.ts';
-import type { DesiredState } from '../plan/types.ts';
+import { desiredState } from '../plan/desired.ts';
 import type { ApplyInput } from '../workflows/apply-orchestration.ts';
 import { resolveConnection } from './context.ts';
 import type { ConnectionFlags } from './context.ts';
 
+/** The variable with the largest definition file accepted (`--max-file-size` sets it). */
+export const MAX_FILE_SIZE_ENV = 'TEAMCTL_MAX_FILE_SIZE';
+
 /**
- * Loads a definition file. With `checkSecrets`, every `${env:NAME}` it references must be set,
- * so an apply fails before its first request rather than halfway.
- * Errors: `invalid_definition` (with `FILE:LINE:COL` lines), `unresolved_secret`.
+ * Parses a size: bytes (`1048576`) or with a binary unit (`512KiB`, `2MiB`; `K`/`KB`, `M`/`MB`
+ * read the same). Output: bytes. Errors: `invalid_usage` naming `what` (the flag or variable).
+ */
+export function parseByteSize(text: string, what: string): number {
+  const match = /^\s*(\d+(?:\.\d+)?)\s*(|b|bytes?|k|kb|kib|m|mb|mib)\s*$/i.exec(text);
+  const unit = match?.[2]?.toLowerCase() ?? '';
+  const factor = unit.startsWith('k') ? 1024 : unit.startsWith('m') ? 1024 * 1024 : 1;
+  const bytes = match ? Math.floor(Number(match[1]) * factor) : NaN;
+  if (!Number.isSafeInteger(bytes) || bytes < 1) throw new ToolkitError('invalid_usage', `${what}: not a size (bytes, or with KiB or MiB): ${JSON.stringify(text)}`);
+  return bytes;
+}
+
+/**
+ * Loads a definition file, no larger than `TEAMCTL_MAX_FILE_SIZE` of `env` (default 1 MiB).
+ * With `checkSecrets`, every `${env:NAME}` it references must be set, so an apply fails before
+ * its first request rather than halfway.
+ * Errors: `invalid_definition` (with `FILE:LINE:COL` lines, or one file-level problem: too large,
+ * not UTF-8, unreadable), `unresolved_secret`, `invalid_usage` (a bad size in the variable).
  */
 export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSecrets: boolean): Promise<Definition> {
-  const definition: Definition = await loadDefinitionFile(file);
+  const limit = env[MAX_FILE_SIZE_ENV];
+  const maxBytes = limit ? parseByteSize(limit, MAX_FILE_SIZE_ENV) : DEFAULT_MAX_DEFINITION_BYTES;
+  const definition: Definition = await loadDefinitionFile(file, { maxBytes });
   if (checkSecrets) {
     for (const ref of Object.values(definition.organization.providerKeys ?? {})) {
       if (ref) resolveSecret(ref, env);
@@ -22,17 +43,10 @@ export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSec
 }
 
 /**
- * The part of a definition an apply of resources works on: the organization and its teams.
- * Pipelines and schedules stay out, so they never enlarge the apply workflow's input.
- */
-export function desiredState(definition: Definition): DesiredState {
-  return { organization: definition.organization, teams: definition.teams } as DesiredState;
-}
-
-/**
  * Builds the input of an apply (the Temporal workflow's input, recorded in its history): the
- * desired state with secret *references* and the connection with the *name* of the key's
- * variable. Every secret is checked to resolve, but no resolved value is put in the input.
+ * desired state (`plan/desired.ts`: the organization and its teams; pipelines and schedules stay
+ * out, so they never enlarge the input) with secret *references* and the connection with the
+ * *name* of the key's variable. Every secret is checked to resolve, but no resolved value is put in the input.
  * Errors: `invalid_definition`, `unresolved_secret`, `invalid_usage`.
  */
 export async function buildApplyInput(file: string, flags: ConnectionFlags & { parallelism?: number }, env: NodeJS.ProcessEnv): Promise<ApplyInput> {
@@ -41,14 +55,16 @@ export async function buildApplyInput(file: string, flags: ConnectionFlags & { p
 
 /**
  * {@link buildApplyInput} together with the whole definition it came from (its pipelines and
- * schedules are not part of the apply workflow's input). Errors: as {@link buildApplyInput}.
+ * schedules are not part of the apply workflow's input). `checkSecrets` false (destroy, which sets
+ * no secret) does not require the provider keys' variables. Errors: as {@link buildApplyInput}.
  */
 export async function loadApplyInput(
   file: string,
   flags: ConnectionFlags & { parallelism?: number },
   env: NodeJS.ProcessEnv,
+  options: { checkSecrets?: boolean } = {},
 ): Promise<{ input: ApplyInput; definition: Definition }> {
-  const definition = await loadDesired(file, env, true);
+  const definition = await loadDesired(file, env, options.checkSecrets ?? true);
   const connection = resolveConnection(flags, env);
   return { definition, input: { connection, desired: desiredState(definition), ...(flags.parallelism ? { parallelism: flags.parallelism } : {}) } };
 }

@@ -3,6 +3,7 @@
  * message with a hint. Never prints a stack trace or a secret.
  */
 import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
+import { msToNumber } from '@temporalio/common/lib/time.js';
 import { AcsApiError } from '../client/errors.ts';
 import { ServiceError, ToolkitError } from '../errors/catalogue.ts';
 
@@ -23,7 +24,9 @@ export type ExitCode = (typeof ExitCodes)[keyof typeof ExitCodes];
 const HINTS: Record<string, string> = {
   unauthenticated: 'set ACS_API_KEY (or name another variable with --api-key-env)',
   invalid_api_key: 'the key in ACS_API_KEY is unknown, revoked or expired; issue a new one',
-  network_error: 'is the server running and reachable at that address? (ACS_BASE_URL / --base-url)',
+  network_error: 'is acs-server running at that address? Start one with `npx acs-server start`, or point ACS_BASE_URL, --base-url or a context (teamctl config use-context) at the service',
+  unavailable:
+    'the service or its database is down or restarting: check acs-server\'s log and its database (--database-url), then run the same command again (apply is idempotent and picks up where it stopped)',
   temporal_unreachable: 'start one with `npm run temporal:dev`, or point TEMPORAL_ADDRESS (or TEMPORAL_PROFILE) at your Temporal server',
   keys_refused: 'every organization key in the keyring was refused: put a valid key in one of the named variables (teamctl keys rotate issues one)',
   apply_in_progress: 'wait for the running apply to finish (temporal workflow result --workflow-id ID), or stop it: temporal workflow cancel --workflow-id ID (terminate if it does not end)',
@@ -34,8 +37,14 @@ const HINTS: Record<string, string> = {
   not_found: 'the resource does not exist or this key cannot reach it',
   conflict: 'a resource of that name already exists',
   unresolved_secret: 'export the variable before running teamctl',
-  rate_limited: 'the service is rate limiting this key; try again shortly',
+  rate_limited: 'the service limits the requests of each key per minute: wait a minute, then run the command again',
   invalid_usage: 'see teamctl --help',
+  name_not_found: 'names are matched exactly; if the definition is new, apply it first: teamctl apply -f FILE',
+  invalid_config: 'fix the file, or point TEAMCTL_CONFIG at another one; teamctl config set-context rewrites it',
+  context_not_found: 'list the contexts with: teamctl config get-contexts',
+  deletion_protected: 'set protect: false on it in the definition (or clear its deletion_protection), apply, then remove it',
+  forbidden: 'a key may not delete its own organization: use a key of the organization that provisioned it',
+  not_approved: 'read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI)',
   timed_out: 'try a longer --wait, or check that the peer is running',
 };
 
@@ -67,5 +76,19 @@ export function reportError(error: unknown): ReportedError {
   else if (cause instanceof ApplicationFailure && cause.type) code = cause.type;
   if (cause instanceof AcsApiError && cause.requestId) message += ` (request ${cause.requestId})`;
   const exitCode = code === 'timed_out' ? ExitCodes.timedOut : ExitCodes.error;
-  return { code, message, hint: HINTS[code], exitCode };
+  return { code, message, hint: hintFor(code, cause), exitCode };
+}
+
+/** Seconds a refused request asked to wait (`Retry-After`), from the client's error or an activity's failure. */
+function retryAfterSeconds(cause: unknown): number | undefined {
+  if (cause instanceof AcsApiError) return cause.retryAfterSeconds;
+  if (cause instanceof ApplicationFailure && cause.nextRetryDelay != null) return Math.ceil(msToNumber(cause.nextRetryDelay) / 1000);
+  return undefined;
+}
+
+/** The hint for a code; for `rate_limited`, how long the service asked to wait. */
+function hintFor(code: string, cause: unknown): string | undefined {
+  const wait = code === 'rate_limited' ? retryAfterSeconds(cause) : undefined;
+  if (wait !== undefined) return `the service limits the requests of each key per minute: wait ${wait} s (its Retry-After), then run the command again`;
+  return HINTS[code];
 }

@@ -1,88 +1,138 @@
-/** Human-readable rendering of plans and apply results (the JSON forms are the objects themselves). */
+/**
+ * Human-readable rendering of plans and apply results (the JSON forms are the objects themselves).
+ *
+ * Each change is one line headed by its action and its address (the one `--target` takes), in
+ * the colour of its action on a terminal — green create, yellow update, red delete, as Terraform
+ * does — with the fields a create sends, the `live -> desired` values an update changes, and what
+ * a delete takes along.
+ */
 import type { AppliedChange, OutcomeCounts } from '../workflows/apply-orchestration.ts';
+import { scheduleAddress } from '../plan/addresses.ts';
 import type { ScheduleChange } from '../plan/schedules.ts';
-import type { Change } from '../plan/types.ts';
+import type { Cascade, Change, ChangeAction, FieldDiff } from '../plan/types.ts';
 import type { AppliedScheduleChange } from '../temporal/schedules.ts';
 
-const SYMBOL = { create: '+', update: '~' } as const;
+/** The text styles the renderers use (names of `node:util` `styleText` formats). */
+export type StyleFormat = 'green' | 'yellow' | 'red' | 'bold';
 
-/** One line of a change: `+ create agent scout (team literature-review)`, with field diffs for updates. */
-export function renderChange(change: Change): string {
-  const where = change.team ? ` (team ${change.team})` : '';
-  let line = `  ${SYMBOL[change.action]} ${change.action} ${change.kind.replace('_', ' ')} ${change.name}${where}`;
-  if (change.diff) {
-    const parts = Object.entries(change.diff).map(([field, d]) => `${field}: ${JSON.stringify(d.from)} -> ${JSON.stringify(d.to)}`);
-    line += `\n      ${parts.join('\n      ')}`;
+/** Styles a piece of text; {@link plain} leaves it as it is (not a terminal, `NO_COLOR`). */
+export type Style = (format: StyleFormat, text: string) => string;
+
+/** The style of output that is not a terminal. */
+export const plain: Style = (_format, text) => text;
+
+const SYMBOL: Record<ChangeAction, string> = { create: '+', update: '~', delete: '-' };
+const COLOUR: Record<ChangeAction, StyleFormat> = { create: 'green', update: 'yellow', delete: 'red' };
+
+/** The fields of a create, one a line, aligned: `name: "scout"`. */
+function fieldLines(fields: Record<string, unknown>): string[] {
+  const entries = Object.entries(fields).filter(([, value]) => value !== undefined);
+  const width = Math.max(0, ...entries.map(([key]) => key.length));
+  return entries.map(([key, value]) => `${`${key}:`.padEnd(width + 1)} ${JSON.stringify(value)}`);
+}
+
+/** The differing fields of an update, one a line: `instructions: "old" -> "new"`. */
+function diffLines(diff: Record<string, FieldDiff>): string[] {
+  return Object.entries(diff).map(([field, d]) => `${field}: ${JSON.stringify(d.from)} -> ${JSON.stringify(d.to)}`);
+}
+
+/** What a delete takes along, in words: `3 agents, 12 threads, 340 messages`. */
+export function cascadeText(cascade: Cascade | undefined): string {
+  if (!cascade) return '';
+  const parts = Object.entries(cascade)
+    .filter(([, n]) => n !== undefined && n > 0)
+    .map(([what, n]) => `${n} ${(n === 1 ? what.replace(/s$/, '') : what).replace('_', ' ')}`);
+  return parts.join(', ');
+}
+
+/** A change's head line and detail lines, styled. */
+function renderLines(action: ChangeAction, address: string, note: string, details: string[], style: Style): string {
+  const head = `  ${style(COLOUR[action], `${SYMBOL[action]} ${action}`)} ${style('bold', address)}${note ? ` ${note}` : ''}`;
+  return [head, ...details.map((line) => `      ${line}`)].join('\n');
+}
+
+/**
+ * One change: `+ create team/review/agent/scout` with the fields it sends; `~ update …` with the
+ * fields that change (live -> desired) and, for a rename, the old name; `- delete …` with what goes
+ * along.
+ */
+export function renderChange(change: Change, style: Style = plain): string {
+  // The organization's address has no name in it (a definition names one): the line shows it.
+  const named = change.kind === 'organization' ? `${change.name} ` : '';
+  switch (change.action) {
+    case 'create':
+      return renderLines('create', change.address, named.trim(), fieldLines(change.fields), style);
+    case 'update':
+      return renderLines('update', change.address, `${named}${change.renamedFrom !== undefined ? `(renamed from ${change.renamedFrom})` : ''}`.trim(), diffLines(change.diff), style);
+    case 'delete': {
+      const along = cascadeText(change.cascade);
+      return renderLines('delete', change.address, `${named}${along ? `(with ${along})` : ''}`.trim(), [], style);
+    }
   }
-  return line;
 }
 
-/** The plan as text, Terraform-style, ending with a summary line. */
-export function renderPlan(changes: Change[]): string {
-  if (changes.length === 0) return 'No changes. The live state matches the definition.';
-  const creates = changes.filter((c) => c.action === 'create').length;
-  const updates = changes.length - creates;
-  return [...changes.map(renderChange), '', `Plan: ${creates} to create, ${updates} to update.`].join('\n');
+/** One schedule change, in the style of {@link renderChange}: `+ create schedule/nightly` with its fields. */
+export function renderScheduleChange(change: ScheduleChange, style: Style = plain): string {
+  const { address } = change;
+  switch (change.action) {
+    case 'create':
+      return renderLines('create', address, '', fieldLines(scheduleFields(change.fields ?? {})), style);
+    case 'update':
+      return renderLines('update', address, '', diffLines(change.diff ?? {}), style);
+    case 'delete':
+      return renderLines('delete', address, `(${change.id})`, [], style);
+  }
 }
 
-/** The line printed as an applied change completes. */
+/** The fields of a schedule worth reading in a plan (the connection and digest are for comparing). */
+function scheduleFields(fields: Record<string, unknown>): Record<string, unknown> {
+  const { connection: _connection, pipelineDigest: _digest, ...shown } = fields;
+  return Object.fromEntries(Object.entries(shown).filter(([, value]) => value !== null));
+}
+
+/** Counts of a plan's changes by action, resources and schedules together. */
+export function countActions(changes: readonly Change[], schedules: readonly ScheduleChange[] = []): Record<ChangeAction, number> {
+  const counts: Record<ChangeAction, number> = { create: 0, update: 0, delete: 0 };
+  for (const change of [...changes, ...schedules]) counts[change.action]++;
+  return counts;
+}
+
+/** The plan as text, Terraform-style: resource changes, then schedule changes, then a summary line. */
+export function renderPlan(changes: readonly Change[], schedules: readonly ScheduleChange[] = [], style: Style = plain): string {
+  if (changes.length + schedules.length === 0) return 'No changes. The live state matches the definition.';
+  const counts = countActions(changes, schedules);
+  return [
+    ...changes.map((c) => renderChange(c, style)),
+    ...schedules.map((c) => renderScheduleChange(c, style)),
+    '',
+    `Plan: ${counts.create} to create, ${counts.update} to update, ${counts.delete} to delete.`,
+  ].join('\n');
+}
+
+/** The line printed as an applied change completes: `  team/review/agent/scout: created`. */
 export function renderApplied(change: AppliedChange): string {
-  const where = change.team ? ` (team ${change.team})` : '';
-  return `  ${change.kind.replace('_', ' ')} ${change.name}${where}: ${change.outcome}`;
+  return `  ${change.address}: ${change.outcome}`;
 }
 
-/** The closing line of an apply; changes made but not listed (`omitted`, very large Temporal applies) are in the counts. */
-export function renderApplySummary(applied: AppliedChange[], omitted?: OutcomeCounts): string {
-  const notListed = omitted ? omitted.created + omitted.updated + omitted.unchanged : 0;
-  if (applied.length === 0 && notListed === 0) return 'No changes. The live state matches the definition.';
-  const count = (outcome: AppliedChange['outcome']) => applied.filter((c) => c.outcome === outcome).length + (omitted?.[outcome] ?? 0);
-  const more = notListed > 0 ? ` (${notListed} of them not listed above)` : '';
-  return `Apply complete: ${count('created')} created, ${count('updated')} updated, ${count('unchanged')} already in place${more}.`;
-}
-
-const SCHEDULE_SYMBOL = { create: '+', update: '~', delete: '-' } as const;
-
-/**
- * One line of a schedule change, in the style of {@link renderChange}:
- * `+ create schedule nightly (pipeline sweep, cron 0 2 * * *, Europe/Berlin)`, with the fields
- * that differ under an update and the id under a delete.
- */
-export function renderScheduleChange(change: ScheduleChange): string {
-  const fields = change.fields ?? {};
-  const when = fields['cron'] ? `cron ${String(fields['cron'])}` : fields['every'] ? `every ${String(fields['every'])}` : '';
-  const detail = change.action === 'create' ? [`pipeline ${String(fields['pipeline'])}`, when, String(fields['timezone'])].filter(Boolean).join(', ') : '';
-  let line = `  ${SCHEDULE_SYMBOL[change.action]} ${change.action} schedule ${change.name}${detail ? ` (${detail})` : ''}`;
-  if (change.action === 'create' && fields['paused'] === true) line += '\n      paused: true';
-  if (change.diff) {
-    const parts = Object.entries(change.diff).map(([field, d]) => `${field}: ${JSON.stringify(d.from)} -> ${JSON.stringify(d.to)}`);
-    line += `\n      ${parts.join('\n      ')}`;
-  }
-  if (change.action === 'delete') line += ` (${change.id})`;
-  return line;
-}
-
-/**
- * The plan as text with its schedule changes after the resource changes; the same as
- * {@link renderPlan} when there are none. The summary line counts both, deletes (schedules only)
- * included.
- */
-export function renderPlanWithSchedules(changes: Change[], schedules: ScheduleChange[]): string {
-  if (schedules.length === 0) return renderPlan(changes);
-  const count = (action: string) => [...changes, ...schedules].filter((c) => c.action === action).length;
-  const lines = [...changes.map(renderChange), ...schedules.map(renderScheduleChange)];
-  return [...lines, '', `Plan: ${count('create')} to create, ${count('update')} to update, ${count('delete')} to delete.`].join('\n');
-}
-
-/** The line printed as an applied schedule change completes: `  schedule nightly: created`. */
+/** The line printed as an applied schedule change completes: `  schedule/nightly: created`. */
 export function renderAppliedSchedule(change: AppliedScheduleChange): string {
-  return `  schedule ${change.name}: ${change.outcome}`;
+  return `  ${scheduleAddress(change.name)}: ${change.outcome}`;
 }
 
-/** The closing line of an apply that also reconciled schedules; {@link renderApplySummary} when none changed. */
-export function renderApplySummaryWithSchedules(applied: AppliedChange[], omitted: OutcomeCounts | undefined, schedules: AppliedScheduleChange[]): string {
-  if (schedules.length === 0) return renderApplySummary(applied, omitted);
-  const resources = renderApplySummary(applied, omitted);
-  const head = resources.startsWith('Apply complete: ') ? resources.slice(0, -1) : 'Apply complete: resources unchanged';
-  const count = (outcome: AppliedScheduleChange['outcome']) => schedules.filter((s) => s.outcome === outcome).length;
-  return `${head}; schedules: ${count('created')} created, ${count('updated')} updated, ${count('deleted')} deleted.`;
+/**
+ * The closing line of an apply, resources and schedules together; changes made but not listed
+ * (`omitted`, very large Temporal applies) are in the counts.
+ */
+export function renderApplySummary(
+  applied: readonly AppliedChange[],
+  omitted: OutcomeCounts | undefined,
+  schedules: readonly AppliedScheduleChange[] = [],
+  verb: 'Apply' | 'Destroy' = 'Apply',
+): string {
+  const notListed = omitted ? Object.values(omitted).reduce((a, b) => a + b, 0) : 0;
+  if (applied.length + schedules.length === 0 && notListed === 0) return 'No changes. The live state matches the definition.';
+  const count = (outcome: keyof OutcomeCounts) =>
+    applied.filter((c) => c.outcome === outcome).length + schedules.filter((s) => s.outcome === outcome).length + (omitted?.[outcome] ?? 0);
+  const more = notListed > 0 ? ` (${notListed} of them not listed above)` : '';
+  return `${verb} complete: ${count('created')} created, ${count('updated')} updated, ${count('deleted')} deleted, ${count('unchanged')} already in place${more}.`;
 }

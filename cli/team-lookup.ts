@@ -1,45 +1,91 @@
-/** Finding teams and participants by name, for the commands that take names. */
-import type { Agent, TeamGraph } from '../api/schemas.ts';
+/**
+ * Finding organizations, teams and participants by name, for every command that takes names
+ * (`--team`, `--from`, `--to`, `--between`, `--org`, …). A name that is not there is
+ * `name_not_found`, with the closest existing name as a did-you-mean (`--to trigaer` → did you
+ * mean "triager"?), or the names there are when none is close. A new command that takes such a
+ * name looks it up here, or reports a miss through {@link unknownName}.
+ */
+import type { Agent, Organization, TeamGraph } from '../api/schemas.ts';
 import type { AcsClient } from '../client/acs-client.ts';
-import { suggestion } from '../definitions/did-you-mean.ts';
+import { closestMatch } from '../definitions/did-you-mean.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
+import { participantNames } from '../client/team-names.ts';
 
-/** Finds a team by name among the organizations the key reaches (optionally one organization). */
+/** Longest list of existing names quoted in a message. */
+const MAX_LISTED = 10;
+
+/**
+ * The error for a name that is not among `known`: `no team named "x" in acme (did you mean
+ * "y"?)`, or `(its teams: a, b, c)` when nothing is close, or `(there are none)`.
+ * Input: what was looked for (`team`, `participant`, `organization`), the name, the existing
+ * names, where it was looked (`in team intake`, or empty), and the noun of the list
+ * (`its participants`). Output: a `name_not_found` {@link ToolkitError} to throw.
+ */
+export function unknownName(kind: string, name: string, known: readonly string[], where: string, listNoun: string): ToolkitError {
+  const place = where ? ` ${where}` : '';
+  const match = closestMatch(name, known);
+  let detail: string;
+  if (match !== undefined) detail = `did you mean ${JSON.stringify(match)}?`;
+  else if (known.length === 0) detail = 'there are none';
+  else detail = `${listNoun}: ${known.slice(0, MAX_LISTED).join(', ')}${known.length > MAX_LISTED ? `, … (${known.length} in all)` : ''}`;
+  return new ToolkitError('name_not_found', `no ${kind} named ${JSON.stringify(name)}${place} (${detail})`);
+}
+
+/**
+ * The organizations the key reaches, or only the one named `orgName`.
+ * Errors: `name_not_found` (with did-you-mean) when `orgName` is not among them.
+ */
+export async function findOrganizations(client: AcsClient, orgName?: string): Promise<Organization[]> {
+  const all = await client.listOrganizations();
+  if (!orgName) return all;
+  const org = all.filter((o) => o.org_name === orgName);
+  if (org.length === 0) throw unknownName('organization', orgName, all.map((o) => o.org_name), 'reachable with this key', 'the organizations it reaches');
+  return org;
+}
+
+/**
+ * Finds a team by name among the organizations the key reaches (optionally one organization).
+ * Output: its graph (participants and edges). Errors: `name_not_found` for an unknown team or
+ * organization (did-you-mean across every team name seen); `invalid_usage` when the name is
+ * in several organizations and no `--org` was given.
+ */
 export async function findTeam(client: AcsClient, teamName: string, orgName?: string): Promise<TeamGraph> {
-  const orgs = (await client.listOrganizations()).filter((o) => !orgName || o.org_name === orgName);
-  if (orgName && orgs.length === 0) throw new ToolkitError('invalid_usage', `no organization named "${orgName}" is reachable with this key`);
+  const orgs = await findOrganizations(client, orgName);
   const matches = [];
-  const names: string[] = [];
+  const names = new Set<string>();
   for (const org of orgs) {
     for (const team of await client.listTeams(org.org_id)) {
-      names.push(team.team_name);
+      names.add(team.team_name);
       if (team.team_name === teamName) matches.push({ org, team });
     }
   }
-  if (matches.length === 0) throw new ToolkitError('invalid_usage', `no team named "${teamName}"${orgName ? ` in ${orgName}` : ''}${suggestion(teamName, [...new Set(names)])}`);
+  if (matches.length === 0) throw unknownName('team', teamName, [...names], orgName ? `in ${orgName}` : '', orgName ? 'its teams' : 'the teams this key reaches');
   if (matches.length > 1) throw new ToolkitError('invalid_usage', `team "${teamName}" exists in several organizations (${matches.map((m) => m.org.org_name).join(', ')}); pass --org`);
   return client.getTeam(matches[0]!.team.team_id);
 }
 
-/** The id of a participant (agent or human) of the team by name. Raises `invalid_usage` when absent. */
+/**
+ * The id of a participant (agent or human) of the team by name.
+ * Errors: `name_not_found` naming the team, with did-you-mean among its participants.
+ */
 export function participantId(team: TeamGraph, name: string): string {
   const agent = team.agents.find((a) => a.name === name);
   const human = team.humans.find((h) => h.name === name);
   const id = agent?.agent_id ?? human?.human_id;
-  if (!id) throw new ToolkitError('invalid_usage', `team ${team.team_name} has no participant named "${name}"`);
+  if (!id) throw unknownName('participant', name, [...participantNames(team).values()], `in team ${team.team_name}`, 'its participants');
   return id;
 }
 
-export { participantNames } from '../client/team-names.ts';
+export { participantNames };
 
 /**
  * The agent of the team named `name` (agents only: MCP keys belong to agents). Raises
- * `invalid_usage` when there is none, with a did-you-mean among the team's agents, or saying so
- * when `name` is a human of the team.
+ * `name_not_found` when there is none, with a did-you-mean among the team's agents, or
+ * `invalid_usage` when `name` is a human of the team.
  */
 export function findAgent(team: TeamGraph, name: string): Agent {
   const agent = team.agents.find((a) => a.name === name);
   if (agent) return agent;
   if (team.humans.some((h) => h.name === name)) throw new ToolkitError('invalid_usage', `"${name}" is a human of team ${team.team_name}, not an agent; MCP keys are for agents`);
-  throw new ToolkitError('invalid_usage', `team ${team.team_name} has no agent named "${name}"${suggestion(name, team.agents.map((a) => a.name))}`);
+  throw unknownName('agent', name, team.agents.map((a) => a.name), `in team ${team.team_name}`, 'its agents');
 }

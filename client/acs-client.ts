@@ -10,6 +10,8 @@ import type {
   Agent,
   AgentStatus,
   AgentUsage,
+  CreateAgentBody,
+  CreateHumanBody,
   CreateOrganizationBody,
   CreateTeamBody,
   Edge,
@@ -21,6 +23,8 @@ import type {
   Organization,
   OrganizationDeletionPreview,
   OrgKey,
+  PatchAgentBody,
+  PatchHumanBody,
   PatchOrganizationBody,
   PatchTeamBody,
   ProtectedResource,
@@ -71,27 +75,8 @@ export interface PostOptions {
   signal?: AbortSignal;
 }
 
-/** Fields of an agent as created or patched (contract §5). */
-export interface AgentFields {
-  name: string;
-  description?: string;
-  provider?: Provider | null;
-  model?: string | null;
-  instructions?: string;
-  status?: AgentStatus;
-  /** Contract §4: while true, deleting the agent (or its team or organization) is refused. */
-  deletion_protection?: boolean;
-  /** Daily token budget (input plus output tokens per UTC day); null = unlimited. */
-  max_tokens_per_day?: number | null;
-}
-
-/** Fields of a human as created or patched (contract §5). */
-export interface HumanFields {
-  name: string;
-  email?: string | null;
-  /** Contract §4: while true, deleting the human (or its team or organization) is refused. */
-  deletion_protection?: boolean;
-}
+/** A request body as the client takes it: the input side of its schema (`api/schemas.ts`). */
+export type BodyOf<S extends z.ZodType> = z.input<S>;
 
 /** A typed client of one service and one organization key. */
 export class AcsClient {
@@ -104,7 +89,7 @@ export class AcsClient {
   readonly #maxPaceWaitMs: number;
 
   constructor(options: AcsClientOptions) {
-    this.baseUrl = options.baseUrl.replace(/\/+$/, '');
+    this.baseUrl = normalizeBaseUrl(options.baseUrl);
     this.#apiKey = options.apiKey;
     this.#fetch = options.fetch ?? globalThis.fetch;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
@@ -125,7 +110,7 @@ export class AcsClient {
    * key reaches it). Takes a name, or the body (`org_name`, `deletion_protection?`).
    * Errors: `conflict` (name taken; `existingId`), `invalid_request`.
    */
-  createOrganization(orgNameOrBody: string | z.input<typeof CreateOrganizationBody>, options?: PostOptions): Promise<Organization> {
+  createOrganization(orgNameOrBody: string | BodyOf<typeof CreateOrganizationBody>, options?: PostOptions): Promise<Organization> {
     const body = typeof orgNameOrBody === 'string' ? { org_name: orgNameOrBody } : orgNameOrBody;
     return this.request('POST', '/organizations', body, options);
   }
@@ -139,7 +124,7 @@ export class AcsClient {
    * `PATCH /api/v1/organizations/{org_id}` (`deletion_protection?`) → 200 Organization.
    * Errors: `not_found`, `invalid_request`.
    */
-  patchOrganization(orgId: string, body: z.input<typeof PatchOrganizationBody>): Promise<Organization> {
+  patchOrganization(orgId: string, body: BodyOf<typeof PatchOrganizationBody>): Promise<Organization> {
     return this.request('PATCH', `/organizations/${seg(orgId)}`, body);
   }
 
@@ -185,7 +170,7 @@ export class AcsClient {
    * `POST /api/v1/organizations/{org_id}/teams` (`team_name`, `description?`, `deletion_protection?`)
    * → 201 Team. Errors: `conflict`, `not_found`, `invalid_request`.
    */
-  createTeam(orgId: string, body: z.input<typeof CreateTeamBody>, options?: PostOptions): Promise<Team> {
+  createTeam(orgId: string, body: BodyOf<typeof CreateTeamBody>, options?: PostOptions): Promise<Team> {
     return this.request('POST', `/organizations/${seg(orgId)}/teams`, body, options);
   }
 
@@ -200,7 +185,7 @@ export class AcsClient {
   }
 
   /** `PATCH /api/v1/teams/{team_id}` (`team_name?`, `description?`, `deletion_protection?`). Errors: `conflict`, `not_found`. */
-  updateTeam(teamId: string, body: z.input<typeof PatchTeamBody>): Promise<Team> {
+  updateTeam(teamId: string, body: BodyOf<typeof PatchTeamBody>): Promise<Team> {
     return this.request('PATCH', `/teams/${seg(teamId)}`, body);
   }
 
@@ -224,7 +209,7 @@ export class AcsClient {
   // ---- agents -------------------------------------------------------------------------------
 
   /** `POST /api/v1/teams/{team_id}/agents` → 201 Agent. Errors: `conflict`, `not_found`. */
-  createAgent(teamId: string, body: AgentFields, options?: PostOptions): Promise<Agent> {
+  createAgent(teamId: string, body: BodyOf<typeof CreateAgentBody>, options?: PostOptions): Promise<Agent> {
     return this.request('POST', `/teams/${seg(teamId)}/agents`, body, options);
   }
 
@@ -233,13 +218,13 @@ export class AcsClient {
     return (await this.request<{ agents: Agent[] }>('GET', `/teams/${seg(teamId)}/agents`)).agents;
   }
 
-  /** `GET /api/v1/agents/{agent_id}`. */
+  /** `GET /api/v1/agents/{agent_id}`. Errors: `not_found`. */
   getAgent(agentId: string): Promise<Agent> {
     return this.request('GET', `/agents/${seg(agentId)}`);
   }
 
   /** `PATCH /api/v1/agents/{agent_id}`. Errors: `conflict`, `not_found`. */
-  updateAgent(agentId: string, body: Partial<AgentFields>): Promise<Agent> {
+  updateAgent(agentId: string, body: BodyOf<typeof PatchAgentBody>): Promise<Agent> {
     return this.request('PATCH', `/agents/${seg(agentId)}`, body);
   }
 
@@ -273,7 +258,7 @@ export class AcsClient {
   // ---- humans -------------------------------------------------------------------------------
 
   /** `POST /api/v1/teams/{team_id}/humans` → 201 Human. Errors: `conflict`, `not_found`, `invalid_request`. */
-  createHuman(teamId: string, body: HumanFields, options?: PostOptions): Promise<Human> {
+  createHuman(teamId: string, body: BodyOf<typeof CreateHumanBody>, options?: PostOptions): Promise<Human> {
     return this.request('POST', `/teams/${seg(teamId)}/humans`, body, options);
   }
 
@@ -282,8 +267,13 @@ export class AcsClient {
     return (await this.request<{ humans: Human[] }>('GET', `/teams/${seg(teamId)}/humans`)).humans;
   }
 
+  /** `GET /api/v1/humans/{human_id}`. Errors: `not_found`. */
+  getHuman(humanId: string): Promise<Human> {
+    return this.request('GET', `/humans/${seg(humanId)}`);
+  }
+
   /** `PATCH /api/v1/humans/{human_id}`. Errors: `conflict`, `not_found`, `invalid_request`. */
-  updateHuman(humanId: string, body: Partial<HumanFields>): Promise<Human> {
+  updateHuman(humanId: string, body: BodyOf<typeof PatchHumanBody>): Promise<Human> {
     return this.request('PATCH', `/humans/${seg(humanId)}`, body);
   }
 
@@ -305,6 +295,11 @@ export class AcsClient {
   /** `GET /api/v1/teams/{team_id}/edges`. */
   async listEdges(teamId: string): Promise<Edge[]> {
     return (await this.request<{ edges: Edge[] }>('GET', `/teams/${seg(teamId)}/edges`)).edges;
+  }
+
+  /** `GET /api/v1/edges/{edge_id}`. Errors: `not_found`. */
+  getEdge(edgeId: string): Promise<Edge> {
+    return this.request('GET', `/edges/${seg(edgeId)}`);
   }
 
   /** `DELETE /api/v1/edges/{edge_id}` (cascades to its threads and their messages). Errors: `not_found`. */
@@ -427,7 +422,7 @@ export class AcsClient {
       throw new AcsApiError({
         status: 0,
         code: NETWORK_ERROR,
-        message: `${method} ${path}: cannot reach ${this.baseUrl} (${describeCause(cause)})`,
+        message: `${method} ${path}: cannot reach ACS at ${this.baseUrl} (${describeNetworkFailure(cause, this.#timeoutMs + extraTimeoutMs)})`,
       });
     }
     this.#pacer?.settle(Date.now(), response.status, response.headers);
@@ -470,12 +465,51 @@ function sinceQuery(since: string | undefined): string {
   return since === undefined ? '' : `?${new URLSearchParams({ since })}`;
 }
 
-function describeCause(cause: unknown): string {
-  if (cause instanceof Error) {
-    const inner = (cause as Error & { cause?: { code?: string } }).cause;
-    return inner?.code ?? cause.name;
+/** Why a request got no answer, by the system's or undici's error code, as a person reads it. */
+const NETWORK_FAILURES: Record<string, string> = {
+  ECONNREFUSED: 'connection refused',
+  ECONNRESET: 'connection reset',
+  ENOTFOUND: 'no such host',
+  EAI_AGAIN: 'name lookup failed',
+  ETIMEDOUT: 'connection timed out',
+  EHOSTUNREACH: 'host unreachable',
+  ENETUNREACH: 'network unreachable',
+  EPIPE: 'connection closed while sending',
+  UND_ERR_CONNECT_TIMEOUT: 'connection timed out',
+  UND_ERR_SOCKET: 'connection closed',
+  UND_ERR_HEADERS_TIMEOUT: 'no answer in time',
+  UND_ERR_BODY_TIMEOUT: 'the answer stopped arriving',
+};
+
+/**
+ * The reason a `fetch` failed, in words: `connection refused`, `no such host`, `no answer within
+ * 60 s`, `TLS: certificate has expired`; the innermost error's message when its code is not
+ * known (undici's `bad port`), never a bare class name such as `TypeError`.
+ * Input: what `fetch` threw and the request's timeout in ms.
+ */
+export function describeNetworkFailure(cause: unknown, timeoutMs: number): string {
+  if (cause instanceof Error && cause.name === 'TimeoutError') return `no answer within ${Math.round(timeoutMs / 1000)} s`;
+  if (cause instanceof Error && cause.name === 'AbortError') return 'aborted';
+  // fetch wraps the socket's error in a TypeError("fetch failed"); happy eyeballs in an AggregateError.
+  let inner: unknown = cause instanceof Error && cause.cause !== undefined ? cause.cause : cause;
+  if (inner instanceof AggregateError && inner.errors.length > 0) inner = inner.errors[0];
+  const { code, message } = (inner ?? {}) as { code?: unknown; message?: unknown };
+  if (typeof code === 'string') {
+    if (NETWORK_FAILURES[code]) return NETWORK_FAILURES[code];
+    if (/CERT|TLS|SSL|SELF_SIGNED/.test(code)) return `TLS: ${typeof message === 'string' ? message : code}`;
+    return code;
   }
-  return 'unknown error';
+  if (typeof message === 'string' && message !== '' && message !== 'fetch failed') return message;
+  return 'no connection';
+}
+
+/**
+ * A base URL as the client uses it: without trailing slashes and without the API prefix, which
+ * the client adds itself — `http://127.0.0.1:8080/api/v1/` and `…/v1` are `http://127.0.0.1:8080`,
+ * so a URL copied from the API's documentation works as given.
+ */
+export function normalizeBaseUrl(url: string): string {
+  return url.replace(/\/+$/, '').replace(/\/(?:api\/)?v1$/, '');
 }
 
 function errorFromResponse(

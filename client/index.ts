@@ -1,4 +1,4 @@
 /** Public API of the typed client. */
 export { AcsClient } from './acs-client.ts';
-export type { AcsClientOptions, AgentFields, PostOptions } from './acs-client.ts';
+export type { AcsClientOptions, BodyOf, PostOptions } from './acs-client.ts';
 export { AcsApiError, NETWORK_ERROR } from './errors.ts';

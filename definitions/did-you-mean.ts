@@ -13,6 +13,8 @@ export function closestMatch(word: string, candidates: readonly string[]): strin
   let best: string | undefined;
   let bestDistance = (word.length <= 3 ? 1 : Math.max(2, Math.floor(word.length / 3))) + 1;
   for (const candidate of candidates) {
+    // The distance is at least the difference in length: skip what cannot win (a huge word costs nothing).
+    if (Math.abs(candidate.length - word.length) >= bestDistance) continue;
     const d = distance(lower, candidate.toLowerCase());
     if (d < bestDistance) {
       best = candidate;

@@ -47,7 +47,7 @@ export const PipelineInputSchema = z
   .strictObject({
     type: z.enum(InputTypes).default('string').describe('string (default), number or boolean'),
     default: InputValueSchema.optional().describe('Value when the run does not give one; without it the input is required'),
-    description: LongText.optional(),
+    description: LongText.optional().describe('What the input means (up to 4000 characters)'),
   })
   .describe('An input of the pipeline');
 export type PipelineInput = z.infer<typeof PipelineInputSchema>;
@@ -84,7 +84,7 @@ export const PipelineDefinitionSchema = z
   .strictObject({
     name: Name.describe('Pipeline name, unique in the file; `teamctl run NAME` runs it'),
     team: Name.describe('The team whose participants converse (a team of this file)'),
-    description: LongText.optional(),
+    description: LongText.optional().describe('What the pipeline does (up to 4000 characters)'),
     inputs: z.record(Identifier, PipelineInputSchema).default({}).describe('Inputs by name'),
     steps: z.array(PipelineEntrySchema).min(1).describe('Steps in order; a `parallel` entry runs its steps at once'),
     output: Template(32_768).optional().describe('What the run returns (template), e.g. {{ steps.summary.reply }}'),
@@ -101,7 +101,7 @@ export const ScheduleDefinitionSchema = z
   .strictObject({
     name: Name.regex(/^[A-Za-z0-9][A-Za-z0-9._-]*$/, 'must hold only letters, digits, ., - and _').describe('Schedule name, unique in the file'),
     pipeline: Name.describe('The pipeline to run (a pipeline of this file)'),
-    description: LongText.optional(),
+    description: LongText.optional().describe('What the schedule is for (up to 4000 characters)'),
     cron: z.string().trim().min(1).max(200).optional().describe('Cron expression (5 fields, or @daily and the like); or give `every`'),
     every: DurationSchema.optional().describe('Interval instead of `cron`, e.g. 15m'),
     timezone: z.string().trim().min(1).max(100).default('UTC').describe('IANA time zone of the cron expression (default UTC)'),

@@ -60,14 +60,18 @@ export function formatProblem(problem: DefinitionProblem): string {
 
 /**
  * A definition file failed to parse or validate: code `invalid_definition`, with every problem
- * in `problems` (sorted by place) and one {@link formatProblem} line per problem as message.
+ * in `problems` (sorted by place) and one {@link formatProblem} line per problem as message —
+ * at most `maxListed` lines, then one line counting the others (a file of thousands of broken
+ * entries still gives a message one can read).
  */
 export class DefinitionError extends ToolkitError {
   readonly problems: readonly DefinitionProblem[];
 
-  constructor(problems: readonly DefinitionProblem[]) {
+  constructor(problems: readonly DefinitionProblem[], maxListed = Number.POSITIVE_INFINITY) {
     const sorted = [...problems].sort((a, b) => a.line - b.line || a.column - b.column);
-    super('invalid_definition', sorted.map(formatProblem).join('\n'));
+    const lines = sorted.slice(0, maxListed).map(formatProblem);
+    if (sorted.length > maxListed) lines.push(`${sorted[0]!.file}: … and ${sorted.length - maxListed} more problems`);
+    super('invalid_definition', lines.join('\n'));
     this.name = 'DefinitionError';
     this.problems = sorted;
   }

@@ -64,6 +64,20 @@ function typeName(value: unknown): string {
   return `a ${typeof value}`;
 }
 
+/** Longest quoted value in a message, in characters; longer ones are cut with `…`. */
+const MAX_QUOTED = 60;
+
+/**
+ * A value as a message quotes it: JSON for a scalar, cut to {@link MAX_QUOTED} characters (a
+ * megabyte-long key stays one short line); `a mapping` or `a list` for a collection, which is
+ * never serialised (it may be deep).
+ */
+function quoted(value: unknown): string {
+  if (value !== null && typeof value === 'object') return Array.isArray(value) ? 'a list' : 'a mapping';
+  const text = typeof value === 'string' ? JSON.stringify(value.length > MAX_QUOTED ? `${value.slice(0, MAX_QUOTED)}…` : value) : String(value);
+  return text;
+}
+
 const EXPECTED: Record<string, string> = { object: 'a mapping', array: 'a list', string: 'a string', number: 'a number' };
 
 /** The problems of one issue (one per key for unknown keys). */
@@ -93,7 +107,7 @@ function problemsOf(issue: Issue, root: z.ZodType, data: unknown): PathProblem[]
       return issue.keys.map((key) => ({
         path: [...path, key],
         target: 'key',
-        message: `${inProviderKeys ? 'unknown provider' : 'unknown key'} ${JSON.stringify(key)}${suggestion(key, candidates)}`,
+        message: `${inProviderKeys ? 'unknown provider' : 'unknown key'} ${quoted(key)}${suggestion(key, candidates)}`,
       }));
     }
     case 'invalid_type': {
@@ -106,7 +120,7 @@ function problemsOf(issue: Issue, root: z.ZodType, data: unknown): PathProblem[]
     case 'invalid_value': {
       const allowed = issue.values.map(String);
       const input = valueAt(data, path);
-      const shown = JSON.stringify(input) ?? String(input);
+      const shown = quoted(input);
       if (allowed.length === 1) {
         return [{ path, target: 'value', message: `must be ${JSON.stringify(allowed[0])}, got ${shown}` }];
       }

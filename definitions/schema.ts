@@ -1,45 +1,36 @@
 /**
  * The Zod schema of a teamctl definition file (`apiVersion: teamctl/v1`).
  *
- * Objects are strict (an unknown key is an error, so a typo never silently drops a setting) and
- * reuse the service's text limits from `api/schemas.ts`, so a file that validates here is not
- * rejected later by the service for a length. Cross-field rules (unique names, edges between
+ * Objects are strict (an unknown key is an error, so a typo never silently drops a setting). A
+ * resource's fields are declared once, in `api/schemas.ts` (`TeamFields`, `AgentFields`, …):
+ * the same declaration gives the service's request bodies, so a file that validates here is not
+ * rejected later by the service for a length; this module adds the keys of the file alone
+ * (`renamedFrom`, the lists of a team, provider keys). Cross-field rules (unique names, edges between
  * existing participants) are in `semantics.ts`: they need the whole document.
  */
 import { z } from 'zod';
-import { AgentStatus, LongText, MaxTokensPerDay, Name, Provider, Providers } from '../api/schemas.ts';
+import { AgentFields, HumanFields, Name, OrganizationFields, Providers, TeamFields } from '../api/schemas.ts';
 import { PipelineDefinitionSchema, ScheduleDefinitionSchema } from './pipeline-schema.ts';
 import { SecretRefSchema } from './secrets.ts';
 
 /** The only definition format version so far. */
 export const API_VERSION = 'teamctl/v1';
 
-/** Same model limit as the service's agent body (`CreateAgentBody.model`). */
-const Model = z.string().trim().min(1).max(200);
+/**
+ * The name a resource had before (team, agent, human): the plan renames the live resource of that
+ * name (an update that keeps its id and threads) instead of deleting it and creating another.
+ * Harmless once done, or when neither name exists (then it is created).
+ */
+const RenamedFrom = Name.optional().describe(
+  'The name it had before: plan and apply rename the live one of that name (threads kept) instead of deleting it and creating another; harmless once renamed',
+);
 
-/** An agent: with a provider it runs a model in the service; without, it is external (MCP). */
-export const AgentDefinitionSchema = z
-  .strictObject({
-    name: Name.describe('Agent name, unique among the participants of its team (1–100 characters)'),
-    provider: Provider.optional().describe('LLM provider; leave out for an external agent taking part over MCP'),
-    model: Model.optional().describe('Model of the provider; only for agents with a provider'),
-    description: LongText.optional().describe('What the agent does (up to 4000 characters)'),
-    instructions: LongText.optional().describe('System instructions of the agent (up to 4000 characters)'),
-    status: AgentStatus.optional().describe('active (default) or paused'),
-    maxTokensPerDay: MaxTokensPerDay.optional().describe(
-      'Daily token budget (input plus output tokens per UTC day); once spent the agent calls no provider until the next UTC day. null: unlimited; omitted: left as it is on the service (unlimited for a new agent)',
-    ),
-  })
-  .describe('An agent of the team');
+/** An agent: with a provider it runs a model in the service; without, it is external (MCP). Fields: `AgentFields` (api/schemas.ts). */
+export const AgentDefinitionSchema = AgentFields.definition.extend({ renamedFrom: RenamedFrom }).describe('An agent of the team');
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
 
-/** A human participant. */
-export const HumanDefinitionSchema = z
-  .strictObject({
-    name: Name.describe('Human name, unique among the participants of its team (1–100 characters)'),
-    email: z.email('must be an email address').max(320).optional().describe('Email address'),
-  })
-  .describe('A human of the team');
+/** A human participant. Fields: `HumanFields` (api/schemas.ts). */
+export const HumanDefinitionSchema = HumanFields.definition.extend({ renamedFrom: RenamedFrom }).describe('A human of the team');
 export type HumanDefinition = z.infer<typeof HumanDefinitionSchema>;
 
 /** An undirected edge between two participants of the same team, by name. */
@@ -48,11 +39,10 @@ export const EdgeDefinitionSchema = z
   .describe('Two participant names (agents or humans) of the team that may talk: [a, b]');
 export type EdgeDefinition = z.infer<typeof EdgeDefinitionSchema>;
 
-/** A team with its participants and edges. */
-export const TeamDefinitionSchema = z
-  .strictObject({
-    name: Name.describe('Team name, unique in the organization (1–100 characters)'),
-    description: LongText.optional().describe('What the team is for (up to 4000 characters)'),
+/** A team with its participants and edges. Fields: `TeamFields` (api/schemas.ts). */
+export const TeamDefinitionSchema = TeamFields.definition
+  .extend({
+    renamedFrom: RenamedFrom,
     agents: z.array(AgentDefinitionSchema).default([]),
     humans: z.array(HumanDefinitionSchema).default([]),
     edges: z.array(EdgeDefinitionSchema).default([]),
@@ -71,13 +61,8 @@ export const ProviderKeysSchema = z
   })
   .describe('API keys of LLM providers, as references to environment variables: ${env:NAME}');
 
-/** The organization the definition manages. */
-export const OrganizationDefinitionSchema = z
-  .strictObject({
-    name: Name.describe('Organization name (1–100 characters)'),
-    providerKeys: ProviderKeysSchema.optional(),
-  })
-  .describe('The organization');
+/** The organization the definition manages. Fields: `OrganizationFields` (api/schemas.ts). */
+export const OrganizationDefinitionSchema = OrganizationFields.definition.extend({ providerKeys: ProviderKeysSchema.optional() }).describe('The organization');
 export type OrganizationDefinition = z.infer<typeof OrganizationDefinitionSchema>;
 
 /** A whole definition file. */

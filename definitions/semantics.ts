@@ -89,14 +89,39 @@ function checkEdges(team: TeamDefinition, teamIndex: number, names: Map<string, 
 }
 
 /**
+ * `renamedFrom` must name a resource that the file no longer names: a name the file keeps (another
+ * entry, or the entry itself) would make one live resource the match of two entries. Two entries
+ * may not claim the same old name either. Input: the entries of one scope (the teams, or the
+ * participants of one team, agents and humans together) with their paths.
+ */
+function checkRenames(entries: Array<{ name: string; renamedFrom?: string | undefined; path: Array<string | number> }>, scope: string, problems: PathProblem[]): void {
+  const names = new Set(entries.map((e) => e.name));
+  const claimed = new Map<string, string>();
+  for (const entry of entries) {
+    if (entry.renamedFrom === undefined) continue;
+    const path = [...entry.path, 'renamedFrom'];
+    const where = entry.path.slice(-2).join('[') + ']';
+    if (names.has(entry.renamedFrom)) {
+      const what = entry.renamedFrom === entry.name ? 'its own name' : `the name of another entry (${scope} of this file keep it)`;
+      problems.push({ path, target: 'value', message: `renamedFrom ${JSON.stringify(entry.renamedFrom)} is ${what}: it must name what the resource was called before` });
+    } else if (claimed.has(entry.renamedFrom)) {
+      problems.push({ path, target: 'value', message: `renamedFrom ${JSON.stringify(entry.renamedFrom)} is claimed twice (also by ${claimed.get(entry.renamedFrom)})` });
+    } else {
+      claimed.set(entry.renamedFrom, where);
+    }
+  }
+}
+
+/**
  * Checks the rules that the schema cannot express.
  *
  * Input: a definition that passed the schema. Output: the problems, with paths into the document
  * (empty when there are none): team names unique in the organization; participant names (agents
  * and humans together) unique in a team; edges between existing participants of the same team,
  * no self-edges, no duplicate pairs in either order; no model on an agent without a provider, a
- * model on every agent with a provider other than echo;
- * and the rules of pipelines and schedules (`checkPipelines`). Raises nothing.
+ * model on every agent with a provider other than echo; `renamedFrom` naming no name the file
+ * keeps, and claimed once (`checkRenames`); and the rules of pipelines and schedules
+ * (`checkPipelines`). Raises nothing.
  */
 export function checkDefinition(definition: Definition): PathProblem[] {
   const problems: PathProblem[] = [];
@@ -115,7 +140,17 @@ export function checkDefinition(definition: Definition): PathProblem[] {
     const names = participants(team, t, problems);
     checkAgents(team, t, problems);
     checkEdges(team, t, names, problems);
+    checkRenames(
+      [...team.agents.map((a, i) => ({ ...a, path: ['teams', t, 'agents', i] })), ...team.humans.map((h, i) => ({ ...h, path: ['teams', t, 'humans', i] }))],
+      `the participants of team ${team.name}`,
+      problems,
+    );
   });
+  checkRenames(
+    definition.teams.map((team, t) => ({ name: team.name, renamedFrom: team.renamedFrom, path: ['teams', t] })),
+    'the teams',
+    problems,
+  );
   problems.push(...checkPipelines(definition));
   return problems;
 }

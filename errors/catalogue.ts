@@ -63,6 +63,14 @@ export const ToolkitErrorCodes = {
   run_not_found: 'run_not_found',
   /** A pipeline run ended without completing (failed or cancelled). */
   run_failed: 'run_failed',
+  /** A team, participant or organization named on the command line does not exist where it was looked for. */
+  name_not_found: 'name_not_found',
+  /** The teamctl config file (contexts) cannot be read, is not YAML, or does not match its schema. */
+  invalid_config: 'invalid_config',
+  /** `--context` or `TEAMCTL_CONTEXT` names a context the config file does not have. */
+  context_not_found: 'context_not_found',
+  /** A plan deletes something nobody approved: no terminal to ask on and no `--auto-approve`, an answer other than `yes`, or the live state changed since the plan was approved. Nothing was changed. */
+  not_approved: 'not_approved',
 } as const;
 
 /** A code of an error raised by the toolkit itself. */
@@ -100,10 +108,14 @@ export class ServiceError extends Error {
   }
 }
 
-/** An error raised by the toolkit (definitions, CLI, engines) with a stable code. */
+/**
+ * An error raised by the toolkit (definitions, CLI, engines) with a stable code: one of its own,
+ * or a service's code when the toolkit refuses, before any request, what the service would refuse
+ * (`deletion_protected`, `forbidden`, `in_use` in a plan).
+ */
 export class ToolkitError extends Error {
-  readonly code: ToolkitErrorCode;
-  constructor(code: ToolkitErrorCode, message: string) {
+  readonly code: ToolkitErrorCode | ErrorCode;
+  constructor(code: ToolkitErrorCode | ErrorCode, message: string) {
     super(message);
     this.name = 'ToolkitError';
     this.code = code;

@@ -1,52 +1,23 @@
 /**
  * The plan: a pure function of the desired and observed states, with no I/O.
  *
+ * The definition owns its organization, as a Terraform configuration owns its state: what the
+ * organization holds and the definition does not name is deleted — teams, agents, humans, edges
+ * and provider keys (schedules: `plan/schedules.ts`). A resource with `renamedFrom` is matched to
+ * the live one of its old name and renamed (an update: its id and threads are kept).
+ *
  * It runs inside Temporal workflows, so it must stay deterministic and free of Node imports.
  */
-import type { Agent, Human, Team } from '../api/schemas.ts';
-import type { Change, DesiredAgent, DesiredHuman, DesiredState, DesiredTeam, FieldDiff, ObservedState, ObservedTeam, Plan } from './types.ts';
+import type { Agent, Edge, Human } from '../api/schemas.ts';
+import { edgeAddress, ORGANIZATION_ADDRESS, participantAddress, providerKeyAddress, teamAddress } from './addresses.ts';
+import { SENSITIVE } from './types.ts';
+import type { Change, DeleteChange, Desired, DesiredState, DesiredTeam, FieldDiff, ObservedState, ObservedTeam, Plan } from './types.ts';
 
-/** The value shown in place of a secret. */
-export const SENSITIVE = '(sensitive)';
+export { SENSITIVE } from './types.ts';
 
 /** The name of an edge in plans and logs: its two participant names. */
 export function edgeName(pair: readonly [string, string]): string {
   return `${pair[0]}<->${pair[1]}`;
-}
-
-/** The fields the service should hold for a desired team (omitted description is `""`). */
-export function teamFields(team: DesiredTeam): { team_name: string; description: string } {
-  return { team_name: team.name, description: team.description ?? '' };
-}
-
-/**
- * The fields the service should hold for a desired agent; `status` and `max_tokens_per_day` only
- * when the definition sets them (so a definition without a budget plans the same against a
- * service that has no budgets, and running apply workflows replay as before).
- */
-export function agentFields(agent: DesiredAgent): {
-  name: string;
-  description: string;
-  provider: DesiredAgent['provider'];
-  model: string | null;
-  instructions: string;
-  max_tokens_per_day?: number | null;
-  status?: DesiredAgent['status'];
-} {
-  return {
-    name: agent.name,
-    description: agent.description ?? '',
-    provider: agent.provider ?? null,
-    model: agent.model ?? null,
-    instructions: agent.instructions ?? '',
-    ...(agent.maxTokensPerDay !== undefined ? { max_tokens_per_day: agent.maxTokensPerDay } : {}),
-    ...(agent.status ? { status: agent.status } : {}),
-  };
-}
-
-/** The fields the service should hold for a desired human. */
-export function humanFields(human: DesiredHuman): { name: string; email: string | null } {
-  return { name: human.name, email: human.email ?? null };
 }
 
 /** The fields of `desired` whose values differ from `live`; empty when in sync. */
@@ -59,9 +30,10 @@ export function diffFields(live: object, desired: object): Record<string, FieldD
   return diff;
 }
 
-/** The desired value of each differing field, as a PATCH body. */
-export function patchOf(diff: Record<string, FieldDiff>): Record<string, unknown> {
-  return Object.fromEntries(Object.entries(diff).map(([key, d]) => [key, d.to]));
+/** The fields of `desired` that `diff` names: the PATCH body that brings a live resource in line. */
+export function patchOf<T extends object>(desired: T, diff: Record<string, FieldDiff>): Partial<T> {
+  // Entries of `desired` itself, filtered: each keeps its key's type, which Object.entries forgets.
+  return Object.fromEntries(Object.entries(desired).filter(([key]) => Object.hasOwn(diff, key))) as Partial<T>;
 }
 
 /** Whether two edges join the same unordered pair. */
@@ -69,80 +41,198 @@ function samePair(a: readonly [string, string], b: readonly [string, string]): b
   return (a[0] === b[0] && a[1] === b[1]) || (a[0] === b[1] && a[1] === b[0]);
 }
 
-/**
- * Computes the changes that make `observed` match `desired`, in dependency order: the
- * organization, its provider keys, each team, then its participants, then its edges.
- * Resources in sync produce no change; nothing is ever deleted.
- */
-export function computePlan(desired: DesiredState, observed: ObservedState): Plan {
-  const changes: Change[] = [];
-  const org = desired.organization;
-  if (!observed.organization) {
-    changes.push({ action: 'create', kind: 'organization', name: org.name, fields: { org_name: org.name } });
-  }
-  for (const provider of Object.keys(org.providerKeys ?? {}).sort()) {
-    const live = observed.providerKeys.find((k) => k.provider === provider);
-    if (!live) {
-      changes.push({ action: 'create', kind: 'provider_key', name: provider, fields: { api_key: SENSITIVE } });
-    } else if (live.matchesDesired === false) {
-      changes.push({
-        action: 'update',
-        kind: 'provider_key',
-        name: provider,
-        fields: { api_key: SENSITIVE },
-        diff: { api_key: { from: SENSITIVE, to: SENSITIVE } },
-      });
-    }
-  }
-  for (const team of desired.teams) {
-    const live = observed.teams.find((t) => t.team.team_name === team.name);
-    changes.push(...planTeam(team, live));
-  }
-  return { changes };
+/** A desired resource and the live one it is matched to (by name, else by `renamedFrom`). */
+export interface Matched<D, L> {
+  desired: D;
+  live: L | undefined;
 }
 
-function planTeam(team: DesiredTeam, live: ObservedTeam | undefined): Change[] {
-  const changes: Change[] = [];
-  const fields = teamFields(team);
-  if (!live) {
-    changes.push({ action: 'create', kind: 'team', name: team.name, fields });
+/** A desired team with its live team and its participants matched. */
+export interface TeamMatch extends Matched<DesiredTeam, ObservedTeam> {
+  agents: Array<Matched<DesiredTeam['agents'][number], Agent>>;
+  humans: Array<Matched<DesiredTeam['humans'][number], Human>>;
+}
+
+/** How a definition's resources map onto the live ones. */
+export interface Matching {
+  teams: TeamMatch[];
+  /** Live teams the definition does not name. */
+  unmatchedTeams: ObservedTeam[];
+}
+
+/**
+ * Matches desired resources to live ones: by name first, else by `renamedFrom` when a live one of
+ * that name is left (a stale `renamedFrom`, naming nothing left, is harmless). Each live resource
+ * matches at most one desired one, of the same kind.
+ */
+function matchAll<D extends { name: string; renamedFrom?: string | undefined }, L>(desired: readonly D[], live: readonly L[], nameOf: (l: L) => string): Array<Matched<D, L>> {
+  const byName = new Map(live.map((l) => [nameOf(l), l]));
+  const taken = new Set<L>();
+  const first = desired.map((d) => {
+    const found = byName.get(d.name);
+    if (found) taken.add(found);
+    return found;
+  });
+  return desired.map((d, i) => {
+    let found = first[i];
+    if (!found && d.renamedFrom !== undefined) {
+      const old = byName.get(d.renamedFrom);
+      if (old && !taken.has(old)) {
+        taken.add(old);
+        found = old;
+      }
+    }
+    return { desired: d, live: found };
+  });
+}
+
+/** Matches a definition's teams and participants to the live ones (see {@link matchAll}). Pure. */
+export function matchState(desired: DesiredState, observed: ObservedState): Matching {
+  const teams = matchAll(desired.teams, observed.teams, (t) => t.team.team_name).map(
+    ({ desired: team, live }): TeamMatch => ({
+      desired: team,
+      live,
+      agents: matchAll(team.agents, live?.agents ?? [], (a) => a.name),
+      humans: matchAll(team.humans, live?.humans ?? [], (h) => h.name),
+    }),
+  );
+  const matched = new Set(teams.map((t) => t.live));
+  return { teams, unmatchedTeams: observed.teams.filter((t) => !matched.has(t)) };
+}
+
+/**
+ * The ids of the live resources a definition names, by their names in the definition: a renamed
+ * team or participant is found under its new name (the orchestration needs them so).
+ */
+export function knownIds(matching: Matching): { teams: Map<string, string>; participants: Map<string, string> } {
+  const teams = new Map<string, string>();
+  const participants = new Map<string, string>();
+  for (const t of matching.teams) {
+    if (!t.live) continue;
+    teams.set(t.desired.name, t.live.team.team_id);
+    for (const a of t.agents) if (a.live) participants.set(participantKey(t.desired.name, a.desired.name), a.live.agent_id);
+    for (const h of t.humans) if (h.live) participants.set(participantKey(t.desired.name, h.desired.name), h.live.human_id);
+  }
+  return { teams, participants };
+}
+
+/** The key of a participant in {@link knownIds}: team and name. */
+export function participantKey(team: string, name: string): string {
+  return `${team}\u0000${name}`;
+}
+
+/**
+ * Computes the changes that make `observed` match `desired`, in the order they can run: the
+ * organization's create (or update: its deletion protection); then deletes — edges before participants, participants before teams,
+ * then provider keys; then provider keys set, and each team with its participants and edges
+ * (creates and updates). Resources in sync produce no change. Deletes carry no `cascade` yet
+ * (the service's counts are read by the CLI, `withCascades`).
+ */
+export function computePlan(desired: DesiredState, observed: ObservedState): Plan {
+  const org = desired.organization;
+  const matching = matchState(desired, observed);
+  const head: Change[] = [];
+  if (!observed.organization) {
+    head.push({ action: 'create', kind: 'organization', name: org.name, address: ORGANIZATION_ADDRESS, fields: org.fields });
   } else {
-    changes.push(...updateChange('team', team.name, undefined, live.team.team_id, live.team as Team, fields));
+    const update = updateOf(observed.organization, org, observed.organization.org_name);
+    if (update) head.push({ action: 'update', kind: 'organization', name: org.name, address: ORGANIZATION_ADDRESS, id: observed.organization.org_id, ...update });
   }
-  const liveAgents = new Map((live?.agents ?? []).map((a) => [a.name, a]));
-  const liveHumans = new Map((live?.humans ?? []).map((h) => [h.name, h]));
-  for (const agent of team.agents) {
-    const fieldsOf = agentFields(agent);
-    const existing = liveAgents.get(agent.name);
-    if (!existing) changes.push({ action: 'create', kind: 'agent', name: agent.name, team: team.name, fields: fieldsOf });
-    else changes.push(...updateChange('agent', agent.name, team.name, existing.agent_id, existing as Agent, fieldsOf));
+  const deletes = { edges: [] as DeleteChange[], participants: [] as DeleteChange[], teams: [] as DeleteChange[], keys: [] as DeleteChange[] };
+  for (const live of observed.providerKeys) {
+    if (!org.providerKeys.some((k) => k.provider === live.provider)) {
+      deletes.keys.push({ action: 'delete', kind: 'provider_key', name: live.provider, address: providerKeyAddress(live.provider), id: live.provider });
+    }
   }
-  for (const human of team.humans) {
-    const fieldsOf = humanFields(human);
-    const existing = liveHumans.get(human.name);
-    if (!existing) changes.push({ action: 'create', kind: 'human', name: human.name, team: team.name, fields: fieldsOf });
-    else changes.push(...updateChange('human', human.name, team.name, existing.human_id, existing as Human, fieldsOf));
+  const body: Change[] = [];
+  for (const { provider, secretRef } of org.providerKeys) {
+    const live = observed.providerKeys.find((k) => k.provider === provider);
+    const base = { kind: 'provider_key', name: provider, address: providerKeyAddress(provider), fields: { api_key: SENSITIVE }, secretRef } as const;
+    if (!live) body.push({ action: 'create', ...base });
+    else if (live.matchesDesired === false) body.push({ action: 'update', ...base, id: provider, diff: { api_key: { from: SENSITIVE, to: SENSITIVE } } });
   }
-  const nameOf = new Map<string, string>();
-  for (const a of live?.agents ?? []) nameOf.set(a.agent_id, a.name);
-  for (const h of live?.humans ?? []) nameOf.set(h.human_id, h.name);
-  const liveEdges = (live?.edges ?? []).map((e) => [nameOf.get(e.participants[0]) ?? '', nameOf.get(e.participants[1]) ?? ''] as const);
+  for (const team of matching.teams) body.push(...planTeam(team, deletes));
+  for (const live of matching.unmatchedTeams) {
+    deletes.teams.push({ action: 'delete', kind: 'team', name: live.team.team_name, address: teamAddress(live.team.team_name), id: live.team.team_id });
+  }
+  return { changes: [...head, ...deletes.edges, ...deletes.participants, ...deletes.teams, ...deletes.keys, ...body] };
+}
+
+/** An update of a matched live resource, when its fields differ (a rename included). */
+function updateOf<F extends object>(live: object, desired: Desired<F>, liveName: string): { diff: Record<string, FieldDiff>; fields: Partial<F>; renamedFrom?: string } | undefined {
+  const diff = diffFields(live, desired.fields);
+  if (Object.keys(diff).length === 0) return undefined;
+  return { diff, fields: patchOf(desired.fields, diff), ...(liveName !== desired.name ? { renamedFrom: liveName } : {}) };
+}
+
+/** The creates and updates of one team, its participants and edges; its deletes go to `deletes`. */
+function planTeam(match: TeamMatch, deletes: { edges: DeleteChange[]; participants: DeleteChange[] }): Change[] {
+  const { desired: team, live } = match;
+  const changes: Change[] = [];
+  const address = teamAddress(team.name);
+  if (!live) changes.push({ action: 'create', kind: 'team', name: team.name, address, fields: team.fields });
+  else {
+    const update = updateOf(live.team, team, live.team.team_name);
+    if (update) changes.push({ action: 'update', kind: 'team', name: team.name, address, id: live.team.team_id, ...update });
+  }
+  const inTeam = { team: team.name };
+  for (const { desired: agent, live: existing } of match.agents) {
+    const at = { ...inTeam, name: agent.name, address: participantAddress(team.name, 'agent', agent.name) };
+    if (!existing) changes.push({ action: 'create', kind: 'agent', ...at, fields: agent.fields });
+    else {
+      const update = updateOf(existing, agent, existing.name);
+      if (update) changes.push({ action: 'update', kind: 'agent', ...at, id: existing.agent_id, ...update });
+    }
+  }
+  for (const { desired: human, live: existing } of match.humans) {
+    const at = { ...inTeam, name: human.name, address: participantAddress(team.name, 'human', human.name) };
+    if (!existing) changes.push({ action: 'create', kind: 'human', ...at, fields: human.fields });
+    else {
+      const update = updateOf(existing, human, existing.name);
+      if (update) changes.push({ action: 'update', kind: 'human', ...at, id: existing.human_id, ...update });
+    }
+  }
+  if (!live) {
+    for (const pair of team.edges) changes.push(edgeCreate(team.name, pair));
+    return changes;
+  }
+
+  // Live participants by id, under the names the definition gives them (a renamed one by its new name).
+  const names = new Map<string, string>();
+  const kept = new Set<string>();
+  const keep = (id: string, name: string) => {
+    kept.add(id);
+    names.set(id, name);
+  };
+  for (const { desired: d, live: l } of match.agents) if (l) keep(l.agent_id, d.name);
+  for (const { desired: d, live: l } of match.humans) if (l) keep(l.human_id, d.name);
+  for (const p of [...live.agents.map((a) => [a.agent_id, a.name] as const), ...live.humans.map((h) => [h.human_id, h.name] as const)]) {
+    if (!kept.has(p[0])) names.set(p[0], p[1]);
+  }
+
+  const liveEdges: Array<{ edge: Edge; pair: [string, string] }> = live.edges.map((edge) => ({
+    edge,
+    pair: [names.get(edge.participants[0]) ?? edge.participants[0], names.get(edge.participants[1]) ?? edge.participants[1]],
+  }));
+  // An edge stays when the definition names its pair and both its participants stay: an edge on
+  // a participant that is deleted goes first (the service refuses to delete one still on an edge).
+  const staying = liveEdges.filter(({ edge, pair }) => edge.participants.every((p) => kept.has(p)) && team.edges.some((e) => samePair(e, pair)));
+  for (const { edge, pair } of liveEdges) {
+    if (staying.some((s) => s.edge === edge)) continue;
+    deletes.edges.push({ action: 'delete', kind: 'edge', ...inTeam, name: edgeName(pair), address: edgeAddress(team.name, pair), id: edge.edge_id, participants: pair });
+  }
+  for (const a of live.agents) {
+    if (!kept.has(a.agent_id)) deletes.participants.push({ action: 'delete', kind: 'agent', ...inTeam, name: a.name, address: participantAddress(team.name, 'agent', a.name), id: a.agent_id });
+  }
+  for (const h of live.humans) {
+    if (!kept.has(h.human_id)) deletes.participants.push({ action: 'delete', kind: 'human', ...inTeam, name: h.name, address: participantAddress(team.name, 'human', h.name), id: h.human_id });
+  }
   for (const pair of team.edges) {
-    if (liveEdges.some((e) => samePair(e, pair))) continue;
-    changes.push({ action: 'create', kind: 'edge', name: edgeName(pair), team: team.name, fields: { participants: [pair[0], pair[1]] } });
+    if (!staying.some((s) => samePair(s.pair, pair))) changes.push(edgeCreate(team.name, pair));
   }
   return changes;
 }
 
-function updateChange(
-  kind: Change['kind'],
-  name: string,
-  team: string | undefined,
-  id: string,
-  live: object,
-  desired: object,
-): Change[] {
-  const diff = diffFields(live, desired);
-  if (Object.keys(diff).length === 0) return [];
-  return [{ action: 'update', kind, name, ...(team ? { team } : {}), id, fields: patchOf(diff), diff }];
+function edgeCreate(team: string, pair: readonly [string, string]): Change {
+  return { action: 'create', kind: 'edge', team, name: edgeName(pair), address: edgeAddress(team, pair), fields: { participants: [pair[0], pair[1]] } };
 }

@@ -10,6 +10,7 @@
  */
 import type { Connection } from '../activities/connection.ts';
 import type { InputValue, OverlapPolicy } from '../definitions/pipeline-schema.ts';
+import { scheduleAddress } from './addresses.ts';
 import type { FieldDiff } from './types.ts';
 
 /** What the plan does to a schedule. */
@@ -59,13 +60,17 @@ export interface ObservedSchedule {
 }
 
 /**
- * One change of schedules. `fields` (create) holds the document and `paused`; `diff` (update)
- * the fields that differ, live value to desired value (`(unknown)` when the live schedule
- * carries no document).
+ * One change of schedules, in the shape of a resource change (`plan/types.ts`: action, kind,
+ * name, address, id). `fields` (create) holds the document and `paused`; `diff` (update) the
+ * fields that differ, live value to desired value (`(unknown)` when the live schedule carries no
+ * document). A delete needs consent as any delete does (`cli/lifecycle.ts`).
  */
 export interface ScheduleChange {
   action: ScheduleChangeAction;
+  kind: 'schedule';
   name: string;
+  /** `schedule/NAME`, as `--target` and `--exclude` take it (the resource changes' addresses: `plan/addresses.ts`). */
+  address: string;
   id: string;
   fields?: Record<string, unknown>;
   diff?: Record<string, FieldDiff>;
@@ -109,7 +114,7 @@ export function diffSchedules(desired: readonly DesiredSchedule[], observed: rea
   for (const schedule of desired) {
     const live = liveById.get(schedule.id);
     if (!live) {
-      changes.push({ action: 'create', name: schedule.name, id: schedule.id, fields: { ...schedule.document, paused: schedule.paused } });
+      changes.push({ action: 'create', ...at(schedule), fields: { ...schedule.document, paused: schedule.paused } });
       continue;
     }
     const diff: Record<string, FieldDiff> = {};
@@ -118,12 +123,17 @@ export function diffSchedules(desired: readonly DesiredSchedule[], observed: rea
       if (Object.keys(diff).length === 0) diff['hash'] = { from: live.hash, to: schedule.hash };
     }
     if (live.paused !== schedule.paused) diff['paused'] = { from: live.paused, to: schedule.paused };
-    if (Object.keys(diff).length > 0) changes.push({ action: 'update', name: schedule.name, id: schedule.id, diff });
+    if (Object.keys(diff).length > 0) changes.push({ action: 'update', ...at(schedule), diff });
   }
   const wanted = new Set(desired.map((s) => s.id));
   const gone = observed.filter((s) => !wanted.has(s.id)).sort((a, b) => (a.name < b.name ? -1 : a.name > b.name ? 1 : 0));
-  for (const schedule of gone) changes.push({ action: 'delete', name: schedule.name, id: schedule.id });
+  for (const schedule of gone) changes.push({ action: 'delete', ...at(schedule) });
   return changes;
+}
+
+/** What every change of a schedule says of it. */
+function at(schedule: { name: string; id: string }): Pick<ScheduleChange, 'kind' | 'name' | 'address' | 'id'> {
+  return { kind: 'schedule', name: schedule.name, address: scheduleAddress(schedule.name), id: schedule.id };
 }
 
 /** Whether an update changes only `paused` (then a pause or unpause suffices). */

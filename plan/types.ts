@@ -2,43 +2,63 @@
  * Shapes of the plan: the desired state (from a definition), the observed state (from the
  * service) and the changes between them. Plain data only: these travel through Temporal
  * workflow inputs and histories, so they hold secret *references*, never secret values.
+ *
+ * A resource's fields are declared once (`TeamFields`, `AgentFields`, … in `api/schemas.ts`);
+ * the desired state holds them in the service's own names with every default filled in
+ * (`WireOf`), so comparing with a live resource and creating one need no mapping here — and the
+ * workflow's sandbox never loads the schemas.
  */
-import type { Agent, AgentStatus, Edge, Human, Organization, Provider, Team } from '../api/schemas.ts';
+import type { WireOf } from '../api/resource-fields.ts';
+import type {
+  Agent,
+  AgentFields,
+  Edge,
+  Human,
+  HumanFields,
+  Organization,
+  OrganizationDeletionPreview,
+  OrganizationFields,
+  Provider,
+  Team,
+  TeamFields,
+} from '../api/schemas.ts';
 
-/** An agent as a definition wants it. Omitted fields mean the service's defaults, except `status`. */
-export interface DesiredAgent {
-  name: string;
-  provider?: Provider | null | undefined;
-  model?: string | null | undefined;
-  description?: string | undefined;
-  instructions?: string | undefined;
-  /** Omitted: not managed (an operator may pause an agent without the next apply undoing it). */
-  status?: AgentStatus | undefined;
-  /** Daily token budget (the service's `max_tokens_per_day`); null: unlimited; omitted: not managed. */
-  maxTokensPerDay?: number | null | undefined;
-}
+/** What a definition asks an organization to hold, in wire names (`org_name`). */
+export type OrganizationWire = WireOf<typeof OrganizationFields>;
+/** What a definition asks a team to hold, in wire names (`team_name`, `description`). */
+export type TeamWire = WireOf<typeof TeamFields>;
+/** What a definition asks an agent to hold, in wire names; `status` only when the definition sets it. */
+export type AgentWire = WireOf<typeof AgentFields>;
+/** What a definition asks a human to hold, in wire names. */
+export type HumanWire = WireOf<typeof HumanFields>;
 
-/** A human as a definition wants it. */
-export interface DesiredHuman {
+/** One resource as a definition wants it: its name, the name it had before, and its fields. */
+export interface Desired<F> {
   name: string;
-  email?: string | null | undefined;
+  /** `renamedFrom` of the definition: the live resource of that name is renamed, not replaced. */
+  renamedFrom?: string | undefined;
+  /** The fields the service should hold (the name included, under its wire key). */
+  fields: F;
 }
 
 /** A team as a definition wants it; edges name two participants of the team. */
-export interface DesiredTeam {
-  name: string;
-  description?: string | undefined;
-  agents: DesiredAgent[];
-  humans: DesiredHuman[];
+export interface DesiredTeam extends Desired<TeamWire> {
+  agents: Array<Desired<AgentWire>>;
+  humans: Array<Desired<HumanWire>>;
   edges: Array<readonly [string, string]>;
 }
 
-/** The desired state: structurally a validated definition (`definitions/`). */
+/** A provider key as a definition wants it: a reference to the secret, resolved only by the activity that sets it. */
+export interface DesiredProviderKey {
+  provider: Provider;
+  secretRef: string;
+}
+
+/** The desired state of an apply: the organization and its teams (`plan/desired.ts` builds it from a definition). */
 export interface DesiredState {
-  organization: {
-    name: string;
-    /** Provider name → secret reference (`${env:NAME}`), never a value. */
-    providerKeys?: Partial<Record<Provider, string>> | undefined;
+  organization: Desired<OrganizationWire> & {
+    /** The provider keys, sorted by provider, each a secret reference (`${env:NAME}`), never a value. */
+    providerKeys: DesiredProviderKey[];
   };
   teams: DesiredTeam[];
 }
@@ -63,7 +83,7 @@ export interface ObservedProviderKey {
 export interface ObservedState {
   organization: Organization | null;
   providerKeys: ObservedProviderKey[];
-  /** The organization's teams that the definition names (found by name). */
+  /** The organization's teams, with their graphs. */
   teams: ObservedTeam[];
 }
 
@@ -78,8 +98,8 @@ export const ResourceKinds = {
 } as const;
 export type ResourceKind = keyof typeof ResourceKinds;
 
-/** Plan actions. v1 creates and updates; nothing is deleted by `apply`. */
-export const ChangeActions = { create: 'create', update: 'update' } as const;
+/** Plan actions. A rename is an update of the name (the resource keeps its id and threads). */
+export const ChangeActions = { create: 'create', update: 'update', delete: 'delete' } as const;
 export type ChangeAction = keyof typeof ChangeActions;
 
 /** One field that differs: live value and desired value (secrets are never shown). */
@@ -88,19 +108,67 @@ export interface FieldDiff {
   to: unknown;
 }
 
-/** One change of a plan. `team` names the team of agents, humans and edges. */
-export interface Change {
-  action: ChangeAction;
-  kind: ResourceKind;
+/** The value shown in place of a secret. */
+export const SENSITIVE = '(sensitive)';
+
+/**
+ * What a delete takes along: the counts of the service's deletion previews (their shape is declared
+ * once, in `api/schemas.ts`) for the organization and a team; counted from the live graph for an
+ * agent or human (its edges and their threads) and an edge (its threads).
+ */
+export type Cascade = Partial<Pick<OrganizationDeletionPreview, 'teams' | 'agents' | 'humans' | 'edges' | 'threads' | 'messages' | 'attachments' | 'keys' | 'provider_keys'>>;
+
+/** What every change has: what it acts on and where (`team` names the team of a participant or edge). */
+interface ChangeBase {
   /** The resource's name; an edge is named `a<->b`, a provider key by its provider. */
   name: string;
-  team?: string;
-  /** The live id, for updates. */
-  id?: string;
-  /** For updates: the fields that differ. For creates: the fields sent (secrets as `(sensitive)`). */
-  fields: Record<string, unknown>;
-  diff?: Record<string, FieldDiff>;
+  /** The resource's address, as `--target` and `--exclude` take it (`team/intake/agent/triager`; see `plan/addresses.ts`). */
+  address: string;
 }
+
+/** A participant's or edge's change: it belongs to a team. */
+interface InTeam {
+  team: string;
+}
+
+/** A create: `fields` is the body sent (a provider key's secret shown as {@link SENSITIVE}). */
+export type CreateChange = { action: 'create' } & (
+  | (ChangeBase & { kind: 'organization'; fields: OrganizationWire })
+  | (ChangeBase & { kind: 'provider_key'; name: Provider; fields: { api_key: typeof SENSITIVE }; secretRef: string })
+  | (ChangeBase & { kind: 'team'; fields: TeamWire })
+  | (ChangeBase & InTeam & { kind: 'agent'; fields: AgentWire })
+  | (ChangeBase & InTeam & { kind: 'human'; fields: HumanWire })
+  | (ChangeBase & InTeam & { kind: 'edge'; fields: { participants: [string, string] } })
+);
+
+/** What every update has: the live id and the fields that differ, live → desired. */
+interface UpdateBase extends ChangeBase {
+  id: string;
+  diff: Record<string, FieldDiff>;
+  /** Set when the update renames the resource (`renamedFrom` in the definition): its name before. */
+  renamedFrom?: string;
+}
+
+/** An update: `fields` is the PATCH body (the desired value of each field in `diff`). */
+export type UpdateChange = { action: 'update' } & (
+  | (UpdateBase & { kind: 'organization'; fields: Partial<OrganizationWire> })
+  | (UpdateBase & { kind: 'provider_key'; name: Provider; fields: { api_key: typeof SENSITIVE }; secretRef: string })
+  | (UpdateBase & { kind: 'team'; fields: Partial<TeamWire> })
+  | (UpdateBase & InTeam & { kind: 'agent'; fields: Partial<AgentWire> })
+  | (UpdateBase & InTeam & { kind: 'human'; fields: Partial<HumanWire> })
+);
+
+/** A delete of a live resource the definition does not name; `cascade` counts what goes with it. */
+export type DeleteChange = { action: 'delete'; id: string; cascade?: Cascade } & (
+  | (ChangeBase & { kind: 'organization' | 'team' })
+  | (ChangeBase & { kind: 'provider_key'; name: Provider })
+  | (ChangeBase & InTeam & { kind: 'agent' | 'human' })
+  /** `participants`: the two participant names, so that their deletes wait for this one. */
+  | (ChangeBase & InTeam & { kind: 'edge'; participants: [string, string] })
+);
+
+/** One change of a plan, discriminated by `action`, then by `kind`. */
+export type Change = CreateChange | UpdateChange | DeleteChange;
 
 /** A plan: the ordered changes that make the observed state match the desired one. */
 export interface Plan {

@@ -5,8 +5,9 @@
  * test/workflows/histories/<name>.json. Run it after an intended change to a workflow, and keep
  * the old files of workflows that may still be running somewhere (replay must pass for both).
  *
- * Recorded: an apply that creates the example; the same apply again (a no-op); a synthetic apply
- * that continues as new (its first run); an apply that fails (an unset secret). Pipelines of
+ * Recorded: an apply that creates the example; the same apply again (a no-op); an apply that
+ * deletes (approved) and renames; the destroy of that organization; a synthetic apply that
+ * continues as new (its first run); an apply that fails (an unset secret). Pipelines of
  * examples/triage.yaml: triage to completion (a continued thread, a parallel group), its first
  * run when it continues as new, the human-in-the-loop approval answered, and one cancelled while
  * it waits.
@@ -17,10 +18,11 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
 import { loadDefinitionFile } from '../definitions/load.ts';
+import { desiredState } from '../plan/desired.ts';
 import type { DesiredState } from '../plan/types.ts';
 import { startServer } from '../service/index.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
-import { syntheticDefinition } from '../test/support/synthetic.ts';
+import { syntheticDefinition, withOrganizationName } from '../test/support/synthetic.ts';
 import { createWorker } from '../worker/worker.ts';
 import { readFileSync } from 'node:fs';
 import { AcsClient } from '../client/acs-client.ts';
@@ -52,7 +54,7 @@ const running = run();
 const connection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
 const client = new Client({ connection, namespace: settings.namespace });
 
-const example = (await loadDefinitionFile(join(root, 'examples/acme-research.yaml'))) as DesiredState;
+const example = desiredState(await loadDefinitionFile(join(root, 'examples/acme-research.yaml')));
 const input = (desired: DesiredState, extra: Partial<ApplyInput> = {}): ApplyInput => ({
   connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' },
   desired,
@@ -81,16 +83,31 @@ async function save(name: string, handle: WorkflowHandle, expectFailure = false)
 }
 
 try {
-  const org = { ...example, organization: { ...example.organization, name: 'recorded-example' } };
+  const org = withOrganizationName(example, 'recorded-example');
   await record('apply-example-create', input(org));
   await record('apply-example-no-op', input(org));
+  // Deletes (with consent), a rename, then the organization destroyed.
+  const renamed = {
+    ...org,
+    teams: org.teams.map((t) => ({
+      ...t,
+      name: 'reviews',
+      renamedFrom: t.name,
+      fields: { ...t.fields, team_name: 'reviews' },
+      agents: t.agents.filter((a) => a.name !== 'archivist'),
+      edges: t.edges.filter((e) => !e.includes('archivist')),
+    })),
+  };
+  await record('apply-deletes-and-rename', input(renamed, { approvedDeletes: 'all' }));
+  await record('destroy-example', input(renamed, { destroy: true, approvedDeletes: 'all' }));
   await record('apply-continue-as-new', input(syntheticDefinition('recorded-large', { teams: 4, agents: 2, humans: 1, edges: 2 }), { historyEventLimit: 20 }));
-  const unset = { ...example, organization: { name: 'recorded-failure', providerKeys: { echo: '${env:RECORD_UNSET_VARIABLE}' } } };
-  await record('apply-fails-unresolved-secret', input(unset as DesiredState), true);
+  const failing = withOrganizationName(example, 'recorded-failure');
+  const unset = { ...failing, organization: { ...failing.organization, providerKeys: [{ provider: 'echo' as const, secretRef: '${env:RECORD_UNSET_VARIABLE}' }] } };
+  await record('apply-fails-unresolved-secret', input(unset), true);
 
   const triageFile = join(root, 'examples/triage.yaml');
   const triage = parseDefinition(readFileSync(triageFile, 'utf8').split('\nschedules:')[0]!.replace('name: acme-support', 'name: recorded-pipelines'), triageFile);
-  await applyLocally(input({ organization: triage.organization, teams: triage.teams } as DesiredState), createApplyActivities({ env }));
+  await applyLocally(input(desiredState(triage)), createApplyActivities({ env }));
   const run = (pipeline: string, inputs: Record<string, string>, extra: Partial<PipelineRunInput> = {}): PipelineRunInput => ({
     connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' },
     organization: 'recorded-pipelines',

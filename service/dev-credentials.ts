@@ -1,4 +1,4 @@
-import { readFile, writeFile } from 'node:fs/promises';
+import { readFile, rename, rm, writeFile } from 'node:fs/promises';
 import { ServiceError } from '../errors/catalogue.ts';
 import type { Db } from './storage/db.ts';
 import { authenticate } from './domain/authentication.ts';
@@ -52,7 +52,18 @@ export async function ensureDevCredentials(db: Db, file: string): Promise<{ org_
   return { org_id: orgId, api_key };
 }
 
-/** Writes the dev credentials file as JSON (mode 0600: it holds a key). */
+/**
+ * Writes the dev credentials file as JSON (mode 0600: it holds a key), atomically: the text goes
+ * to a temporary file beside it, which is then renamed over FILE, so a reader (`acs-server wait`,
+ * a script) sees the old file or the whole new one, never a half-written one.
+ */
 export async function writeDevCredentials(file: string, credentials: DevCredentials): Promise<void> {
-  await writeFile(file, JSON.stringify(credentials, null, 2) + '\n', { mode: 0o600 });
+  const temporary = `${file}.${process.pid}.tmp`;
+  try {
+    await writeFile(temporary, JSON.stringify(credentials, null, 2) + '\n', { mode: 0o600 });
+    await rename(temporary, file);
+  } catch (error) {
+    await rm(temporary, { force: true });
+    throw error;
+  }
 }

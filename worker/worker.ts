@@ -13,8 +13,12 @@ import { temporalUnreachable } from '../temporal/settings.ts';
 import type { TemporalSettings } from '../temporal/settings.ts';
 import { WORKER_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
 
-/** Path of the workflows' entry module, for bundling. */
-export const workflowsPath = fileURLToPath(new URL('../workflows/index.ts', import.meta.url));
+/**
+ * Path of the workflows' entry module, for bundling: the TypeScript source in a checkout, the
+ * JavaScript built from it in an installed package (`dist/workflows/index.js`, beside this
+ * module's own `.js`), so the worker bundles whichever tree it runs from.
+ */
+export const workflowsPath = fileURLToPath(new URL(`../workflows/index${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
 
 /** Settings of a worker; omitted numbers keep the SDK's defaults. */
 export interface WorkerOptions {

@@ -1,18 +1,25 @@
 /**
- * The orchestration of `apply`, shared by both engines: read the live state, compute the plan,
- * then run its changes through the activities as a dependency graph — a team's participants
- * after the team is created, an edge after both its participants are, everything after the
- * organization — with at most `parallelism` changes in flight, spread across teams so that
- * parallel calls do not queue behind one team's row lock.
+ * The orchestration of `apply` and `destroy`, shared by both engines: read the live state,
+ * compute the plan (`plan/plan.ts`, or `plan/destroy.ts`), keep what `--target`/`--exclude`
+ * select, refuse deletes nobody approved or that would remove a protected resource, then run the changes through the activities as a
+ * dependency graph (`plan/dependencies.ts`) — a team's participants after the team is created, an
+ * edge after both its participants are, a participant's delete after its edges', everything
+ * after the organization — with at most `parallelism` changes in flight, spread across teams so
+ * that parallel calls do not queue behind one team's row lock.
  *
  * It knows activities only as types and does no I/O itself, so the Temporal workflow runs it in
  * its sandbox and the local engine runs it in-process, unchanged. It is deterministic: the next
  * change to start depends only on which changes have finished, in the order they finished.
  */
+import { ApplicationFailure } from '@temporalio/common';
 import type { ApplyActivities, EnsureResult, Step } from '../activities/apply-activities.ts';
 import type { Connection } from '../activities/connection.ts';
-import { agentFields, computePlan, humanFields, teamFields } from '../plan/plan.ts';
-import type { Change, DesiredState, ObservedState } from '../plan/types.ts';
+import { dependencies } from '../plan/dependencies.ts';
+import { destroyPlan } from '../plan/destroy.ts';
+import { computePlan, knownIds, matchState, participantKey } from '../plan/plan.ts';
+import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
+import { selectChanges } from '../plan/selection.ts';
+import type { Change, CreateChange, DeleteChange, DesiredState, ObservedState, UpdateChange } from '../plan/types.ts';
 import { mapBounded } from './bounded.ts';
 
 /** Input of an apply: where the service is (a key *reference*) and the desired state. */
@@ -38,6 +45,18 @@ export interface ApplyInput {
   carried?: AppliedChange[];
   /** Temporal only: changes of earlier runs counted but no longer listed (see {@link ApplyResult.omitted}). */
   carriedOmitted?: OutcomeCounts;
+  /**
+   * The deletes the user consented to: `all` (`--auto-approve`), or the ids of the deletes of the
+   * plan they were shown. A plan with any other delete (the live state changed since) is refused,
+   * `not_approved`, before any change. Absent: no delete is approved.
+   */
+  approvedDeletes?: 'all' | string[];
+  /** `--target` addresses (`plan/addresses.ts`): only these changes and what they depend on. */
+  targets?: string[];
+  /** `--exclude` addresses: not these changes, nor what depends on them. */
+  excludes?: string[];
+  /** `teamctl destroy`: the plan deletes (`plan/destroy.ts`) instead of making the definition true. */
+  destroy?: boolean;
 }
 
 /** How many changes ended with each outcome. */
@@ -53,9 +72,7 @@ export const DEFAULT_TEMPORAL_BATCH_SIZE = 20;
 export type OrchestratedActivities = Pick<ApplyActivities, 'readOrganization' | 'readTeam' | 'runSteps'>;
 
 /** One change as carried out. */
-export interface AppliedChange extends Change {
-  outcome: EnsureResult['outcome'];
-}
+export type AppliedChange = Change & { outcome: EnsureResult['outcome'] };
 
 /** Result of an apply: the organization's id and the changes carried out, in plan order. */
 export interface ApplyResult {
@@ -98,19 +115,44 @@ export interface OrchestrationOptions {
 
 /**
  * Reads the live state an apply compares against: the organization, its provider keys, and the
- * graphs of the teams the definition names, read in parallel (at most `limit` at once).
+ * graphs of all its teams (those the definition does not name are deleted), read in parallel (at
+ * most `limit` at once). `compareProviderKeys` false (destroy) reads the provider keys without
+ * resolving the definition's secrets: nothing will be set, so they need not be there.
  */
 export async function readObserved(
   acts: Pick<OrchestratedActivities, 'readOrganization' | 'readTeam'>,
   connection: Connection,
   desired: DesiredState,
   limit: number = DEFAULT_PARALLELISM,
+  compareProviderKeys = true,
 ): Promise<ObservedState> {
-  const org = await acts.readOrganization({ connection, desired });
-  const wanted = new Set(desired.teams.map((t) => t.name));
-  const named = org.teams.filter((t) => wanted.has(t.team_name));
-  const teams = await mapBounded(named, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
+  const org = await acts.readOrganization({ connection, desired, compareProviderKeys });
+  const teams = await mapBounded(org.teams, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
   return { organization: org.organization, providerKeys: org.providerKeys, teams };
+}
+
+/**
+ * The changes one run makes: the plan of `input` (apply's, or destroy's) over the live state,
+ * narrowed to its `--target`/`--exclude` selection. The CLI shows the same plan before asking.
+ */
+export function planOf(input: Pick<ApplyInput, 'desired' | 'targets' | 'excludes' | 'destroy'>, observed: ObservedState): Change[] {
+  const selection = { targets: input.targets, excludes: input.excludes };
+  if (input.destroy) return destroyPlan(input.desired, observed, selection);
+  return selectChanges(computePlan(input.desired, observed).changes, selection).changes;
+}
+
+/**
+ * Refuses a plan with a delete the input does not approve (`approvedDeletes`): a non-retryable
+ * `not_approved` naming them, before any change is made.
+ */
+function assertApproved(changes: readonly Change[], approved: ApplyInput['approvedDeletes']): void {
+  if (approved === 'all') return;
+  const ids = new Set(approved ?? []);
+  const refused = changes.filter((c): c is DeleteChange => c.action === 'delete' && !ids.has(c.id));
+  if (refused.length === 0) return;
+  const what = refused.map((c) => c.address).join(', ');
+  const why = approved === undefined ? 'no delete was approved' : 'the live state changed since the plan was approved';
+  throw ApplicationFailure.nonRetryable(`the plan deletes ${what}, which was not approved (${why}); nothing was changed`, 'not_approved');
 }
 
 /** A change of the plan with what it waits for. */
@@ -121,7 +163,8 @@ interface Task {
   lane: string;
   /** Tasks not yet finished that this one waits for. */
   waitingFor: number;
-  dependents: number[];
+  /** Tasks that wait for this one. */
+  dependents: Task[];
 }
 
 /**
@@ -131,64 +174,99 @@ interface Task {
 export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActivities, options: OrchestrationOptions = {}): Promise<OrchestrationResult> {
   const { connection, desired } = input;
   const limit = Math.max(1, input.parallelism ?? DEFAULT_PARALLELISM);
-  const observed = await readObserved(acts, connection, desired, limit);
-  const plan = computePlan(desired, observed);
-  if (plan.changes.length > 0) await options.afterPlan?.();
+  const observed = await readObserved(acts, connection, desired, limit, !input.destroy);
+  const changes = planOf(input, observed);
+  assertApproved(changes, input.approvedDeletes);
+  // The CLI refused these already; the live state may have changed since (or the caller is not the CLI).
+  const refused = protectedDeletes(changes.filter((c): c is DeleteChange => c.action === 'delete'), observed);
+  if (refused.length > 0) throw ApplicationFailure.nonRetryable(protectionMessage(refused), 'deletion_protected');
+  if (changes.length > 0) await options.afterPlan?.();
 
-  const teamIds = new Map(observed.teams.map((t) => [t.team.team_name, t.team.team_id]));
-  const key = (team: string, name: string) => `${team}\u0000${name}`;
-  const participantIds = new Map<string, string>();
-  for (const t of observed.teams) {
-    for (const a of t.agents) participantIds.set(key(t.team.team_name, a.name), a.agent_id);
-    for (const h of t.humans) participantIds.set(key(t.team.team_name, h.name), h.human_id);
-  }
-  let orgId = observed.organization?.org_id ?? '';
-  const teamsByName = new Map(desired.teams.map((t) => [t.name, t]));
+  // The ids a change needs: known from the live state (by the definition's names: a renamed
+  // resource under its new one), or once the create it waits for is done.
+  let orgId = observed.organization?.org_id;
+  const { teams: teamIds, participants: participantIds } = knownIds(matchState(desired, observed));
+  /** An id the dependency graph guarantees is known by now; a missing one is a bug in that graph, not a user error. */
+  const known = (id: string | undefined, what: string): string => {
+    if (id === undefined) throw new Error(`apply: no id for ${what}: a change started before the create it waits for`);
+    return id;
+  };
+  const organization = () => known(orgId, `organization ${desired.organization.name}`);
+  const team = (name: string) => known(teamIds.get(name), `team ${name}`);
+  const participant = (teamName: string, name: string) => known(participantIds.get(participantKey(teamName, name)), `participant ${name} of team ${teamName}`);
 
-  const tasks = buildTasks(plan.changes);
+  const tasks = buildTasks(changes);
   const applied: Array<{ index: number; entry: AppliedChange }> = [];
 
-  /** The call that makes `change`, with the ids it needs (known once the creates it waits for are done). */
-  function stepOf(change: Change): Step {
+  /** The call that makes a create, with the ids it needs. */
+  function createStep(change: CreateChange): Step {
     switch (change.kind) {
       case 'organization':
-        return { op: 'ensureOrganization', input: { connection, name: desired.organization.name } };
-      case 'provider_key': {
-        const provider = change.name as keyof NonNullable<DesiredState['organization']['providerKeys']>;
-        return { op: 'putProviderKey', input: { connection, orgId, provider, secretRef: desired.organization.providerKeys?.[provider] as string } };
-      }
+        return { op: 'ensure', input: { connection, kind: 'organization', parentId: '', fields: change.fields } };
+      case 'provider_key':
+        return { op: 'putProviderKey', input: { connection, orgId: organization(), provider: change.name, secretRef: change.secretRef } };
       case 'team':
-        return change.action === 'update' && change.id
-          ? { op: 'updateTeam', input: { connection, teamId: change.id, patch: change.fields } }
-          : { op: 'ensureTeam', input: { connection, orgId, fields: teamFields(teamsByName.get(change.name)!) } };
-      case 'agent': {
-        const team = teamsByName.get(change.team!)!;
-        return change.action === 'update' && change.id
-          ? { op: 'updateAgent', input: { connection, agentId: change.id, patch: change.fields } }
-          : { op: 'ensureAgent', input: { connection, teamId: teamIds.get(team.name)!, fields: agentFields(team.agents.find((a) => a.name === change.name)!) } };
-      }
-      case 'human': {
-        const team = teamsByName.get(change.team!)!;
-        return change.action === 'update' && change.id
-          ? { op: 'updateHuman', input: { connection, humanId: change.id, patch: change.fields } }
-          : { op: 'ensureHuman', input: { connection, teamId: teamIds.get(team.name)!, fields: humanFields(team.humans.find((h) => h.name === change.name)!) } };
-      }
+        return { op: 'ensure', input: { connection, kind: 'team', parentId: organization(), fields: change.fields } };
+      case 'agent':
+        return { op: 'ensure', input: { connection, kind: 'agent', parentId: team(change.team), fields: change.fields } };
+      case 'human':
+        return { op: 'ensure', input: { connection, kind: 'human', parentId: team(change.team), fields: change.fields } };
       case 'edge': {
-        const team = change.team!;
-        const [a, b] = change.fields.participants as [string, string];
-        return { op: 'ensureEdge', input: { connection, teamId: teamIds.get(team)!, participants: [participantIds.get(key(team, a))!, participantIds.get(key(team, b))!] } };
+        const [a, b] = change.fields.participants;
+        const participants: [string, string] = [participant(change.team, a), participant(change.team, b)];
+        return { op: 'ensure', input: { connection, kind: 'edge', parentId: team(change.team), fields: { participants } } };
       }
+    }
+  }
+
+  /** The call that makes an update (a PATCH of the differing fields; a provider key is set again). */
+  function updateStep(change: UpdateChange): Step {
+    switch (change.kind) {
+      case 'organization':
+        return { op: 'update', input: { connection, kind: 'organization', id: change.id, patch: change.fields } };
+      case 'provider_key':
+        return { op: 'putProviderKey', input: { connection, orgId: organization(), provider: change.name, secretRef: change.secretRef } };
+      case 'team':
+        return { op: 'update', input: { connection, kind: 'team', id: change.id, patch: change.fields } };
+      case 'agent':
+        return { op: 'update', input: { connection, kind: 'agent', id: change.id, patch: change.fields } };
+      case 'human':
+        return { op: 'update', input: { connection, kind: 'human', id: change.id, patch: change.fields } };
+    }
+  }
+
+  /** The call that makes a delete (idempotent: a resource already gone counts as deleted). */
+  function deleteStep(change: DeleteChange): Step {
+    switch (change.kind) {
+      case 'provider_key':
+        return { op: 'deleteProviderKey', input: { connection, orgId: organization(), provider: change.name } };
+      default:
+        return { op: 'remove', input: { connection, kind: change.kind, id: change.id } };
+    }
+  }
+
+  /** The call that makes `change`. */
+  function stepOf(change: Change): Step {
+    switch (change.action) {
+      case 'create':
+        return createStep(change);
+      case 'update':
+        return updateStep(change);
+      case 'delete':
+        return deleteStep(change);
     }
   }
 
   /** Records a made change: its id becomes known to the changes that wait for it. */
   function record(change: Change, index: number, result: EnsureResult): void {
-    if (change.kind === 'organization') orgId = result.id;
-    if (change.kind === 'team') teamIds.set(change.name, result.id);
-    if (change.kind === 'agent' || change.kind === 'human') participantIds.set(key(change.team!, change.name), result.id);
+    if (change.action === 'create') {
+      if (change.kind === 'organization') orgId = result.id;
+      if (change.kind === 'team') teamIds.set(change.name, result.id);
+      if (change.kind === 'agent' || change.kind === 'human') participantIds.set(participantKey(change.team, change.name), result.id);
+    }
     // PUT cannot tell a new provider key from a replaced one; the plan can.
-    const outcome = change.kind === 'provider_key' ? (change.action === 'create' ? 'created' : 'updated') : result.outcome;
-    const entry = { ...change, outcome };
+    const outcome = change.kind === 'provider_key' && change.action === 'create' ? 'created' : result.outcome;
+    const entry: AppliedChange = { ...change, outcome };
     applied.push({ index, entry });
     options.onProgress?.(entry);
   }
@@ -199,42 +277,38 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
       steps: batch.map((t) => stepOf(t.change)),
       ...(options.retry?.maximumAttempts ? { maximumAttempts: options.retry.maximumAttempts } : {}),
     });
-    batch.forEach((t, i) => record(t.change, t.index, results[i]!));
+    batch.forEach((task, i) => {
+      const result = results[i];
+      if (!result) throw new Error(`apply: runSteps returned ${results.length} results for ${batch.length} steps`);
+      record(task.change, task.index, result);
+    });
   }
 
   const complete = await runGraph(tasks, limit, Math.max(1, options.batchSize ?? 1), run, options.shouldPause);
   // Parallel changes finish in any order; results are reported in plan order.
-  return { orgId, applied: applied.sort((x, y) => x.index - y.index).map((a) => a.entry), complete };
+  return { orgId: orgId ?? '', applied: applied.sort((x, y) => x.index - y.index).map((a) => a.entry), complete };
 }
 
-/**
- * The dependency graph of a plan. A change waits only for the creates whose ids it needs: every
- * change for the organization's create; a team's participants for the team's create; an edge
- * for its team's and its participants' creates. Updates of existing resources wait for nothing.
- */
+/** The plan's changes as tasks, each with its dependencies (`plan/dependencies.ts`) counted and linked. */
 function buildTasks(changes: Change[]): Task[] {
-  const tasks: Task[] = changes.map((change, index) => ({ index, change, lane: change.kind === 'team' ? change.name : change.team ?? '', waitingFor: 0, dependents: [] }));
-  const creates = new Map<string, number>();
-  const id = (kind: string, team: string, name: string) => `${kind}\u0000${team}\u0000${name}`;
-  for (const t of tasks) {
-    if (t.change.action !== 'create') continue;
-    if (t.change.kind === 'organization') creates.set('organization', t.index);
-    if (t.change.kind === 'team') creates.set(id('team', t.change.name, ''), t.index);
-    if (t.change.kind === 'agent' || t.change.kind === 'human') creates.set(id('participant', t.change.team!, t.change.name), t.index);
-  }
-  const dependsOn = (task: Task, on: number | undefined) => {
-    if (on === undefined || on === task.index) return;
-    task.waitingFor++;
-    tasks[on]!.dependents.push(task.index);
-  };
-  for (const t of tasks) {
-    dependsOn(t, creates.get('organization'));
-    if (t.change.kind === 'agent' || t.change.kind === 'human' || t.change.kind === 'edge') dependsOn(t, creates.get(id('team', t.change.team!, '')));
-    if (t.change.kind === 'edge') {
-      for (const p of t.change.fields.participants as [string, string]) dependsOn(t, creates.get(id('participant', t.change.team!, p)));
+  const tasks: Task[] = changes.map((change, index) => ({ index, change, lane: laneOf(change), waitingFor: 0, dependents: [] }));
+  const waits = dependencies(changes);
+  tasks.forEach((task, index) => {
+    for (const d of waits[index] ?? []) {
+      const on = tasks[d];
+      if (!on) continue;
+      task.waitingFor++;
+      on.dependents.push(task);
     }
-  }
+  });
   return tasks;
+}
+
+/** The lane a change is spread over: its team, or '' for the organization and its provider keys. */
+function laneOf(change: Change): string {
+  if (change.kind === 'team') return change.name;
+  if (change.kind === 'agent' || change.kind === 'human' || change.kind === 'edge') return change.team;
+  return '';
 }
 
 /**
@@ -245,8 +319,13 @@ function buildTasks(changes: Change[]): Task[] {
  * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
  */
 async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (batch: Task[]) => Promise<void>, shouldPause?: (started: number) => boolean): Promise<boolean> {
-  const lanes = new Map<string, { ready: Task[]; inFlight: number; servedAt: number }>();
-  const laneOf = (name: string) => {
+  interface Lane {
+    ready: Task[];
+    inFlight: number;
+    servedAt: number;
+  }
+  const lanes = new Map<string, Lane>();
+  const laneOf = (name: string): Lane => {
     let lane = lanes.get(name);
     if (!lane) lanes.set(name, (lane = { ready: [], inFlight: 0, servedAt: -1 }));
     return lane;
@@ -259,7 +338,7 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
   // in flight would create a promise per task on every turn, and in Temporal's workflow sandbox
   // every promise costs a captured stack trace.
   // A failure is queued like a success and counts only once dequeued, in finishing order.
-  const settled: Array<{ batch: Task[]; error?: { error: unknown } }> = [];
+  const settled: Array<{ lane: Lane; batch: Task[]; error?: { error: unknown } }> = [];
   let wake: (() => void) | undefined;
   let running = 0;
   let started = 0;
@@ -267,8 +346,8 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
   let failure: { error: unknown } | undefined;
   let paused = false;
 
-  const next = (): Task[] | undefined => {
-    let best: { ready: Task[]; inFlight: number; servedAt: number } | undefined;
+  const next = (): { lane: Lane; batch: Task[] } | undefined => {
+    let best: Lane | undefined;
     for (const lane of lanes.values()) {
       if (lane.ready.length === 0) continue;
       if (!best || lane.inFlight < best.inFlight || (lane.inFlight === best.inFlight && lane.servedAt < best.servedAt)) best = lane;
@@ -276,10 +355,10 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
     if (!best) return undefined;
     best.inFlight++;
     best.servedAt = started;
-    return best.ready.splice(0, batchSize);
+    return { lane: best, batch: best.ready.splice(0, batchSize) };
   };
-  const settle = (batch: Task[], error?: { error: unknown }) => {
-    settled.push(error ? { batch, error } : { batch });
+  const settle = (lane: Lane, batch: Task[], error?: { error: unknown }) => {
+    settled.push(error ? { lane, batch, error } : { lane, batch });
     wake?.();
     wake = undefined;
   };
@@ -294,26 +373,29 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
         paused = true;
         break;
       }
-      const batch = next();
-      if (!batch) break;
+      const taken = next();
+      if (!taken) break;
+      const { lane, batch } = taken;
       started += batch.length;
       running++;
       run(batch).then(
-        () => settle(batch),
-        (error: unknown) => settle(batch, { error }),
+        () => settle(lane, batch),
+        (error: unknown) => settle(lane, batch, { error }),
       );
     }
     if (running === 0) break;
-    if (settled.length === 0) await new Promise<void>((resolve) => (wake = resolve));
-    const { batch, error } = settled.shift()!;
-    if (error) failure ??= error;
+    let done = settled.shift();
+    while (!done) {
+      await new Promise<void>((resolve) => (wake = resolve));
+      done = settled.shift();
+    }
+    if (done.error) failure ??= done.error;
     running--;
-    finished += batch.length;
-    laneOf(batch[0]!.lane).inFlight--;
+    finished += done.batch.length;
+    done.lane.inFlight--;
     if (failure) continue;
-    for (const task of batch) {
-      for (const d of task.dependents) {
-        const dependent = tasks[d]!;
+    for (const task of done.batch) {
+      for (const dependent of task.dependents) {
         if (--dependent.waitingFor === 0) laneOf(dependent.lane).ready.push(dependent);
       }
     }

@@ -48,7 +48,7 @@ export function listed(applied: AppliedChange[], omitted: OutcomeCounts | undefi
     keep++;
   }
   if (keep === applied.length && !omitted) return { applied };
-  const counts: OutcomeCounts = { created: 0, updated: 0, unchanged: 0, ...omitted };
+  const counts: OutcomeCounts = { created: 0, updated: 0, deleted: 0, unchanged: 0, ...omitted };
   for (const change of applied.slice(keep)) counts[change.outcome]++;
   return { applied: applied.slice(0, keep), omitted: counts };
 }

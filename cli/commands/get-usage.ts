@@ -3,11 +3,10 @@ import type { Command } from 'commander';
 import { Option } from 'commander';
 import ms from 'ms';
 import type { AgentUsage, TeamUsage } from '../../api/schemas.ts';
-import { ToolkitError } from '../../errors/catalogue.ts';
 import { keyringClient, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
-import { findTeam } from '../team-lookup.ts';
+import { findAgent, findTeam } from '../team-lookup.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 import { parseInstant } from './schedules.ts';
@@ -59,7 +58,8 @@ export function renderUsage(teamName: string, usage: Totals, agents: AgentUsage[
  * 24h|ISO] [-o table|json]`. Reads `GET /teams/{team_id}/usage` (or, with `--agent`, that
  * agent's entry from `GET /agents/{agent_id}/usage`) and prints a table (agents, models, calls,
  * input/output/total tokens, today's tokens against the budget, "spent until" while a budget is
- * spent) or the service's JSON. Errors: `invalid_usage` (unknown team or agent, bad `--since`),
+ * spent) or the service's JSON. Errors: `name_not_found` (unknown team or agent, with did-you-mean),
+ * `invalid_usage` (bad `--since`, a human named as the agent),
  * the service's codes.
  */
 export function registerGetUsage(get: Command, io: CliIo, run: Runner): void {
@@ -79,8 +79,7 @@ export function registerGetUsage(get: Command, io: CliIo, run: Runner): void {
       const team = await findTeam(client, opts.team, opts.org);
       const query = since === undefined ? {} : { since };
       if (opts.agent !== undefined) {
-        const agent = team.agents.find((a) => a.name === opts.agent);
-        if (!agent) throw new ToolkitError('invalid_usage', `team ${team.team_name} has no agent named "${opts.agent}"`);
+        const agent = findAgent(team, opts.agent);
         const usage = await client.getAgentUsage(agent.agent_id, query);
         if (opts.output === 'json') io.stdout(JSON.stringify(usage, null, 2));
         else io.stdout(renderUsage(team.team_name, usage, [usage], agent.name));

@@ -1,23 +1,17 @@
-/** `teamctl validate`, `plan` and `apply`. */
+/** `teamctl validate`, `plan` and `apply` (what they share with `destroy`: `cli/lifecycle.ts`). */
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
-import ora from 'ora';
-import { createApplyActivities } from '../../activities/apply-activities.ts';
-import { applyLocally } from '../../engine/local-engine.ts';
-import { applyWithTemporal } from '../../engine/temporal-engine.ts';
-import { computePlan } from '../../plan/plan.ts';
-import { DEFAULT_TASK_QUEUE, loadTemporalSettings } from '../../temporal/settings.ts';
-import { DEFAULT_PARALLELISM, readObserved } from '../../workflows/apply-orchestration.ts';
-import type { ApplyResult } from '../../workflows/apply-orchestration.ts';
-import { loadApplyInput, loadDesired } from '../desired.ts';
+import { DEFAULT_TASK_QUEUE } from '../../temporal/settings.ts';
+import { DEFAULT_PARALLELISM } from '../../workflows/apply-orchestration.ts';
+import { loadDesired } from '../desired.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
-import { renderApplied, renderAppliedSchedule, renderApplySummaryWithSchedules, renderPlanWithSchedules } from '../render.ts';
-import { applySchedulePlan, readSchedulePlan } from '../schedule-plan.ts';
+import { consent, Engines, prepare, printResult, runPlan, selectionOptions } from '../lifecycle.ts';
+import type { Engine, PlanFlags } from '../lifecycle.ts';
+import { plain, renderPlan } from '../render.ts';
 import type { Runner } from './runner.ts';
 
-/** Engines of `apply`. */
-export const Engines = { local: 'local', temporal: 'temporal' } as const;
+export { Engines } from '../lifecycle.ts';
 
 /**
  * Adds `--base-url` and `--api-key-env` to a command and returns it. `--api-key-env` is
@@ -63,70 +57,49 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
       }),
     );
 
-  connectionOptions(
-    program
-      .command('plan')
-      .description(
-        'Read the live state and print the changes apply would make: resources (create, update), then schedules on Temporal (create, update, delete). Sends no mutating request.',
-      )
-      .requiredOption('-f, --file <path>', 'definition file (YAML)')
-      .option('--task-queue <name>', 'Temporal task queue scheduled runs go to (as apply would set it)', DEFAULT_TASK_QUEUE)
-      .option('--json', 'print {"changes": [...]} as JSON, with "schedules": [...] when the organization has schedules (in the file or on Temporal)')
-      .option('--detailed-exitcode', 'exit 0 when in sync, 2 when there are changes (schedules included), 1 on error'),
-  ).action((opts: { file: string; taskQueue: string; json?: boolean; detailedExitcode?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
+  selectionOptions(
+    connectionOptions(
+      program
+        .command('plan')
+        .description(
+          'Read the live state and print the changes apply would make: creates (with their fields), updates (live -> desired: drift shows here), deletes of what the definition no longer names (with what each takes along), renames; then schedules on Temporal. Sends no mutating request.',
+        )
+        .requiredOption('-f, --file <path>', 'definition file (YAML)')
+        .option('--task-queue <name>', 'Temporal task queue scheduled runs go to (as apply would set it)', DEFAULT_TASK_QUEUE)
+        .option('--json', 'print {"changes": [...]} as JSON, with "schedules": [...] when the organization has schedules (in the file or on Temporal)')
+        .option('--detailed-exitcode', 'exit 0 when in sync, 2 when there are changes (deletes and schedules included), 1 on error'),
+    ),
+  ).action((opts: PlanFlags & { json?: boolean; detailedExitcode?: boolean }) =>
     run(async () => {
-      const { input, definition } = await loadApplyInput(opts.file, opts, io.env);
-      const schedules = await readSchedulePlan(definition, input.connection, opts.taskQueue, io);
-      const observed = await readObserved(createApplyActivities({ env: io.env }), input.connection, input.desired);
-      const plan = computePlan(input.desired, observed);
-      const scheduleChanges = schedules?.changes ?? [];
-      if (opts.json) io.stdout(JSON.stringify(schedules?.relevant ? { ...plan, schedules: scheduleChanges } : plan, null, 2));
-      else io.stdout(renderPlanWithSchedules(plan.changes, scheduleChanges));
-      return opts.detailedExitcode && plan.changes.length + scheduleChanges.length > 0 ? ExitCodes.changes : ExitCodes.ok;
+      const plan = await prepare(opts, io);
+      const schedules = plan.schedules?.changes ?? [];
+      if (opts.json) io.stdout(JSON.stringify(plan.schedules?.relevant ? { changes: plan.changes, schedules } : { changes: plan.changes }, null, 2));
+      else io.stdout(renderPlan(plan.changes, schedules, io.style ?? plain));
+      return opts.detailedExitcode && plan.changes.length + schedules.length > 0 ? ExitCodes.changes : ExitCodes.ok;
     }),
   );
 
-  connectionOptions(
-    program
-      .command('apply')
-      .description(
-        'Make the live state match the definition: organization, provider keys, teams, agents, humans, edges; then its schedules on Temporal (created, updated, deleted when gone from the file). Idempotent; safe to re-run after an interruption.',
-      )
-      .requiredOption('-f, --file <path>', 'definition file (YAML)')
-      .addOption(new Option('--engine <engine>', 'where the orchestration runs').choices(Object.values(Engines)).default(Engines.local))
-      .option('--task-queue <name>', 'Temporal task queue of the apply (engine temporal) and of scheduled runs', DEFAULT_TASK_QUEUE)
-      .addOption(new Option('--parallelism <n>', 'most changes in flight at once').argParser(positiveInt).default(DEFAULT_PARALLELISM))
-      .option('--json', 'print the result as JSON'),
-  ).action(
-    (opts: { file: string; engine: keyof typeof Engines; taskQueue: string; parallelism: number; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
-      run(async () => {
-        const { input, definition } = await loadApplyInput(opts.file, opts, io.env);
-        // Before any change: a definition with schedules and no reachable Temporal applies nothing.
-        const schedules = await readSchedulePlan(definition, input.connection, opts.taskQueue, io, opts.engine === Engines.temporal);
-        const spinner = io.isTTY && !opts.json ? ora({ text: `Applying ${opts.file}…`, stream: process.stderr }).start() : undefined;
-        let result: ApplyResult;
-        try {
-          if (opts.engine === Engines.temporal) {
-            result = await applyWithTemporal(input, { settings: loadTemporalSettings(io.env), taskQueue: opts.taskQueue });
-          } else {
-            result = await applyLocally(input, createApplyActivities({ env: io.env }), {
-              onProgress: (change) => {
-                if (opts.json) return;
-                spinner?.clear();
-                io.stdout(renderApplied(change));
-                spinner?.render();
-              },
-            });
-          }
-        } finally {
-          spinner?.stop();
-        }
-        if (!opts.json && opts.engine === Engines.temporal) result.applied.forEach((c) => io.stdout(renderApplied(c)));
-        // Schedules live on Temporal whatever the engine; after the resources, which their runs need.
-        const scheduled = schedules ? await applySchedulePlan(schedules, io, (c) => opts.json || io.stdout(renderAppliedSchedule(c))) : [];
-        if (opts.json) io.stdout(JSON.stringify(schedules?.relevant ? { ...result, schedules: scheduled } : result, null, 2));
-        else io.stdout(renderApplySummaryWithSchedules(result.applied, result.omitted, scheduled));
-        return ExitCodes.ok;
-      }),
+  selectionOptions(
+    connectionOptions(
+      program
+        .command('apply')
+        .description(
+          'Make the live state match the definition: organization, provider keys, teams, agents, humans, edges — created, updated, renamed, and deleted when the file no longer names them (deletes only with consent: type yes on a terminal, or --auto-approve); then its schedules on Temporal. Idempotent; safe to re-run after an interruption.',
+        )
+        .requiredOption('-f, --file <path>', 'definition file (YAML)')
+        .option('--auto-approve', 'make the plan\'s deletes without asking (needed for deletes where there is no terminal: CI)')
+        .addOption(new Option('--engine <engine>', 'where the orchestration runs').choices(Object.values(Engines)).default(Engines.local))
+        .option('--task-queue <name>', 'Temporal task queue of the apply (engine temporal) and of scheduled runs', DEFAULT_TASK_QUEUE)
+        .addOption(new Option('--parallelism <n>', 'most changes in flight at once').argParser(positiveInt).default(DEFAULT_PARALLELISM))
+        .option('--json', 'print the result as JSON'),
+    ),
+  ).action((opts: PlanFlags & { engine: Engine; autoApprove?: boolean; json?: boolean }) =>
+    run(async () => {
+      // Before any change: the plan (a definition with schedules and no reachable Temporal applies nothing), then consent.
+      const plan = await prepare(opts, io, { engine: opts.engine, retryReads: true });
+      const approvedDeletes = await consent(plan, opts, io, 'Do you want to make these changes, deletes included?');
+      printResult(plan, await runPlan(plan, { ...plan.input, approvedDeletes }, opts, io), opts.json, io);
+      return ExitCodes.ok;
+    }),
   );
 }

@@ -6,6 +6,7 @@ import type { AcsClient } from '../../client/acs-client.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import { keyringClient, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
+import { untilStopped } from '../signals.ts';
 import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
@@ -138,28 +139,21 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       const client = keyringClient(resolveConnection(opts, io.env), io.env);
       const ctx = await threadContext(client, threadId);
       // Ctrl-C or SIGTERM ends the wait in flight and the command, with exit 0.
-      const stop = new AbortController();
-      const onSignal = () => stop.abort();
-      process.once('SIGINT', onSignal);
-      process.once('SIGTERM', onSignal);
-      try {
+      await untilStopped(async (stop) => {
         let cursor = opts.after ?? null;
-        while (!stop.signal.aborted) {
+        while (!stop.aborted) {
           let page;
           try {
-            page = await client.getThread(threadId, { after: cursor, limit: 200, wait: MAX_WAIT_SECONDS }, { signal: stop.signal });
+            page = await client.getThread(threadId, { after: cursor, limit: 200, wait: MAX_WAIT_SECONDS }, { signal: stop });
           } catch (error) {
             // Aborted by Ctrl-C, whether during the request or while its body was read.
-            if (stop.signal.aborted) break;
+            if (stop.aborted) break;
             throw error;
           }
           for (const m of page.messages) io.stdout(line(ctx, m));
           cursor = page.next_after;
         }
-      } finally {
-        process.off('SIGINT', onSignal);
-        process.off('SIGTERM', onSignal);
-      }
+      });
       return ExitCodes.ok;
     }),
   );

@@ -1,7 +1,7 @@
 /** `teamctl thread open`: a first conversation on an edge. */
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
-import type { Message } from '../../api/schemas.ts';
+import type { Message, TeamGraph } from '../../api/schemas.ts';
 import { MAX_WAIT_SECONDS } from '../../client/acs-client.ts';
 import type { AcsClient } from '../../client/acs-client.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
@@ -11,7 +11,7 @@ import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 import { registerThreadRead } from './thread-read.ts';
-import { findTeam, participantId } from '../team-lookup.ts';
+import { findTeam, participantId, participantNames } from '../team-lookup.ts';
 
 /**
  * Waits up to `seconds` for a message from `peerId` after `after`, long-polling (never busy
@@ -28,6 +28,13 @@ export async function waitForReply(client: AcsClient, threadId: string, after: s
     cursor = page.next_after;
     if (Date.now() >= deadline) return undefined;
   }
+}
+
+/** Who `name` can open a thread with: `dana's edges go to triager, summarizer`. */
+function peersText(team: TeamGraph, id: string, name: string): string {
+  const names = participantNames(team);
+  const peers = team.edges.filter((e) => e.participants.includes(id)).map((e) => names.get(e.participants.find((p) => p !== id) ?? '') ?? '?');
+  return peers.length > 0 ? `${name}'s edges go to ${peers.join(', ')}` : `${name} has no edge`;
 }
 
 function seconds(value: string): number {
@@ -60,9 +67,9 @@ export function registerThread(program: Command, io: CliIo, run: Runner): void {
         const fromId = participantId(team, opts.from);
         const toId = participantId(team, opts.to);
         // A thread joins two participants; with one name at both ends any edge of it would match.
-        if (fromId === toId) throw new ToolkitError('invalid_usage', `--from and --to both name ${opts.from}: a thread is between two different participants`);
+        if (fromId === toId) throw new ToolkitError('invalid_usage', `--from and --to both name ${opts.from}: a thread is between two different participants; nothing was created`);
         const edge = team.edges.find((e) => e.participants.includes(fromId) && e.participants.includes(toId));
-        if (!edge) throw new ToolkitError('invalid_usage', `no edge joins ${opts.from} and ${opts.to} in team ${opts.team}`);
+        if (!edge) throw new ToolkitError('invalid_usage', `no edge joins ${opts.from} and ${opts.to} in team ${opts.team}, so no thread can be opened between them (${peersText(team, fromId, opts.from)}); nothing was created`);
         const opened = await client.openThread(edge.edge_id, { sender_agent_id: fromId, subject: opts.subject, content: opts.content, channel: opts.channel });
         const first = await client.getThread(opened.thread_id, { limit: 1 });
         if (!opts.json) io.stdout(`Opened thread ${opened.thread_id} on ${opts.from} <-> ${opts.to}.`);

@@ -1,7 +1,7 @@
 /**
  * The operator actions of `acs-server admin …` (contract §6), run directly against the server's
  * database with the same domain functions as the `/admin/v1` routes. No process handling here:
- * `bin/acs-server.ts` parses flags, prints and exits.
+ * `service/server-cli.ts` parses flags and prints; `bin/acs-server.ts` exits.
  */
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';

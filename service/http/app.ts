@@ -1,12 +1,12 @@
 import { randomUUID } from 'node:crypto';
-import Fastify, { type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
+import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { isUuid } from '../domain/ids.ts';
 import { requireApiKey } from './auth.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
-import { installRouteRegistry } from './openapi/route-registry.ts';
+import { installRouteRegistry, type RouteRegistry } from './openapi/route-registry.ts';
 import { mcpRoutes } from '../mcp/route.ts';
 import { toProblem } from './problem.ts';
 import { defaultRateLimit, installRateLimit, type RateLimitOptions } from './rate-limit.ts';
@@ -43,6 +43,21 @@ export interface AppOptions {
   rateLimit?: RateLimitOptions | false | undefined;
 }
 
+/**
+ * Fastify's request logging, reduced to one line per request written when it is answered:
+ * method, path, status and milliseconds (`GET /api/v1/organizations 200 2.1 ms`), with the
+ * request id beside them in JSON; never a header, so never a key. Errors keep their own lines.
+ */
+class RequestLineLog extends LogController {
+  override incomingRequest(): void {}
+
+  override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
+    const ms = Math.round(reply.elapsedTime * 10) / 10;
+    const fields = { method: request.method, url: request.url, status: reply.statusCode, ms, ...(error ? { err: error } : {}) };
+    request.log[error ? 'error' : 'info'](fields, `${request.method} ${request.url} ${reply.statusCode} ${ms} ms`);
+  }
+}
+
 // A client's request id is echoed only when it is short printable ASCII, so logs stay clean.
 const clientRequestId = /^[\x21-\x7e]{1,200}$/;
 
@@ -51,18 +66,47 @@ const clientRequestId = /^[\x21-\x7e]{1,200}$/;
  * `/v1`, the unprefixed provider-key PUT, `/healthz` and `/readyz`; problem+json errors (§2)
  * including `route_not_found`, `method_not_allowed`, `malformed_json`, `payload_too_large` and
  * `unsupported_media_type`; and `X-Request-Id` on every response. Output: the app, not listening.
+ *
+ * The steps run in this order because Fastify runs hooks in the order they were added: rate
+ * limiting first (so every answer carries `RateLimit-*`), then Idempotency-Key claims, then the
+ * app's own hooks, then the routes.
  */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
+  const app = createFastify(options.logger);
+  if (options.rateLimit !== false) await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit);
+  installIdempotency(app, options.deps);
+  installJsonBodies(app);
+  installRequestHooks(app, options.shutdown);
+  installErrorHandler(app);
+  // One registry of every route serves the 405 answers, the query parameter rule and the
+  // OpenAPI document, so the three cannot disagree about what exists.
+  const registry = installRouteRegistry(app, apiPrefixes);
+  installUnroutedAnswers(app, registry);
+  installOpenApi(app, registry);
+  installHealth(app, options.deps);
+  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown }, options.adminToken);
+  return app;
+}
+
+/**
+ * The Fastify instance with the server-wide settings: logging (one line per request, keys
+ * redacted), body limit, request ids (a client's `X-Request-Id` echoed when it is short printable
+ * ASCII), connection handling on close, router options, and problem+json for URLs that fail
+ * before routing.
+ */
+function createFastify(logOptions: AppOptions['logger']): FastifyInstance {
   const logger: FastifyServerOptions['logger'] =
-    options.logger === false
+    logOptions === false
       ? false
       : {
-          ...(typeof options.logger === 'object' ? options.logger : {}),
+          ...(typeof logOptions === 'object' ? logOptions : {}),
           // Keys never reach a log line, whatever serializers a deployment adds.
           redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'api_key'], censor: '[redacted]' },
         };
-  const app = Fastify({
+  return Fastify({
     logger,
+    // One line per request, written when it is answered, instead of Fastify's two.
+    logController: new RequestLineLog(),
     bodyLimit: bodyLimitBytes,
     requestIdHeader: false,
     genReqId: (req) => {
@@ -71,7 +115,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     },
     // In-flight requests finish on close; idle keep-alive sockets are closed so close() returns.
     forceCloseConnections: 'idle',
-    // Fastify's own 503 while closing is not problem+json; the onRequest hook below answers instead.
+    // Fastify's own 503 while closing is not problem+json; the onRequest hook answers instead.
     return503OnClosing: false,
     // Long path ids must reach the routes (which answer 404 not_found), not Fastify's raw 414.
     // One rule for a trailing slash on every route: ignored (`/organizations/` is `/organizations`);
@@ -87,10 +131,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
       raw.code(problem.status).header('x-request-id', request.id).type('application/problem+json').send(JSON.stringify(problem));
     },
   });
-  // First, so that every response, errors and 404s included, carries the RateLimit-* headers.
-  if (options.rateLimit !== false) await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit);
-  installIdempotency(app, options.deps);
+}
 
+/**
+ * Bodies are JSON (contract §1): an empty body is no body, malformed JSON is 400
+ * `malformed_json`, a NUL character anywhere is 400 `invalid_request` naming its path (PostgreSQL
+ * text cannot hold one), and any other Content-Type is 415 `unsupported_media_type`.
+ */
+function installJsonBodies(app: FastifyInstance): void {
   app.removeAllContentTypeParsers();
   app.addContentTypeParser('application/json', { parseAs: 'string' }, (_request, body, done) => {
     if (body === '') return done(null, undefined);
@@ -100,7 +148,6 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     } catch {
       return done(new ServiceError('malformed_json', 'the body is not valid JSON'), undefined);
     }
-    // PostgreSQL text cannot hold NUL: refuse it here, with its path, rather than fail in storage.
     const nulAt = findNul(parsed);
     if (nulAt !== undefined) {
       const path = nulAt || '(body)';
@@ -111,25 +158,33 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   app.addContentTypeParser('*', (request, _payload, done) => {
     done(new ServiceError('unsupported_media_type', `Content-Type ${request.headers['content-type'] ?? '(none)'} is not application/json`), undefined);
   });
+}
 
+/**
+ * Hooks every request goes through: `X-Request-Id` on every answer, 503 `unavailable` once the
+ * server stops, and path ids lowercased as the Id schema lowercases ids in bodies.
+ */
+function installRequestHooks(app: FastifyInstance, shutdown: AbortSignal): void {
   app.addHook('onSend', async (request, reply) => {
     reply.header('x-request-id', request.id);
     // A response finished while the server stops (a held long poll or MCP wait answering early)
     // closes its connection: close() ends idle keep-alive connections only once, when it starts,
     // and one that turns idle later would hold it until the keep-alive timeout (72 s).
-    if (options.shutdown.aborted) reply.header('connection', 'close');
+    if (shutdown.aborted) reply.header('connection', 'close');
   });
   app.addHook('onRequest', async () => {
-    if (options.shutdown.aborted) throw new ServiceError('unavailable', 'the server is shutting down');
+    if (shutdown.aborted) throw new ServiceError('unavailable', 'the server is shutting down');
   });
-  // Path ids are compared as strings after lookup; lowercase them like the Id schema does bodies.
   app.addHook('preValidation', async (request) => {
     const params = request.params as Record<string, string> | undefined;
     for (const [name, value] of Object.entries(params ?? {})) {
       if (typeof value === 'string' && isUuid(value)) params![name] = value.toLowerCase();
     }
   });
+}
 
+/** Every error as problem+json (contract §2): unexpected ones logged, 503s with `Retry-After`. */
+function installErrorHandler(app: FastifyInstance): void {
   app.setErrorHandler(async (error, request, reply) => {
     const { problem, unexpected } = toProblem(error, request.id);
     // A 413 is decided from Content-Length before the body is read. Answering at once and leaving
@@ -141,45 +196,52 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     if (problem.status === 503) reply.header('retry-after', '1');
     return reply.code(problem.status).type('application/problem+json').send(problem);
   });
+}
 
-  // One registry of every route serves the 405 answers, the query parameter rule and the
-  // OpenAPI document, so the three cannot disagree about what exists.
-  const registry = installRouteRegistry(app, apiPrefixes);
-  // Known paths answer 405 for other methods rather than 404 (contract §2).
+/**
+ * A request no route takes: 405 `method_not_allowed` with `Allow` when the path exists with other
+ * methods (RFC 9110 §15.5.6), else 404 `route_not_found`. Decided before the body is read:
+ * otherwise the body's own problems (no Content-Type, malformed JSON, a wrong media type) would
+ * hide that the route does not exist.
+ */
+function installUnroutedAnswers(app: FastifyInstance, registry: RouteRegistry): void {
   const refuseUnrouted = (request: FastifyRequest, reply: FastifyReply): never => {
     const path = request.url.split('?')[0] ?? '';
     const allowed = registry.allowedMethods(path);
     if (allowed.length > 0) {
-      // RFC 9110 §15.5.6: a 405 names the methods the resource supports.
       reply.header('allow', allowed.join(', '));
       throw new ServiceError('method_not_allowed', `${request.method} is not allowed on ${path}; allowed: ${allowed.join(', ')}`);
     }
     throw new ServiceError('route_not_found', `no route ${request.method} ${path}`);
   };
-  // Decided before the body is read: otherwise the body's own problems (no Content-Type on a
-  // QUERY, malformed JSON, a wrong media type) would hide that the route does not exist.
   app.addHook('onRequest', async (request, reply) => {
     if (request.is404) refuseUnrouted(request, reply);
   });
   app.setNotFoundHandler(async (request, reply) => refuseUnrouted(request, reply));
+}
 
-  installOpenApi(app, registry);
-
+/** `GET /healthz` (the process is up) and `GET /readyz` (storage answers), no key (contract §6). */
+function installHealth(app: FastifyInstance, deps: DomainDeps): void {
   app.get('/healthz', async () => ({ status: 'ok' }));
   app.get('/readyz', async () => {
     try {
-      await options.deps.db.query('SELECT 1');
+      await deps.db.query('SELECT 1');
     } catch {
       throw new ServiceError('unavailable', 'storage is unreachable');
     }
     return { status: 'ready' };
   });
+}
 
-  const context: RouteContext = { deps: options.deps, shutdown: options.shutdown };
+/**
+ * The routes: under each API prefix the keyed routes, the access requests (no key) and the MCP
+ * endpoint (an MCP key); the admin routes when a token is set; the unprefixed provider-key PUT.
+ */
+async function registerRoutes(app: FastifyInstance, context: RouteContext, adminToken: string | undefined): Promise<void> {
   for (const prefix of apiPrefixes) {
     await app.register(
       async (api) => {
-        requireApiKey(api, options.deps.db);
+        requireApiKey(api, context.deps.db);
         for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes]) {
           routesOf(api, context);
         }
@@ -191,16 +253,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     // The MCP endpoint takes an MCP key instead of an organization key (contract §7).
     await app.register(async (mcp) => mcpRoutes(mcp, context), { prefix });
   }
-  if (options.adminToken) {
-    const token = options.adminToken;
-    await app.register(async (admin) => adminRoutes(admin, context, token), { prefix: adminPrefix });
-  }
+  if (adminToken) await app.register(async (admin) => adminRoutes(admin, context, adminToken), { prefix: adminPrefix });
   // The interface description gives this one route without a prefix (contract §1).
   await app.register(async (api) => {
-    requireApiKey(api, options.deps.db);
+    requireApiKey(api, context.deps.db);
     putProviderKeyRoute(api, context);
   });
-  return app;
 }
 
 /**

@@ -1,4 +1,5 @@
 import rateLimit from '@fastify/rate-limit';
+import ms from 'ms';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
 import { findActiveOrgKey, findMcpKey } from '../domain/authentication.ts';
@@ -82,8 +83,12 @@ export async function installRateLimit(app: FastifyInstance, db: Queryable, opti
     timeWindow: options.windowMs,
     enableDraftSpec: true,
     keyGenerator: createBucketResolver(db),
+    // `context.after` is the time left in the window, not the window: name both for what they are.
     errorResponseBuilder: (_request, context) =>
-      new ServiceError('rate_limited', `more than ${context.max} requests in ${context.after}; retry after the Retry-After seconds`),
+      new ServiceError(
+        'rate_limited',
+        `more than ${context.max} requests in ${ms(options.windowMs, { long: true })} with this key; the limit resets in ${Math.max(1, Math.ceil(context.ttl / 1000))} s (Retry-After)`,
+      ),
   });
   app.addHook('onRequest', app.rateLimit());
 }

@@ -26,41 +26,41 @@ afterEach(() => {
 });
 
 describe('apply activities', () => {
-  it('ensureTeam: run twice in a Temporal activity context, creates once and then adopts the same team', async () => {
+  it('ensure: run twice in a Temporal activity context, creates a team once and then adopts the same team', async () => {
     const acts = createApplyActivities({ env });
-    const input = { connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, orgId, fields: { team_name: 'ops', description: 'On call' } };
-    const first = (await new MockActivityEnvironment().run(acts.ensureTeam, input)) as { id: string; outcome: string };
-    const second = await new MockActivityEnvironment().run(acts.ensureTeam, input);
+    const input = { connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, kind: 'team' as const, parentId: orgId, fields: { team_name: 'ops', description: 'On call', deletion_protection: false } };
+    const first = (await new MockActivityEnvironment().run(acts.ensure, input)) as { id: string; outcome: string };
+    const second = await new MockActivityEnvironment().run(acts.ensure, input);
     expect(first.outcome).toBe('created');
     expect(second).toEqual({ id: first.id, outcome: 'unchanged' });
   });
 
-  it('ensureTeam: a conflicting team with drifted fields is adopted and updated', async () => {
+  it('ensure: a conflicting team with drifted fields is adopted and updated', async () => {
     const acts = createApplyActivities({ env });
     const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
-    const created = await acts.ensureTeam({ connection, orgId, fields: { team_name: 'drifty', description: 'old' } });
-    const adopted = await acts.ensureTeam({ connection, orgId, fields: { team_name: 'drifty', description: 'new' } });
+    const created = await acts.ensure({ connection, kind: 'team', parentId: orgId, fields: { team_name: 'drifty', description: 'old', deletion_protection: false } });
+    const adopted = await acts.ensure({ connection, kind: 'team', parentId: orgId, fields: { team_name: 'drifty', description: 'new', deletion_protection: false } });
     expect(adopted).toEqual({ id: created.id, outcome: 'updated' });
   });
 
-  it('ensureTeam: a 404 becomes a non-retryable ApplicationFailure of type not_found', async () => {
+  it('ensure: a 404 becomes a non-retryable ApplicationFailure of type not_found', async () => {
     const acts = createApplyActivities({ env });
-    const input = { connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, orgId: '00000000-0000-4000-8000-000000000000', fields: { team_name: 'x', description: '' } };
-    const error = await new MockActivityEnvironment().run(acts.ensureTeam, input).catch((e: unknown) => e);
+    const input = { connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, kind: 'team' as const, parentId: '00000000-0000-4000-8000-000000000000', fields: { team_name: 'x', description: '', deletion_protection: false } };
+    const error = await new MockActivityEnvironment().run(acts.ensure, input).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApplicationFailure);
     expect(error).toMatchObject({ type: 'not_found', nonRetryable: true });
   });
 
-  it('ensureOrganization: a 429 becomes a retryable ApplicationFailure that waits Retry-After', async () => {
+  it('ensure: an organization\'s 429 becomes a retryable ApplicationFailure that waits Retry-After', async () => {
     nock('http://acs.test').post('/api/v1/organizations').reply(429, { code: 'rate_limited', detail: 'slow down' }, { 'retry-after': '7' });
     const acts = createApplyActivities({ env });
-    const error = await acts.ensureOrganization({ connection: { baseUrl: 'http://acs.test', apiKeyEnv: 'ACS_TEST_KEY' }, name: 'x' }).catch((e: unknown) => e);
+    const error = await acts.ensure({ connection: { baseUrl: 'http://acs.test', apiKeyEnv: 'ACS_TEST_KEY' }, kind: 'organization', parentId: '', fields: { org_name: 'x', deletion_protection: false } }).catch((e: unknown) => e);
     expect(error).toMatchObject({ type: 'rate_limited', nonRetryable: false, nextRetryDelay: 7000 });
   });
 
   it('activities: a missing organization key is a non-retryable unresolved_secret naming the variable, not a value', async () => {
     const acts = createApplyActivities({ env: {} });
-    const error = await acts.ensureOrganization({ connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, name: 'x' }).catch((e: unknown) => e);
+    const error = await acts.ensure({ connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, kind: 'organization', parentId: '', fields: { org_name: 'x', deletion_protection: false } }).catch((e: unknown) => e);
     expect(error).toMatchObject({ type: 'unresolved_secret', nonRetryable: true });
     expect((error as Error).message).toContain('ACS_TEST_KEY');
   });
@@ -81,8 +81,8 @@ describe('apply activities', () => {
     nock.disableNetConnect();
     const acts = createApplyActivities({ env });
     const steps = [
-      { op: 'ensureTeam' as const, input: { connection, orgId: 'o1', fields: { team_name: 'a', description: '' } } },
-      { op: 'ensureTeam' as const, input: { connection, orgId: 'o1', fields: { team_name: 'b', description: '' } } },
+      { op: 'ensure' as const, input: { connection, kind: 'team' as const, parentId: 'o1', fields: { team_name: 'a', description: '', deletion_protection: false } } },
+      { op: 'ensure' as const, input: { connection, kind: 'team' as const, parentId: 'o1', fields: { team_name: 'b', description: '', deletion_protection: false } } },
     ];
     const results = await new MockActivityEnvironment().run(acts.runSteps, { steps });
     expect(results).toEqual([{ id: 't1', outcome: 'created' }, { id: 't2', outcome: 'created' }]);
@@ -91,13 +91,13 @@ describe('apply activities', () => {
 
   it('runSteps: a step that fails for good ends the batch with a non-retryable failure of its code, and later steps are not sent', async () => {
     const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'ACS_TEST_KEY' };
-    const scope = nock('http://acs.test').post('/api/v1/organizations/o1/teams', { team_name: 'a', description: '' }).reply(404, { code: 'not_found', detail: 'no such organization' });
-    const later = nock('http://acs.test').post('/api/v1/organizations/o1/teams', { team_name: 'b', description: '' }).reply(201, { team_id: 't2', team_name: 'b' });
+    const scope = nock('http://acs.test').post('/api/v1/organizations/o1/teams', { team_name: 'a', description: '', deletion_protection: false }).reply(404, { code: 'not_found', detail: 'no such organization' });
+    const later = nock('http://acs.test').post('/api/v1/organizations/o1/teams', { team_name: 'b', description: '', deletion_protection: false }).reply(201, { team_id: 't2', team_name: 'b' });
     nock.disableNetConnect();
     const acts = createApplyActivities({ env });
     const steps = [
-      { op: 'ensureTeam' as const, input: { connection, orgId: 'o1', fields: { team_name: 'a', description: '' } } },
-      { op: 'ensureTeam' as const, input: { connection, orgId: 'o1', fields: { team_name: 'b', description: '' } } },
+      { op: 'ensure' as const, input: { connection, kind: 'team' as const, parentId: 'o1', fields: { team_name: 'a', description: '', deletion_protection: false } } },
+      { op: 'ensure' as const, input: { connection, kind: 'team' as const, parentId: 'o1', fields: { team_name: 'b', description: '', deletion_protection: false } } },
     ];
     const error = await acts.runSteps({ steps }).catch((e: unknown) => e);
     expect(error).toMatchObject({ type: 'not_found', nonRetryable: true });

@@ -2,11 +2,11 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
 import type { Connection } from '../../activities/connection.ts';
 import { AcsClient } from '../../client/acs-client.ts';
-import { loadDefinitionFile } from '../../definitions/load.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
 import { readObserved } from '../../workflows/apply-orchestration.ts';
 import { computePlan } from '../../plan/plan.ts';
 import type { DesiredState } from '../../plan/types.ts';
+import { desiredFromFile, withOrganizationName } from '../support/synthetic.ts';
 import { startServer } from '../../service/index.ts';
 import { dyingFetch, recordingFetch } from '../support/fetch.ts';
 import { snapshot as liveSnapshot } from '../support/live-state.ts';
@@ -20,7 +20,7 @@ let example: DesiredState;
 
 /** The example definition, under an organization name of its own. */
 function definitionFor(orgName: string): DesiredState {
-  return { ...example, organization: { ...example.organization, name: orgName } };
+  return withOrganizationName(example, orgName);
 }
 
 const snapshot = (orgName: string) => liveSnapshot(client, orgName);
@@ -31,7 +31,7 @@ beforeAll(async () => {
   env = { ACS_TEST_KEY: api_key, ECHO_PROVIDER_KEY: ECHO_KEY };
   connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
   client = new AcsClient({ baseUrl: server.url, apiKey: api_key });
-  example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
+  example = await desiredFromFile(new URL('../../examples/acme-research.yaml', import.meta.url));
 });
 
 afterAll(async () => {
@@ -125,3 +125,59 @@ describe('apply', () => {
     expect(recorder.requests).toEqual([]);
   });
 });
+
+describe('apply deletes', () => {
+  /** The example without the archivist (and its edge) and without the provider key, under `orgName`. */
+  function smaller(orgName: string): DesiredState {
+    const desired = definitionFor(orgName);
+    const [team] = desired.teams;
+    return {
+      organization: { ...desired.organization, providerKeys: [] },
+      teams: [{ ...team!, agents: team!.agents.filter((a) => a.name !== 'archivist'), edges: team!.edges.filter((e) => !e.includes('archivist')) }],
+    };
+  }
+
+  it('apply: a plan with a delete that was not approved is refused with not_approved before any mutating request', async () => {
+    await applyLocally({ connection, desired: definitionFor('acme-unapproved') }, createApplyActivities({ env }));
+    const recorder = recordingFetch();
+    const acts = createApplyActivities({ env, fetch: recorder.fetch });
+    await expect(applyLocally({ connection, desired: smaller('acme-unapproved') }, acts)).rejects.toMatchObject({ type: 'not_approved' });
+    // Approving other ids is not approving these (the live state changed since the plan the user saw).
+    await expect(applyLocally({ connection, desired: smaller('acme-unapproved'), approvedDeletes: ['00000000-0000-4000-8000-000000000000'] }, acts)).rejects.toMatchObject({
+      type: 'not_approved',
+      message: expect.stringContaining('the live state changed since the plan was approved'),
+    });
+    expect(recorder.mutations()).toEqual([]);
+  });
+
+  it('apply: a run killed after each of its deletes in turn, then re-run, ends as one uninterrupted run, each resource deleted by one request', async () => {
+    await applyLocally({ connection, desired: smaller('acme-deleted-reference'), approvedDeletes: 'all' }, createApplyActivities({ env }));
+    const reference = await snapshot('acme-deleted-reference');
+    for (let k = 1; k <= 3; k++) {
+      const orgName = `acme-deletes-killed-${k}`;
+      await applyLocally({ connection, desired: definitionFor(orgName) }, createApplyActivities({ env }));
+      const desired = smaller(orgName);
+      const first = recordingFetch();
+      await expect(
+        applyLocally({ connection, desired, approvedDeletes: 'all' }, createApplyActivities({ env, fetch: dyingFetch(k, { method: 'DELETE', inner: first.fetch }) }), { retry: { maximumAttempts: 1 } }),
+      ).rejects.toThrow();
+      const second = recordingFetch();
+      await applyLocally({ connection, desired, approvedDeletes: 'all' }, createApplyActivities({ env, fetch: second.fetch }));
+      const deletes = [...first.mutations(), ...second.mutations()].filter((m) => m.startsWith('DELETE '));
+      expect(deletes, `killed after delete ${k}`).toHaveLength(3);
+      expect(new Set(deletes).size).toBe(3);
+      expect({ ...(await snapshot(orgName)), org: 'acme-deleted-reference' }, `killed after delete ${k}`).toEqual(reference);
+    }
+  });
+
+  it('remove: a delete of what is already gone succeeds as deleted, so a re-run never fails on it', async () => {
+    await applyLocally({ connection, desired: definitionFor('acme-gone') }, createApplyActivities({ env }));
+    const org = (await client.listOrganizations()).find((o) => o.org_name === 'acme-gone')!;
+    const team = (await client.listTeams(org.org_id))[0]!;
+    await client.deleteTeam(team.team_id);
+    const acts = createApplyActivities({ env });
+    expect(await acts.remove({ connection, kind: 'team', id: team.team_id })).toEqual({ id: team.team_id, outcome: 'deleted' });
+    expect(await acts.deleteProviderKey({ connection, orgId: org.org_id, provider: 'openai' })).toEqual({ id: 'openai', outcome: 'deleted' });
+  });
+});
+

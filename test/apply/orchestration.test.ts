@@ -4,8 +4,9 @@
  */
 import { describe, expect, it } from 'vitest';
 import type { EnsureResult } from '../../activities/apply-activities.ts';
+import { AgentFields } from '../../api/schemas.ts';
 import { orchestrateApply } from '../../workflows/apply-orchestration.ts';
-import type { OrchestratedActivities } from '../../workflows/apply-orchestration.ts';
+import type { AppliedChange, OrchestratedActivities } from '../../workflows/apply-orchestration.ts';
 import { syntheticDefinition, resourceCount } from '../support/synthetic.ts';
 
 /** Activities over an empty organization that log `start`/`end` of every call and finish in call order after a tick. */
@@ -14,7 +15,7 @@ function recordingActivities(options: { failOn?: string } = {}) {
   let inFlight = 0;
   let maxInFlight = 0;
   let next = 0;
-  const ensure = (label: (input: Record<string, unknown>) => string) => async (input: Record<string, unknown>): Promise<EnsureResult> => {
+  const call = (label: (input: Record<string, unknown>) => string) => async (input: Record<string, unknown>): Promise<EnsureResult> => {
     const name = label(input);
     inFlight++;
     maxInFlight = Math.max(maxInFlight, inFlight);
@@ -26,16 +27,24 @@ function recordingActivities(options: { failOn?: string } = {}) {
     return { id: `${name}#${next++}`, outcome: 'created' };
   };
   const batches: string[][] = [];
+  const ensure = (input: Record<string, unknown>): string => {
+    const fields = input.fields as { org_name?: string; team_name?: string; name?: string; participants?: string[] };
+    const team = String(input.parentId).split('#')[0]!.slice(5);
+    switch (input.kind) {
+      case 'organization':
+        return 'org';
+      case 'team':
+        return `team ${fields.team_name}`;
+      case 'edge':
+        return `edge ${team}/${fields.participants!.map((p) => p.split('#')[0]!.split('/')[1]).join(',')}`;
+      default:
+        return `participant ${team}/${fields.name}`;
+    }
+  };
   const fakes: Record<string, (input: Record<string, unknown>) => Promise<EnsureResult>> = {
-    ensureOrganization: ensure(() => 'org'),
-    putProviderKey: ensure((i) => `key ${String(i.provider)}`),
-    ensureTeam: ensure((i) => `team ${(i.fields as { team_name: string }).team_name}`),
-    ensureAgent: ensure((i) => `participant ${String(i.teamId).split('#')[0]!.slice(5)}/${(i.fields as { name: string }).name}`),
-    ensureHuman: ensure((i) => `participant ${String(i.teamId).split('#')[0]!.slice(5)}/${(i.fields as { name: string }).name}`),
-    ensureEdge: ensure((i) => `edge ${String(i.teamId).split('#')[0]!.slice(5)}/${(i.participants as string[]).map((p) => p.split('#')[0]!.split('/')[1]).join(',')}`),
-    updateTeam: ensure(() => 'update'),
-    updateAgent: ensure(() => 'update'),
-    updateHuman: ensure(() => 'update'),
+    ensure: call(ensure),
+    putProviderKey: call((i) => `key ${String(i.provider)}`),
+    update: call(() => 'update'),
   };
   const acts = {
     readOrganization: async () => ({ organization: null, providerKeys: [], teams: [] }),
@@ -121,8 +130,8 @@ describe('apply orchestration', () => {
     const acts = {
       readOrganization: async () => ({ organization: null, providerKeys: [], teams: [] }),
       readTeam: async () => ({}),
-      runSteps: ({ steps }: { steps: Array<{ op: string; input: { fields?: { team_name: string } } }> }) => {
-        const name = steps[0]!.op === 'ensureOrganization' ? 'org' : steps[0]!.input.fields!.team_name;
+      runSteps: ({ steps }: { steps: Array<{ op: string; input: { kind: string; fields: { team_name?: string } } }> }) => {
+        const name = steps[0]!.input.kind === 'organization' ? 'org' : steps[0]!.input.fields.team_name!;
         started.push(name);
         if (name === 'org') return Promise.resolve([{ id: 'org-id', outcome: 'created' }]);
         return new Promise((resolve, reject) => pending.set(name, { resolve, reject }));
@@ -155,19 +164,22 @@ describe('apply orchestration', () => {
 describe('apply result', () => {
   it('apply result: past MAX_LISTED_CHANGES the changes are counted by outcome instead of listed, across runs too', async () => {
     const { listed, MAX_LISTED_CHANGES } = await import('../../workflows/apply-workflow.ts');
-    const change = (i: number, outcome: 'created' | 'updated') => ({ action: 'create' as const, kind: 'agent' as const, name: `a${i}`, team: 't', fields: {}, outcome });
+    const change = (i: number, outcome: 'created' | 'updated'): AppliedChange => ({ action: 'create', kind: 'edge', name: `e${i}`, team: 't', address: 'team/t/edge/a,b', fields: { participants: ['a', 'b'] }, outcome });
     const many = Array.from({ length: MAX_LISTED_CHANGES + 7 }, (_, i) => change(i, i % 2 === 0 ? 'created' : 'updated'));
     const first = listed(many, undefined);
     expect(first.applied).toHaveLength(MAX_LISTED_CHANGES);
-    expect(first.omitted).toEqual({ created: 4, updated: 3, unchanged: 0 });
+    expect(first.omitted).toEqual({ created: 4, updated: 3, deleted: 0, unchanged: 0 });
     const second = listed([...first.applied, change(1, 'created')], first.omitted);
-    expect(second.omitted).toEqual({ created: 5, updated: 3, unchanged: 0 });
+    expect(second.omitted).toEqual({ created: 5, updated: 3, deleted: 0, unchanged: 0 });
     expect(listed(many.slice(0, 10), undefined)).toEqual({ applied: many.slice(0, 10) });
   });
 
   it('apply result: changes with large fields are cut by size too, so the result stays under MAX_LISTED_BYTES', async () => {
     const { listed, MAX_LISTED_BYTES } = await import('../../workflows/apply-workflow.ts');
-    const big = Array.from({ length: 600 }, (_, i) => ({ action: 'create' as const, kind: 'agent' as const, name: `a${i}`, team: 't', fields: { instructions: 'x'.repeat(4_000) }, outcome: 'created' as const }));
+    const big = Array.from(
+      { length: 600 },
+      (_, i): AppliedChange => ({ action: 'create', kind: 'agent', name: `a${i}`, team: 't', address: `team/t/agent/a${i}`, fields: AgentFields.toWire({ name: `a${i}`, instructions: 'x'.repeat(4_000) }), outcome: 'created' }),
+    );
     const cut = listed(big, undefined);
     expect(JSON.stringify(cut.applied).length).toBeLessThanOrEqual(MAX_LISTED_BYTES + cut.applied.length);
     expect(cut.applied.length + (cut.omitted?.created ?? 0)).toBe(600);

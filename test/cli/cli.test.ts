@@ -121,7 +121,7 @@ describe('teamctl', () => {
     expect(recorded).not.toContain(apiKey);
     expect(recorded).not.toContain(ECHO_KEY);
     expect(input.connection).toEqual({ baseUrl: server.url, apiKeyEnv: 'ACS_API_KEY' });
-    expect(input.desired.organization.providerKeys).toEqual({ echo: '${env:ECHO_PROVIDER_KEY}' });
+    expect(input.desired.organization.providerKeys).toEqual([{ provider: 'echo', secretRef: '${env:ECHO_PROVIDER_KEY}' }]);
   });
 
   it('worker: with no reachable Temporal it prints one error line and a hint, no transport trace, and exits 1', async () => {

@@ -1,27 +1,16 @@
 /** `teamctl get usage` against a real acs-server whose echo agents have answered (in-process through `runCli`). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { parseSince } from '../../cli/commands/get-usage.ts';
-import type { CliIo } from '../../cli/io.ts';
-import { runCli } from '../../cli/program.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { startServer } from '../../service/index.ts';
+import { runTeamctl } from '../support/cli.ts';
+import type { CliRun } from '../support/cli.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let apiKey: string;
 let client: AcsClient;
 
-async function teamctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: (t) => void (stdout += `${t}\n`),
-    stderr: (t) => void (stderr += `${t}\n`),
-    env: { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey },
-    isTTY: false,
-  };
-  const code = await runCli(args, io);
-  return { code, stdout, stderr };
-}
+const teamctl = (args: string[]): Promise<CliRun> => runTeamctl(args, { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey });
 
 beforeAll(async () => {
   server = await startServer({ inMemory: true, port: 0, tickMs: 20, logger: false });
@@ -72,10 +61,10 @@ describe('teamctl get usage', () => {
     expect(Date.now() - Date.parse(usage.since)).toBeGreaterThan(6.9 * 86_400_000);
   });
 
-  it('get usage: an unknown agent or a malformed --since is invalid_usage, before or without a usage request', async () => {
+  it('get usage: an unknown agent is name_not_found and a malformed --since invalid_usage, before or without a usage request', async () => {
     const agent = await teamctl(['get', 'usage', '--team', 'desk', '--agent', 'nobody']);
     expect(agent.code).toBe(1);
-    expect(agent.stderr).toContain('error[invalid_usage]: team desk has no agent named "nobody"');
+    expect(agent.stderr).toContain('error[name_not_found]: no agent named "nobody" in team desk (its agents: scout, quiet)');
     const since = await teamctl(['get', 'usage', '--team', 'desk', '--since', 'last week']);
     expect(since.code).toBe(1);
     expect(since.stderr).toContain('error[invalid_usage]: --since: not an ISO 8601 time');

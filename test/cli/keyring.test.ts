@@ -102,7 +102,7 @@ describe('teamctl --api-key-env (the organization keyring)', () => {
     expect({ code: plan.code, plan: JSON.parse(plan.stdout) }).toEqual({ code: 0, plan: { changes: [] } });
 
     const grown = definition.replace(/team\.yaml$/, 'grown.yaml');
-    await writeFile(grown, ['apiVersion: teamctl/v1', 'organization:', '  name: keyring-org', 'teams:', '  - name: desk', '    humans:', '      - name: dana', '      - name: triager', '      - name: eve', ''].join('\n'));
+    await writeFile(grown, ['apiVersion: teamctl/v1', 'organization:', '  name: keyring-org', 'teams:', '  - name: desk', '    humans:', '      - name: dana', '      - name: triager', '      - name: eve', '    edges:', '      - [dana, triager]', ''].join('\n'));
     const applied = await teamctl(['apply', '-f', grown, ...ring], env);
     expect(applied.code, applied.stderr).toBe(0);
     const [team] = (await new AcsClient({ baseUrl: server.url, apiKey: newKey }).listTeams(orgId)).filter((t) => t.team_name === 'desk');

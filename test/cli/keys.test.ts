@@ -5,19 +5,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AcsClient } from '../../client/acs-client.ts';
 import { graceSeconds } from '../../cli/commands/keys.ts';
-import type { CliIo } from '../../cli/io.ts';
-import { runCli } from '../../cli/program.ts';
 import { startServer } from '../../service/index.ts';
+import { runTeamctl } from '../support/cli.ts';
+import type { CliRun } from '../support/cli.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 
-async function teamctl(args: string[], apiKey: string): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = { stdout: (t) => void (stdout += `${t}\n`), stderr: (t) => void (stderr += `${t}\n`), env: { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey }, isTTY: false };
-  const code = await runCli(args, io);
-  return { code, stdout, stderr };
-}
+const teamctl = (args: string[], apiKey: string): Promise<CliRun> => runTeamctl(args, { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey });
 
 const works = async (apiKey: string) => new AcsClient({ baseUrl: server.url, apiKey }).listOrganizations().then(() => true, () => false);
 

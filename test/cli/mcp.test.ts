@@ -83,9 +83,9 @@ describe('teamctl mcp config', () => {
     const before = (await client.listMcpKeys(scoutId)).length;
     const team = await teamctl(['mcp', 'config', '--team', 'literature-reveiw', '--agent', 'scout']);
     expect(team.code).toBe(1);
-    expect(team.stderr).toContain('error[invalid_usage]: no team named "literature-reveiw" (did you mean "literature-review"?)');
+    expect(team.stderr).toContain('error[name_not_found]: no team named "literature-reveiw" (did you mean "literature-review"?)');
     const agent = await teamctl(['mcp', 'config', '--team', 'literature-review', '--agent', 'scuot']);
-    expect(agent.stderr).toContain('no agent named "scuot" (did you mean "scout"?)');
+    expect(agent.stderr).toContain('error[name_not_found]: no agent named "scuot" in team literature-review (did you mean "scout"?)');
     const human = await teamctl(['mcp', 'config', '--team', 'literature-review', '--agent', 'alice']);
     expect(human.stderr).toContain('"alice" is a human of team literature-review, not an agent');
     const format = await teamctl(['mcp', 'config', '--team', 'literature-review', '--agent', 'scout', '--format', 'zed']);

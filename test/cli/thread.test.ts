@@ -6,9 +6,9 @@ import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AcsClient } from '../../client/acs-client.ts';
-import type { CliIo } from '../../cli/io.ts';
-import { runCli } from '../../cli/program.ts';
 import { startServer } from '../../service/index.ts';
+import { runTeamctl } from '../support/cli.ts';
+import type { CliRun } from '../support/cli.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let apiKey: string;
@@ -17,18 +17,7 @@ let dana: string;
 let triager: string;
 let threadId: string;
 
-async function teamctl(args: string[]): Promise<{ code: number; stdout: string; stderr: string }> {
-  let stdout = '';
-  let stderr = '';
-  const io: CliIo = {
-    stdout: (t) => void (stdout += `${t}\n`),
-    stderr: (t) => void (stderr += `${t}\n`),
-    env: { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey },
-    isTTY: false,
-  };
-  const code = await runCli(args, io);
-  return { code, stdout, stderr };
-}
+const teamctl = (args: string[]): Promise<CliRun> => runTeamctl(args, { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey });
 
 beforeAll(async () => {
   server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false });

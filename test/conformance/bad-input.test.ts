@@ -1,6 +1,6 @@
 /**
- * Property-based bad input against every route of the API contract (shared/docs/service-api.md
- * §5), written from the contract alone. For each route, fast-check generates requests from a
+ * Property-based bad input against every route of the API contract (§5; see docs/development.md,
+ * "Conformance suites"), written from the contract alone. For each route, fast-check generates requests from a
  * valid one (bodies built from the contract) and mutates every part: bodies (wrong types, extra
  * fields, huge strings, unicode, nulls, deep nesting, not JSON, over 1 MiB), path ids (non-UUIDs,
  * other UUIDs, ids of other kinds, traversal, percent-encoding), query strings, and headers

@@ -1,6 +1,6 @@
 /**
- * Assertions shared by the conformance suites, each a rule of the contract
- * (shared/docs/service-api.md): the problem+json shape (§2) and a fingerprint of an
+ * Assertions shared by the conformance suites, each a rule of the API contract (see
+ * docs/development.md, "Conformance suites"): the problem+json shape (§2) and a fingerprint of an
  * organization's state as the API shows it, to prove that a request wrote nothing.
  */
 import { expect } from 'vitest';

@@ -1,8 +1,8 @@
 /**
- * Conformance of every route of the API contract (shared/docs/service-api.md §5, with the
- * conventions of §1, the errors of §2, the keys of §3 and the defaults of §4 and of
- * shared/seed/interface-spec.md), written from the contract alone against a server started as
- * a user starts it, with plain `fetch`.
+ * Conformance of every route of the API contract (§5, with the conventions of §1, the errors of
+ * §2, the keys of §3 and the defaults of §4 and of the service's interface description; see
+ * docs/development.md, "Conformance suites"), written from the contract alone against a server
+ * started as a user starts it, with plain `fetch`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CONTRACT_ROUTES, MCP_ENDPOINT_BUILT, expectProblem, expectStatus, idRoutes, type RouteIds } from './contract.ts';
@@ -675,28 +675,9 @@ describe('agents', () => {
     expectProblem(await api('POST', `/teams/${g.teamId}/agents`, { body: { name: uniqueName('a'), provider: 'no-such-vendor' } }), 400, 'invalid_request');
   });
 
-  it('agents: POST with a name used by an agent or a human of the team gives 409 conflict with existing_id', async () => {
-    const agent = await newAgent(g.teamId);
-    const human = await newHuman(g.teamId);
-    const r1 = await api('POST', `/teams/${g.teamId}/agents`, { body: { name: agent.name } });
-    expectProblem(r1, 409, 'conflict');
-    expect(r1.body.existing_id).toBe(agent.agent_id);
-    const r2 = await api('POST', `/teams/${g.teamId}/agents`, { body: { name: human.name } });
-    expectProblem(r2, 409, 'conflict');
-    expect(r2.body.existing_id).toBe(human.human_id);
-    const other = await newTeam();
-    expectStatus(await api('POST', `/teams/${other.team_id}/agents`, { body: { name: agent.name } }), 201);
-  });
-
-  it('agents: GET list gives {agents}, GET one the agent, and the team counts them', async () => {
+  it('agents: the team counts them', async () => {
     const team = await newTeam();
-    const agent = await newAgent(team.team_id);
-    const list = await api('GET', `/teams/${team.team_id}/agents`);
-    expectStatus(list, 200);
-    expect(list.body.agents).toEqual([expect.objectContaining({ agent_id: agent.agent_id, name: agent.name })]);
-    const one = await api('GET', `/agents/${agent.agent_id}`);
-    expectStatus(one, 200);
-    expect(one.body).toEqual(agent);
+    await newAgent(team.team_id);
     expect((await api('GET', `/teams/${team.team_id}`)).body.agent_count).toBe(1);
   });
 
@@ -710,23 +691,6 @@ describe('agents', () => {
     expect(back.body).toMatchObject({ provider: null, model: null });
     expectProblem(await api('PATCH', `/agents/${agent.agent_id}`, { body: { agent_id: freshUuid() } }), 400, 'invalid_request');
     expectProblem(await api('PATCH', `/agents/${agent.agent_id}`, { body: { team_id: freshUuid() } }), 400, 'invalid_request');
-  });
-
-  it('agents: PATCH to a name of another participant gives 409 conflict', async () => {
-    const a = await newAgent(g.teamId);
-    const b = await newAgent(g.teamId);
-    const reply = await api('PATCH', `/agents/${b.agent_id}`, { body: { name: a.name } });
-    expectProblem(reply, 409, 'conflict');
-    expect(reply.body.existing_id).toBe(a.agent_id);
-  });
-
-  it('agents: DELETE of an agent on an edge gives 409 in_use; without edges it gives {deleted: true, agent_id}', async () => {
-    expectProblem(await api('DELETE', `/agents/${g.a2}`), 409, 'in_use');
-    const free = await newAgent(g.teamId);
-    const reply = await api('DELETE', `/agents/${free.agent_id}`);
-    expectStatus(reply, 200);
-    expect(reply.body).toEqual(expect.objectContaining({ deleted: true, agent_id: free.agent_id }));
-    expectProblem(await api('GET', `/agents/${free.agent_id}`), 404, 'not_found');
   });
 });
 
@@ -764,40 +728,65 @@ describe('humans', () => {
     expect(human.email).toBe('ann@example.com');
   });
 
-  it('humans: POST with a name of an agent of the team gives 409 conflict with existing_id', async () => {
-    const agent = await newAgent(g.teamId);
-    const reply = await api('POST', `/teams/${g.teamId}/humans`, { body: { name: agent.name } });
-    expectProblem(reply, 409, 'conflict');
-    expect(reply.body.existing_id).toBe(agent.agent_id);
-  });
-
   it('humans: POST without a name gives 400 invalid_request at name', async () => {
     const reply = await api('POST', `/teams/${g.teamId}/humans`, { body: { email: 'x@example.com' } });
     expectProblem(reply, 400, 'invalid_request');
     expect(reply.body.errors.map((e: any) => e.path)).toContain('name');
   });
 
-  it('humans: GET list gives {humans}, GET one the human, PATCH changes name and email', async () => {
-    const team = await newTeam();
-    const human = await newHuman(team.team_id, { email: 'bo@example.com' });
-    const list = await api('GET', `/teams/${team.team_id}/humans`);
-    expectStatus(list, 200);
-    expect(list.body.humans).toEqual([expect.objectContaining({ human_id: human.human_id })]);
-    expect((await api('GET', `/humans/${human.human_id}`)).body).toEqual(human);
+  it('humans: PATCH changes name and email, and refuses an agent field', async () => {
+    const human = await newHuman(g.teamId, { email: 'bo@example.com' });
     const name = uniqueName('bob');
     const patched = await api('PATCH', `/humans/${human.human_id}`, { body: { name, email: null } });
     expectStatus(patched, 200);
     expect(patched.body).toMatchObject({ human_id: human.human_id, name, email: null });
     expectProblem(await api('PATCH', `/humans/${human.human_id}`, { body: { status: 'active' } }), 400, 'invalid_request');
   });
+});
 
-  it('humans: DELETE of a human on an edge gives 409 in_use; without edges it gives {deleted: true, human_id}', async () => {
-    expectProblem(await api('DELETE', `/humans/${g.h1}`), 409, 'in_use');
-    const free = await newHuman(g.teamId);
-    const reply = await api('DELETE', `/humans/${free.human_id}`);
+/** Agents and humans share one name space, the list, get and delete rules, and `in_use` (contract §2, §5). */
+const participantKinds = [
+  { kind: 'agent', plural: 'agents', idField: 'agent_id', create: newAgent, otherKind: newHuman, onEdge: () => g.a2 },
+  { kind: 'human', plural: 'humans', idField: 'human_id', create: newHuman, otherKind: newAgent, onEdge: () => g.h1 },
+] as const;
+
+describe.each(participantKinds)('$plural', ({ kind, plural, idField, create, otherKind, onEdge }) => {
+  it(`${plural}: POST with a name used by an agent or a human of the team gives 409 conflict with existing_id; another team may use it`, async () => {
+    for (const holder of [await create(g.teamId), await otherKind(g.teamId)]) {
+      const reply = await api('POST', `/teams/${g.teamId}/${plural}`, { body: { name: holder.name } });
+      expectProblem(reply, 409, 'conflict');
+      expect(reply.body.existing_id).toBe(holder.agent_id ?? holder.human_id);
+    }
+    const taken = await create(g.teamId);
+    expectStatus(await api('POST', `/teams/${(await newTeam()).team_id}/${plural}`, { body: { name: taken.name } }), 201);
+  });
+
+  it(`${plural}: GET list gives {${plural}} and GET one the ${kind}`, async () => {
+    const team = await newTeam();
+    const participant = await create(team.team_id);
+    const list = await api('GET', `/teams/${team.team_id}/${plural}`);
+    expectStatus(list, 200);
+    expect(list.body[plural]).toEqual([expect.objectContaining({ [idField]: participant[idField], name: participant.name })]);
+    const one = await api('GET', `/${plural}/${participant[idField]}`);
+    expectStatus(one, 200);
+    expect(one.body).toEqual(participant);
+  });
+
+  it(`${plural}: PATCH to a name of another participant gives 409 conflict with existing_id`, async () => {
+    const other = await otherKind(g.teamId);
+    const participant = await create(g.teamId);
+    const reply = await api('PATCH', `/${plural}/${participant[idField]}`, { body: { name: other.name } });
+    expectProblem(reply, 409, 'conflict');
+    expect(reply.body.existing_id).toBe(other.agent_id ?? other.human_id);
+  });
+
+  it(`${plural}: DELETE of a ${kind} on an edge gives 409 in_use; without edges it gives {deleted: true, ${idField}}`, async () => {
+    expectProblem(await api('DELETE', `/${plural}/${onEdge()}`), 409, 'in_use');
+    const free = await create(g.teamId);
+    const reply = await api('DELETE', `/${plural}/${free[idField]}`);
     expectStatus(reply, 200);
-    expect(reply.body).toEqual(expect.objectContaining({ deleted: true, human_id: free.human_id }));
-    expectProblem(await api('GET', `/humans/${free.human_id}`), 404, 'not_found');
+    expect(reply.body).toEqual(expect.objectContaining({ deleted: true, [idField]: free[idField] }));
+    expectProblem(await api('GET', `/${plural}/${free[idField]}`), 404, 'not_found');
   });
 });
 

@@ -1,7 +1,7 @@
 /**
  * The conformance suites' view of the service: a server started as a user starts it
- * (`acs-server start --in-memory --port 0 --dev-credentials FILE`, README.md) and a plain `fetch`
- * client written from the contract (shared/docs/service-api.md) alone. No project code is imported,
+ * (`acs-server start --in-memory --port 0 --dev-credentials FILE`, docs/cli.md) and a plain `fetch`
+ * client written from the API contract (docs/development.md, "Conformance suites") alone. No project code is imported,
  * so these suites judge the service only by what goes over the wire.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
@@ -36,7 +36,7 @@ export async function startServer(options: { env?: Record<string, string> } = {}
     join(repoRoot, 'node_modules', '.bin', 'node'),
     ['bin/acs-server.ts', 'start', '--in-memory', '--port', '0', '--tick-ms', '50', '--dev-credentials', file],
     // The agent loop runs the echo provider only: an agent of a vendor's provider that a suite
-    // creates must never call out to that vendor (ACS_AGENT_PROVIDERS, README "Configuration").
+    // creates must never call out to that vendor (ACS_AGENT_PROVIDERS, docs/operating-acs-server.md "Configuration").
     { cwd: repoRoot, env: { ...process.env, ACS_AGENT_PROVIDERS: 'echo', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
   let output = '';

@@ -273,3 +273,49 @@ describe('definitions: several problems', () => {
     expect(problemLines(text)).toHaveLength(3);
   });
 });
+
+describe('definitions: lifecycle keys', () => {
+  it('protect and renamedFrom are accepted on the organization, teams, agents and humans (renamedFrom not on the organization)', () => {
+    const definition = parseDefinition(
+      yaml(
+        'apiVersion: teamctl/v1',
+        'organization:',
+        '  name: acme',
+        '  protect: true',
+        'teams:',
+        '  - name: front',
+        '    renamedFrom: intake',
+        '    protect: true',
+        '    agents:',
+        '      - { name: sorter, renamedFrom: triager, protect: false }',
+        '    humans:',
+        '      - { name: dana, protect: true }',
+      ),
+      'x.yaml',
+    );
+    expect(definition.organization).toEqual({ name: 'acme', protect: true });
+    expect(definition.teams[0]).toMatchObject({ name: 'front', renamedFrom: 'intake', protect: true, agents: [{ name: 'sorter', renamedFrom: 'triager', protect: false }], humans: [{ name: 'dana', protect: true }] });
+    expect(problemLines(yaml(...HEAD, '  renamedFrom: old'), 'x.yaml')).toEqual(['x.yaml:4:3: organization.renamedFrom: unknown key "renamedFrom" (expected one of name, protect, providerKeys)']);
+    expect(problemLines(yaml(...HEAD, 'teams:', '  - name: t', '    protect: yes please'), 'x.yaml')).toEqual([expect.stringMatching(/^x\.yaml:6:14: teams\[0\]\.protect: /)]);
+  });
+
+  it('renamedFrom must name what the resource was called before: not a name the file keeps, nor a name claimed twice', () => {
+    const text = yaml(
+      ...HEAD,
+      'teams:',
+      '  - name: a',
+      '  - name: b',
+      '    renamedFrom: a',
+      '    agents:',
+      '      - { name: x, renamedFrom: x }',
+      '      - { name: y, renamedFrom: old }',
+      '    humans:',
+      '      - { name: z, renamedFrom: old }',
+    );
+    expect(problemLines(text, 'x.yaml')).toEqual([
+      'x.yaml:7:18: teams[1].renamedFrom: renamedFrom "a" is the name of another entry (the teams of this file keep it): it must name what the resource was called before',
+      'x.yaml:9:33: teams[1].agents[0].renamedFrom: renamedFrom "x" is its own name: it must name what the resource was called before',
+      'x.yaml:12:33: teams[1].humans[0].renamedFrom: renamedFrom "old" is claimed twice (also by agents[1])',
+    ]);
+  });
+});

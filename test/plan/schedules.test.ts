@@ -24,7 +24,7 @@ const live = (name: string, extra: Partial<ObservedSchedule> = {}): ObservedSche
 describe('schedules plan', () => {
   it('schedules plan: a schedule in the file and not on Temporal is created, with its document and paused state', () => {
     expect(diffSchedules([desired('nightly', { paused: true })], [])).toEqual([
-      { action: 'create', name: 'nightly', id: 'teamctl/acme/nightly', fields: { ...document, paused: true } },
+      { action: 'create', kind: 'schedule', name: 'nightly', address: 'schedule/nightly', id: 'teamctl/acme/nightly', fields: { ...document, paused: true } },
     ]);
   });
 
@@ -37,7 +37,9 @@ describe('schedules plan', () => {
     const [change] = diffSchedules([desired('nightly', { hash: 'h-new', document: changed })], [live('nightly')]);
     expect(change).toEqual({
       action: 'update',
+      kind: 'schedule',
       name: 'nightly',
+      address: 'schedule/nightly',
       id: 'teamctl/acme/nightly',
       diff: { cron: { from: '0 2 * * *', to: '0 3 * * *' }, inputs: { from: { ticket: 'nightly' }, to: { ticket: 'late' } } },
     });
@@ -46,7 +48,7 @@ describe('schedules plan', () => {
 
   it('schedules plan: a schedule paused by hand is set back as the file says, as an update of paused only', () => {
     const [change] = diffSchedules([desired('nightly')], [live('nightly', { paused: true })]);
-    expect(change).toEqual({ action: 'update', name: 'nightly', id: 'teamctl/acme/nightly', diff: { paused: { from: true, to: false } } });
+    expect(change).toEqual({ action: 'update', kind: 'schedule', name: 'nightly', address: 'schedule/nightly', id: 'teamctl/acme/nightly', diff: { paused: { from: true, to: false } } });
     expect(onlyPausedChanges(change!)).toBe(true);
   });
 

@@ -1,16 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { Problem } from '../../api/schemas.ts';
-import { buildTeam, request, startHarness, type Harness, type Reply } from './helpers.ts';
+import { buildTeam, request, withTeamHarness, type Harness, type Reply, type TeamIds } from './helpers.ts';
 
 let h: Harness;
-let ids: Awaited<ReturnType<typeof buildTeam>>;
-beforeAll(async () => {
-  h = await startHarness();
-  ids = await buildTeam(h);
-});
-afterAll(async () => {
-  await h.server.close();
-});
+let ids: TeamIds;
+withTeamHarness((started) => ({ h, ids } = started));
 
 /** Asserts `res` is a problem+json document with `code` and the status of the catalogue. */
 function expectProblem(res: Reply, status: number, code: string): void {

@@ -1,3 +1,4 @@
+import { afterAll, beforeAll } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
 import type { Db } from '../../service/storage/db.ts';
 import { openDb } from '../../service/storage/open-db.ts';
@@ -193,4 +194,22 @@ export async function holdLocks(db: Db, sql: string, params: unknown[]): Promise
       await held;
     },
   };
+}
+
+/** The ids {@link buildTeam} returns. */
+export type TeamIds = Awaited<ReturnType<typeof buildTeam>>;
+
+/**
+ * Registers, for the enclosing suite, a harness with one team built by {@link buildTeam} before
+ * its tests and the server's close after them; `use` receives them once started.
+ */
+export function withTeamHarness(use: (started: { h: Harness; ids: TeamIds }) => void): void {
+  let harness: Harness | undefined;
+  beforeAll(async () => {
+    harness = await startHarness();
+    use({ h: harness, ids: await buildTeam(harness) });
+  });
+  afterAll(async () => {
+    await harness?.server.close();
+  });
 }

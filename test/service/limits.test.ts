@@ -1,16 +1,10 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { buildTeam, request, startHarness, type Harness } from './helpers.ts';
+import { request, startHarness, withTeamHarness, type Harness, type TeamIds } from './helpers.ts';
 
 describe('text limits', () => {
   let h: Harness;
-  let ids: Awaited<ReturnType<typeof buildTeam>>;
-  beforeAll(async () => {
-    h = await startHarness();
-    ids = await buildTeam(h);
-  });
-  afterAll(async () => {
-    await h.server.close();
-  });
+  let ids: TeamIds;
+  withTeamHarness((started) => ({ h, ids } = started));
 
   const paths = (reply: { body: { errors?: Array<{ path: string }> } }) => (reply.body.errors ?? []).map((e) => e.path);
 

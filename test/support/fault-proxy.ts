@@ -20,6 +20,11 @@ export interface FaultProxyOptions {
   retryAfterSeconds?: number;
   /** Milliseconds added before each forwarded request (default 0). */
   delayMs?: number;
+  /**
+   * Awaited once the server has answered a request and before the answer is relayed: a test kills
+   * its client there, so the work is done on the server and the client never hears of it.
+   */
+  onAnswer?: (status: number, method: string, path: string) => void | Promise<void>;
 }
 
 /** A refusal and, once it came, the same request again. */
@@ -83,6 +88,7 @@ export async function startFaultProxy(options: FaultProxyOptions): Promise<Fault
         }
         const text = Buffer.from(await answer.arrayBuffer());
         forwarded.push(`${answer.status} ${method} ${path.split('?')[0]}`);
+        await options.onAnswer?.(answer.status, method, path);
         if (fault === 'lose-answer') {
           // The server did the work; the client never hears of it.
           res.destroy();

@@ -19,16 +19,20 @@ export function recordingFetch(): { fetch: typeof fetch; requests: string[]; mut
 }
 
 /**
- * A `fetch` of a process that dies right after its `k`-th mutating request took effect on the
- * server: that response and every later one are lost, and no further request is sent.
+ * A `fetch` of a process that dies right after its `k`-th mutating request (or, with `method`,
+ * its `k`-th request of that method) took effect on the server: that response and every later one
+ * are lost, and no further request is sent. `inner` sends the requests (default the real `fetch`;
+ * a recording one counts them).
  */
-export function dyingFetch(k: number): typeof fetch {
-  let mutations = 0;
+export function dyingFetch(k: number, options: { method?: string; inner?: typeof fetch } = {}): typeof fetch {
+  const send = options.inner ?? fetch;
+  const counts = (init?: RequestInit) => (options.method ? (init?.method ?? 'GET').toUpperCase() === options.method : isMutating(init));
+  let seen = 0;
   let dead = false;
   return async (input, init) => {
     if (dead) throw new TypeError('fetch failed (process killed)');
-    const response = await fetch(input, init);
-    if (isMutating(init) && ++mutations >= k) dead = true;
+    const response = await send(input, init);
+    if (counts(init) && ++seen >= k) dead = true;
     if (dead) throw new TypeError('fetch failed (process killed)');
     return response;
   };

@@ -4,6 +4,14 @@
  * in every `npm test`: a change to a workflow that would break histories already recorded — and
  * so workflows running in production — fails here. Changes that must differ go through
  * `patched()` and new recordings.
+ *
+ * The apply histories were recorded again when the apply workflow's input changed shape (the
+ * desired state in the service's field names, from one declaration per resource; creates, patches
+ * and deletes as three generic activities). An old history cannot replay against that: its input
+ * itself is of the old shape, which no `patched()` branch can turn into the new one. No apply of an
+ * earlier version runs anywhere — teamctl has not been released — so the old files were replaced
+ * rather than kept beside a second code path. Once released, such a change needs a new workflow
+ * type (or an input version field), and the old histories stay.
  */
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,12 +30,14 @@ beforeAll(() => {
 });
 
 describe('replay', () => {
-  it('replay: the recorded histories cover creating, a no-op, continue-as-new and a failure of apply, and pipelines completed, continued as new, answered by a human and cancelled', () => {
+  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply, and pipelines completed, continued as new, answered by a human and cancelled', () => {
     expect(files).toEqual([
       'apply-continue-as-new.json',
+      'apply-deletes-and-rename.json',
       'apply-example-create.json',
       'apply-example-no-op.json',
       'apply-fails-unresolved-secret.json',
+      'destroy-example.json',
       'pipeline-approval.json',
       'pipeline-cancelled.json',
       'pipeline-continue-as-new.json',
@@ -37,6 +47,8 @@ describe('replay', () => {
     expect(last('apply-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
     expect(last('apply-fails-unresolved-secret').workflowExecutionFailedEventAttributes).toBeTruthy();
     expect(last('apply-example-create').workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(last('apply-deletes-and-rename').workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(last('destroy-example').workflowExecutionCompletedEventAttributes).toBeTruthy();
     expect(last('pipeline-triage').workflowExecutionCompletedEventAttributes).toBeTruthy();
     expect(last('pipeline-approval').workflowExecutionCompletedEventAttributes).toBeTruthy();
     expect(last('pipeline-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();

@@ -55,8 +55,8 @@ describeTemporal('schedules', () => {
   }
 
   /** `apply` (or `plan --json`) with the worker's task queue; fails the test on a non-zero exit. */
-  async function apply(file: string): Promise<string> {
-    const result = await teamctl(['apply', '-f', file, '--task-queue', taskQueue]);
+  async function apply(file: string, ...flags: string[]): Promise<string> {
+    const result = await teamctl(['apply', '-f', file, '--task-queue', taskQueue, ...flags]);
     expect(result.code, `${result.stdout}\n${result.stderr}`).toBe(0);
     return result.stdout;
   }
@@ -109,8 +109,8 @@ describeTemporal('schedules', () => {
     expect(before.schedules).toEqual([expect.objectContaining({ action: 'create', name: 'nightly-triage', id: `teamctl/${org}/nightly-triage` })]);
 
     const output = await apply(file);
-    expect(output).toContain('  schedule nightly-triage: created');
-    expect(output).toContain('schedules: 1 created, 0 updated, 0 deleted');
+    expect(output).toContain('  schedule/nightly-triage: created');
+    expect(output).toContain('Apply complete: 7 created, 0 updated, 0 deleted, 0 already in place.');
 
     const described = await cliDescribe(`teamctl/${org}/nightly-triage`);
     if (!described.ok) throw new Error(described.stderr);
@@ -181,8 +181,8 @@ describeTemporal('schedules', () => {
     expect((await teamctl(['schedules', 'pause', 'nightly-triage', '--org', org])).code).toBe(0);
     const drifted = await plan(file);
     expect(drifted.code).toBe(2);
-    expect(drifted.schedules).toEqual([{ action: 'update', name: 'nightly-triage', id, diff: { paused: { from: true, to: false } } }]);
-    expect(await apply(file)).toContain('  schedule nightly-triage: updated');
+    expect(drifted.schedules).toEqual([{ action: 'update', kind: 'schedule', name: 'nightly-triage', address: 'schedule/nightly-triage', id, diff: { paused: { from: true, to: false } } }]);
+    expect(await apply(file)).toContain('  schedule/nightly-triage: updated');
     const restored = await cliDescribe(id);
     expect(restored.ok && (restored.json.schedule.state.paused ?? false)).toBe(false);
   });
@@ -198,16 +198,18 @@ describeTemporal('schedules', () => {
     expect(planned.schedules).toEqual([
       {
         action: 'update',
+        kind: 'schedule',
         name: 'nightly-triage',
+        address: 'schedule/nightly-triage',
         id: `teamctl/${org}/nightly-triage`,
         diff: { cron: { from: '0 2 * * *', to: '30 3 * * 1-5' }, overlap: { from: 'skip', to: 'buffer_one' }, paused: { from: false, to: true } },
       },
     ]);
     const text = await teamctl(['plan', '-f', file, '--task-queue', taskQueue]);
-    expect(text.stdout).toContain('  ~ update schedule nightly-triage\n      cron: "0 2 * * *" -> "30 3 * * 1-5"');
+    expect(text.stdout).toContain('  ~ update schedule/nightly-triage\n      cron: "0 2 * * *" -> "30 3 * * 1-5"');
     expect(text.stdout).toContain('Plan: 0 to create, 1 to update, 0 to delete.');
 
-    expect(await apply(file)).toContain('  schedule nightly-triage: updated');
+    expect(await apply(file)).toContain('  schedule/nightly-triage: updated');
     const described = await cliDescribe(`teamctl/${org}/nightly-triage`);
     if (!described.ok) throw new Error(described.stderr);
     expect(described.json.schedule.policies.overlapPolicy).toBe('SCHEDULE_OVERLAP_POLICY_BUFFER_ONE');
@@ -216,7 +218,7 @@ describeTemporal('schedules', () => {
     expect((await plan(file)).code).toBe(0);
   });
 
-  it('schedules: a schedule removed from the file is a delete in plan, and apply deletes it from Temporal', async () => {
+  it('schedules: a schedule removed from the file is a delete in plan, which apply makes only with consent, as any delete', async () => {
     const { org, file, write } = await definitionFile();
     await apply(file);
     const id = `teamctl/${org}/nightly-triage`;
@@ -230,11 +232,17 @@ describeTemporal('schedules', () => {
     await write((t) => t.split('\nschedules:')[0]!);
 
     const planned = await plan(file);
-    expect(planned).toEqual({ code: 2, changes: [], schedules: [{ action: 'delete', name: 'nightly-triage', id }] });
-    expect((await teamctl(['plan', '-f', file, '--task-queue', taskQueue])).stdout).toContain(`  - delete schedule nightly-triage (${id})`);
+    expect(planned).toEqual({ code: 2, changes: [], schedules: [{ action: 'delete', kind: 'schedule', name: 'nightly-triage', address: 'schedule/nightly-triage', id }] });
+    expect((await teamctl(['plan', '-f', file, '--task-queue', taskQueue])).stdout).toContain(`  - delete schedule/nightly-triage (${id})`);
 
-    const output = await apply(file);
-    expect(output).toContain('  schedule nightly-triage: deleted');
+    // No terminal and no --auto-approve: refused, and the schedule is still there.
+    const refused = await teamctl(['apply', '-f', file, '--task-queue', taskQueue]);
+    expect(refused.code).toBe(1);
+    expect(refused.stderr).toContain('error[not_approved]: the plan deletes 1 resource (schedule/nightly-triage)');
+    expect((await cliDescribe(id)).ok).toBe(true);
+
+    const output = await apply(file, '--auto-approve');
+    expect(output).toContain('  schedule/nightly-triage: deleted');
     const described = await cliDescribe(id);
     expect(described.ok).toBe(false);
     expect(!described.ok && described.stderr).toMatch(/not found/i);

@@ -11,7 +11,6 @@ import type { AddressInfo } from 'node:net';
 import { gunzipSync } from 'node:zlib';
 import { Worker } from '@temporalio/worker';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { loadDefinitionFile } from '../../definitions/load.ts';
 import { applyWorkflowId, withTemporalClient } from '../../engine/temporal-engine.ts';
 import type { DesiredState } from '../../plan/types.ts';
 import { startServer } from '../../service/index.ts';
@@ -19,6 +18,7 @@ import { CLIENT_SERVICE_NAME, WORKER_SERVICE_NAME, createTelemetry } from '../..
 import { createWorker, workflowsPath } from '../../worker/worker.ts';
 import { applyWorkflow } from '../../workflows/apply-workflow.ts';
 import { describeTemporal, testSettings } from '../support/temporal.ts';
+import { desiredFromFile, withOrganizationName } from '../support/synthetic.ts';
 
 /** One span as the collector received it, with its resource's `service.name`. */
 interface ReceivedSpan {
@@ -147,7 +147,7 @@ describeTemporal('tracing on temporal', () => {
     collector = await startCollector();
     server = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false, rateLimit: false });
     apiKey = (await server.provisionOrganization('telemetry-tests')).api_key;
-    example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
+    example = await desiredFromFile(new URL('../../examples/acme-research.yaml', import.meta.url));
   }, 120_000);
 
   afterAll(async () => {
@@ -171,7 +171,7 @@ describeTemporal('tracing on temporal', () => {
           client.workflow.execute(applyWorkflow, {
             taskQueue,
             workflowId: applyWorkflowId(orgName),
-            args: [{ connection: { baseUrl: server.url, apiKeyEnv: 'ACS_API_KEY' }, desired: { ...example, organization: { ...example.organization, name: orgName } } }],
+            args: [{ connection: { baseUrl: server.url, apiKeyEnv: 'ACS_API_KEY' }, desired: withOrganizationName(example, orgName) }],
           }),
         otelEnv,
       );

@@ -16,25 +16,25 @@ import { afterAll, beforeAll, expect, it } from 'vitest';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { runCli } from '../../cli/program.ts';
-import { loadDefinitionFile } from '../../definitions/load.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
 import { applyWithTemporal, applyWorkflowId } from '../../engine/temporal-engine.ts';
 import type { DesiredState } from '../../plan/types.ts';
 import { startServer } from '../../service/index.ts';
 import { workflowsPath } from '../../worker/worker.ts';
+import { planOf, readObserved } from '../../workflows/apply-orchestration.ts';
 import type { ApplyInput, ApplyResult } from '../../workflows/apply-orchestration.ts';
 import { applyWorkflow } from '../../workflows/apply-workflow.ts';
 import { startFaultProxy } from '../support/fault-proxy.ts';
 import { recordingFetch } from '../support/fetch.ts';
 import { shape } from '../support/live-state.ts';
-import { resourceCount, syntheticDefinition } from '../support/synthetic.ts';
+import { desiredFromFile, resourceCount, syntheticDefinition, withOrganizationName } from '../support/synthetic.ts';
 import { connectTestClient, describeTemporal, historyText, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
 
 const ECHO_KEY = 'temporal-echo-provider-secret-5d2e';
 
 /** Every change of an apply result, once each, as `kind team/name`. */
 function distinctChanges(result: ApplyResult): Set<string> {
-  return new Set(result.applied.map((c) => `${c.kind} ${c.team ?? ''}/${c.name}`));
+  return new Set(result.applied.map((c) => c.address));
 }
 
 describeTemporal('temporal engine', () => {
@@ -61,7 +61,7 @@ describeTemporal('temporal engine', () => {
     desired,
     ...extra,
   });
-  const named = (desired: DesiredState, name: string): DesiredState => ({ ...desired, organization: { ...desired.organization, name } });
+  const named = withOrganizationName;
   /** The end state a local-engine apply of `desired` leaves, under another organization name. */
   async function reference(desired: DesiredState) {
     const orgName = `reference-${randomUUID()}`;
@@ -74,7 +74,7 @@ describeTemporal('temporal engine', () => {
     apiKey = (await server.provisionOrganization('temporal-tests')).api_key;
     env = { ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: ECHO_KEY };
     client = new AcsClient({ baseUrl: server.url, apiKey });
-    example = (await loadDefinitionFile(new URL('../../examples/acme-research.yaml', import.meta.url).pathname)) as DesiredState;
+    example = await desiredFromFile(new URL('../../examples/acme-research.yaml', import.meta.url));
     ({ client: temporal, close: closeTemporal } = await connectTestClient());
   }, 120_000);
 
@@ -226,6 +226,54 @@ describeTemporal('temporal engine', () => {
       expect(distinctChanges(result).size).toBe(total);
       // Every resource was created by exactly one successful POST.
       expect(proxy.created()).toBe(total);
+      expect(await shape(client, desired.organization.name)).toEqual(await reference(desired));
+    } finally {
+      await worker.kill('SIGTERM');
+      await proxy.close();
+    }
+  }, 300_000);
+
+  it('apply --engine temporal: the worker killed with SIGKILL in the middle of the deletes, a new one started: the apply completes, each resource deleted by one request, nothing left over', async () => {
+    const taskQueue = `teamctl-chaos-deletes-${randomUUID()}`;
+    const size = { teams: 10, agents: 4, humans: 1, edges: 4 };
+    const full = syntheticDefinition(`chaos-deletes-${randomUUID()}`, size);
+    await applyLocally(inputFor(full), createApplyActivities({ env }));
+    // Half the teams go whole; the others lose two agents, their edges with them.
+    const kept = full.teams.slice(0, size.teams / 2).map((t) => ({
+      ...t,
+      agents: t.agents.slice(0, 2),
+      edges: t.edges.filter((pair) => pair.every((p) => !['agent-2', 'agent-3'].includes(p))),
+    }));
+    const desired = { ...full, teams: kept };
+    const planned = planOf({ desired }, await readObserved(createApplyActivities({ env }), inputFor(desired).connection, desired));
+    const deletes = planned.filter((c) => c.action === 'delete').length;
+    expect(deletes).toBeGreaterThan(20);
+
+    const proxy = await startFaultProxy({ target: server.url, delayMs: 40 });
+    const workerEnv = { ...env, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS! };
+    let worker = await spawnWorker(taskQueue, workerEnv);
+    const deleted = () => proxy.forwarded.filter((f) => /^2\d\d DELETE /.test(f));
+    try {
+      const handle = await temporal.workflow.start(applyWorkflow, {
+        taskQueue,
+        workflowId: applyWorkflowId(desired.organization.name),
+        args: [{ ...inputFor(desired, { parallelism: 2, approvedDeletes: 'all' }), connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_API_KEY' } }],
+      });
+      for (let waited = 0; deleted().length < deletes / 2; waited += 50) {
+        if (waited > 120_000) throw new Error(`apply stalled at ${deleted().length} of ${deletes} deletes:\n${worker.output()}`);
+        await new Promise((r) => setTimeout(r, 50));
+      }
+      const killedAt = deleted().length;
+      expect(await worker.kill('SIGKILL')).toBe('SIGKILL');
+      worker = await spawnWorker(taskQueue, workerEnv);
+      const result = await handle.result();
+      expect(killedAt).toBeLessThan(deletes);
+      expect(result.applied.filter((c) => c.action === 'delete')).toHaveLength(deletes);
+      // Each resource was deleted by exactly one successful DELETE (a batch run again after the
+      // crash finds what it had deleted gone, which counts as deleted); nothing else changed.
+      expect(deleted()).toHaveLength(deletes);
+      expect(new Set(deleted()).size).toBe(deletes);
+      expect(proxy.forwarded.filter((f) => / (POST|PATCH|PUT) /.test(f))).toEqual([]);
       expect(await shape(client, desired.organization.name)).toEqual(await reference(desired));
     } finally {
       await worker.kill('SIGTERM');

@@ -18,7 +18,7 @@ const FieldProblem = z
   .meta({ id: 'FieldProblem', description: 'One problem of a request.' });
 const ErrorCodeSchema = z
   .enum(Object.keys(ErrorCatalogue) as [ErrorCode, ...ErrorCode[]])
-  .meta({ id: 'ErrorCode', description: 'A stable error code (contract §2).' });
+  .meta({ id: 'ErrorCode', description: 'A stable error code; each is listed with its status in the description of the responses that use it.' });
 const ProblemDocument = Problem.extend({
   type: z.string().meta({ description: '`urn:acs:error:<code>`.' }),
   code: ErrorCodeSchema,
@@ -258,7 +258,7 @@ const securitySchemes: Record<Exclude<Security, 'none'>, JsonObject> = {
 };
 
 const serverDescriptions: Record<string, string> = {
-  '/api/v1': 'The API (contract §1), on the host that serves this document.',
+  '/api/v1': 'The API, on the host that serves this document.',
   '/v1': 'An exact alias of /api/v1 for every route.',
 };
 
@@ -267,7 +267,7 @@ function serverOf(prefix: string): JsonObject {
 }
 
 const documentDescription = `
-The Agent Collaboration Service, API contract v1. Organizations hold teams of agents and humans;
+The Agent Collaboration Service API, version 1. Organizations hold teams of agents and humans;
 two participants joined by an edge talk in threads of messages.
 
 **Prefixes.** Every API route is served under \`/api/v1\` and, as an exact alias, under \`/v1\`

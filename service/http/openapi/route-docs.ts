@@ -106,7 +106,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'GET /openapi.json': {
       operationId: 'getOpenApiDocument',
       summary: 'This OpenAPI 3.1 document',
-      description: 'Generated from the schemas that validate requests (contract §6).',
+      description: 'Generated from the schemas that validate requests.',
       success: ok(OpenApiDocument, 'the OpenAPI 3.1 document'),
       security: 'none',
     },
@@ -312,7 +312,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'PUT /organizations/:org_id/api-keys/:provider': {
       operationId: 'putProviderKey',
       summary: 'Set a provider key (write-only)',
-      description: 'Also served without any prefix (contract §1): see this operation\'s servers.',
+      description: 'Also served without any prefix: see this operation\'s servers.',
       body: PutProviderKeyBody,
       params: { provider: Provider },
       success: ok(ProviderKey, 'the provider key, as a hint'),
@@ -370,7 +370,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       operationId: 'mcp',
       summary: 'The MCP endpoint for agents (Streamable HTTP, stateless, JSON responses)',
       description:
-        'Model Context Protocol over the Streamable HTTP transport (contract §7), for an external agent: the `x-api-key` header ' +
+        'Model Context Protocol over the Streamable HTTP transport, for an external agent: the `x-api-key` header ' +
         'carries an MCP key, which fixes the agent, and is checked before the body is read. Send `Accept: application/json, ' +
         'text/event-stream`; answers are JSON (`application/json`), never an event stream; a notification gets 202 without a body. ' +
         'No session: `initialize` is optional and no `Mcp-Session-Id` is issued; GET and DELETE are 405. Tools: `whoami`, ' +

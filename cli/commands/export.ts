@@ -1,0 +1,68 @@
+/** `teamctl export`: writes the definition of an existing organization. */
+import { writeFile } from 'node:fs/promises';
+import type { Command } from 'commander';
+import { Document, isScalar, isSeq, visit } from 'yaml';
+import { createApplyActivities } from '../../activities/apply-activities.ts';
+import { parseDefinition } from '../../definitions/load.ts';
+import { ToolkitError } from '../../errors/catalogue.ts';
+import { desiredState } from '../../plan/desired.ts';
+import { exportDefinition } from '../../plan/export.ts';
+import { readObserved } from '../../workflows/apply-orchestration.ts';
+import { keyringClient, resolveConnection } from '../context.ts';
+import type { ConnectionFlags } from '../context.ts';
+import { ExitCodes } from '../errors.ts';
+import type { CliIo } from '../io.ts';
+import { connectionOptions } from './plan-apply.ts';
+import type { Runner } from './runner.ts';
+import { findOrganizations } from '../team-lookup.ts';
+
+/** The YAML text of an exported definition: edges as `[a, b]`, names such as `007` quoted so they stay strings. */
+export function exportYaml(definition: Record<string, unknown>, header: string[]): string {
+  const doc = new Document(definition);
+  visit(doc, {
+    Pair(_key, pair) {
+      if (isScalar(pair.key) && pair.key.value === 'edges' && isSeq(pair.value)) for (const edge of pair.value.items) if (isSeq(edge)) edge.flow = true;
+    },
+  });
+  doc.commentBefore = header.map((line) => ` ${line}`).join('\n');
+  return doc.toString({ lineWidth: 0, flowCollectionPadding: false });
+}
+
+/**
+ * Registers `teamctl export --org NAME [-o FILE]`: reads the organization (by name, among those
+ * the key reaches) with its provider keys and every team's graph, and writes a definition such
+ * that `plan` on it, with the provider keys' variables set, shows no change (see
+ * `plan/export.ts`). The variables it chose for the provider keys are listed on stderr. The
+ * output is checked as `validate` would before it is written. Errors: `invalid_usage` (no organization
+ * of that name), `invalid_definition` (the live state holds something a definition cannot say,
+ * such as a model on an agent without a provider), the service's.
+ */
+export function registerExport(program: Command, io: CliIo, run: Runner): void {
+  connectionOptions(
+    program
+      .command('export')
+      .description('Write a definition of an existing organization (teams, agents, humans, edges, provider keys as ${env:…} references): plan on it shows no change.')
+      .requiredOption('--org <name>', 'the organization to export')
+      .option('-o, --output <file>', 'write the definition to FILE (default: stdout)'),
+  ).action((opts: ConnectionFlags & { org: string; output?: string }) =>
+    run(async () => {
+      const connection = resolveConnection(opts, io.env);
+      const observed = await readObserved(createApplyActivities({ env: io.env }), connection, desiredState({ organization: { name: opts.org }, teams: [] }), undefined, false);
+      const organization = observed.organization;
+      // findOrganizations says which organization was meant (did-you-mean) when none of that name is reachable.
+      if (!organization) await findOrganizations(keyringClient(connection, io.env), opts.org);
+      if (!organization) throw new ToolkitError('name_not_found', `no organization named "${opts.org}" is reachable with this key`);
+      const { definition, providerKeys } = exportDefinition({ ...observed, organization });
+      const header = [`teamctl definition of organization ${opts.org}, exported from ${connection.baseUrl}.`];
+      if (providerKeys.length > 0) header.push(`Provider keys are references: set ${providerKeys.map((k) => k.variable).join(', ')} before plan or apply.`);
+      const text = exportYaml(definition, header);
+      // What is written must be a definition `plan` accepts: say so now rather than at the next plan.
+      parseDefinition(text, opts.output ?? `export of ${opts.org}`);
+      if (opts.output) await writeFile(opts.output, text);
+      else io.stdout(text);
+      for (const key of providerKeys) io.stderr(`export: provider key ${key.provider}: set ${key.variable} to the key (the live one ends in ${key.keyHint})`);
+      if (opts.output) io.stderr(`export: wrote ${opts.output}`);
+      return ExitCodes.ok;
+    }),
+  );
+}

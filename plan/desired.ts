@@ -1,0 +1,41 @@
+/**
+ * The desired state of an apply, from a validated definition: each resource's fields in the
+ * service's names with their defaults filled in, by the one declaration of its fields
+ * (`api/schemas.ts`). Outside the workflow: it loads the schemas, which the workflow's sandbox
+ * does not need (the workflow's input already holds what this returns).
+ */
+import { AgentFields, HumanFields, OrganizationFields, Providers, TeamFields } from '../api/schemas.ts';
+import type { Definition } from '../definitions/schema.ts';
+import type { DesiredState, DesiredTeam } from './types.ts';
+
+/** The part of a definition an apply of resources works on (pipelines and schedules stay out). */
+export type ResourceDefinition = Pick<Definition, 'organization' | 'teams'>;
+
+/**
+ * The desired state of a definition's organization and teams. Input: a validated definition (or
+ * its organization and teams). Output: a {@link DesiredState} holding secret references, never
+ * values. Raises nothing.
+ */
+export function desiredState(definition: ResourceDefinition): DesiredState {
+  const { providerKeys, ...organization } = definition.organization;
+  return {
+    organization: {
+      name: organization.name,
+      fields: OrganizationFields.toWire(organization),
+      providerKeys: [...Providers].sort().flatMap((provider) => {
+        const secretRef = providerKeys?.[provider];
+        return secretRef === undefined ? [] : [{ provider, secretRef }];
+      }),
+    },
+    teams: definition.teams.map(
+      (team): DesiredTeam => ({
+        name: team.name,
+        renamedFrom: team.renamedFrom,
+        fields: TeamFields.toWire(team),
+        agents: team.agents.map((agent) => ({ name: agent.name, renamedFrom: agent.renamedFrom, fields: AgentFields.toWire(agent) })),
+        humans: team.humans.map((human) => ({ name: human.name, renamedFrom: human.renamedFrom, fields: HumanFields.toWire(human) })),
+        edges: team.edges,
+      }),
+    ),
+  };
+}

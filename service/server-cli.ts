@@ -1,0 +1,211 @@
+/**
+ * The `acs-server` program: the self-hostable Agent Collaboration Service's command line
+ * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
+ *
+ * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
+ * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet]` serves the API
+ * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
+ * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
+ * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
+ * `--database-url` / `DATABASE_URL`); they print JSON on stdout, or an error as JSON on stderr and
+ * exit 1. Nothing here calls process.exit: `bin/acs-server.ts` does, with the code
+ * {@link runAcsServer} returns.
+ */
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import {
+  adminApproveAccessRequest,
+  adminErrorOutput,
+  adminIssueKey,
+  adminListAccessRequests,
+  adminRejectAccessRequest,
+  type AdminStorage,
+} from './admin/admin-actions.ts';
+import { VERSION } from '../api/version.ts';
+import { startServer, type ServerOptions } from './index.ts';
+import { defaultLogFormat, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
+import { waitUntilReady } from './wait-ready.ts';
+
+function integer(min: number, max: number) {
+  return (value: string): number => {
+    const n = Number(value);
+    if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`must be an integer from ${min} to ${max}`);
+    return n;
+  };
+}
+
+/**
+ * Starts the service and serves until SIGINT or SIGTERM, then closes it. Resolves with the exit
+ * code: 0 once closed, 1 when closing failed. Errors: rejects when the service cannot start.
+ */
+async function serveUntilSignal(options: ServerOptions, quiet: boolean): Promise<number> {
+  const server = await startServer(options);
+  if (!quiet) process.stdout.write(`acs-server listening on ${server.url}\n`);
+  const signal = await new Promise<NodeJS.Signals>((resolve) => {
+    // The handlers stay after the first signal, so a second one while closing is ignored instead
+    // of killing the process halfway through the close.
+    for (const name of ['SIGINT', 'SIGTERM'] as const) process.on(name, () => resolve(name));
+  });
+  if (!quiet) process.stderr.write(`acs-server stopping (${signal})\n`);
+  try {
+    await server.close();
+    return 0;
+  } catch (error) {
+    process.stderr.write(`acs-server: error while stopping: ${(error as Error).message}\n`);
+    return 1;
+  }
+}
+
+/** Storage flags shared by every admin command. */
+interface StorageFlags {
+  dataDir: string;
+  databaseUrl?: string;
+}
+
+function withStorageFlags(command: Command): Command {
+  return command
+    .option('--data-dir <dir>', 'directory of the embedded database (stop the server first: one process per data dir)', '.acs-data')
+    .option('--database-url <url>', 'PostgreSQL URL (default: $DATABASE_URL)');
+}
+
+function storageOf(flags: StorageFlags): AdminStorage {
+  return { dataDir: flags.dataDir, databaseUrl: flags.databaseUrl ?? (process.env.DATABASE_URL || undefined) };
+}
+
+/** Runs one admin action: its result as JSON on stdout and 0, or its error as JSON on stderr and 1. */
+async function runAdmin(action: () => Promise<unknown>): Promise<number> {
+  try {
+    process.stdout.write(JSON.stringify(await action(), null, 2) + '\n');
+    return 0;
+  } catch (error) {
+    process.stderr.write(JSON.stringify(adminErrorOutput(error)) + '\n');
+    return 1;
+  }
+}
+
+/**
+ * Runs `acs-server` with `argv` (without the node and script paths) and returns the exit code:
+ * 0 success (for `start`: stopped cleanly by a signal), 1 any error, usage errors included
+ * (commander prints those; it must not exit the process itself).
+ */
+export async function runAcsServer(argv: string[]): Promise<number> {
+  let exitCode = 0;
+  const program = buildAcsServerProgram(async (action) => {
+    exitCode = await action();
+  });
+  try {
+    await program.parseAsync(argv, { from: 'user' });
+  } catch (error) {
+    // --help "fails" with exit code 0; usage errors were already printed by commander.
+    if (error instanceof CommanderError) return error.exitCode;
+    process.stderr.write(`acs-server: ${(error as Error).message}\n`);
+    return 1;
+  }
+  return exitCode;
+}
+
+/**
+ * The `acs-server` program: commands `start`, `wait`, `admin access-requests list|approve|reject`
+ * and `admin keys issue`, their flags and defaults. Each command's body runs through `run`, which
+ * records its exit code. Builds only; parses and runs nothing, so the command tree can be walked
+ * without starting anything (the CLI reference's completeness test, test/docs/cli-reference.test.ts).
+ */
+export function buildAcsServerProgram(run: (action: () => Promise<number>) => Promise<void>): Command {
+  const program = new Command('acs-server')
+    .description('Agent Collaboration Service, self-hosted')
+    .version(VERSION, '-V, --version', 'print the version of acs-server')
+    .exitOverride();
+
+  program
+    .command('start')
+    .description('start the service and serve until SIGINT or SIGTERM')
+    .option('--host <host>', 'interface to listen on', '127.0.0.1')
+    .option('--port <port>', 'TCP port; 0 picks a free one', integer(0, 65535), 8080)
+    .option('--data-dir <dir>', 'directory of the embedded database', '.acs-data')
+    .option('--in-memory', 'embedded database in memory, nothing on disk', false)
+    .option('--database-url <url>', 'PostgreSQL URL (default: $DATABASE_URL)')
+    .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
+    .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
+    .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
+    .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, else json').choices(Object.values(LogFormats)))
+    .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
+    .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
+    .action(
+      (flags: {
+        host: string;
+        port: number;
+        dataDir: string;
+        inMemory: boolean;
+        databaseUrl?: string;
+        tickMs: number;
+        devCredentials?: string;
+        rateLimit?: number;
+        logFormat?: LogFormat;
+        logLevel: LogLevel;
+        quiet: boolean;
+      }) => {
+        const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
+        const terminal = Boolean(process.stdout.isTTY);
+        const log: LogSettings = {
+          format: flags.logFormat ?? defaultLogFormat(terminal),
+          // --quiet lowers the level to warnings unless --log-level asked for even less.
+          level: flags.quiet && LogLevels.indexOf(flags.logLevel) < LogLevels.indexOf('warn') ? 'warn' : flags.logLevel,
+          color: terminal && !process.env.NO_COLOR,
+        };
+        return run(() =>
+          serveUntilSignal(
+            {
+              host: flags.host,
+              port: flags.port,
+              inMemory: flags.inMemory,
+              dataDir: flags.dataDir,
+              ...(databaseUrl ? { databaseUrl } : {}),
+              tickMs: flags.tickMs,
+              ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
+              ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+              logger: loggerOptions(log),
+            },
+            flags.quiet,
+          ),
+        );
+      },
+    );
+
+  program
+    .command('wait')
+    .description('wait until a server is ready: it answers /readyz and, with --dev-credentials, accepts the key written to FILE (for scripts that start a server in the background)')
+    .option('--dev-credentials <file>', 'the file acs-server start --dev-credentials writes; its base_url and api_key are checked')
+    .option('--url <url>', 'the server\'s base URL (default: base_url of the credentials file)')
+    .option('--timeout <seconds>', 'give up after this many seconds', integer(1, 86_400), 60)
+    .action((flags: { devCredentials?: string; url?: string; timeout: number }) =>
+      run(async () => {
+        const ready = await waitUntilReady({ credentialsFile: flags.devCredentials, url: flags.url, timeoutMs: flags.timeout * 1000 });
+        process.stderr.write(`acs-server at ${ready.url} is ready${flags.devCredentials ? ` and accepts the key in ${flags.devCredentials}` : ''}\n`);
+        return 0;
+      }),
+    );
+
+  const admin = program.command('admin').description('operator actions against the server\'s database: access requests, organization keys');
+  const accessRequests = admin.command('access-requests').description('review access requests');
+
+  withStorageFlags(accessRequests.command('list').description('list access requests, oldest first'))
+    .option('--status <status>', 'only requests with this status: pending, approved or rejected')
+    .action((flags: StorageFlags & { status?: string }) => run(() => runAdmin(() => adminListAccessRequests(storageOf(flags), flags.status))));
+
+  withStorageFlags(accessRequests.command('approve').description('create the requested organization; prints its first key once'))
+    .argument('<request_id>', 'the access request')
+    .action((requestId: string, flags: StorageFlags) => run(() => runAdmin(() => adminApproveAccessRequest(storageOf(flags), requestId))));
+
+  withStorageFlags(accessRequests.command('reject').description('reject an access request'))
+    .argument('<request_id>', 'the access request')
+    .option('--reason <reason>', 'why (1-2000 characters)')
+    .action((requestId: string, flags: StorageFlags & { reason?: string }) =>
+      run(() => runAdmin(() => adminRejectAccessRequest(storageOf(flags), requestId, flags.reason))),
+    );
+
+  withStorageFlags(admin.command('keys').description('organization keys').command('issue').description('issue a key for an existing organization; prints it once'))
+    .requiredOption('--org <org_id>', 'the organization')
+    .option('--name <name>', 'a name for the key')
+    .action((flags: StorageFlags & { org: string; name?: string }) => run(() => runAdmin(() => adminIssueKey(storageOf(flags), flags.org, flags.name))));
+
+  return program;
+}

@@ -1,0 +1,127 @@
+/**
+ * `acs-server` as a person and a script use it: `--version`, logs a person can read (one line
+ * per request, pretty or JSON, `--log-level`, `--quiet`, never a key), and `acs-server wait`,
+ * which lets a script go on only once a server started in the background serves — never on a
+ * credentials file left over from an earlier run.
+ */
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '../..');
+const children: ChildProcessWithoutNullStreams[] = [];
+
+afterEach(() => {
+  for (const child of children.splice(0)) if (child.exitCode === null) child.kill('SIGKILL');
+});
+
+/** `acs-server ARGS` as a child process, with its output collected. */
+function acsServer(args: string[]): { child: ChildProcessWithoutNullStreams; out: () => string; exited: Promise<number | null> } {
+  const child = spawn(process.execPath, [resolve(root, 'bin/acs-server.ts'), ...args], { cwd: root, stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, NO_COLOR: '1' } });
+  children.push(child);
+  let out = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => void (out += c));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => void (out += c));
+  return { child, out: () => out, exited: new Promise((r) => child.on('exit', (code) => r(code))) };
+}
+
+/** Resolves once `check` holds (polling), or rejects after `ms`. */
+async function eventually(check: () => boolean, ms: number, what: string): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 50));
+  }
+}
+
+/** Starts a server with `flags` and waits for its credentials; returns its URL and key. */
+async function started(flags: string[]) {
+  const dir = await mkdtemp(join(tmpdir(), 'acs-cli-'));
+  const file = join(dir, 'dev.json');
+  const server = acsServer(['start', '--in-memory', '--port', '0', '--dev-credentials', file, ...flags]);
+  const waited = acsServer(['wait', '--dev-credentials', file, '--timeout', '60']);
+  expect(await waited.exited).toBe(0);
+  const { base_url: url, api_key: key } = JSON.parse(await readFile(file, 'utf8')) as { base_url: string; api_key: string };
+  return { ...server, url, key, dir, file };
+}
+
+describe('acs-server: the command', () => {
+  it('--version prints the version of package.json', async () => {
+    const pkg = JSON.parse(await readFile(resolve(root, 'package.json'), 'utf8')) as { version: string };
+    const run = acsServer(['--version']);
+    expect(await run.exited).toBe(0);
+    expect(run.out().trim()).toBe(pkg.version);
+  });
+
+  it('JSON logs: one line per request with method, path, status and time, and never the key', async () => {
+    const server = await started(['--log-format', 'json']);
+    await fetch(`${server.url}/api/v1/organizations`, { headers: { 'x-api-key': server.key } });
+    await fetch(`${server.url}/api/v1/nowhere`, { headers: { 'x-api-key': server.key } });
+    await eventually(() => server.out().includes('/api/v1/nowhere'), 10_000, 'the second request is logged');
+    const lines = server.out().split('\n').filter((l) => l.startsWith('{')).map((l) => JSON.parse(l) as Record<string, unknown>);
+    const requests = lines.filter((l) => typeof l.method === 'string');
+    expect(requests.filter((l) => l.url === '/api/v1/nowhere')).toEqual([expect.objectContaining({ method: 'GET', status: 404, msg: expect.stringMatching(/^GET \/api\/v1\/nowhere 404 [\d.]+ ms$/), ms: expect.any(Number), reqId: expect.any(String) })]);
+    expect(lines.some((l) => l.msg === 'incoming request' || l.msg === 'request completed')).toBe(false);
+    expect(server.out()).not.toContain(server.key);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+
+  it('pretty logs: a line a person reads per request', async () => {
+    const server = await started(['--log-format', 'pretty']);
+    await fetch(`${server.url}/healthz`);
+    await eventually(() => /GET \/healthz 200/.test(server.out()), 10_000, 'the request is logged');
+    expect(server.out()).toMatch(/^\[\d\d:\d\d:\d\d\] INFO: GET \/healthz 200 [\d.]+ ms$/m);
+    expect(server.out()).not.toContain('{"level"');
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  });
+
+  it('--quiet logs no request and no "listening" line; --log-level warn logs no request', async () => {
+    for (const flags of [['--quiet'], ['--log-level', 'warn', '--log-format', 'json']]) {
+      const server = await started(flags);
+      await fetch(`${server.url}/healthz`);
+      server.child.kill('SIGTERM');
+      expect(await server.exited).toBe(0);
+      expect(server.out()).not.toContain('/healthz');
+      if (flags[0] === '--quiet') expect(server.out()).toBe('');
+    }
+  });
+
+  it('--dev-credentials: the file is written whole (mode 0600, no temporary file left)', async () => {
+    const server = await started([]);
+    expect((await stat(server.file)).mode & 0o777).toBe(0o600);
+    expect(await readdir(server.dir)).toEqual(['dev.json']);
+    server.child.kill('SIGTERM');
+    await server.exited;
+  });
+});
+
+describe('acs-server wait', () => {
+  it('waits past a credentials file of an earlier run until the new server has written its own', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'acs-wait-'));
+    const file = join(dir, 'dev.json');
+    // An earlier run's file: a server long gone, and its key.
+    await writeFile(file, JSON.stringify({ base_url: 'http://127.0.0.1:1', api_key: 'acs_org_0000000000000000000000000000000000000000', org_id: 'x' }));
+    const waiting = acsServer(['wait', '--dev-credentials', file, '--timeout', '90']);
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(waiting.child.exitCode).toBeNull();
+    const server = acsServer(['start', '--in-memory', '--port', '0', '--dev-credentials', file, '--quiet']);
+    expect(await waiting.exited).toBe(0);
+    const { base_url: url, api_key: key } = JSON.parse(await readFile(file, 'utf8')) as { base_url: string; api_key: string };
+    expect(waiting.out()).toContain(`acs-server at ${url} is ready and accepts the key in ${file}`);
+    expect((await fetch(`${url}/api/v1/organizations`, { headers: { 'x-api-key': key } })).status).toBe(200);
+    server.child.kill('SIGTERM');
+    expect(await server.exited).toBe(0);
+  }, 120_000);
+
+  it('gives up after --timeout, saying what it saw last', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'acs-wait-'));
+    const run = acsServer(['wait', '--dev-credentials', join(dir, 'dev.json'), '--timeout', '1']);
+    expect(await run.exited).toBe(1);
+    expect(run.out()).toContain(`acs-server: not ready after 1 s: ${join(dir, 'dev.json')} does not exist yet`);
+  });
+});
