@@ -414,14 +414,24 @@ export type Attachment = z.infer<typeof Attachment>;
 
 // ---- usage and budgets (addition to the contract: provider agents' token usage) -------------
 
-/** Query of the usage routes: usage from `since` on (ISO 8601 with `Z` or an offset); default: the start of the current UTC day. */
-export const UsageQuery = z.strictObject({ since: TimestampInput.optional() });
+// The earliest `since`: storage has no year 0 (the year before 1 is 1 BC), which an answer's
+// ISO 8601 `since` could not spell, so earlier instants are refused rather than answered 500.
+const earliestSince = Date.parse('0001-01-01T00:00:00Z');
+
+/**
+ * Query of the usage routes: usage from `since` on (ISO 8601 with `Z` or an offset, not before
+ * 0001-01-01T00:00:00Z); default: the start of the current UTC day.
+ */
+export const UsageQuery = z.strictObject({
+  // (A value that is no time at all is already refused by TimestampInput: one issue is enough.)
+  since: TimestampInput.refine((value) => !(Date.parse(value) < earliestSince), 'must not be before 0001-01-01T00:00:00Z').optional(),
+});
 
 /** Token usage of one provider and model. */
 export const ModelUsage = z.object({
   provider: Provider,
   model: z.string(),
-  /** Provider replies. */
+  /** Provider calls that were answered and paid: replies, and empty answers that were not posted. */
   calls: z.number().int(),
   input_tokens: z.number().int(),
   output_tokens: z.number().int(),

@@ -41,11 +41,15 @@ function table(header: string[], rows: string[][]): string {
 /** Totals of a window: a team's or one agent's. */
 type Totals = Pick<TeamUsage, 'since' | 'calls' | 'input_tokens' | 'output_tokens' | 'total_tokens'>;
 
-/** Usage as a table (one line per agent) with a totals line for the team (or the one agent). */
-export function renderUsage(teamName: string, usage: Totals, agents: AgentUsage[]): string {
+/**
+ * Usage as a table (one line per agent) with a totals line: for the team, or, given `agentName`
+ * (`--agent`), for that one agent, which the line names.
+ */
+export function renderUsage(teamName: string, usage: Totals, agents: AgentUsage[], agentName?: string): string {
   const header = ['AGENT', 'MODELS', 'CALLS', 'INPUT', 'OUTPUT', 'TOTAL', 'TODAY / BUDGET', ''];
   const lines = table(header, agents.map(row));
-  const total = `Team ${teamName} since ${usage.since}: ${usage.calls} calls, ${usage.input_tokens} input + ${usage.output_tokens} output = ${usage.total_tokens} tokens.`;
+  const whose = agentName === undefined ? `Team ${teamName}` : `Agent ${agentName} of team ${teamName}`;
+  const total = `${whose} since ${usage.since}: ${usage.calls} calls, ${usage.input_tokens} input + ${usage.output_tokens} output = ${usage.total_tokens} tokens.`;
   return agents.length === 0 ? `${total}\n(no agent with a provider)` : `${lines}\n\n${total}`;
 }
 
@@ -78,7 +82,7 @@ export function registerGetUsage(get: Command, io: CliIo, run: Runner): void {
         const agent = findAgent(team, opts.agent);
         const usage = await client.getAgentUsage(agent.agent_id, query);
         if (opts.output === 'json') io.stdout(JSON.stringify(usage, null, 2));
-        else io.stdout(renderUsage(team.team_name, usage, [usage]));
+        else io.stdout(renderUsage(team.team_name, usage, [usage], agent.name));
         return ExitCodes.ok;
       }
       const usage = await client.getTeamUsage(team.team_id, query);

@@ -10,6 +10,7 @@
  * so a tick costs the same with 10 or 10,000 idle threads. See service/README.md.
  */
 import { randomUUID } from 'node:crypto';
+import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { newId } from '../domain/ids.ts';
 import { insertMessage } from '../domain/threads.ts';
@@ -112,7 +113,7 @@ const claimSql = `
      ORDER BY due_at LIMIT $1
      FOR UPDATE SKIP LOCKED
   ), leased AS (
-    UPDATE agent_work w SET due_at = now() + make_interval(secs => $2), lease_token = $3
+    UPDATE agent_work w SET due_at = now() + make_interval(secs => $2), lease_token = $3, woken = false
       FROM picked p
      WHERE w.agent_id = p.agent_id AND w.thread_id = p.thread_id
     RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures
@@ -148,14 +149,20 @@ export async function claimWork(db: Queryable, limit: number, leaseSeconds: numb
   }));
 }
 
-// The oldest peer message after the mark that the agent has not answered (an answer carries
-// `reply_to`; a mark that starts at 0 after the migration thus skips what was answered before),
-// and the thread up to it, newest first: the conversation as it stood, and the run the ping-pong
-// guard looks at. No row: nothing left to answer.
+// The oldest peer message after the mark that the agent has not answered, and the thread up to
+// it, newest first: the conversation as it stood, and the run the ping-pong guard looks at. No
+// row: nothing left to answer. Answered are the messages the loop answered (its answer carries
+// `reply_to`; a mark that starts at 0 after the migration thus skips them) and every message
+// before one the agent wrote by hand (over MCP or REST, `reply_to` null: an external agent that
+// gets a provider does not answer its conversations again); both lookups read only the messages
+// after the mark.
 const nextSql = `
-  WITH next AS (
-    SELECT m.seq FROM messages m
-     WHERE m.thread_id = $1 AND m.seq > $2 AND m.sender_id <> $3
+  WITH spoke AS (
+    SELECT COALESCE(max(h.seq), $2) AS seq FROM messages h
+     WHERE h.thread_id = $1 AND h.seq > $2 AND h.sender_id = $3 AND h.reply_to IS NULL
+  ), next AS (
+    SELECT m.seq FROM messages m, spoke
+     WHERE m.thread_id = $1 AND m.seq > spoke.seq AND m.sender_id <> $3
        AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
      ORDER BY m.seq LIMIT 1
   )
@@ -163,9 +170,14 @@ const nextSql = `
     FROM next, LATERAL (SELECT * FROM messages q WHERE q.thread_id = $1 AND q.seq <= next.seq ORDER BY q.seq DESC LIMIT $4) r
    ORDER BY r.seq DESC`;
 
+// Gives a claimed row back: moves its mark and sets when it is due again, unless a change that
+// wakes the agent's work (agent-work.ts) came while it was claimed (`woken`): what the claim read
+// (a paused agent, no key, a spent budget) may be stale then, so the row is due at once. Such a
+// change holds the row's lock until it commits, and this UPDATE waits for it and reads the flag.
 const parkSql = (due: Due): string => {
   const dueAt = due === 'never' ? `'infinity'::timestamptz` : 'inMs' in due ? `now() + make_interval(secs => $6::float8 / 1000)` : `$6::timestamptz`;
-  return `UPDATE agent_work SET handled_seq = GREATEST(handled_seq, $3), due_at = ${dueAt}, lease_token = NULL, failures = $5
+  return `UPDATE agent_work SET handled_seq = GREATEST(handled_seq, $3), due_at = CASE WHEN woken THEN now() ELSE ${dueAt} END,
+                 lease_token = NULL, failures = $5, woken = false
            WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $4`;
 };
 
@@ -178,7 +190,9 @@ const parkSql = (due: Due): string => {
  * a run of `autoReplyLimit` automatic replies (ping-pong guard). Parked until woken: paused agents,
  * agents whose organization has no key for their provider or whose key was refused (a 401/403,
  * logged once per key), providers this process does not run. Parked until the next UTC day: agents
- * whose daily token budget is spent (logged once per day). Failures are logged without the key and
+ * whose daily token budget is spent (logged once per day). At start, parked rows of agents whose
+ * provider this process runs are looked at again (they may have been parked by a process that did
+ * not run it). Failures are logged without the key and
  * retried with exponential backoff; a 429 waits as long as its `Retry-After` says. No error stops
  * the loop. Output: {@link AgentLoop}.
  */
@@ -208,19 +222,27 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     await deps.db.query(parkSql(due), params);
   }
 
+  /**
+   * Records what one paid call cost: a row of `agent_usage` (`messageId`: the reply posted, null
+   * when none was) and its tokens on the agent's day, which the budget reads.
+   */
+  async function recordUsage(tx: Queryable, claim: Claim, agent: AgentContext, paid: Pick<ProviderReply, 'usage' | 'model'>, messageId: string | null): Promise<void> {
+    await tx.query(
+      `INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
+      [newId(), claim.agent_id, agent.team_id, claim.thread_id, messageId, agent.provider, paid.model, paid.usage.inputTokens, paid.usage.outputTokens],
+    );
+    await tx.query(
+      `INSERT INTO agent_daily_usage (agent_id, day, tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
+       ON CONFLICT (agent_id, day) DO UPDATE SET tokens = agent_daily_usage.tokens + EXCLUDED.tokens`,
+      [claim.agent_id, paid.usage.inputTokens + paid.usage.outputTokens],
+    );
+  }
+
   /** Posts the reply, records its usage and moves the mark, in one transaction. Output: whether the reply was posted. */
   async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply): Promise<boolean> {
     const record = async (tx: Queryable, messageId: string | null) => {
-      await tx.query(
-        `INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
-         VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-        [newId(), claim.agent_id, agent.team_id, claim.thread_id, messageId, agent.provider, reply.model, reply.usage.inputTokens, reply.usage.outputTokens],
-      );
-      await tx.query(
-        `INSERT INTO agent_daily_usage (agent_id, day, tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
-         ON CONFLICT (agent_id, day) DO UPDATE SET tokens = agent_daily_usage.tokens + EXCLUDED.tokens`,
-        [claim.agent_id, reply.usage.inputTokens + reply.usage.outputTokens],
-      );
+      await recordUsage(tx, claim, agent, reply, messageId);
       await tx.query(parkSql({ inMs: 0 }), [claim.agent_id, claim.thread_id, incoming.seq, claim.token, 0, 0]);
     };
     try {
@@ -233,9 +255,17 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       // Another process answered the same message first (a lease that ran out): that answer
       // stands (unique `(sender_id, reply_to)`); this call was paid all the same, so its usage is
       // recorded.
-      if (!isUniqueViolation(error)) throw error;
-      await deps.db.transaction((tx) => record(tx, null));
-      return false;
+      if (isUniqueViolation(error)) {
+        await deps.db.transaction((tx) => record(tx, null));
+        return false;
+      }
+      // The thread was deleted during the call (its edge or team; the work row went with it): the
+      // call was paid, so it stays on the team's record (unless the team itself is gone).
+      if (error instanceof ServiceError && error.code === 'not_found') {
+        await deps.db.transaction((tx) => recordUsage(tx, claim, agent, reply, null)).catch(() => {});
+        return false;
+      }
+      throw error;
     }
   }
 
@@ -243,9 +273,15 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   async function handle(claim: Claim): Promise<void> {
     const { agent } = claim;
     // Gone, or no longer an agent with a provider: nothing to do until it gets one (the PATCH that
-    // gives it one makes its threads due again).
+    // gives it one makes its threads due again). A PATCH that gave it one while the row was
+    // claimed woke it instead: the row stays, due now.
     if (!agent || agent.kind !== 'agent' || agent.provider === null) {
-      await deps.db.query(`DELETE FROM agent_work WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $3`, [claim.agent_id, claim.thread_id, claim.token]);
+      const deleted = await deps.db.query(`DELETE FROM agent_work WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $3 AND NOT woken RETURNING 1`, [
+        claim.agent_id,
+        claim.thread_id,
+        claim.token,
+      ]);
+      if (deleted.length === 0) await park(claim, { inMs: 0 });
       return;
     }
     const provider = providers.get(agent.provider);
@@ -289,6 +325,8 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       const failure =
         error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? error.message.split(apiKey).join('[redacted]') : String(error));
       const reason = timeout.aborted ? `timed out after ${callTimeoutMs} ms` : failure.message;
+      // Answered but unusable (an empty reply): paid all the same, so recorded and counted against the budget.
+      if (failure.paid) await deps.db.transaction((tx) => recordUsage(tx, claim, agent, failure.paid!, null));
       return onFailure(claim, agent, failure, reason);
     }
     if (await complete(claim, agent, incoming, reply)) deps.notifier.publish(claim.thread_id);
@@ -377,12 +415,25 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       void pump().finally(schedule);
     }, options.tickMs);
   }
-  schedule();
+  // Rows parked until something wakes them stay parked across restarts. Those of agents whose
+  // provider this process runs are looked at once more before the first tick: the process that
+  // parked them may not have run that provider (ACS_AGENT_PROVIDERS has changed since), and no
+  // PATCH or PUT may ever come to wake them. Rows parked for another reason are parked again.
+  const starting = deps.db
+    .query(
+      `UPDATE agent_work w SET due_at = now() FROM participants p
+        WHERE w.due_at = 'infinity' AND w.latest_seq > w.handled_seq AND w.lease_token IS NULL
+          AND p.id = w.agent_id AND p.provider = ANY($1::text[])`,
+      [[...providers.keys()]],
+    )
+    .catch((error: unknown) => log.error({ reason: (error as Error).message }, 'agent loop: waking parked work at start failed'))
+    .then(schedule);
 
   return {
     async stop() {
       stopping.abort();
       options.signal?.removeEventListener('abort', onShutdown);
+      await starting;
       clearTimeout(timer);
       await pumping;
       await Promise.all([...inFlight]);

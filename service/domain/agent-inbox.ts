@@ -270,14 +270,19 @@ const unreadSql = `
  * Takes the agent's unread messages: returns up to `limit` and marks them read. Concurrent takes
  * by one agent (two clients with its key, in any processes) are serialised by an advisory lock
  * on the agent, so each message is returned to one of them only. Looks without the lock first:
- * a wait that finds nothing costs one query.
+ * a wait that finds nothing costs one query. Errors: `invalid_api_key` when the MCP key was
+ * revoked (or the agent deleted) since the request was authenticated: a wait may have been held
+ * for up to 30 s, and a revoked key takes nothing, leaving the messages unread.
  */
-async function takeUnread(db: DomainDeps['db'], agentId: string, threadId: string | undefined, limit: number): Promise<WaitForMessagesResult> {
+async function takeUnread(db: DomainDeps['db'], agent: AgentIdentity, threadId: string | undefined, limit: number): Promise<WaitForMessagesResult> {
+  const agentId = agent.agentId;
   const params = [agentId, threadId ?? null, limit + 1];
   const peek = await db.query<MessageRow>(unreadSql, params);
   if (peek.length === 0) return { messages: [], has_more: false };
   return db.transaction(async (tx) => {
     await tx.query(`SELECT pg_advisory_xact_lock(hashtext($1))`, [`acs-mcp-inbox:${agentId}`]);
+    const key = await tx.query(`SELECT 1 FROM mcp_keys WHERE id = $1 AND revoked_at IS NULL`, [agent.keyId]);
+    if (key.length === 0) throw new ServiceError('invalid_api_key', 'the MCP key is not valid (revoked while this request waited)');
     const rows = await tx.query<MessageRow>(unreadSql, params);
     const taken = rows.slice(0, limit);
     if (taken.length > 0) {
@@ -305,7 +310,8 @@ async function agentThreadIds(db: Queryable, agentId: string): Promise<string[]>
  * and, for threads opened with the agent while it waits, on the agent's participant key. It
  * subscribes before it reads, so an append between the read and the wait is not missed. `signal`
  * (the client went away, the server stops) ends the wait early with what is there.
- * Errors: `not_found` (a `thread_id` not on the agent's edges).
+ * Errors: `not_found` (a `thread_id` not on the agent's edges); `invalid_api_key` when messages
+ * are there to take but the MCP key was revoked meanwhile (nothing is taken).
  */
 export async function waitForAgentMessages(
   deps: DomainDeps,
@@ -344,7 +350,7 @@ export async function waitForAgentMessages(
         opened = false;
         for (const id of await agentThreadIds(deps.db, agent.agentId)) listen(id, false);
       }
-      const taken = await takeUnread(deps.db, agent.agentId, threadId, input.limit);
+      const taken = await takeUnread(deps.db, agent, threadId, input.limit);
       const remaining = deadline - Date.now();
       if (taken.messages.length > 0 || remaining <= 0 || signal?.aborted) return taken;
       if (!published) {

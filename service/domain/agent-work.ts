@@ -4,12 +4,21 @@
  */
 import type { Queryable } from '../storage/db.ts';
 
+// Wakes the matched rows: one that no claim holds becomes due now; one a process holds under a
+// claim (its `due_at` is the lease's end, and the holder will set it) is marked `woken`, so that the
+// holder, which may have read the agent or its key before this change committed, makes it due now
+// when it parks it (agent-loop.ts). Updating a held row also makes the holder's park wait for this
+// transaction, so the flag is seen. Rows already due are left alone.
+const wakeSet = `due_at = CASE WHEN w.lease_token IS NULL THEN now() ELSE w.due_at END, woken = w.lease_token IS NOT NULL`;
+const wakeable = `(w.lease_token IS NOT NULL OR w.due_at > now())`;
+
 /**
  * Makes an agent's parked work due now (a paused agent made active, a budget raised, a provider or
- * model changed), except rows a process holds under a claim. With `backfill`, first gives the
- * agent a row for every thread on its edges (it just got a provider: messages that came while it
- * had none are answered too, as they were before the loop kept marks). Input: the transaction of
- * the change and the agent's id. Output: none; no error of its own.
+ * model changed), also rows a process holds under a claim at this moment (they become due when it
+ * parks them). With `backfill`, first gives the agent a row for every thread on its edges (it just
+ * got a provider: messages that came while it had none are answered too, as they were before the
+ * loop kept marks). Input: the transaction of the change and the agent's id. Output: none; no
+ * error of its own.
  */
 export async function wakeAgentWork(tx: Queryable, agentId: string, options: { backfill: boolean }): Promise<void> {
   if (options.backfill) {
@@ -21,19 +30,20 @@ export async function wakeAgentWork(tx: Queryable, agentId: string, options: { b
       [agentId],
     );
   }
-  await tx.query(`UPDATE agent_work SET due_at = now() WHERE agent_id = $1 AND lease_token IS NULL AND due_at > now()`, [agentId]);
+  await tx.query(`UPDATE agent_work w SET ${wakeSet} WHERE w.agent_id = $1 AND ${wakeable}`, [agentId]);
 }
 
 /**
- * Makes due now the parked work of an organization's agents of one provider: its key was set or
- * replaced, so agents parked for a missing or refused key run again. Input: the organization and
- * the provider name. Output: none; no error of its own.
+ * Makes due now the parked work of an organization's agents of one provider (rows held under a
+ * claim as in {@link wakeAgentWork}): its key was set or replaced, so agents parked for a missing
+ * or refused key run again. Input: the organization and the provider name. Output: none; no
+ * error of its own.
  */
 export async function wakeProviderWork(tx: Queryable, orgId: string, provider: string): Promise<void> {
   await tx.query(
-    `UPDATE agent_work w SET due_at = now()
+    `UPDATE agent_work w SET ${wakeSet}
        FROM participants p JOIN teams t ON t.id = p.team_id
-      WHERE w.agent_id = p.id AND t.org_id = $1 AND p.provider = $2 AND w.lease_token IS NULL AND w.due_at > now()`,
+      WHERE w.agent_id = p.id AND t.org_id = $1 AND p.provider = $2 AND ${wakeable}`,
     [orgId, provider],
   );
 }

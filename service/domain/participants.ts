@@ -160,8 +160,9 @@ export async function getAgent(deps: DomainDeps, caller: Caller, agentId: string
 }
 
 /**
- * The row an UPDATE … RETURNING gave back. Errors: `not_found` when there is none: a deletion
- * holding the row's lock committed first, so the participant is gone.
+ * The row a statement that locks it (SELECT … FOR NO KEY UPDATE, UPDATE … RETURNING) gave back.
+ * Errors: `not_found` when there is none: a deletion holding the row's lock committed first, so
+ * the participant is gone.
  */
 function updatedRow(rows: ParticipantRow[], kind: ParticipantKind): ParticipantRow {
   if (!rows[0]) throw new ServiceError('not_found', `${kind} not found`);
@@ -177,8 +178,12 @@ function updatedRow(rows: ParticipantRow[], kind: ParticipantKind): ParticipantR
  */
 export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: string, patch: AgentInput): Promise<Agent> {
   return deps.db.transaction(async (tx) => {
-    const row = await findParticipant(tx, caller, 'agent', agentId);
-    if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, agentId);
+    const found = await findParticipant(tx, caller, 'agent', agentId);
+    if (patch.name !== undefined) await assertNameFree(tx, found.team_id, patch.name, agentId);
+    // The UPDATE below writes every field, so the fields it keeps must be read under the row lock
+    // (after the team's, the order deletions take them in): read before it, a concurrent PATCH's
+    // change (a budget, a provider, a status) would be written back over.
+    const row = updatedRow(await tx.query<ParticipantRow>(`SELECT * FROM participants WHERE id = $1 FOR NO KEY UPDATE`, [agentId]), 'agent');
     const next = { ...row, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) } as ParticipantRow;
     assertModelForProvider(next.provider, next.model);
     // deletion_protection is set from the patch alone, not from the row read above: a value read

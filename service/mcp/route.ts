@@ -15,13 +15,18 @@ const agents = new WeakMap<FastifyRequest, AgentIdentity>();
 // hands request headers on to tool handlers, and the key must not travel further than here).
 const forwardedHeaders = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
 
+// The origin of the URL the transport is handed. It only parses the URL (into the request info it
+// gives tool handlers, which do not read it); the client's Host header is not used, since one that
+// is no URL authority ("a b", a port over 65535) would make the URL invalid and the request a 500.
+const transportOrigin = 'http://acs-server.invalid';
+
 function toWebRequest(request: FastifyRequest): Request {
   const headers = new Headers();
   for (const name of forwardedHeaders) {
     const value = request.headers[name];
     for (const one of [value ?? []].flat()) headers.append(name, one);
   }
-  return new Request(`${request.protocol}://${request.host}${request.url}`, { method: request.method, headers });
+  return new Request(`${transportOrigin}${request.url}`, { method: request.method, headers });
 }
 
 /**

@@ -359,6 +359,14 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       )`,
     ],
   },
+  {
+    // A change that wakes an agent's parked work (a PATCH of the agent, a PUT of its provider key)
+    // while a process holds one of its rows under a claim sets this flag instead of due_at, which
+    // the claim's holder owns: when the holder parks the row, the flag makes it due at once rather
+    // than parked on what the claim had read (a paused agent, no key, a spent budget).
+    id: '0010_agent_work_woken',
+    statements: [`ALTER TABLE agent_work ADD COLUMN woken boolean NOT NULL DEFAULT false`],
+  },
 ];
 
 /**

@@ -45,6 +45,14 @@ describe('teamctl get usage', () => {
     expect(lines.at(-1)).toMatch(/^Team desk since \d{4}-\d{2}-\d{2}T00:00:00\.000Z: 1 calls, 3 input \+ 5 output = 8 tokens\.$/);
   });
 
+  it('get usage --agent: the table has that agent\'s line, and its totals line names the agent, not the team', async () => {
+    const out = await teamctl(['get', 'usage', '--team', 'desk', '--agent', 'scout']);
+    expect(out.code, out.stderr).toBe(0);
+    const lines = out.stdout.trim().split('\n');
+    expect(lines[1]!.split(/\s{2,}/)).toEqual(['scout', 'echo/echo-1', '1', '3', '5', '8', '8 / 1000']);
+    expect(lines.at(-1)).toMatch(/^Agent scout of team desk since \d{4}-\d{2}-\d{2}T00:00:00\.000Z: 1 calls, 3 input \+ 5 output = 8 tokens\.$/);
+  });
+
   it('get usage --agent -o json prints that agent as the service returns it', async () => {
     const out = await teamctl(['get', 'usage', '--team', 'desk', '--agent', 'scout', '--since', '7d', '-o', 'json']);
     expect(out.code, out.stderr).toBe(0);

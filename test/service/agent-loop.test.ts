@@ -3,7 +3,9 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
-import { buildTeam, request, startHarness, waitForThread, type Msg } from './helpers.ts';
+import { callTool, connectMcp } from '../support/mcp.ts';
+import { postgresBackend } from '../support/postgres.ts';
+import { buildTeam, holdLocks, lockWaitSeen, request, startHarness, startHarnessWithDb, waitForThread, type Msg } from './helpers.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
@@ -98,5 +100,54 @@ describe('agent loop', () => {
     await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: a.body.agent_id, content: 'by hand' });
     const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.some((m) => m.content === 'echo: by hand'));
     expect(messages.map((m) => m.content).slice(0, 5)).toEqual(['ping', 'echo: ping', 'echo: echo: ping', 'by hand', 'echo: by hand']);
+  });
+
+  it('agent loop: an external agent given a provider answers what came after its last message, not what it already answered over MCP', async () => {
+    const h = await startHarness();
+    cleanups.push(() => h.server.close());
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    const ids = await buildTeam(h);
+    const key = (await h.call('POST', `/api/v1/agents/${ids.agentId}/mcp-keys`)).body.mcp_key as string;
+    const client = await connectMcp(h.server.url, key);
+    cleanups.push(() => client.close());
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'question one' });
+    const threadId: string = thread.body.thread_id;
+    await callTool(client, 'send_message', { thread_id: threadId, content: 'answer one, by hand' });
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'question two' });
+
+    expect((await h.call('PATCH', `/api/v1/agents/${ids.agentId}`, { provider: 'echo' })).status).toBe(200);
+    const messages = await waitForThread(h, threadId, (ms) => ms.some((m) => m.content === 'echo: question two'));
+    // A wait of a second more: an answer to the first question would come right after the second's.
+    const quiet = await h.call('GET', `/api/v1/threads/${threadId}?after=${messages.at(-1)!.message_id}&wait=1`);
+    expect([...messages, ...quiet.body.messages].map((m: Msg) => m.content)).toEqual(['question one', 'answer one, by hand', 'question two', 'echo: question two']);
+  });
+});
+
+// PGlite runs one transaction at a time, so only PostgreSQL can hold the loop between its claim of
+// a row and its parking of it, where a concurrent PATCH or PUT must still be seen.
+describe.runIf(postgresBackend)('agent loop under concurrency', () => {
+  it('agent loop: a budget raised while the loop holds the spent agent\'s claimed row wakes it at once, not at the next UTC day', async () => {
+    const h = await startHarnessWithDb();
+    cleanups.push(() => h.server.close());
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    // 'hello' costs echo 2 input + 3 output tokens: the first reply spends the budget exactly.
+    const ids = await buildTeam(h, { provider: 'echo', max_tokens_per_day: 5 });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hello' });
+    const threadId: string = thread.body.thread_id;
+    await waitForThread(h, threadId, (ms) => ms.length >= 2);
+
+    // The loop claims the row of the next message with the spent budget, then waits here to log it.
+    const held = await holdLocks(h.db, `SELECT 1 FROM agent_daily_usage WHERE agent_id = $1 FOR UPDATE`, [ids.agentId]);
+    try {
+      await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'again' });
+      await lockWaitSeen(h.db, 'exhausted_logged');
+      const raised = await h.call('PATCH', `/api/v1/agents/${ids.agentId}`, { max_tokens_per_day: 1000 });
+      expect(raised.status).toBe(200);
+    } finally {
+      await held.release();
+    }
+
+    const all = await waitForThread(h, threadId, (ms) => ms.some((m) => m.content === 'echo: again'), 15_000);
+    expect(all.map((m) => m.content)).toEqual(['hello', 'echo: hello', 'again', 'echo: again']);
   });
 });

@@ -155,6 +155,47 @@ export async function threadMessages(h: Pick<Harness, 'call'>, threadId: string)
   return (await h.call('GET', `/api/v1/threads/${threadId}?limit=200`)).body.messages;
 }
 
+/**
+ * Resolves once some session of the database waits for a lock in a statement whose text contains
+ * `fragment` (PostgreSQL only: PGlite runs one transaction at a time). Gives up after 30 s.
+ */
+export async function lockWaitSeen(db: Db, fragment: string): Promise<void> {
+  const deadline = Date.now() + 30_000;
+  for (;;) {
+    const rows = await db.query<{ n: number }>(
+      `SELECT count(*)::int AS n FROM pg_stat_activity
+        WHERE datname = current_database() AND wait_event_type = 'Lock' AND strpos(query, $1) > 0 AND pid <> pg_backend_pid()`,
+      [fragment],
+    );
+    if (rows[0]!.n > 0) return;
+    if (Date.now() > deadline) throw new Error(`no statement containing "${fragment}" waited for a lock within 30 s`);
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+}
+
+/**
+ * Runs `sql` in a transaction of the test's own, as another process would, and holds it (and its
+ * row locks) open; resolves once `sql` ran. `release()` commits it and resolves once it ended.
+ */
+export async function holdLocks(db: Db, sql: string, params: unknown[]): Promise<{ release(): Promise<void> }> {
+  let release!: () => void;
+  const released = new Promise<void>((resolve) => (release = resolve));
+  let started!: () => void;
+  const running = new Promise<void>((resolve) => (started = resolve));
+  const held = db.transaction(async (tx) => {
+    await tx.query(sql, params);
+    started();
+    await released;
+  });
+  await Promise.race([running, held]);
+  return {
+    async release() {
+      release();
+      await held;
+    },
+  };
+}
+
 /** The ids {@link buildTeam} returns. */
 export type TeamIds = Awaited<ReturnType<typeof buildTeam>>;
 

@@ -7,6 +7,7 @@
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { randomBytes } from 'node:crypto';
+import { request as httpRequest } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { ReadThreadResult, SendMessageResult, WaitForMessagesResult, WhoamiResult } from '../../api/mcp-tools.ts';
 import { startServer, type RunningServer } from '../../service/index.ts';
@@ -323,6 +324,24 @@ describe('MCP endpoint: wait_for_messages', () => {
     expect(seen.sort()).toEqual(['x0', 'x1', 'x2', 'x3', 'x4', 'x5']);
   });
 
+  it('wait_for_messages: a wait held when its key is revoked takes nothing that arrives after: an invalid_api_key tool error, the message left unread', async () => {
+    const s = await scenario();
+    const bot = await mcp(s.mcpKey);
+    const { threadId } = await annOpens(s, 'before');
+    await callTool(bot, 'wait_for_messages', { timeout_seconds: 0 });
+    const waiting = bot.callTool({ name: 'wait_for_messages', arguments: { timeout_seconds: 30 } });
+    await stillHeld(waiting);
+    expect((await rest('DELETE', `/agents/${s.bot}/mcp-keys/${s.mcpKeyId}`)).status).toBe(200);
+    await annSays(s, threadId, 'after the revocation');
+
+    const answer = (await woken(waiting)) as { isError?: boolean; content: Array<{ text: string }> };
+    expect(answer.isError).toBe(true);
+    expect(answer.content[0]!.text).toMatch(/^invalid_api_key: /);
+    const fresh = await mcp((await created('POST', `/agents/${s.bot}/mcp-keys`)).mcp_key);
+    const unread = await callTool(fresh, 'wait_for_messages', { timeout_seconds: 0 });
+    expect(unread.messages.map((m: any) => m.content)).toEqual(['after the revocation']);
+  });
+
   it('wait_for_messages: timeout 0 with nothing unread answers at once with no messages', async () => {
     const s = await scenario();
     const bot = await mcp(s.mcpKey);
@@ -559,6 +578,29 @@ describe('MCP endpoint: keys and HTTP', () => {
     expect(note.body).toBe('');
   });
 
+  it('http: a Host header that is no URL authority is served like any other, not a 500', async () => {
+    const s = await scenario();
+    const { port } = new URL(h.server.url);
+    const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } });
+    for (const host of ['not a host', 'acs.example:99999', '[::1']) {
+      // fetch() sets Host itself; node:http sends the one given.
+      const answer = await new Promise<{ status: number; body: any }>((resolve, reject) => {
+        const req = httpRequest(
+          { host: '127.0.0.1', port: Number(port), method: 'POST', path: '/api/v1/mcp', headers: { host, ...accept, 'content-type': 'application/json', 'x-api-key': s.mcpKey } },
+          (res) => {
+            let text = '';
+            res.on('data', (chunk: Buffer) => (text += chunk.toString('utf8')));
+            res.on('end', () => resolve({ status: res.statusCode ?? 0, body: JSON.parse(text) }));
+          },
+        );
+        req.on('error', reject);
+        req.end(body);
+      });
+      expect(answer.status, host).toBe(200);
+      expect(answer.body.result.structuredContent.agent.agent_id, host).toBe(s.bot);
+    }
+  });
+
   it('http: an Accept without text/event-stream is the SDK\'s 406 JSON-RPC error', async () => {
     const s = await scenario();
     const reply = await request(`${h.server.url}/api/v1/mcp`, 'POST', rpc, { accept: 'application/json', 'x-api-key': s.mcpKey });
@@ -593,6 +635,20 @@ describe('MCP endpoint: keys and HTTP', () => {
     } finally {
       await own.server.close();
     }
+  });
+
+  it('keys: an MCP key of an agent whose team or organization was deleted is refused at once', async () => {
+    const child = await created('POST', '/organizations', { org_name: `mcp-child-${randomBytes(4).toString('hex')}` });
+    const s = await scenario(h.apiKey, child.org_id);
+    const bot = await mcp(s.mcpKey);
+    await callTool(bot, 'whoami');
+    expect((await rest('DELETE', `/organizations/${child.org_id}`)).status).toBe(200);
+    expect((await post({ 'x-api-key': s.mcpKey })).body).toMatchObject({ status: 401, code: 'invalid_api_key' });
+    await expect(bot.callTool({ name: 'whoami', arguments: {} })).rejects.toThrow();
+
+    const other = await scenario();
+    expect((await rest('DELETE', `/teams/${other.teamId}`)).status).toBe(200);
+    expect((await post({ 'x-api-key': other.mcpKey })).body).toMatchObject({ status: 401, code: 'invalid_api_key' });
   });
 
   it('http: deleting the agent (after its edges) ends its MCP access', async () => {

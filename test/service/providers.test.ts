@@ -285,6 +285,52 @@ describe('providers: an OpenAI-compatible server on loopback (OPENAI_BASE_URL)',
     expect((await threadMessages(h, one.body.thread_id)).map((m) => m.content)).toEqual(['first', 'reply to: first']);
   });
 
+  it('providers: an empty reply is not posted, but the tokens it cost are recorded and spend the budget', async () => {
+    answer = (request) => completion(request.body.model, '', { prompt_tokens: 11, completion_tokens: 7 });
+    const h = await harness({ env: env() });
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/openai`, { api_key: 'sk-local-0007' });
+    const ids = await buildTeam(h, { provider: 'openai', model: 'local-llama', max_tokens_per_day: 18 });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'say nothing' });
+    await until(() => h.warnings.some((w) => String(w.msg).includes('budget spent')), 'the budget to be spent');
+
+    expect(stub.requests).toHaveLength(1);
+    expect(h.warnings[0]).toMatchObject({ msg: 'agent reply failed', reason: 'the provider returned an empty reply' });
+    expect((await h.call('GET', `/api/v1/agents/${ids.agentId}/usage`)).body).toMatchObject({
+      calls: 1,
+      input_tokens: 11,
+      output_tokens: 7,
+      by_model: [{ provider: 'openai', model: 'local-llama', calls: 1 }],
+      tokens_today: 18,
+      budget_exhausted_until: expect.any(String),
+    });
+    expect((await threadMessages(h, thread.body.thread_id)).map((m) => m.content)).toEqual(['say nothing']);
+  });
+
+  it('providers: a reply whose thread was deleted during the call is not posted, but the call is recorded in the team\'s usage', async () => {
+    let answerNow!: () => void;
+    const held = new Promise<void>((resolve) => (answerNow = resolve));
+    answer = async (request) => {
+      await held;
+      return echoCompletion(request);
+    };
+    const h = await harness({ env: env() });
+    const ids = await openaiTeam(h, 'sk-local-0009');
+    await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'are you there?' });
+    await stub.received(1);
+    expect((await h.call('DELETE', `/api/v1/edges/${ids.edgeId}`)).status).toBe(200);
+    answerNow();
+
+    // The answer comes once the thread is gone: its usage shows once the loop is done with it.
+    const deadline = Date.now() + 15_000;
+    let usage = (await h.call('GET', `/api/v1/teams/${ids.teamId}/usage`)).body;
+    while (usage.calls === 0 && Date.now() < deadline) {
+      await new Promise((r) => setTimeout(r, 50));
+      usage = (await h.call('GET', `/api/v1/teams/${ids.teamId}/usage`)).body;
+    }
+    expect(usage).toMatchObject({ calls: 1, input_tokens: 11, output_tokens: 7 });
+    expect(stub.requests).toHaveLength(1);
+  });
+
   it('providers: a call that outlives its timeout is aborted and tried again; one reply is posted', async () => {
     answer = (request) => (request.n === 1 ? 'hang' : echoCompletion(request));
     const h = await harness({ env: env(), providerTimeoutMs: 500 });
@@ -309,6 +355,26 @@ describe('providers: an OpenAI-compatible server on loopback (OPENAI_BASE_URL)',
     for (const id of threads) await waitForThread(h, id, (ms) => ms.length >= 2);
     expect(stub.requests).toHaveLength(6);
     expect(stub.maxInFlight()).toBeLessThanOrEqual(2);
+  });
+
+  it('providers: a message that came while the process did not run the provider is answered once a restart runs it', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'acs-providers-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const h = await harness({ inMemory: false, dataDir, env: { ...env(), ACS_AGENT_PROVIDERS: 'echo' } });
+    const ids = await openaiTeam(h, 'sk-local-0008');
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'anyone?' });
+    const first = (await threadMessages(h, thread.body.thread_id))[0]!;
+    // Ticks of 20 ms for a second: the loop has looked at the thread and left it, as it must.
+    expect((await h.call('GET', `/api/v1/threads/${thread.body.thread_id}?after=${first.message_id}&wait=1`)).body.messages).toEqual([]);
+    await h.server.close();
+    expect(stub.requests).toEqual([]);
+
+    const server: RunningServer = await startServer({ dataDir, port: 0, tickMs: 20, env: env() });
+    cleanups.push(() => server.close());
+    const again = { call: (method: string, path: string, body?: unknown) => request(server.url + path, method, body, { 'x-api-key': h.apiKey }) };
+    const messages = await waitForThread(again, thread.body.thread_id, (ms) => ms.length >= 2, 15_000);
+    expect(messages.map((m) => m.content)).toEqual(['anyone?', 'reply to: anyone?']);
+    expect(stub.requests).toHaveLength(1);
   });
 
   it('providers: stopping the service aborts a call in flight, and after a restart the message is answered once', async () => {

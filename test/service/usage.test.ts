@@ -1,7 +1,8 @@
 import { Writable } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentUsage, TeamUsage } from '../../api/schemas.ts';
-import { buildTeam, startHarness, threadMessages, waitForThread, type Harness } from './helpers.ts';
+import { postgresBackend } from '../support/postgres.ts';
+import { buildTeam, holdLocks, lockWaitSeen, startHarness, startHarnessWithDb, threadMessages, waitForThread, type Harness } from './helpers.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
@@ -79,6 +80,12 @@ describe('usage', () => {
     const bad = await h.call('GET', `/api/v1/agents/${ids.agentId}/usage?since=yesterday`);
     expect(bad.status).toBe(400);
     expect(bad.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'since' }] });
+    // Before the year 1 (UTC) PostgreSQL has no year 0 but BC years, which the answer could not spell.
+    for (const early of ['0000-06-01T00:00:00Z', '0001-01-01T00:00:00+14:00']) {
+      const reply = await h.call('GET', `/api/v1/teams/${ids.teamId}/usage?since=${encodeURIComponent(early)}`);
+      expect(reply.status, early).toBe(400);
+      expect(reply.body, early).toMatchObject({ code: 'invalid_request', errors: [{ path: 'since' }] });
+    }
     const unknown = await h.call('GET', `/api/v1/teams/${ids.teamId}/usage?snce=2026-01-01T00:00:00Z`);
     expect(unknown.status).toBe(400);
     expect(unknown.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'snce', message: 'unknown query parameter' }] });
@@ -191,5 +198,26 @@ describe('agents: model and budget fields', () => {
       expect(reply.status).toBe(400);
       expect(reply.body.errors).toEqual([expect.objectContaining({ path: 'max_tokens_per_day' })]);
     }
+  });
+});
+
+// PGlite runs one transaction at a time, so only PostgreSQL can interleave two changes of one agent.
+describe.runIf(postgresBackend)('agents: concurrent changes', () => {
+  it('agents: a PATCH that waits for another change of the same agent keeps that change (budget, provider, status)', async () => {
+    const h = await startHarnessWithDb();
+    cleanups.push(() => h.server.close());
+    const ids = await buildTeam(h);
+    // Another process's PATCH, not yet committed, gives the agent a budget and a provider and pauses it.
+    const other = await holdLocks(h.db, `UPDATE participants SET max_tokens_per_day = 1000, provider = 'echo', status = 'paused' WHERE id = $1`, [ids.agentId]);
+    const patching = h.call('PATCH', `/api/v1/agents/${ids.agentId}`, { instructions: 'Be brief.' });
+    try {
+      await lockWaitSeen(h.db, 'participants');
+    } finally {
+      await other.release();
+    }
+    const patched = await patching;
+    expect(patched.status).toBe(200);
+    expect(patched.body).toMatchObject({ instructions: 'Be brief.', max_tokens_per_day: 1000, provider: 'echo', status: 'paused' });
+    expect((await h.call('GET', `/api/v1/agents/${ids.agentId}`)).body).toMatchObject({ instructions: 'Be brief.', max_tokens_per_day: 1000, provider: 'echo', status: 'paused' });
   });
 });

@@ -54,7 +54,8 @@ export function toProviderFailure(error: unknown, apiKey: string): ProviderFailu
  * Asks `model` for one reply to `request` through the AI SDK (no retries inside: the loop decides
  * when to try again; aborted by `request.signal`). Output: the reply text, the tokens the
  * provider reported (0 where it reported none) and the model id it answered with (else
- * `requestedModel`). Errors: a {@link ProviderFailure}; an empty reply is `failed`.
+ * `requestedModel`). Errors: a {@link ProviderFailure}; an empty reply is `failed`, with what it
+ * cost as `paid`.
  */
 export async function replyWithModel(model: LanguageModel, request: ReplyRequest, requestedModel: string): Promise<ProviderReply> {
   let result;
@@ -69,12 +70,11 @@ export async function replyWithModel(model: LanguageModel, request: ReplyRequest
   } catch (error) {
     throw toProviderFailure(error, request.apiKey);
   }
-  if (result.text.trim() === '') throw new ProviderFailure('failed', 'the provider returned an empty reply');
-  return {
-    text: result.text,
-    usage: { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 },
-    model: result.response.modelId || requestedModel,
-  };
+  const usage = { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 };
+  const answeredBy = result.response.modelId || requestedModel;
+  // An empty answer cost tokens all the same: the loop records them (and counts them against the budget).
+  if (result.text.trim() === '') throw new ProviderFailure('failed', 'the provider returned an empty reply', { paid: { usage, model: answeredBy } });
+  return { text: result.text, usage, model: answeredBy };
 }
 
 /** The agent's model, which the service requires for every provider but echo. Errors: `failed` when missing. */

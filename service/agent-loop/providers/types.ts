@@ -62,12 +62,22 @@ export class ProviderFailure extends Error {
   readonly status: number | undefined;
   /** For `rate_limited`: how long the provider asked to wait, in milliseconds, when it said. */
   readonly retryAfterMs: number | undefined;
+  /**
+   * What the call cost when the provider answered and was paid but the answer is unusable (an
+   * empty reply), and the model that answered: recorded as usage like a reply's.
+   */
+  readonly paid: { usage: TokenUsage; model: string } | undefined;
 
-  constructor(kind: ProviderFailureKind, message: string, options: { status?: number | undefined; retryAfterMs?: number | undefined } = {}) {
+  constructor(
+    kind: ProviderFailureKind,
+    message: string,
+    options: { status?: number | undefined; retryAfterMs?: number | undefined; paid?: { usage: TokenUsage; model: string } | undefined } = {},
+  ) {
     super(message);
     this.name = 'ProviderFailure';
     this.kind = kind;
     this.status = options.status;
     this.retryAfterMs = options.retryAfterMs;
+    this.paid = options.paid;
   }
 }

@@ -201,7 +201,8 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       operationId: 'getAgentUsage',
       summary: "An agent's token usage and budget",
       description:
-        'Input and output tokens of the provider replies the agent posted (as each provider reported them), from `since` on ' +
+        'Input and output tokens of the provider calls the agent paid for (each reply, and each empty answer, which is not posted; ' +
+        'as each provider reported them), from `since` on ' +
         '(default: the start of the current UTC day), by provider and model; with its daily budget: `tokens_today` and, ' +
         'while the budget is spent, `budget_exhausted_until` (the next UTC day).',
       query: UsageQuery,
