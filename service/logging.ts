@@ -5,8 +5,6 @@
  * line carries method, path, status and time only, and the logger redacts key headers whatever
  * else a deployment logs (`service/http/app.ts`).
  */
-import pinoPretty from 'pino-pretty';
-
 /** Log formats of `acs-server start --log-format`. */
 export const LogFormats = { pretty: 'pretty', json: 'json' } as const;
 export type LogFormat = (typeof LogFormats)[keyof typeof LogFormats];
@@ -33,11 +31,13 @@ export function defaultLogFormat(stdoutIsTTY: boolean): LogFormat {
 
 /**
  * The logger options for `startServer({ logger })` (pino options, with a pretty stream on stdout
- * for the pretty format). Input: {@link LogSettings}. Output: options Fastify builds its pino
- * logger from. Raises nothing.
+ * for the pretty format). pino-pretty is loaded only for the pretty format: a server logging JSON
+ * (a service, a container) does not carry its ~15 MiB. Input: {@link LogSettings}. Output:
+ * options Fastify builds its pino logger from. Raises nothing.
  */
-export function loggerOptions(settings: LogSettings): Record<string, unknown> {
+export async function loggerOptions(settings: LogSettings): Promise<Record<string, unknown>> {
   if (settings.format === LogFormats.json) return { level: settings.level };
+  const { default: pinoPretty } = await import('pino-pretty');
   const stream = pinoPretty({
     colorize: settings.color ?? false,
     // Synchronous: a line is on the terminal before the process may exit after it.

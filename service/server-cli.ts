@@ -151,7 +151,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
           level: flags.quiet && LogLevels.indexOf(flags.logLevel) < LogLevels.indexOf('warn') ? 'warn' : flags.logLevel,
           color: terminal && !process.env.NO_COLOR,
         };
-        return run(() =>
+        return run(async () =>
           serveUntilSignal(
             {
               host: flags.host,
@@ -162,7 +162,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               tickMs: flags.tickMs,
               ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
               ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
-              logger: loggerOptions(log),
+              logger: await loggerOptions(log),
             },
             flags.quiet,
           ),

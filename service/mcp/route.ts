@@ -2,12 +2,34 @@
  * `POST /mcp` (under `/api/v1` and `/v1`; contract §7): MCP over the Streamable HTTP transport of
  * the official SDK, stateless, answering with JSON (no SSE stream).
  */
-import { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
+import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyInstance, FastifyRequest } from 'fastify';
 import { authenticateMcp } from '../domain/authentication.ts';
 import type { AgentIdentity } from '../domain/agent-inbox.ts';
 import type { RouteContext } from '../http/routes/context.ts';
-import { createAgentMcpServer } from './server.ts';
+import type { createAgentMcpServer } from './server.ts';
+
+/** What the route needs of the SDK's server side (see {@link loadSdk}). */
+interface McpSdk {
+  Transport: typeof WebStandardStreamableHTTPServerTransport;
+  createAgentMcpServer: typeof createAgentMcpServer;
+}
+
+/**
+ * The MCP SDK's server side, loaded at the first MCP request rather than when the server starts:
+ * it holds ~35 MiB resident (its schemas and JSON Schema validator), which a server no external
+ * agent talks to never needs. A failed load is not kept, so the next request tries again.
+ */
+let sdk: Promise<McpSdk> | undefined;
+function loadSdk(): Promise<McpSdk> {
+  sdk ??= Promise.all([import('@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js'), import('./server.ts')])
+    .then(([transport, server]) => ({ Transport: transport.WebStandardStreamableHTTPServerTransport, createAgentMcpServer: server.createAgentMcpServer }))
+    .catch((error: unknown) => {
+      sdk = undefined;
+      throw error;
+    });
+  return sdk;
+}
 
 const agents = new WeakMap<FastifyRequest, AgentIdentity>();
 
@@ -60,8 +82,9 @@ export function mcpRoutes(app: FastifyInstance, { deps, shutdown }: RouteContext
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) gone.abort();
     });
+    const { Transport, createAgentMcpServer } = await loadSdk();
     const server = createAgentMcpServer({ deps, agent, signal: AbortSignal.any([gone.signal, shutdown]), log: request.log, requestId: request.id });
-    const transport = new WebStandardStreamableHTTPServerTransport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
     try {
       await server.connect(transport);
       const response = await transport.handleRequest(toWebRequest(request), { parsedBody: request.body });

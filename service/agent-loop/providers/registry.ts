@@ -1,13 +1,26 @@
 /** The providers acs-server runs, by name (contract §5 lists them; §8 says how each is reached). */
 import { Providers, type Provider } from '../../../api/schemas.ts';
-import { createAnthropicProvider } from './anthropic.ts';
 import { echoProvider } from './echo.ts';
-import { createGoogleProvider } from './google.ts';
-import { createGroqProvider } from './groq.ts';
-import { createMistralProvider } from './mistral.ts';
-import { createOpenAiProvider } from './openai.ts';
-import { createOpenRouterProvider } from './openrouter.ts';
 import type { ReplyProvider } from './types.ts';
+
+/**
+ * A provider whose adapter module (and the vendor SDK under it) is loaded at its first call, not
+ * when the server starts: the Vercel AI SDK and its vendor packages hold ~35 MiB resident, which
+ * a server whose agents are all `echo` or external never needs. A failed load is not kept, so the
+ * next call tries again. Input: how to load the adapter. Output: the provider.
+ */
+function lazyProvider(load: () => Promise<ReplyProvider>): ReplyProvider {
+  let loading: Promise<ReplyProvider> | undefined;
+  return {
+    async reply(request) {
+      loading ??= load().catch((error: unknown) => {
+        loading = undefined;
+        throw error;
+      });
+      return (await loading).reply(request);
+    },
+  };
+}
 
 /**
  * Which providers the loop may call, from `ACS_AGENT_PROVIDERS` (comma-separated names; `none`
@@ -33,14 +46,16 @@ export function enabledProviders(value: string | undefined): Provider[] {
  * the organization's stored key. Errors: throws for an unknown name in `ACS_AGENT_PROVIDERS`.
  */
 export function defaultProviders(env: NodeJS.ProcessEnv = process.env): ReadonlyMap<string, ReplyProvider> {
+  const openAiBase = env.OPENAI_BASE_URL;
+  const anthropicBase = env.ANTHROPIC_BASE_URL;
   const all: Record<Provider, () => ReplyProvider> = {
     echo: () => echoProvider,
-    openai: () => createOpenAiProvider({ baseUrl: env.OPENAI_BASE_URL }),
-    anthropic: () => createAnthropicProvider({ baseUrl: env.ANTHROPIC_BASE_URL }),
-    google: createGoogleProvider,
-    mistral: createMistralProvider,
-    groq: createGroqProvider,
-    openrouter: createOpenRouterProvider,
+    openai: () => lazyProvider(async () => (await import('./openai.ts')).createOpenAiProvider({ baseUrl: openAiBase })),
+    anthropic: () => lazyProvider(async () => (await import('./anthropic.ts')).createAnthropicProvider({ baseUrl: anthropicBase })),
+    google: () => lazyProvider(async () => (await import('./google.ts')).createGoogleProvider()),
+    mistral: () => lazyProvider(async () => (await import('./mistral.ts')).createMistralProvider()),
+    groq: () => lazyProvider(async () => (await import('./groq.ts')).createGroqProvider()),
+    openrouter: () => lazyProvider(async () => (await import('./openrouter.ts')).createOpenRouterProvider()),
   };
   return new Map(enabledProviders(env.ACS_AGENT_PROVIDERS).map((name) => [name, all[name]()]));
 }
