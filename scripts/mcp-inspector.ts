@@ -63,10 +63,10 @@ function check(name: string, outcome: Outcome, ok: (o: Outcome) => boolean): voi
     passed = false;
   }
   if (passed) {
-    process.stdout.write(`ok - ${name}\n`);
+    process.stdout.write(`mcp-inspector: pass: ${name}\n`);
   } else {
     failures += 1;
-    process.stdout.write(`not ok - ${name} (exit ${outcome.code})\n${outcome.stdout.slice(0, 1500)}\n${outcome.stderr.slice(0, 1500)}\n`);
+    process.stdout.write(`mcp-inspector: FAIL: ${name} (exit ${outcome.code})\n${outcome.stdout.slice(0, 1500)}\n${outcome.stderr.slice(0, 1500)}\n`);
   }
 }
 
@@ -102,7 +102,7 @@ try {
   check('an unknown key: refused', await inspect(url, `acs_mcp_${'x'.repeat(40)}`, ['--method', 'tools/list']), (o) => o.code !== 0 && !o.stdout.includes('"tools"'));
 } catch (error) {
   failures += 1;
-  process.stdout.write(`not ok - setup: ${(error as Error).message}\n`);
+  process.stdout.write(`mcp-inspector: FAIL: setup: ${(error as Error).message}\n`);
 } finally {
   await server.close();
   await rm(home, { recursive: true, force: true });
