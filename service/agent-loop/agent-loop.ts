@@ -16,6 +16,7 @@ import { newId } from '../domain/ids.ts';
 import { insertMessage } from '../domain/threads.ts';
 import type { Queryable } from '../storage/db.ts';
 import { isUniqueViolation } from '../storage/db.ts';
+import { redactKey } from './providers/redact-key.ts';
 import { ProviderFailure, type ProviderReply, type ReplyProvider, type Turn } from './providers/types.ts';
 
 /** Where the loop reports; a pino logger fits. */
@@ -323,7 +324,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     } catch (error) {
       if (stopping.signal.aborted) return park(claim, { inMs: 0 });
       const failure =
-        error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? error.message.split(apiKey).join('[redacted]') : String(error));
+        error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? redactKey(error.message, apiKey) : String(error));
       const reason = timeout.aborted ? `timed out after ${callTimeoutMs} ms` : failure.message;
       // Answered but unusable (an empty reply): paid all the same, so recorded and counted against the budget.
       if (failure.paid) await deps.db.transaction((tx) => recordUsage(tx, claim, agent, failure.paid!, null));

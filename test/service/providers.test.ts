@@ -261,9 +261,12 @@ describe('providers: an OpenAI-compatible server on loopback (OPENAI_BASE_URL)',
   });
 
   it("providers: a 401 pauses the organization's provider (logged once, without the key) until the key is replaced", async () => {
-    answer = (request) => (request.headers.authorization === 'Bearer sk-revoked-9999' ? { status: 401, body: { error: { message: 'Incorrect API key provided: sk-revoked-9999' } } } : echoCompletion(request));
+    // As OpenAI answers: the key masked, its first and last characters shown.
+    const refusedKey = 'sk-revoked-Kq7wTxZpLm';
+    answer = (request) =>
+      request.headers.authorization === `Bearer ${refusedKey}` ? { status: 401, body: { error: { message: 'Incorrect API key provided: sk-revo*************ZpLm. You can find your API key at https://platform.openai.com/account/api-keys.' } } } : echoCompletion(request);
     const h = await harness({ env: env() });
-    const ids = await openaiTeam(h, 'sk-revoked-9999');
+    const ids = await openaiTeam(h, refusedKey);
     const one = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'first' });
     const two = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'second' });
     await until(() => h.warnings.some((w) => String(w.msg).includes('refused')), 'the refusal to be logged');
@@ -275,7 +278,10 @@ describe('providers: an OpenAI-compatible server on loopback (OPENAI_BASE_URL)',
     expect((await threadMessages(h, one.body.thread_id)).map((m) => m.content)).toEqual(['first']);
     expect((await threadMessages(h, two.body.thread_id)).map((m) => m.content)).toEqual(['second']);
     expect(h.warnings.filter((w) => String(w.msg).includes('refused'))).toEqual([expect.objectContaining({ org_id: h.orgId, provider: 'openai', status: 401 })]);
-    expect(h.logText()).not.toContain('sk-revoked-9999');
+    expect(h.logText()).not.toContain(refusedKey);
+    expect(h.logText()).not.toContain('ZpLm');
+    expect(h.logText()).not.toContain('sk-revo');
+    expect(h.logText()).toContain('HTTP 401: Incorrect API key provided: [redacted]');
 
     await h.call('PUT', `/organizations/${h.orgId}/api-keys/openai`, { api_key: 'sk-renewed-0003' });
     await waitForThread(h, one.body.thread_id, (ms) => ms.length >= 2);

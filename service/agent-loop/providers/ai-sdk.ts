@@ -4,6 +4,7 @@
  * messages, and the SDK's failures turned into {@link ProviderFailure}s the loop acts on.
  */
 import { APICallError, generateText, type LanguageModel } from 'ai';
+import { redactKey } from './redact-key.ts';
 import { ProviderFailure, type ProviderReply, type ReplyRequest } from './types.ts';
 
 // The SDK prints its warnings (an unsupported setting, say) on the console; the service logs JSON
@@ -27,10 +28,6 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now = 
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-/** The error's message with every occurrence of the key removed (a vendor may echo it). */
-function scrub(message: string, apiKey: string): string {
-  return apiKey === '' ? message : message.split(apiKey).join('[redacted]');
-}
 
 /**
  * Classifies a failed SDK call: HTTP 429 → `rate_limited` (with the wait the provider asked
@@ -41,13 +38,13 @@ export function toProviderFailure(error: unknown, apiKey: string): ProviderFailu
   if (error instanceof ProviderFailure) return error;
   if (APICallError.isInstance(error)) {
     const status = error.statusCode;
-    const message = scrub(`HTTP ${status ?? '(no status)'}: ${error.message}`, apiKey).slice(0, 500);
+    const message = redactKey(`HTTP ${status ?? '(no status)'}: ${error.message}`, apiKey).slice(0, 500);
     if (status === 429) return new ProviderFailure('rate_limited', message, { status, retryAfterMs: retryAfterMs(error.responseHeaders) });
     if (status === 401 || status === 403) return new ProviderFailure('key_refused', message, { status });
     return new ProviderFailure('failed', message, { status });
   }
   const text = error instanceof Error ? `${error.name}: ${error.message}` : String(error);
-  return new ProviderFailure('failed', scrub(text, apiKey).slice(0, 500));
+  return new ProviderFailure('failed', redactKey(text, apiKey).slice(0, 500));
 }
 
 /**
