@@ -242,9 +242,14 @@ export async function updateHuman(
   return deps.db.transaction(async (tx) => {
     const row = await findParticipant(tx, caller, 'human', humanId);
     if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, humanId);
+    // Each field the patch leaves out is kept by the statement itself, from the row as it is once
+    // the lock is had: written from the row read above, a PATCH that waited for a concurrent one
+    // would write that one's name or email back over.
     const rows = await tx.query<ParticipantRow>(
-      `UPDATE participants SET name = $2, email = $3, deletion_protection = COALESCE($4, deletion_protection) WHERE id = $1 RETURNING *`,
-      [humanId, patch.name ?? row.name, patch.email === undefined ? row.email : patch.email, patch.deletion_protection ?? null],
+      `UPDATE participants SET name = COALESCE($2::text, name), email = CASE WHEN $3::boolean THEN $4::text ELSE email END,
+         deletion_protection = COALESCE($5::boolean, deletion_protection)
+        WHERE id = $1 RETURNING *`,
+      [humanId, patch.name ?? null, patch.email !== undefined, patch.email ?? null, patch.deletion_protection ?? null],
     );
     return toHuman(updatedRow(rows, 'human'));
   });

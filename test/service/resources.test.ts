@@ -1,6 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, Edge, Human, Message, Organization, Team, TeamGraph, Thread } from '../../api/schemas.ts';
-import { buildTeam, startHarness, type Harness } from './helpers.ts';
+import { postgresBackend } from '../support/postgres.ts';
+import { buildTeam, holdLocks, lockWaitSeen, startHarness, startHarnessWithDb, type Harness } from './helpers.ts';
 
 const isoMs = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/;
 let h: Harness;
@@ -207,5 +208,29 @@ describe('operator surface', () => {
     expect(own.headers.get('x-request-id')).toBe('trace-42');
     const error = await h.call('GET', '/api/v1/nope');
     expect(error.headers.get('x-request-id')).toBe(error.body.request_id);
+  });
+});
+
+// PGlite runs one transaction at a time, so only PostgreSQL can interleave two changes of one human.
+describe.runIf(postgresBackend)('humans: concurrent changes', () => {
+  it('humans: a PATCH that waits for a concurrent change of the same human keeps that change (name, email)', async () => {
+    const other = await startHarnessWithDb();
+    try {
+      const ids = await buildTeam(other);
+      // Another process's PATCH, not yet committed, renames the human and sets its email.
+      const held = await holdLocks(other.db, `UPDATE participants SET name = 'anna', email = 'anna@example.com' WHERE id = $1`, [ids.humanId]);
+      const patching = other.call('PATCH', `/api/v1/humans/${ids.humanId}`, { deletion_protection: true });
+      try {
+        await lockWaitSeen(other.db, 'participants');
+      } finally {
+        await held.release();
+      }
+      const patched = await patching;
+      expect(patched.status).toBe(200);
+      expect(patched.body).toMatchObject({ name: 'anna', email: 'anna@example.com', deletion_protection: true });
+      expect((await other.call('GET', `/api/v1/humans/${ids.humanId}`)).body).toMatchObject({ name: 'anna', email: 'anna@example.com', deletion_protection: true });
+    } finally {
+      await other.server.close();
+    }
   });
 });
