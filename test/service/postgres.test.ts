@@ -2,6 +2,7 @@ import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
 import { createPgNotifier, MESSAGES_CHANNEL } from '../../service/storage/pg-notifier.ts';
+import { openPostgresDb } from '../../service/storage/postgres-db.ts';
 import { request } from './helpers.ts';
 
 // Runs against a real PostgreSQL when ACS_TEST_DATABASE_URL names one (any database: the test
@@ -80,6 +81,40 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
     const later = await request(`${threadUrl}?after=${messages[3]!.message_id}&wait=1`, 'GET', undefined, h);
     expect(later.body.messages).toEqual([]);
     expect(later.body.message_count).toBe(4);
+  });
+
+  it('postgres storage: of two transactions that deadlock, the one PostgreSQL aborts is run again, and both commit', async () => {
+    const db = await openPostgresDb(url);
+    try {
+      await db.query(`CREATE TABLE deadlock_probe (id int PRIMARY KEY, n int NOT NULL)`);
+      await db.query(`INSERT INTO deadlock_probe VALUES (1, 0), (2, 0)`);
+      let attempts = 0;
+      let bothHoldOne!: () => void;
+      let held = 0;
+      const barrier = new Promise<void>((resolve) => (bothHoldOne = resolve));
+      // Each takes one row, waits until the other holds its row, then asks for the other's: a
+      // deadlock on the first attempts, whatever the timing; a second attempt does not wait.
+      const crossing = (first: number, second: number) =>
+        db.transaction(async (tx) => {
+          attempts += 1;
+          const firstAttempt = attempts <= 2;
+          await tx.query(`UPDATE deadlock_probe SET n = n + 1 WHERE id = $1`, [first]);
+          if (firstAttempt) {
+            held += 1;
+            if (held === 2) bothHoldOne();
+            await barrier;
+          }
+          await tx.query(`UPDATE deadlock_probe SET n = n + 1 WHERE id = $1`, [second]);
+        });
+      await Promise.all([crossing(1, 2), crossing(2, 1)]);
+      expect(attempts).toBe(3);
+      expect(await db.query(`SELECT id, n FROM deadlock_probe ORDER BY id`)).toEqual([
+        { id: 1, n: 2 },
+        { id: 2, n: 2 },
+      ]);
+    } finally {
+      await db.close();
+    }
   });
 
   it('postgres notifier: after its LISTEN connection is killed it reconnects, wakes every waiter once and hears new notifications', async () => {
