@@ -22,6 +22,17 @@ const wakeable = `(w.lease_token IS NOT NULL OR w.due_at > now())`;
  */
 export async function wakeAgentWork(tx: Queryable, agentId: string, options: { backfill: boolean }): Promise<void> {
   if (options.backfill) {
+    // A message appended, or a thread opened, while this change is uncommitted found the agent
+    // without a provider (its insert trigger gave no work), and the backfill below would not see
+    // it either: it would stay unanswered until the next message. So the backfill first waits for
+    // those: the agent's edges locked against new threads (a thread insert takes KEY SHARE on its
+    // edge), then its threads against appends (an append updates its thread's row). Later appends
+    // wait for this commit and then see the provider. Edges before threads, as deletions go.
+    await tx.query(`SELECT 1 FROM edges e WHERE e.participant_a = $1 OR e.participant_b = $1 ORDER BY e.id FOR UPDATE`, [agentId]);
+    await tx.query(
+      `SELECT 1 FROM edges e JOIN threads th ON th.edge_id = e.id WHERE e.participant_a = $1 OR e.participant_b = $1 ORDER BY th.id FOR SHARE OF th`,
+      [agentId],
+    );
     await tx.query(
       `INSERT INTO agent_work (agent_id, thread_id, latest_seq)
        SELECT $1, th.id, th.message_count FROM edges e JOIN threads th ON th.edge_id = e.id

@@ -220,4 +220,27 @@ describe.runIf(postgresBackend)('agents: concurrent changes', () => {
     expect(patched.body).toMatchObject({ instructions: 'Be brief.', max_tokens_per_day: 1000, provider: 'echo', status: 'paused' });
     expect((await h.call('GET', `/api/v1/agents/${ids.agentId}`)).body).toMatchObject({ instructions: 'Be brief.', max_tokens_per_day: 1000, provider: 'echo', status: 'paused' });
   });
+
+  it('agents: a message appended while the agent is being given a provider is answered', async () => {
+    const h = await startHarnessWithDb();
+    cleanups.push(() => h.server.close());
+    const ids = await buildTeam(h);
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'echo-key' });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'first' });
+    // Another process's append, not yet committed: its insert found the agent without a provider.
+    const append = await holdLocks(h.db, `SELECT * FROM acs_append_message(gen_random_uuid(), $1, $2, 'second', '[]'::jsonb, NULL, NULL, NULL)`, [
+      thread.body.thread_id,
+      ids.humanId,
+    ]);
+    const patching = h.call('PATCH', `/api/v1/agents/${ids.agentId}`, { provider: 'echo' });
+    try {
+      // The PATCH waits for the append (or, where nothing makes it wait, is done first).
+      await Promise.race([patching, lockWaitSeen(h.db, 'FOR SHARE OF th')]);
+    } finally {
+      await append.release();
+    }
+    expect((await patching).status).toBe(200);
+    const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.some((m) => m.content === 'echo: second'), 10_000);
+    expect(messages.filter((m) => m.sender_id === ids.agentId).map((m) => m.content)).toContain('echo: second');
+  });
 });
