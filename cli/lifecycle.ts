@@ -17,7 +17,6 @@ import { locateInFile } from '../definitions/load.ts';
 import type { PathSegment } from '../definitions/problems.ts';
 import type { Definition } from '../definitions/schema.ts';
 import { applyLocally } from '../engine/local-engine.ts';
-import { applyWithTemporal } from '../engine/temporal-engine.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { addressProblem, covers } from '../plan/addresses.ts';
 import { previewsNeeded, withCascades } from '../plan/cascades.ts';
@@ -215,6 +214,8 @@ export async function runPlan(
   let result: ApplyResult;
   try {
     if (flags.engine === Engines.temporal) {
+      // Temporal's client loads only for --engine temporal (0.2–0.3 s of start-up otherwise).
+      const { applyWithTemporal } = await import('../engine/temporal-engine.ts');
       result = await applyWithTemporal(input, { settings: loadTemporalSettings(io.env), taskQueue: flags.taskQueue });
     } else {
       result = await applyLocally(input, createApplyActivities({ env: io.env }), {

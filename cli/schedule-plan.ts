@@ -13,11 +13,9 @@
  */
 import type { Connection } from '../activities/connection.ts';
 import type { Definition } from '../definitions/schema.ts';
-import { withTemporalClient } from '../engine/temporal-engine.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { diffSchedules } from '../plan/schedules.ts';
 import type { ScheduleChange } from '../plan/schedules.ts';
-import { applyScheduleChanges, desiredSchedules, readSchedules } from '../temporal/schedules.ts';
 import type { AppliedScheduleChange, PlannedSchedule } from '../temporal/schedules.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
 import type { CliIo } from './io.ts';
@@ -51,6 +49,8 @@ export async function readSchedulePlan(
 ): Promise<SchedulePlan | undefined> {
   const needed = definition.schedules.length > 0;
   if (!needed && !temporalInUse && !temporalConfigured(io.env)) return undefined;
+  // Loaded only now: most plans and applies need no Temporal, and its client weighs 0.2–0.3 s of start-up.
+  const [{ withTemporalClient }, { desiredSchedules, readSchedules }] = await Promise.all([import('../engine/temporal-engine.ts'), import('../temporal/schedules.ts')]);
   const planned = desiredSchedules(definition, connection, taskQueue);
   try {
     return await withTemporalClient(
@@ -76,5 +76,6 @@ export async function readSchedulePlan(
  */
 export async function applySchedulePlan(plan: SchedulePlan, io: CliIo, onChange?: (change: AppliedScheduleChange) => void): Promise<AppliedScheduleChange[]> {
   if (plan.changes.length === 0) return [];
+  const [{ withTemporalClient }, { applyScheduleChanges }] = await Promise.all([import('../engine/temporal-engine.ts'), import('../temporal/schedules.ts')]);
   return withTemporalClient(loadTemporalSettings(io.env), (client) => applyScheduleChanges(client, plan.changes, plan.planned, onChange), io.env);
 }
