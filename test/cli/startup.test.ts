@@ -1,0 +1,54 @@
+/**
+ * What teamctl loads to start: Temporal's client, gRPC and OpenTelemetry weigh 0.2–0.35 s of
+ * start-up (docs/performance.md), so only the commands that talk to Temporal load them.
+ */
+import { spawn } from 'node:child_process';
+import { mkdtemp, readFile, rm } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+
+const root = resolve(import.meta.dirname, '../..');
+const dirs: string[] = [];
+afterAll(async () => {
+  for (const dir of dirs) await rm(dir, { recursive: true, force: true });
+});
+
+/** The packages a process started by {@link start} has loaded so far. */
+const loadedSoFar = async (file: string): Promise<string[]> => (await readFile(file, 'utf8').catch(() => '')).split('\n').filter(Boolean);
+
+/** Starts teamctl with `args` under the hook (Temporal, where a command looks for it, at a closed port). */
+async function start(args: string[]) {
+  const dir = await mkdtemp(join(tmpdir(), 'teamctl-startup-'));
+  dirs.push(dir);
+  const file = join(dir, 'loaded.txt');
+  const env = { ...process.env, LOADED_PACKAGES_FILE: file, TEAMCTL_CONFIG: join(dir, 'none.yaml'), NO_COLOR: '1', TEMPORAL_ADDRESS: '127.0.0.1:1' };
+  for (const name of ['TEMPORAL_PROFILE', 'TEMPORAL_CONFIG_FILE']) delete env[name];
+  const child = spawn(process.execPath, ['--import', resolve(root, 'test/support/loaded-packages.mjs'), resolve(root, 'bin/teamctl.mjs'), ...args], { env, stdio: 'ignore' });
+  const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
+  return { file, child, exited };
+}
+
+const temporalOnly = ['@temporalio/client', '@grpc/grpc-js', '@opentelemetry/sdk-trace-base', 'protobufjs'];
+
+describe('teamctl start-up', () => {
+  it("teamctl --version and validate load neither Temporal's client, gRPC nor OpenTelemetry", async () => {
+    for (const args of [['--version'], ['validate', '-f', resolve(root, 'examples/acme-research.yaml')]]) {
+      const { file, exited } = await start(args);
+      expect(await exited).toBe(0);
+      const loaded = await loadedSoFar(file);
+      expect(loaded).toContain('zod'); // the hook saw the program's packages
+      for (const name of temporalOnly) expect(loaded, `teamctl ${args[0]}`).not.toContain(name);
+    }
+  });
+
+  it('teamctl schedules list, which talks to Temporal, does load its client', async () => {
+    const { file, child, exited } = await start(['schedules', 'list', '--org', 'acme']);
+    // No Temporal listens there: the command loads the client, then tries for 10 s to connect.
+    const deadline = Date.now() + 20_000;
+    while (!(await loadedSoFar(file)).includes('@temporalio/client') && Date.now() < deadline) await new Promise((r) => setTimeout(r, 50));
+    child.kill('SIGKILL');
+    await exited;
+    expect(await loadedSoFar(file)).toContain('@temporalio/client');
+  });
+});
