@@ -22,7 +22,7 @@ async function start(args: string[]) {
   const dir = await mkdtemp(join(tmpdir(), 'teamctl-startup-'));
   dirs.push(dir);
   const file = join(dir, 'loaded.txt');
-  const env = { ...process.env, LOADED_PACKAGES_FILE: file, TEAMCTL_CONFIG: join(dir, 'none.yaml'), NO_COLOR: '1', TEMPORAL_ADDRESS: '127.0.0.1:1' };
+  const env: NodeJS.ProcessEnv = { ...process.env, LOADED_PACKAGES_FILE: file, TEAMCTL_CONFIG: join(dir, 'none.yaml'), NO_COLOR: '1', TEMPORAL_ADDRESS: '127.0.0.1:1' };
   for (const name of ['TEMPORAL_PROFILE', 'TEMPORAL_CONFIG_FILE']) delete env[name];
   const child = spawn(process.execPath, ['--import', resolve(root, 'test/support/loaded-packages.mjs'), resolve(root, 'bin/teamctl.mjs'), ...args], { env, stdio: 'ignore' });
   const exited = new Promise<number | null>((r) => child.on('exit', (code) => r(code)));
