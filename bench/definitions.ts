@@ -12,11 +12,10 @@
  * Prints a table; `--write` also replaces the part of docs/performance.md between the
  * `bench-definitions` markers. Exit 1 when a bound is missed.
  */
-import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { cpuModel } from './host.ts';
+import { cpuModel, measureProcess } from './host.ts';
 
 /** Wall time one validate may take, in seconds (on 2 shared cores). */
 const MAX_SECONDS = 10;
@@ -110,22 +109,8 @@ interface Measured {
 
 /** Validates `file` in a fresh teamctl process; returns exit code, wall time, peak RSS and its first line of output. */
 async function validate(file: string): Promise<{ code: number | null; seconds: number; rssMiB: number; firstLine: string }> {
-  const started = performance.now();
-  const child = spawn(process.execPath, [join(root, 'bin/teamctl.ts'), 'validate', '-f', file], { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, TEAMCTL_CONFIG: '/nonexistent' } });
-  let out = '';
-  child.stdout.setEncoding('utf8').on('data', (c: string) => void (out += c.slice(0, 4096)));
-  child.stderr.setEncoding('utf8').on('data', (c: string) => void (out += c.slice(0, 4096)));
-  let peakKiB = 0;
-  // VmHWM is the process's own peak; read it until the process is gone (the last reading before exit counts).
-  const sample = setInterval(() => {
-    void readFile(`/proc/${child.pid}/status`, 'utf8').then(
-      (status) => (peakKiB = Math.max(peakKiB, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0))),
-      () => undefined,
-    );
-  }, 20);
-  const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
-  clearInterval(sample);
-  return { code, seconds: (performance.now() - started) / 1000, rssMiB: peakKiB / 1024, firstLine: out.split('\n')[0] ?? '' };
+  const run = await measureProcess([join(root, 'bin/teamctl.ts'), 'validate', '-f', file], { ...process.env, TEAMCTL_CONFIG: '/nonexistent' });
+  return { ...run, firstLine: run.output.split('\n')[0] ?? '' };
 }
 
 const dir = await mkdtemp(join(os.tmpdir(), 'teamctl-bench-definitions-'));

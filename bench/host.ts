@@ -1,9 +1,10 @@
 /**
  * What the benchmarks share about where they run: the CPU's name, admin queries to PostgreSQL,
- * and writing their part of docs/performance.md.
+ * measuring a process, and writing their part of docs/performance.md.
  */
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
-import { writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import pg from 'pg';
 
@@ -39,4 +40,38 @@ export async function writeMarkedSection(path: string, begin: string, end: strin
     path,
     from >= 0 && to > from ? current.slice(0, from) + block + current.slice(to + end.length) : `${current.trimEnd()}\n\n${heading ? `${heading}\n\n` : ''}${block}\n`,
   );
+}
+
+/** What {@link measureProcess} saw of a process: exit code, wall time, peak memory, output. */
+export interface MeasuredProcess {
+  code: number | null;
+  /** From spawn to exit, in seconds. */
+  seconds: number;
+  /** The process's own peak resident memory (VmHWM), in MiB. */
+  rssMiB: number;
+  /** The first 4 KiB of each chunk of stdout and stderr, interleaved as they came. */
+  output: string;
+}
+
+/**
+ * Runs `node args…` (this Node) to its end with `env`, sampling `/proc/PID/status` every 10 ms
+ * for VmHWM, the process's own peak: the last reading before it exits counts (Linux only; 0
+ * elsewhere).
+ */
+export async function measureProcess(args: string[], env: NodeJS.ProcessEnv): Promise<MeasuredProcess> {
+  const started = performance.now();
+  const child = spawn(process.execPath, args, { stdio: ['ignore', 'pipe', 'pipe'], env });
+  let output = '';
+  child.stdout.setEncoding('utf8').on('data', (c: string) => void (output += c.slice(0, 4096)));
+  child.stderr.setEncoding('utf8').on('data', (c: string) => void (output += c.slice(0, 4096)));
+  let peakKiB = 0;
+  const sample = setInterval(() => {
+    void readFile(`/proc/${child.pid}/status`, 'utf8').then(
+      (status) => (peakKiB = Math.max(peakKiB, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0))),
+      () => undefined,
+    );
+  }, 10);
+  const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
+  clearInterval(sample);
+  return { code, seconds: (performance.now() - started) / 1000, rssMiB: peakKiB / 1024, output };
 }

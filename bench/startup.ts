@@ -8,11 +8,9 @@
  * `BENCH_ROOT=DIR` measures another checkout of the project (an older commit, to compare);
  * `--write` replaces the part of docs/performance.md between the `bench-startup` markers.
  */
-import { spawn } from 'node:child_process';
-import { readFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join, resolve } from 'node:path';
-import { cpuModel, writeMarkedSection } from './host.ts';
+import { cpuModel, measureProcess, writeMarkedSection } from './host.ts';
 
 const RUNS = Number(process.env.BENCH_RUNS ?? 10);
 const here = resolve(import.meta.dirname, '..');
@@ -26,25 +24,10 @@ const commands: Array<{ label: string; bin: string; args: string[] }> = [
   { label: 'acs-server --version', bin: 'acs-server', args: ['--version'] },
 ];
 
-/** Runs one command to its end; returns its exit code, wall time (s) and peak resident memory (MiB). */
-async function once(bin: string, args: string[]): Promise<{ code: number | null; seconds: number; rssMiB: number }> {
-  const started = performance.now();
-  const child = spawn(process.execPath, [join(root, 'bin', `${bin}.mjs`), ...args], {
-    stdio: 'ignore',
-    // No contexts file of the user's: the same work on every machine.
-    env: { ...process.env, TEAMCTL_CONFIG: '/nonexistent', NO_COLOR: '1' },
-  });
-  let peakKiB = 0;
-  const sample = setInterval(() => {
-    void readFile(`/proc/${child.pid}/status`, 'utf8').then(
-      (status) => (peakKiB = Math.max(peakKiB, Number(/VmHWM:\s+(\d+)/.exec(status)?.[1] ?? 0))),
-      () => undefined,
-    );
-  }, 10);
-  const code = await new Promise<number | null>((r) => child.on('exit', (c) => r(c)));
-  clearInterval(sample);
-  return { code, seconds: (performance.now() - started) / 1000, rssMiB: peakKiB / 1024 };
-}
+/** Runs one command to its end through its launcher; returns its exit code, wall time (s) and peak resident memory (MiB). */
+const once = (bin: string, args: string[]) =>
+  // No contexts file of the user's: the same work on every machine.
+  measureProcess([join(root, 'bin', `${bin}.mjs`), ...args], { ...process.env, TEAMCTL_CONFIG: '/nonexistent', NO_COLOR: '1' });
 
 const median = (xs: number[]): number => {
   const s = [...xs].sort((a, b) => a - b);
