@@ -28,7 +28,6 @@ export function retryAfterMs(headers: Record<string, string> | undefined, now = 
   return Number.isNaN(date) ? undefined : Math.max(0, date - now);
 }
 
-
 /**
  * Classifies a failed SDK call: HTTP 429 → `rate_limited` (with the wait the provider asked
  * for), 401/403 → `key_refused`, anything else → `failed`. The message names the status and the
