@@ -32,7 +32,7 @@ export function defaultLogFormat(stdoutIsTTY: boolean): LogFormat {
 /**
  * The logger options for `startServer({ logger })` (pino options, with a pretty stream on stdout
  * for the pretty format). pino-pretty is loaded only for the pretty format: a server logging JSON
- * (a service, a container) does not carry its ~15 MiB. Input: {@link LogSettings}. Output:
+ * (a service, a container) does not load it. Input: {@link LogSettings}. Output:
  * options Fastify builds its pino logger from. Raises nothing.
  */
 export async function loggerOptions(settings: LogSettings): Promise<Record<string, unknown>> {

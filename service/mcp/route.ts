@@ -17,8 +17,8 @@ interface McpSdk {
 
 /**
  * The MCP SDK's server side, loaded at the first MCP request rather than when the server starts:
- * it holds ~35 MiB resident (its schemas and JSON Schema validator), which a server no external
- * agent talks to never needs. A failed load is not kept, so the next request tries again.
+ * it stays resident once loaded (its schemas and JSON Schema validator), and a server no external
+ * agent talks to never needs it. A failed load is not kept, so the next request tries again.
  */
 let sdk: Promise<McpSdk> | undefined;
 function loadSdk(): Promise<McpSdk> {

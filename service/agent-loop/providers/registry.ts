@@ -5,8 +5,9 @@ import type { ReplyProvider } from './types.ts';
 
 /**
  * A provider whose adapter module (and the vendor SDK under it) is loaded at its first call, not
- * when the server starts: the Vercel AI SDK and its vendor packages hold ~35 MiB resident, which
- * a server whose agents are all `echo` or external never needs. A failed load is not kept, so the
+ * when the server starts: the Vercel AI SDK and its vendor packages stay resident once loaded, and
+ * a server whose agents are all `echo` or external never needs them (docs/performance.md has the
+ * figures of the three deferred loads together). A failed load is not kept, so the
  * next call tries again. Input: how to load the adapter. Output: the provider.
  */
 function lazyProvider(load: () => Promise<ReplyProvider>): ReplyProvider {
