@@ -29,7 +29,7 @@ export interface SchedulePlan {
 }
 
 /** Whether the environment names a Temporal server explicitly. */
-function temporalConfigured(env: NodeJS.ProcessEnv): boolean {
+export function temporalConfigured(env: NodeJS.ProcessEnv): boolean {
   return Boolean(env.TEMPORAL_ADDRESS || env.TEMPORAL_PROFILE || env.TEMPORAL_CONFIG_FILE);
 }
 

@@ -16,7 +16,7 @@ import type { Client, ScheduleDescription, ScheduleHandle, ScheduleOptions, Sche
 import type { Connection } from '../activities/connection.ts';
 import { closestMatch } from '../definitions/did-you-mean.ts';
 import { parseDuration } from '../definitions/durations.ts';
-import type { OverlapPolicy, ScheduleDefinition } from '../definitions/pipeline-schema.ts';
+import type { OverlapPolicy, PipelineDefinition, ScheduleDefinition } from '../definitions/pipeline-schema.ts';
 import type { Definition } from '../definitions/schema.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { canonicalJson, onlyPausedChanges } from '../plan/schedules.ts';
@@ -162,6 +162,55 @@ async function describeOrNone(client: Client, id: string): Promise<ScheduleDescr
     if (error instanceof ScheduleNotFoundError) return undefined;
     throw error;
   }
+}
+
+/** What {@link exportSchedules} read back: a definition's `schedules:` and `pipelines:` parts. */
+export interface ExportedSchedules {
+  schedules: ScheduleDefinition[];
+  /** The pipelines the schedules run, as each schedule's action carries them (first one per name). */
+  pipelines: PipelineDefinition[];
+  /** The task queues the schedules' runs go to (plan and apply must be given the same one). */
+  taskQueues: string[];
+  /** Names of schedules under the organization's prefix that teamctl did not make (no memo): left out. */
+  skipped: string[];
+}
+
+/**
+ * Reads an organization's schedules back as a definition says them, for `teamctl export`: each
+ * schedule from the document apply stored in its memo and its live paused state, each pipeline
+ * from the run input in its action (the pipeline as it was when apply last wrote the schedule).
+ * A definition holding them plans no schedule change with the same connection and task queue.
+ * Output: schedules in name order. Errors: Temporal's.
+ */
+export async function exportSchedules(client: Client, organization: string): Promise<ExportedSchedules> {
+  const out: ExportedSchedules = { schedules: [], pipelines: [], taskQueues: [], skipped: [] };
+  for (const id of (await listScheduleIds(client, organization)).sort()) {
+    const name = scheduleNameOf(id, organization);
+    const description = await describeOrNone(client, id);
+    if (!name || !description) continue;
+    const stored = storedDocument(description);
+    const input = description.action.args?.[0] as Partial<PipelineRunInput> | undefined;
+    if (!stored || !input?.pipeline) {
+      out.skipped.push(name);
+      continue;
+    }
+    const d = stored.document;
+    out.schedules.push({
+      name,
+      pipeline: d.pipeline,
+      ...(d.description !== null ? { description: d.description } : {}),
+      ...(d.cron !== null ? { cron: d.cron } : {}),
+      ...(d.every !== null ? { every: d.every } : {}),
+      timezone: d.timezone,
+      overlap: d.overlap,
+      ...(d.catchupWindow !== null ? { catchupWindow: d.catchupWindow } : {}),
+      paused: description.state.paused,
+      inputs: d.inputs,
+    });
+    if (!out.pipelines.some((p) => p.name === input.pipeline!.name)) out.pipelines.push(input.pipeline);
+    if (!out.taskQueues.includes(d.taskQueue)) out.taskQueues.push(d.taskQueue);
+  }
+  return out;
 }
 
 /**

@@ -15,6 +15,7 @@ import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AcsClient } from '../../client/acs-client.ts';
 import { runCli } from '../../cli/program.ts';
+import { parseDefinition } from '../../definitions/load.ts';
 import type { ScheduleChange } from '../../plan/schedules.ts';
 import { startServer } from '../../service/index.ts';
 import type { PipelineResult } from '../../workflows/pipeline-orchestration.ts';
@@ -129,6 +130,26 @@ describeTemporal('schedules', () => {
 
     expect(await plan(file)).toEqual({ code: 0, changes: [], schedules: [] });
     expect(await apply(file)).toContain('No changes.');
+  });
+
+  it('export: with Temporal configured, the schedules and the pipelines they run are exported (a paused one paused), and plan on the export shows no change', async () => {
+    const { org, file } = await definitionFile();
+    await apply(file);
+    const paused = await teamctl(['schedules', 'pause', 'nightly-triage', '--org', org]);
+    expect(paused.code, paused.stderr).toBe(0);
+
+    const exported = await teamctl(['export', '--org', org]);
+    expect(exported.code, exported.stderr).toBe(0);
+    // Its runs go to the test's task queue, not the default: the export says how to plan it.
+    expect(exported.stdout).toContain(`plan and apply it with --task-queue ${taskQueue}`);
+    const definition = parseDefinition(exported.stdout, 'export');
+    const original = parseDefinition(await readFile(file, 'utf8'), 'original');
+    expect(definition.schedules).toEqual([{ ...original.schedules[0], paused: true }]);
+    expect(definition.pipelines).toEqual(original.pipelines.filter((p) => p.name === original.schedules[0]!.pipeline));
+
+    const copy = join(await mkdtemp(join(tmpdir(), 'teamctl-export-')), 'exported.yaml');
+    await writeFile(copy, exported.stdout);
+    expect(await plan(copy)).toEqual({ code: 0, changes: [], schedules: [] });
   });
 
   it('schedules: list and describe show the schedule with its next runs in its own time zone', async () => {
