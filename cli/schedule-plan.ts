@@ -11,6 +11,7 @@
  * - else schedules are not looked at: a machine with no Temporal configured can plan and apply
  *   resources without one.
  */
+import type { Client } from '@temporalio/client';
 import type { Connection } from '../activities/connection.ts';
 import type { Definition } from '../definitions/schema.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
@@ -26,6 +27,19 @@ export interface SchedulePlan {
   planned: PlannedSchedule[];
   /** Whether the organization has schedules in the file or on Temporal (the outputs show `schedules` then). */
   relevant: boolean;
+}
+
+/** The schedule helpers of `temporal/schedules.ts`, loaded by {@link withTemporalSchedules}. */
+export type ScheduleHelpers = typeof import('../temporal/schedules.ts');
+
+/**
+ * Runs `fn` with a Temporal client (settings from `env`) and the schedule helpers, both loaded
+ * here rather than at the top: Temporal's client weighs 0.2–0.3 s of start-up that the commands
+ * not talking to Temporal spare. Errors: `temporal_unreachable`; `fn`'s.
+ */
+export async function withTemporalSchedules<T>(env: NodeJS.ProcessEnv, fn: (client: Client, helpers: ScheduleHelpers) => Promise<T>): Promise<T> {
+  const [{ withTemporalClient }, helpers] = await Promise.all([import('../engine/temporal-engine.ts'), import('../temporal/schedules.ts')]);
+  return withTemporalClient(loadTemporalSettings(env), (client) => fn(client, helpers), env);
 }
 
 /** Whether the environment names a Temporal server explicitly. */
@@ -49,18 +63,12 @@ export async function readSchedulePlan(
 ): Promise<SchedulePlan | undefined> {
   const needed = definition.schedules.length > 0;
   if (!needed && !temporalInUse && !temporalConfigured(io.env)) return undefined;
-  // Loaded only now: most plans and applies need no Temporal, and its client weighs 0.2–0.3 s of start-up.
-  const [{ withTemporalClient }, { desiredSchedules, readSchedules }] = await Promise.all([import('../engine/temporal-engine.ts'), import('../temporal/schedules.ts')]);
-  const planned = desiredSchedules(definition, connection, taskQueue);
   try {
-    return await withTemporalClient(
-      loadTemporalSettings(io.env),
-      async (client) => {
-        const observed = await readSchedules(client, definition.organization.name, planned.map((p) => p.id));
-        return { changes: diffSchedules(planned, observed), planned, relevant: planned.length + observed.length > 0 };
-      },
-      io.env,
-    );
+    return await withTemporalSchedules(io.env, async (client, { desiredSchedules, readSchedules }) => {
+      const planned = desiredSchedules(definition, connection, taskQueue);
+      const observed = await readSchedules(client, definition.organization.name, planned.map((p) => p.id));
+      return { changes: diffSchedules(planned, observed), planned, relevant: planned.length + observed.length > 0 };
+    });
   } catch (error) {
     if (!needed && !temporalInUse && error instanceof ToolkitError && error.code === 'temporal_unreachable') {
       io.stderr(`warning: schedules not checked (the definition has none): ${error.message}`);
@@ -76,6 +84,5 @@ export async function readSchedulePlan(
  */
 export async function applySchedulePlan(plan: SchedulePlan, io: CliIo, onChange?: (change: AppliedScheduleChange) => void): Promise<AppliedScheduleChange[]> {
   if (plan.changes.length === 0) return [];
-  const [{ withTemporalClient }, { applyScheduleChanges }] = await Promise.all([import('../engine/temporal-engine.ts'), import('../temporal/schedules.ts')]);
-  return withTemporalClient(loadTemporalSettings(io.env), (client) => applyScheduleChanges(client, plan.changes, plan.planned, onChange), io.env);
+  return withTemporalSchedules(io.env, (client, { applyScheduleChanges }) => applyScheduleChanges(client, plan.changes, plan.planned, onChange));
 }

@@ -8,7 +8,7 @@ import { ToolkitError } from '../../errors/catalogue.ts';
 import { desiredState } from '../../plan/desired.ts';
 import { exportDefinition } from '../../plan/export.ts';
 import type { ExportedSchedules } from '../../temporal/schedules.ts';
-import { DEFAULT_TASK_QUEUE, loadTemporalSettings } from '../../temporal/settings.ts';
+import { DEFAULT_TASK_QUEUE } from '../../temporal/settings.ts';
 import { readObserved } from '../../workflows/apply-orchestration.ts';
 import { keyringClient, resolveConnection } from '../context.ts';
 import type { ConnectionFlags } from '../context.ts';
@@ -16,7 +16,7 @@ import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
-import { temporalConfigured } from '../schedule-plan.ts';
+import { temporalConfigured, withTemporalSchedules } from '../schedule-plan.ts';
 import { findOrganizations } from '../team-lookup.ts';
 
 /** The YAML text of an exported definition: edges as `[a, b]`, names such as `007` quoted so they stay strings. */
@@ -38,10 +38,8 @@ export function exportYaml(definition: Record<string, unknown>, header: string[]
  */
 async function readSchedulesToExport(organization: string, io: CliIo): Promise<ExportedSchedules | undefined> {
   if (!temporalConfigured(io.env)) return undefined;
-  // Loaded only now, as for plan: Temporal's client weighs 0.2–0.3 s of start-up.
-  const [{ withTemporalClient }, { exportSchedules }] = await Promise.all([import('../../engine/temporal-engine.ts'), import('../../temporal/schedules.ts')]);
   try {
-    return await withTemporalClient(loadTemporalSettings(io.env), (client) => exportSchedules(client, organization), io.env);
+    return await withTemporalSchedules(io.env, (client, { exportSchedules }) => exportSchedules(client, organization));
   } catch (error) {
     if (!(error instanceof ToolkitError && error.code === 'temporal_unreachable')) throw error;
     io.stderr(`warning: schedules not exported: ${error.message}`);

@@ -14,14 +14,11 @@ import type { OverlapPolicy } from '../../definitions/pipeline-schema.ts';
 import type { Definition } from '../../definitions/schema.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import type { ScheduleView } from '../../temporal/schedules.ts';
-import { loadTemporalSettings } from '../../temporal/settings.ts';
 import { loadDesired } from '../desired.ts';
+import { withTemporalSchedules, type ScheduleHelpers } from '../schedule-plan.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import type { Runner } from './runner.ts';
-
-/** The schedule helpers of `temporal/schedules.ts`, loaded when a command runs. */
-type ScheduleHelpers = typeof import('../../temporal/schedules.ts');
 
 /** Flags that name the organization. */
 interface OrgFlags {
@@ -117,14 +114,7 @@ export function registerSchedules(program: Command, io: CliIo, run: Runner): voi
     return { organization: definition.organization.name, definition };
   }
 
-  /**
-   * Runs `fn` with a Temporal client and the schedule helpers, both loaded here rather than at the
-   * top: Temporal's client weighs 0.2–0.3 s of start-up that every other teamctl command spares.
-   */
-  const withClient = async <T>(fn: (client: Client, helpers: ScheduleHelpers) => Promise<T>): Promise<T> => {
-    const [{ withTemporalClient }, helpers] = await Promise.all([import('../../engine/temporal-engine.ts'), import('../../temporal/schedules.ts')]);
-    return withTemporalClient(loadTemporalSettings(io.env), (client) => fn(client, helpers), io.env);
-  };
+  const withClient = <T>(fn: (client: Client, helpers: ScheduleHelpers) => Promise<T>) => withTemporalSchedules(io.env, fn);
 
   orgOptions(schedules.command('list').description("List the organization's schedules: state, when, pipeline and next run in the schedule's own time zone."))
     .option('--json', 'print {"schedules": [...]} as JSON')
