@@ -171,6 +171,13 @@ const nextSql = `
     FROM next, LATERAL (SELECT * FROM messages q WHERE q.thread_id = $1 AND q.seq <= next.seq ORDER BY q.seq DESC LIMIT $4) r
    ORDER BY r.seq DESC`;
 
+// Whether an agent may call its provider now: active, with a key that was not refused.
+const readySql = `
+  SELECT a.status = 'active' AND pk.ciphertext IS NOT NULL AND pk.refused_at IS NULL AS ready
+    FROM participants a JOIN teams t ON t.id = a.team_id
+    LEFT JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
+   WHERE a.id = $1`;
+
 // Gives a claimed row back: moves its mark and sets when it is due again, unless a change that
 // wakes the agent's work (agent-work.ts) came while it was claimed (`woken`): what the claim read
 // (a paused agent, no key, a spent budget) may be stale then, so the row is due at once. Such a
@@ -286,7 +293,14 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       return;
     }
     const provider = providers.get(agent.provider);
-    if (agent.status !== 'active' || !provider || agent.ciphertext === null || agent.refused) return park(claim, 'never');
+    if (!provider) return park(claim, 'never');
+    if (agent.status !== 'active' || agent.ciphertext === null || agent.refused) {
+      // The claim read the agent and its key in its own snapshot, which may predate a PATCH or PUT
+      // that committed before the claim could lock the row (agent-work.ts): that change found the
+      // row due and did not mark it woken. A fresh look tells; parked for good only if still so.
+      const now = await deps.db.query<{ ready: boolean }>(readySql, [claim.agent_id]);
+      return park(claim, now[0]?.ready ? { inMs: 0 } : 'never');
+    }
     const gate = `${agent.org_id}:${agent.provider}`;
     const waitMs = (notBefore.get(gate) ?? 0) - Date.now();
     if (waitMs > 0) return park(claim, { inMs: waitMs });

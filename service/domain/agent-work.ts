@@ -8,9 +8,12 @@ import type { Queryable } from '../storage/db.ts';
 // claim (its `due_at` is the lease's end, and the holder will set it) is marked `woken`, so that the
 // holder, which may have read the agent or its key before this change committed, makes it due now
 // when it parks it (agent-loop.ts). Updating a held row also makes the holder's park wait for this
-// transaction, so the flag is seen. Rows already due are left alone.
+// transaction, so the flag is seen. Rows with work that are already due are touched too: the
+// change then holds their locks until it commits, so no claim takes them in between (claims skip
+// locked rows), and a claim that takes them afterwards finds the change committed when the loop
+// looks again before parking (agent-loop.ts). Rows without work are left alone.
 const wakeSet = `due_at = CASE WHEN w.lease_token IS NULL THEN now() ELSE w.due_at END, woken = w.lease_token IS NOT NULL`;
-const wakeable = `(w.lease_token IS NOT NULL OR w.due_at > now())`;
+const wakeable = `(w.lease_token IS NOT NULL OR w.due_at > now() OR w.latest_seq > w.handled_seq)`;
 
 /**
  * Makes an agent's parked work due now (a paused agent made active, a budget raised, a provider or
