@@ -23,6 +23,7 @@ import { activityContext } from './activity-context.ts';
 import { toApplicationFailure } from './failures.ts';
 import { createKeyring } from './keyring.ts';
 import { retrying } from './retrying.ts';
+import type { RetryWait } from './retrying.ts';
 import { ApplicationFailure } from '@temporalio/common';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
@@ -31,6 +32,8 @@ export interface ActivityDeps {
   env?: NodeJS.ProcessEnv;
   /** `fetch` for the client; tests pass a counting or failing one. */
   fetch?: typeof fetch;
+  /** Hears of each long wait before a step's next attempt in `runSteps` (the CLI shows it; see `RetryOptions.onWait`). */
+  onRetryWait?: (wait: RetryWait) => void;
 }
 
 /** Result of a change-activity: the resource's id and what was done. */
@@ -332,7 +335,13 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         if (signal?.aborted) throw signal.reason;
         const make = changes[step.op] as (stepInput: unknown) => Promise<EnsureResult>;
         try {
-          results.push(await retrying(() => make(step.input), { ...(input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}), ...(signal ? { signal } : {}) }));
+          results.push(
+            await retrying(() => make(step.input), {
+              ...(input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}),
+              ...(signal ? { signal } : {}),
+              ...(deps.onRetryWait ? { onWait: deps.onRetryWait } : {}),
+            }),
+          );
         } catch (error) {
           if (signal?.aborted) throw signal.reason;
           throw spent(error);

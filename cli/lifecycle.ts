@@ -12,6 +12,7 @@
 import type { Command } from 'commander';
 import { createApplyActivities } from '../activities/apply-activities.ts';
 import { withRetries } from '../activities/retrying.ts';
+import type { RetryOptions, RetryWait } from '../activities/retrying.ts';
 import type { ProtectedResource } from '../api/schemas.ts';
 import { locateInFile } from '../definitions/load.ts';
 import type { PathSegment } from '../definitions/problems.ts';
@@ -57,6 +58,18 @@ export interface PreparedPlan {
   changes: Change[];
   /** The schedule plan, its changes selected; undefined when schedules are not looked at. */
   schedules: SchedulePlan | undefined;
+  /**
+   * How the run's calls are retried in this process (reads, then the local engine's changes): one
+   * contact with the service for the whole run, and long waits shown on stderr.
+   */
+  retry: RetryOptions;
+}
+
+/** The line shown for a long wait before a next attempt: what is waited for, and why. */
+export function waitLine(wait: RetryWait): string {
+  const seconds = Math.max(1, Math.round(wait.delayMs / 1000));
+  const why = wait.error instanceof Error ? wait.error.message : String(wait.error);
+  return `waiting ${seconds} s before attempt ${wait.attempt + 1} of ${wait.maximumAttempts}: ${why}`;
 }
 
 /** Collects a repeatable flag's values. */
@@ -95,8 +108,9 @@ function scheduleSelected(change: ScheduleChange, flags: Pick<PlanFlags, 'target
  * (a delete would remove a protected resource: each named, with where the file names it),
  * `forbidden`/`in_use` (destroy of the key's own organization, or of one that provisioned others),
  * the service's. With `retryReads` (apply, destroy: the plan is about to be carried out) its reads
- * are retried under the engines' retry policy, a 429's or 503's Retry-After waited out; `plan`
- * reports the first failure at once.
+ * are retried under the engines' retry policy, a 429's or 503's Retry-After waited out, long waits
+ * shown on stderr ({@link waitLine}), and a connection refused before the service first answered
+ * not retried; `plan` reports the first failure at once.
  */
 export async function prepare(
   flags: PlanFlags,
@@ -119,7 +133,10 @@ export async function prepare(
   const temporalNeeded = options.engine === Engines.temporal || (destroy && definition.schedules.length > 0);
   const schedules = await readSchedulePlan(scheduled, input.connection, flags.taskQueue, io, temporalNeeded);
   const reads = createApplyActivities({ env: io.env });
-  const acts = options.retryReads ? withRetries(reads) : reads;
+  // A refused connection before the service ever answered ends the run at once (as plan does);
+  // after, it is a restart and is waited out, each long wait shown.
+  const retry: RetryOptions = { contact: { answered: false }, onWait: (wait) => io.stderr(waitLine(wait)) };
+  const acts = options.retryReads ? withRetries(reads, retry) : reads;
   const observed = await readObserved(acts, input.connection, input.desired, input.parallelism, !destroy);
   const planned = planOf(input, observed);
   const refused = protectedDeletes(planned.filter((c): c is DeleteChange => c.action === 'delete'), observed);
@@ -134,7 +151,7 @@ export async function prepare(
     const matches = changes.some((c) => covers(target, c.address)) || scheduleChanges.some((c) => covers(target, c.address));
     if (!matches) io.stderr(`warning: --target ${target} selects no change`);
   }
-  return { input, definition, changes, schedules: schedules && { ...schedules, changes: scheduleChanges } };
+  return { input, definition, changes, schedules: schedules && { ...schedules, changes: scheduleChanges }, retry };
 }
 
 /**
@@ -218,7 +235,14 @@ export async function runPlan(
       const { applyWithTemporal } = await import('../engine/temporal-engine.ts');
       result = await applyWithTemporal(input, { settings: loadTemporalSettings(io.env), taskQueue: flags.taskQueue });
     } else {
-      result = await applyLocally(input, createApplyActivities({ env: io.env }), {
+      // Long waits shown above the spinner, which is drawn again below them.
+      const onWait = (wait: RetryWait) => {
+        spinner?.clear();
+        io.stderr(waitLine(wait));
+        spinner?.render();
+      };
+      result = await applyLocally(input, createApplyActivities({ env: io.env, onRetryWait: onWait }), {
+        retry: { ...plan.retry, onWait },
         onProgress: (change) => {
           if (flags.json) return;
           spinner?.clear();

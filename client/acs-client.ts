@@ -423,6 +423,7 @@ export class AcsClient {
         status: 0,
         code: NETWORK_ERROR,
         message: `${method} ${path}: cannot reach ACS at ${this.baseUrl} (${describeNetworkFailure(cause, this.#timeoutMs + extraTimeoutMs)})`,
+        cause,
       });
     }
     this.#pacer?.settle(Date.now(), response.status, response.headers);

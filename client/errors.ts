@@ -35,8 +35,10 @@ export class AcsApiError extends Error {
     existingId?: string | undefined;
     protectedResources?: ProtectedResource[] | undefined;
     retryAfterSeconds?: number | undefined;
+    /** For `network_error`: what the transport threw (the socket's error is in its `cause` chain). */
+    cause?: unknown;
   }) {
-    super(init.message);
+    super(init.message, init.cause === undefined ? undefined : { cause: init.cause });
     this.name = 'AcsApiError';
     this.status = init.status;
     this.code = init.code;
@@ -47,8 +49,34 @@ export class AcsApiError extends Error {
     this.retryAfterSeconds = init.retryAfterSeconds;
   }
 
-  /** Whether trying the same request again may succeed: 429, 5xx and network errors. */
+  /**
+   * Whether trying the same request again may succeed: 429, 5xx and network errors, except a
+   * TLS failure (a certificate that is refused now is refused in a minute too).
+   */
   get retryable(): boolean {
-    return this.status === 0 || this.status === 429 || this.status >= 500;
+    if (this.status === 0) return !isTlsFailure(connectionFailureCode(this));
+    return this.status === 429 || this.status >= 500;
   }
+}
+
+/**
+ * The code of the socket's or TLS layer's error behind a failure to reach the service
+ * (`ECONNREFUSED`, `ENOTFOUND`, `CERT_HAS_EXPIRED`, …), found along the `cause` chain (fetch wraps
+ * it in a `TypeError`, happy eyeballs in an `AggregateError`). Input: any error. Output: the code,
+ * or undefined when there is none.
+ */
+export function connectionFailureCode(error: unknown): string | undefined {
+  let current: unknown = error;
+  for (let depth = 0; depth < 8 && current instanceof Error; depth++) {
+    if (current instanceof AggregateError && current.errors.length > 0) current = current.errors[0];
+    const { code } = current as { code?: unknown };
+    if (typeof code === 'string' && !(current instanceof AcsApiError)) return code;
+    current = (current as { cause?: unknown }).cause;
+  }
+  return undefined;
+}
+
+/** Whether a connection failure's code is the TLS layer's: a certificate or handshake refused. */
+export function isTlsFailure(code: string | undefined): boolean {
+  return code !== undefined && /CERT|TLS|SSL|SELF_SIGNED/.test(code);
 }

@@ -109,6 +109,17 @@ describe('teamctl: hints that fix the problem', () => {
     expect(apply.stderr).not.toMatch(/temporal/i);
   });
 
+  it('apply against a port where nothing listens fails at once with plan\'s message, instead of retrying for minutes', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const plan = await teamctl(['plan', '-f', example], { ACS_BASE_URL: url });
+    const apply = await teamctl(['apply', '-f', example], { ACS_BASE_URL: url });
+    expect(apply.code).toBe(1);
+    expect(apply.stderr).toBe(plan.stderr);
+    expect(apply.stderr).toContain(`error[network_error]: GET /organizations: cannot reach ACS at ${url} (connection refused)\nhint: is acs-server running at that address?`);
+    // One attempt: no wait was shown, and nothing says retries were spent.
+    expect(apply.stderr).not.toMatch(/waiting|gave up/);
+  });
+
   it('a base URL given with /api/v1 (as the API documents it) works as given', async () => {
     for (const url of [`${server.url}/api/v1`, `${server.url}/api/v1/`, `${server.url}/v1`]) {
       expect(await teamctl(['thread', 'list', '--team', 'intake'], { ACS_BASE_URL: url })).toMatchObject({ code: 0, stdout: 'No threads in team intake.\n' });
@@ -148,6 +159,10 @@ describe('teamctl: hints that fix the problem', () => {
       const result = await teamctl(['apply', '-f', example], { ACS_BASE_URL: url });
       expect(result.code).toBe(1);
       expect(result.stderr).toMatch(/error\[unavailable\]: GET \/organizations: 503 unavailable: storage is unreachable; gave up after 10 attempts over \d+ s/);
+      // While it waited, it said what for: each wait once the waits reached 2 s (the first, of 1 s, stays quiet).
+      const waits = result.stderr.split('\n').filter((line) => line.startsWith('waiting '));
+      expect(waits[0]).toBe('waiting 1 s before attempt 3 of 10: GET /organizations: 503 unavailable: storage is unreachable');
+      expect(waits).toHaveLength(8);
       expect(result.stderr).toContain("hint: the service or its database is down or restarting: check acs-server's log and its database");
       expect(requests).toBe(10);
     } finally {
