@@ -228,7 +228,7 @@ describe.runIf(postgresBackend)('agents: concurrent changes', () => {
     await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'echo-key' });
     const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'first' });
     // Another process's append, not yet committed: its insert found the agent without a provider.
-    const append = await holdLocks(h.db, `SELECT * FROM acs_append_message(gen_random_uuid(), $1, $2, 'second', '[]'::jsonb, NULL, NULL, NULL)`, [
+    const append = await holdLocks(h.db, `SELECT * FROM acs_append_message(gen_random_uuid(), $1, $2, 'second', '[]'::jsonb, NULL, NULL, NULL, false)`, [
       thread.body.thread_id,
       ids.humanId,
     ]);
