@@ -65,7 +65,15 @@ export function serviceAnswered(error: unknown): boolean {
  * address (or not yet, or no longer). From the client's error or an activity's failure.
  */
 export function connectionRefused(error: unknown): boolean {
-  if (error instanceof AcsApiError) return error.status === 0 && connectionFailureCode(error) === 'ECONNREFUSED';
-  if (error instanceof ApplicationFailure) return callDetails(error).connection === 'ECONNREFUSED';
-  return false;
+  return connectionCode(error) === 'ECONNREFUSED';
+}
+
+/**
+ * The socket's or TLS layer's error code of a call that got no answer (`ECONNREFUSED`,
+ * `CERT_HAS_EXPIRED`, …), from the client's error or an activity's failure; undefined otherwise.
+ */
+export function connectionCode(error: unknown): string | undefined {
+  if (error instanceof AcsApiError) return error.status === 0 ? connectionFailureCode(error) : undefined;
+  if (error instanceof ApplicationFailure) return callDetails(error).connection ?? undefined;
+  return undefined;
 }

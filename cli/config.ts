@@ -175,9 +175,41 @@ export async function selectContext(env: NodeJS.ProcessEnv, flag: string | undef
  * environment wins over the context, and flags win over both. Output: a new object.
  */
 export function environmentWithContext(env: NodeJS.ProcessEnv, context: Context): NodeJS.ProcessEnv {
-  const filled: NodeJS.ProcessEnv = { ...env };
-  if (!filled.ACS_BASE_URL && context.baseUrl) filled.ACS_BASE_URL = context.baseUrl;
-  if (!filled[KEYRING_ENV] && context.apiKeyEnv) filled[KEYRING_ENV] = context.apiKeyEnv.join(',');
-  if (!filled.TEMPORAL_PROFILE && context.temporalProfile) filled.TEMPORAL_PROFILE = context.temporalProfile;
+  return { ...env, ...environmentFilled(env, context) };
+}
+
+/** The context's settings that `env` lacks, as variables. */
+function environmentFilled(env: NodeJS.ProcessEnv, context: Context): NodeJS.ProcessEnv {
+  const filled: NodeJS.ProcessEnv = {};
+  if (!env.ACS_BASE_URL && context.baseUrl) filled.ACS_BASE_URL = context.baseUrl;
+  if (!env[KEYRING_ENV] && context.apiKeyEnv) filled[KEYRING_ENV] = context.apiKeyEnv.join(',');
+  if (!env.TEMPORAL_PROFILE && context.temporalProfile) filled.TEMPORAL_PROFILE = context.temporalProfile;
   return filled;
+}
+
+/** The context's key each variable it fills in comes from. */
+const CONTEXT_KEYS: Record<string, string> = { ACS_BASE_URL: 'baseUrl', [KEYRING_ENV]: 'apiKeyEnv', TEMPORAL_PROFILE: 'temporalProfile' };
+
+/** Which variables of an environment a context filled in, and which context: messages name where a setting came from. */
+const filledByContext = new WeakMap<NodeJS.ProcessEnv, { context: string; variables: ReadonlySet<string> }>();
+
+/**
+ * Fills the selected context's settings into `env` itself where it has none (as
+ * {@link environmentWithContext}) and remembers which variables came from the context, so that a
+ * message about a setting names where it came from ({@link settingOrigin}). Input: the command's
+ * own environment object and the selected context. Raises nothing.
+ */
+export function fillContext(env: NodeJS.ProcessEnv, selected: SelectedContext): void {
+  const filled = environmentFilled(env, selected.context);
+  Object.assign(env, filled);
+  filledByContext.set(env, { context: selected.name, variables: new Set(Object.keys(filled)) });
+}
+
+/**
+ * Where the value of `variable` in `env` came from, as a message names it: the variable itself
+ * (`ACS_BASE_URL`), or the context that filled it in (`context "prod"'s baseUrl`).
+ */
+export function settingOrigin(env: NodeJS.ProcessEnv, variable: string): string {
+  const fill = filledByContext.get(env);
+  return fill?.variables.has(variable) ? `context "${fill.context}"'s ${CONTEXT_KEYS[variable] ?? variable}` : variable;
 }

@@ -8,7 +8,7 @@ import type { WithKeyring } from '../activities/keyring.ts';
 import { AcsClient, normalizeBaseUrl } from '../client/acs-client.ts';
 import type { PostOptions } from '../client/acs-client.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
-import { KEYRING_ENV } from './config.ts';
+import { KEYRING_ENV, settingOrigin } from './config.ts';
 
 /** The keyring without `--api-key-env`: the key, then the next key of a rotation. */
 export const DEFAULT_KEYRING: readonly string[] = ['ACS_API_KEY', 'ACS_API_KEY_NEXT'];
@@ -25,24 +25,32 @@ export interface ConnectionFlags {
 
 /**
  * Resolves the connection: `--base-url` or `ACS_BASE_URL` (a context of the config file fills
- * the variable in when unset, `cli/config.ts`; `/api/v1` at its end is dropped), and the keyring:
+ * the variable in when unset, `cli/config.ts`; `/api/v1`, `/v1` or `/api` at its end is dropped), and the keyring:
  * the names of the variables holding the organization key (`--api-key-env`, repeatable, else
  * `TEAMCTL_API_KEY_ENV`, comma-separated, which a context also fills in; the first is
  * `apiKeyEnv`, the others `apiKeyEnvFallbacks`, in order, duplicates dropped; default
  * `ACS_API_KEY` then `ACS_API_KEY_NEXT`). The fallbacks are kept even when unset here: a worker
  * whose environment has them fails over after a rotation. Output: a {@link Connection} holding
- * names, never values. Errors: `invalid_usage` when the URL is missing or malformed or a name is
- * not a variable name; `unresolved_secret` when no variable of the keyring is set (naming them,
- * never a value; with the default keyring it asks for `ACS_API_KEY`).
+ * names, never values; it also records where the URL and keyring came from
+ * ({@link connectionOrigin}). Errors: `invalid_usage` when the URL is missing or malformed
+ * (naming where it came from, with the fix as its hint) or a name is not a variable name;
+ * `unresolved_secret` when no variable of the keyring is set (naming them, never a value; with
+ * the default keyring it asks for `ACS_API_KEY`).
  */
 export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv): Connection {
-  let baseUrl = flags.baseUrl ?? env.ACS_BASE_URL;
-  if (!baseUrl) throw new ToolkitError('invalid_usage', 'no service URL: set ACS_BASE_URL or pass --base-url');
-  if (!URL.canParse(baseUrl) || !/^https?:$/.test(new URL(baseUrl).protocol)) {
-    throw new ToolkitError('invalid_usage', `--base-url: not an http(s) URL: ${baseUrl}`);
+  const url = flags.baseUrl ?? env.ACS_BASE_URL;
+  if (!url) throw new ToolkitError('invalid_usage', 'no service URL: set ACS_BASE_URL or pass --base-url');
+  const from = flags.baseUrl !== undefined ? '--base-url' : settingOrigin(env, 'ACS_BASE_URL');
+  if (!URL.canParse(url) || !/^https?:$/.test(new URL(url).protocol)) {
+    // `127.0.0.1:8080` parses as a URL of scheme `127.0.0.1:`: a host and port without a scheme.
+    const hostAndPort = /^[\w.-]+:\d+(?:\/.*)?$/.test(url) || /^[\w.-]+$/.test(url);
+    throw new ToolkitError('invalid_usage', `${from} is not an http(s) URL: ${url}`, {
+      hint: `write it with its scheme${hostAndPort ? `: http://${url}` : ', e.g. http://127.0.0.1:8080'} (the service's root URL; teamctl adds /api/v1)`,
+    });
   }
-  // The workflow input and every client get the URL without `/api/v1`, which the client adds.
-  baseUrl = normalizeBaseUrl(baseUrl);
+  // The workflow input and every client get the service's root: without `/api/v1` (or `/v1`),
+  // which the client adds, nor a lone `/api` (`ACS_BASE_URL=…/api` would ask for /api/api/v1/…).
+  const baseUrl = normalizeBaseUrl(url).replace(/\/api$/, '');
   // --api-key-env, else the keyring a context or the environment names (TEAMCTL_API_KEY_ENV).
   const fromEnv = env[KEYRING_ENV]?.split(',').map((name) => name.trim()).filter(Boolean) ?? [];
   const given = flags.apiKeyEnv === undefined ? fromEnv : [flags.apiKeyEnv].flat();
@@ -62,7 +70,33 @@ export function resolveConnection(flags: ConnectionFlags, env: NodeJS.ProcessEnv
     throw new ToolkitError('unresolved_secret', message);
   }
   const [apiKeyEnv, ...fallbacks] = names as [string, ...string[]];
+  const keysFrom = flags.apiKeyEnv !== undefined ? '--api-key-env' : fromEnv.length > 0 ? settingOrigin(env, KEYRING_ENV) : undefined;
+  origins.set(env, { baseUrl, baseUrlFrom: from, keyEnvs: names, ...(keysFrom ? { keyEnvsFrom: keysFrom } : {}) });
   return { baseUrl, apiKeyEnv, ...(fallbacks.length > 0 ? { apiKeyEnvFallbacks: fallbacks } : {}) };
+}
+
+/** Where a command's connection came from, for messages that say which setting to fix. */
+export interface ConnectionOrigin {
+  /** The service's root URL as the command used it. */
+  baseUrl: string;
+  /** Where it was given: `--base-url`, `ACS_BASE_URL`, or `context "prod"'s baseUrl`. */
+  baseUrlFrom: string;
+  /** The variables of the organization keyring, in order. */
+  keyEnvs: string[];
+  /** Where the keyring was named (`--api-key-env`, `TEAMCTL_API_KEY_ENV`, a context); absent: the default. */
+  keyEnvsFrom?: string;
+}
+
+/** The origin of the connection {@link resolveConnection} last resolved for an environment object (a command's own). */
+const origins = new WeakMap<NodeJS.ProcessEnv, ConnectionOrigin>();
+
+/**
+ * Where the connection of the command running with `env` came from (see {@link ConnectionOrigin}),
+ * once {@link resolveConnection} resolved one; undefined before, or for a command that connects
+ * to no service.
+ */
+export function connectionOrigin(env: NodeJS.ProcessEnv): ConnectionOrigin | undefined {
+  return origins.get(env);
 }
 
 /**

@@ -18,7 +18,8 @@ import { registerRun } from './commands/run.ts';
 import { registerSchedules } from './commands/schedules.ts';
 import { registerThread } from './commands/thread.ts';
 import { registerWorker } from './commands/worker.ts';
-import { environmentWithContext, selectContext } from './config.ts';
+import { fillContext, selectContext } from './config.ts';
+import { connectionOrigin } from './context.ts';
 import { MAX_FILE_SIZE_ENV, parseByteSize } from './desired.ts';
 import { ExitCodes, reportError } from './errors.ts';
 import type { ExitCode } from './errors.ts';
@@ -79,7 +80,7 @@ export function buildProgram(io: CliIo, run: Runner): Command {
       // file themselves; validate and completion stay offline and work whatever the file holds.
       if (OFFLINE_COMMANDS.has(topLevelName(command))) return;
       const selected = await selectContext(io.env, program.opts<{ context?: string }>().context);
-      if (selected) Object.assign(io.env, environmentWithContext(io.env, selected.context));
+      if (selected) fillContext(io.env, selected);
     });
   registerPlanApply(program, io, run);
   registerDestroy(program, io, run);
@@ -111,7 +112,7 @@ function printError(error: unknown, io: CliIo): ExitCode {
     io.stderr(error.message);
     return ExitCodes.error;
   }
-  const report = reportError(error);
+  const report = reportError(error, connectionOrigin(io.env));
   io.stderr(`error[${report.code}]: ${report.message}`);
   if (report.hint) io.stderr(`hint: ${report.hint}`);
   return report.exitCode;

@@ -37,7 +37,7 @@ import type {
   Thread,
   ThreadPage,
 } from '../api/schemas.ts';
-import { AcsApiError, NETWORK_ERROR } from './errors.ts';
+import { AcsApiError, isTlsFailure, NETWORK_ERROR, tlsReason } from './errors.ts';
 import type { RateLimitPacer } from './rate-limit-pacer.ts';
 
 /** Longest long poll of a thread page, in seconds (contract §5, "Thread page": `wait` is 0–30). */
@@ -497,7 +497,7 @@ export function describeNetworkFailure(cause: unknown, timeoutMs: number): strin
   const { code, message } = (inner ?? {}) as { code?: unknown; message?: unknown };
   if (typeof code === 'string') {
     if (NETWORK_FAILURES[code]) return NETWORK_FAILURES[code];
-    if (/CERT|TLS|SSL|SELF_SIGNED/.test(code)) return `TLS: ${typeof message === 'string' ? message : code}`;
+    if (isTlsFailure(code)) return `TLS: ${tlsReason(code, typeof message === 'string' ? message : undefined)}`;
     return code;
   }
   if (typeof message === 'string' && message !== '' && message !== 'fetch failed') return message;

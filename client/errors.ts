@@ -80,3 +80,19 @@ export function connectionFailureCode(error: unknown): string | undefined {
 export function isTlsFailure(code: string | undefined): boolean {
   return code !== undefined && /CERT|TLS|SSL|SELF_SIGNED/.test(code);
 }
+
+/** TLS failures that mean the server answered in plain HTTP, by OpenSSL's code as Node reports it. */
+const NOT_TLS = new Set(['ERR_SSL_WRONG_VERSION_NUMBER', 'ERR_SSL_PACKET_LENGTH_TOO_LONG', 'ERR_SSL_HTTP_REQUEST']);
+
+/**
+ * A TLS failure in a few words on one line: `the server does not speak TLS (an http:// server?)`
+ * for a plain HTTP server asked for https, else the library's reason without OpenSSL's prefix and
+ * source position (`C0…:error:0A0000C6:SSL routines:…:packet length too long:../deps/…:662:`
+ * becomes `packet length too long`). Input: the error's code and message.
+ */
+export function tlsReason(code: string, message: string | undefined): string {
+  if (NOT_TLS.has(code)) return 'the server does not speak TLS there (an http:// server?)';
+  const text = (message ?? code).trim();
+  const openssl = /^[0-9A-F]+:error:[0-9A-F]+:[^:]*:[^:]*:([^:]+)/.exec(text);
+  return (openssl?.[1] ?? text).replace(/\s+/g, ' ');
+}

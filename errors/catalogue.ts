@@ -115,9 +115,12 @@ export class ServiceError extends Error {
  */
 export class ToolkitError extends Error {
   readonly code: ToolkitErrorCode | ErrorCode;
-  constructor(code: ToolkitErrorCode | ErrorCode, message: string) {
+  /** What to do, when it depends on this error rather than on its code (the CLI prints it as the hint). */
+  readonly hint: string | undefined;
+  constructor(code: ToolkitErrorCode | ErrorCode, message: string, options: { hint?: string } = {}) {
     super(message);
     this.name = 'ToolkitError';
     this.code = code;
+    this.hint = options.hint;
   }
 }

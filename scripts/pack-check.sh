@@ -97,6 +97,27 @@ check_on() {
 
 for line in ${PACK_CHECK_NODES:-24 22}; do check_on "$line"; done
 
+# Hints name what works where teamctl is installed: the binaries on PATH and the Temporal CLI's own
+# dev server, never the clone's `npx acs-server` (which would ask the npm registry) or `npm run`.
+say "hints of the installed teamctl"
+node24_dir=$(dirname "$(node_of 24)")
+closed_port=$("$(node_of 24)" -e 'const s=require("net").createServer().listen(0,"127.0.0.1",()=>{console.log(s.address().port);s.close()})')
+set +e
+unreachable=$(ACS_BASE_URL="http://127.0.0.1:$closed_port" ACS_API_KEY=pack-check ECHO_PROVIDER_KEY=pack-check run_with "$node24_dir" teamctl plan -f "$package/examples/acme-research.yaml" 2>&1)
+no_temporal=$(ACS_BASE_URL="http://127.0.0.1:$closed_port" ACS_API_KEY=pack-check TEMPORAL_ADDRESS=127.0.0.1:1 run_with "$node24_dir" teamctl worker 2>&1)
+set -e
+case "$unreachable" in
+  *'hint: is acs-server running at '*'Start one with `acs-server start`'*) ;;
+  *) fail "the installed teamctl's hint for an unreachable service: $unreachable" ;;
+esac
+case "$no_temporal" in
+  *'hint: start one with `temporal server start-dev`'*) ;;
+  *) fail "the installed teamctl's hint for an unreachable Temporal: $no_temporal" ;;
+esac
+case "$unreachable$no_temporal" in
+  *npx*|*'npm run'*) fail "an installed teamctl's hint names a command of the clone: $unreachable $no_temporal" ;;
+esac
+
 say "Node 20: one line naming the Node needed"
 node20=$(node_of 20)
 set +e

@@ -8,7 +8,13 @@
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdtemp, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { AcsClient } from '../../client/acs-client.ts';
+import { AcsApiError } from '../../client/errors.ts';
+import { reportError } from '../../cli/errors.ts';
+import { ToolkitError } from '../../errors/catalogue.ts';
 import { startServer } from '../../service/index.ts';
 import { runTeamctl } from '../support/cli.ts';
 import type { CliRun } from '../support/cli.ts';
@@ -49,6 +55,9 @@ async function threadCount(): Promise<number> {
   for (const edge of graph.edges) count += (await client.listThreads(edge.edge_id)).length;
   return count;
 }
+
+/** A key of the right shape that no organization has, put together here so that no key-shaped string stands in the repository. */
+const refusedKey = () => `acs_org_${'0123456789abcdef'.repeat(2)}`;
 
 /** A loopback port nothing listens on. */
 async function closedPort(): Promise<number> {
@@ -102,7 +111,7 @@ describe('teamctl: hints that fix the problem', () => {
     const result = await teamctl(['thread', 'list', '--team', 'intake'], { ACS_BASE_URL: url });
     expect(result.code).toBe(1);
     expect(result.stderr).toContain(`error[network_error]: GET /organizations: cannot reach ACS at ${url} (connection refused)`);
-    expect(result.stderr).toContain('hint: is acs-server running at that address?');
+    expect(result.stderr).toContain(`hint: is acs-server running at ${url}? Start one with \`npx acs-server start\`, or set ACS_BASE_URL to the service's address`);
     expect(result.stderr).not.toContain('TypeError');
     const apply = await teamctl(['plan', '-f', example], { ACS_BASE_URL: url });
     expect(apply.stderr).toContain('(connection refused)');
@@ -115,7 +124,7 @@ describe('teamctl: hints that fix the problem', () => {
     const apply = await teamctl(['apply', '-f', example], { ACS_BASE_URL: url });
     expect(apply.code).toBe(1);
     expect(apply.stderr).toBe(plan.stderr);
-    expect(apply.stderr).toContain(`error[network_error]: GET /organizations: cannot reach ACS at ${url} (connection refused)\nhint: is acs-server running at that address?`);
+    expect(apply.stderr).toContain(`error[network_error]: GET /organizations: cannot reach ACS at ${url} (connection refused)\nhint: is acs-server running at ${url}?`);
     // One attempt: no wait was shown, and nothing says retries were spent.
     expect(apply.stderr).not.toMatch(/waiting|gave up/);
   });
@@ -123,6 +132,73 @@ describe('teamctl: hints that fix the problem', () => {
   it('a base URL given with /api/v1 (as the API documents it) works as given', async () => {
     for (const url of [`${server.url}/api/v1`, `${server.url}/api/v1/`, `${server.url}/v1`]) {
       expect(await teamctl(['thread', 'list', '--team', 'intake'], { ACS_BASE_URL: url })).toMatchObject({ code: 0, stdout: 'No threads in team intake.\n' });
+    }
+  });
+
+  it('a base URL given with a lone /api works as given too, instead of asking for /api/api/v1/…', async () => {
+    expect(await teamctl(['thread', 'list', '--team', 'intake'], { ACS_BASE_URL: `${server.url}/api` })).toMatchObject({ code: 0, stdout: 'No threads in team intake.\n' });
+  });
+
+  it('a base URL with a path the service has no route under is one line naming the variable, and a hint saying what to give', async () => {
+    const result = await teamctl(['thread', 'list', '--team', 'intake'], { ACS_BASE_URL: `${server.url}/acs` });
+    expect(result.code).toBe(1);
+    const lines = result.stderr.trimEnd().split('\n');
+    expect(lines).toHaveLength(2);
+    expect(lines[0]).toMatch(/^error\[route_not_found\]: GET \/organizations: 404 route_not_found/);
+    expect(lines[1]).toBe(`hint: ${server.url}/acs (ACS_BASE_URL) has no such route: give the service's root URL, without a path (teamctl adds /api/v1)`);
+  });
+
+  it('a base URL without its scheme is blamed on where it came from — the variable, the flag or the context — with the URL to write instead', async () => {
+    const fromVariable = await teamctl(['thread', 'list', '--team', 'intake'], { ACS_BASE_URL: '127.0.0.1:8080' });
+    expect(fromVariable.code).toBe(1);
+    expect(fromVariable.stderr).toBe(
+      'error[invalid_usage]: ACS_BASE_URL is not an http(s) URL: 127.0.0.1:8080\nhint: write it with its scheme: http://127.0.0.1:8080 (the service\'s root URL; teamctl adds /api/v1)\n',
+    );
+    const fromFlag = await teamctl(['thread', 'list', '--team', 'intake', '--base-url', 'localhost:8080']);
+    expect(fromFlag.stderr).toContain('error[invalid_usage]: --base-url is not an http(s) URL: localhost:8080\nhint: write it with its scheme: http://localhost:8080');
+  });
+
+  it('a service address that came from a context is named as the context\'s baseUrl', async () => {
+    const url = `http://127.0.0.1:${await closedPort()}`;
+    const config = join(await mkdtemp(join(tmpdir(), 'teamctl-hints-')), 'config.yaml');
+    await writeFile(config, `contexts:\n  prod:\n    baseUrl: ${url}\ncurrentContext: prod\n`);
+    const result = await runTeamctl(['thread', 'list', '--team', 'intake'], { ACS_API_KEY: apiKey, TEAMCTL_CONFIG: config });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toContain(`hint: is acs-server running at ${url}? Start one with \`npx acs-server start\`, or set context "prod"'s baseUrl to the service's address`);
+  });
+
+  it('https:// to a server without TLS is one line in words, and a hint naming the variable', async () => {
+    const url = server.url.replace('http://', 'https://');
+    const result = await teamctl(['thread', 'list', '--team', 'intake'], { ACS_BASE_URL: url });
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe(
+      `error[network_error]: GET /organizations: cannot reach ACS at ${url} (TLS: the server does not speak TLS there (an http:// server?))\n` +
+        `hint: the TLS handshake failed: make ${url} (ACS_BASE_URL) http:// if the server has no TLS, else have its certificate trusted (NODE_EXTRA_CA_CERTS=FILE for a private CA)\n`,
+    );
+  });
+
+  it('a refused key names the variable it came from and where a valid one comes from, never `keys rotate` (which needs a valid key)', async () => {
+    const one = await teamctl(['thread', 'list', '--team', 'intake', '--api-key-env', 'MY_KEY'], { MY_KEY: refusedKey() });
+    expect(one.code).toBe(1);
+    expect(one.stderr).toContain('error[invalid_api_key]:');
+    expect(one.stderr).toContain('hint: the key in MY_KEY is unknown, revoked or expired: put a valid organization key in it (an operator issues one: npx acs-server admin keys issue --org ORG_ID)');
+    const all = await teamctl(['thread', 'list', '--team', 'intake'], { ACS_API_KEY: refusedKey(), ACS_API_KEY_NEXT: refusedKey() });
+    expect(all.stderr).toContain('error[keys_refused]: every organization key was refused: ACS_API_KEY (invalid_api_key');
+    expect(all.stderr).toContain(
+      "hint: put a valid organization key in one of the named variables (an operator issues one: npx acs-server admin keys issue --org ORG_ID; a dev server's is in its --dev-credentials file)",
+    );
+    expect(one.stderr + all.stderr).not.toContain('keys rotate');
+  });
+
+  it('hints name the commands that work where teamctl runs: the clone\'s npx and npm scripts, or the installed binaries and the Temporal CLI', () => {
+    const unreachable = new AcsApiError({ status: 0, code: 'network_error', message: 'GET /organizations: cannot reach ACS at http://127.0.0.1:1 (connection refused)' });
+    const noTemporal = new ToolkitError('temporal_unreachable', 'cannot reach Temporal at 127.0.0.1:1 (namespace default)');
+    expect(reportError(unreachable, undefined, 'clone').hint).toContain('Start one with `npx acs-server start`');
+    expect(reportError(unreachable, undefined, 'installed').hint).toContain('Start one with `acs-server start`');
+    expect(reportError(noTemporal, undefined, 'clone').hint).toBe('start one with `npm run temporal:dev`, or point TEMPORAL_ADDRESS (or TEMPORAL_PROFILE) at your Temporal server');
+    expect(reportError(noTemporal, undefined, 'installed').hint).toBe('start one with `temporal server start-dev`, or point TEMPORAL_ADDRESS (or TEMPORAL_PROFILE) at your Temporal server');
+    for (const code of ['network_error', 'temporal_unreachable', 'invalid_api_key', 'keys_refused']) {
+      expect(reportError(new ToolkitError(code as 'invalid_usage', 'x'), undefined, 'installed').hint).not.toMatch(/npx|npm run/);
     }
   });
 
