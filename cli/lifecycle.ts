@@ -28,13 +28,14 @@ import type { Change, DeleteChange, ObservedState } from '../plan/types.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
 import type { AppliedScheduleChange } from '../temporal/schedules.ts';
 import { planOf, readObserved } from '../workflows/apply-orchestration.ts';
-import type { ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
+import type { AppliedChange, ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
 import type { ConnectionFlags } from './context.ts';
 import { loadApplyInput } from './desired.ts';
 import type { CliIo } from './io.ts';
 import { plain, renderApplied, renderAppliedSchedule, renderApplySummary, renderPlan } from './render.ts';
 import { applySchedulePlan, readSchedulePlan } from './schedule-plan.ts';
 import type { SchedulePlan } from './schedule-plan.ts';
+import { sayingWhenStopped } from './signals.ts';
 import { startSpinner } from './terminal.ts';
 
 /** Engines of `apply` and `destroy`. */
@@ -228,36 +229,84 @@ export async function runPlan(
   io: CliIo,
 ): Promise<{ result: ApplyResult; scheduled: AppliedScheduleChange[] }> {
   const spinner = flags.json ? undefined : startSpinner(io, `Applying ${plan.definition.organization.name}…`);
-  let result: ApplyResult;
-  try {
-    if (flags.engine === Engines.temporal) {
-      // Temporal's client loads only for --engine temporal (0.2–0.3 s of start-up otherwise).
-      const { applyWithTemporal } = await import('../engine/temporal-engine.ts');
-      result = await applyWithTemporal(input, { settings: loadTemporalSettings(io.env), taskQueue: flags.taskQueue });
-    } else {
-      // Long waits shown above the spinner, which is drawn again below them.
-      const onWait = (wait: RetryWait) => {
-        spinner?.clear();
-        io.stderr(waitLine(wait));
-        spinner?.render();
-      };
-      result = await applyLocally(input, createApplyActivities({ env: io.env, onRetryWait: onWait }), {
-        retry: { ...plan.retry, onWait },
-        onProgress: (change) => {
-          if (flags.json) return;
-          spinner?.clear();
-          io.stdout(renderApplied(change));
-          spinner?.render();
-        },
-      });
-    }
-  } finally {
-    spinner?.stop();
-  }
-  if (!flags.json && flags.engine === Engines.temporal) result.applied.forEach((c) => io.stdout(renderApplied(c)));
-  // Schedules live on Temporal whatever the engine; after the resources, which their runs need.
-  const scheduled = plan.schedules ? await applySchedulePlan(plan.schedules, io, (c) => flags.json || io.stdout(renderAppliedSchedule(c))) : [];
-  return { result, scheduled };
+  const made: AppliedChange[] = [];
+  const scheduled: AppliedScheduleChange[] = [];
+  // Ctrl-C (or SIGTERM) ends the command with the usual status, saying first what was done.
+  let stopped: (signal: NodeJS.Signals) => string = (signal) => interruptedLine(signal, plan, made, scheduled);
+  return sayingWhenStopped(
+    async () => {
+      let result: ApplyResult;
+      try {
+        if (flags.engine === Engines.temporal) {
+          // Temporal's client loads only for --engine temporal (0.2–0.3 s of start-up otherwise).
+          const { applyWithTemporal, applyWorkflowId } = await import('../engine/temporal-engine.ts');
+          const workflowId = applyWorkflowId(plan.definition.organization.name);
+          stopped = (signal) =>
+            `${interruptedBy(signal)}: this command stopped waiting, but the ${plan.input.destroy ? 'destroy' : 'apply'} goes on in Temporal workflow ${workflowId} (temporal workflow describe --workflow-id ${workflowId}); the same command run again once it ended converges.`;
+          result = await applyWithTemporal(input, { settings: loadTemporalSettings(io.env), taskQueue: flags.taskQueue });
+        } else {
+          // Long waits shown above the spinner, which is drawn again below them.
+          const onWait = (wait: RetryWait) => {
+            spinner?.clear();
+            io.stderr(waitLine(wait));
+            spinner?.render();
+          };
+          result = await applyLocally(input, createApplyActivities({ env: io.env, onRetryWait: onWait }), {
+            retry: { ...plan.retry, onWait },
+            onProgress: (change) => {
+              made.push(change);
+              if (flags.json) return;
+              spinner?.clear();
+              io.stdout(renderApplied(change));
+              spinner?.render();
+            },
+          });
+        }
+      } finally {
+        spinner?.stop();
+      }
+      if (!flags.json && flags.engine === Engines.temporal) result.applied.forEach((c) => io.stdout(renderApplied(c)));
+      made.splice(0, made.length, ...result.applied);
+      stopped = (signal) => interruptedLine(signal, plan, made, scheduled);
+      // Schedules live on Temporal whatever the engine; after the resources, which their runs need.
+      if (plan.schedules) {
+        await applySchedulePlan(plan.schedules, io, (c) => {
+          scheduled.push(c);
+          if (!flags.json) io.stdout(renderAppliedSchedule(c));
+        });
+      }
+      return { result, scheduled };
+    },
+    (signal) => {
+      spinner?.stop();
+      io.stderr(stopped(signal));
+    },
+  );
+}
+
+/** `interrupted by Ctrl-C (SIGINT)`, `interrupted by SIGTERM`. */
+function interruptedBy(signal: NodeJS.Signals): string {
+  return signal === 'SIGINT' ? 'interrupted by Ctrl-C (SIGINT)' : `interrupted by ${signal}`;
+}
+
+/**
+ * The line an apply or destroy cut short by a signal ends with: how many of the plan's changes it
+ * made, by outcome, and that running it again converges (each change is idempotent by business
+ * key: what was made is found, not made twice; a change in flight may have been made too).
+ */
+export function interruptedLine(signal: NodeJS.Signals, plan: PreparedPlan, made: readonly AppliedChange[], scheduled: readonly AppliedScheduleChange[]): string {
+  const planned = plan.changes.length + (plan.schedules?.changes.length ?? 0);
+  const done = made.length + scheduled.length;
+  const outcomes = (['created', 'updated', 'deleted'] as const)
+    .map((outcome) => [outcome, made.filter((c) => c.outcome === outcome).length + scheduled.filter((c) => c.outcome === outcome).length] as const)
+    .filter(([, n]) => n > 0)
+    .map(([outcome, n]) => `${n} ${outcome}`);
+  const what =
+    done === 0
+      ? 'before any change was finished (one in flight may have been made)'
+      : `after ${done} of ${planned} change${planned === 1 ? '' : 's'} (${[...outcomes, 'one in flight may have been made too'].join(', ')})`;
+  const verb = plan.input.destroy ? 'destroy' : 'apply';
+  return `${interruptedBy(signal)} ${what}. Nothing is made twice: run the same ${verb} again and it converges, making only what is left.`;
 }
 
 /** Prints an apply's or destroy's result: `--json` as `{orgId, applied, schedules?}`, else the summary line. */

@@ -4,6 +4,7 @@ import { Option } from 'commander';
 import { DEFAULT_TASK_QUEUE, loadTemporalSettings } from '../../temporal/settings.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
+import { untilStopped } from '../signals.ts';
 import { positiveInt } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 
@@ -41,7 +42,8 @@ export function registerWorker(program: Command, io: CliIo, run: Runner): void {
           env: io.env,
         });
         io.stderr(`teamctl worker polling task queue ${opts.taskQueue} on ${settings.address} (namespace ${settings.namespace}); Ctrl-C stops it`);
-        await runWorker();
+        // The runtime shuts the worker down on SIGINT/SIGTERM; this keeps the same Ctrl-C delivered twice (npx) from killing it halfway.
+        await untilStopped(() => runWorker());
         io.stderr('teamctl worker stopped');
         return ExitCodes.ok;
       }),
