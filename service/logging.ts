@@ -5,6 +5,9 @@
  * line carries method, path, status and time only, and the logger redacts key headers whatever
  * else a deployment logs (`service/http/app.ts`).
  */
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
 /** Log formats of `acs-server start --log-format`. */
 export const LogFormats = { pretty: 'pretty', json: 'json' } as const;
 export type LogFormat = (typeof LogFormats)[keyof typeof LogFormats];
@@ -19,6 +22,41 @@ export interface LogSettings {
   level: LogLevel;
   /** Pretty format only: colour the level and status (a terminal without `NO_COLOR`). */
   color?: boolean;
+  /** A file the log is appended to (its directory made when missing); absent: stdout. */
+  file?: string;
+}
+
+/** The name of the log file a server in the background of a terminal writes (see {@link defaultLogFile}). */
+export const LOG_FILE_NAME = 'acs-server.log';
+
+/**
+ * Whether this process runs in the background of the terminal it writes to (`acs-server start … &`
+ * in an interactive shell, through `npx` too): stdout is a terminal whose foreground process group
+ * is not this process's. Read from `/proc/self/stat` (its `pgrp` and `tpgid` fields, Linux);
+ * where that cannot be read, false: the log stays on the terminal as before. Input: whether stdout
+ * is a terminal.
+ */
+export function inBackgroundOfTerminal(stdoutIsTTY: boolean): boolean {
+  if (!stdoutIsTTY) return false;
+  try {
+    const stat = readFileSync('/proc/self/stat', 'utf8');
+    // `pid (comm) state ppid pgrp session tty_nr tpgid …`; comm may hold spaces and parentheses.
+    const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+    const pgrp = Number(fields[2]);
+    const tpgid = Number(fields[5]);
+    return tpgid > 0 && pgrp !== tpgid;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where a server started in the background of a terminal writes its log unless `--log-file` says:
+ * beside its data, `DATA_DIR/acs-server.log`, for the embedded database on disk; `acs-server.log`
+ * in the current directory for one in memory or on PostgreSQL (which keep nothing on this disk).
+ */
+export function defaultLogFile(storage: { dataDir: string; inMemory: boolean; databaseUrl?: string | undefined }): string {
+  return storage.inMemory || storage.databaseUrl ? LOG_FILE_NAME : join(storage.dataDir, LOG_FILE_NAME);
 }
 
 /**
@@ -30,16 +68,23 @@ export function defaultLogFormat(stdoutIsTTY: boolean): LogFormat {
 }
 
 /**
- * The logger options for `startServer({ logger })` (pino options, with a pretty stream on stdout
- * for the pretty format). pino-pretty is loaded only for the pretty format: a server logging JSON
- * (a service, a container) does not load it. Input: {@link LogSettings}. Output:
- * options Fastify builds its pino logger from. Raises nothing.
+ * The logger options for `startServer({ logger })` (pino options, with a stream for the pretty
+ * format or a file): on stdout, or appended to `settings.file`. pino-pretty is loaded only for
+ * the pretty format: a server logging JSON (a service, a container) does not load it. The pretty
+ * format leaves out Fastify's own `Server listening at …` line (the program prints one of its own).
+ * Input: {@link LogSettings}. Output: options Fastify builds its pino logger from. Raises nothing.
  */
 export async function loggerOptions(settings: LogSettings): Promise<Record<string, unknown>> {
-  if (settings.format === LogFormats.json) return { level: settings.level };
+  const file = settings.file;
+  if (settings.format === LogFormats.json) {
+    if (!file) return { level: settings.level };
+    const { default: pino } = await import('pino');
+    return { level: settings.level, stream: pino.destination({ dest: file, append: true, mkdir: true, sync: true }) };
+  }
   const { default: pinoPretty } = await import('pino-pretty');
-  const stream = pinoPretty({
-    colorize: settings.color ?? false,
+  const pretty = pinoPretty({
+    ...(file ? { destination: file, append: true, mkdir: true } : {}),
+    colorize: (settings.color ?? false) && !file,
     // Synchronous: a line is on the terminal before the process may exit after it.
     sync: true,
     translateTime: 'SYS:HH:MM:ss',
@@ -47,5 +92,8 @@ export async function loggerOptions(settings: LogSettings): Promise<Record<strin
     ignore: 'pid,hostname,reqId,method,url,status,ms',
     singleLine: true,
   });
+  // The program prints its own `acs-server listening on URL` line; Fastify's would say it twice.
+  // (JSON logs keep it: a log collector has no other.)
+  const stream = { write: (line: string) => (line.includes('"msg":"Server listening at ') ? true : pretty.write(line)) };
   return { level: settings.level, stream };
 }

@@ -3,7 +3,7 @@
  * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
- * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet]` serves the API
+ * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet] [--log-file]` serves the API
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -22,7 +22,7 @@ import {
 } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
 import { startServer, type ServerOptions } from './index.ts';
-import { defaultLogFormat, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
+import { defaultLogFile, defaultLogFormat, inBackgroundOfTerminal, LOG_FILE_NAME, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
 import { waitUntilReady } from './wait-ready.ts';
 
 function integer(min: number, max: number) {
@@ -37,9 +37,9 @@ function integer(min: number, max: number) {
  * Starts the service and serves until SIGINT or SIGTERM, then closes it. Resolves with the exit
  * code: 0 once closed, 1 when closing failed. Errors: rejects when the service cannot start.
  */
-async function serveUntilSignal(options: ServerOptions, quiet: boolean): Promise<number> {
+async function serveUntilSignal(options: ServerOptions, quiet: boolean, logFile: string | undefined): Promise<number> {
   const server = await startServer(options);
-  if (!quiet) process.stdout.write(`acs-server listening on ${server.url}\n`);
+  if (!quiet) process.stdout.write(`acs-server listening on ${server.url}${logFile ? ` (log: ${logFile})` : ''}\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // The handlers stay after the first signal, so a second one while closing is ignored instead
     // of killing the process halfway through the close.
@@ -126,9 +126,10 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
     .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
-    .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, else json').choices(Object.values(LogFormats)))
+    .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, json to a file or a pipe').choices(Object.values(LogFormats)))
     .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
+    .option('--log-file <file>', `append the log to FILE; - for stdout (default: stdout, or ${LOG_FILE_NAME} beside the data when started in the background of a terminal)`)
     .action(
       (flags: {
         host: string;
@@ -142,14 +143,22 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         logFormat?: LogFormat;
         logLevel: LogLevel;
         quiet: boolean;
+        logFile?: string;
       }) => {
         const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
         const terminal = Boolean(process.stdout.isTTY);
+        // In the background of a terminal (`acs-server start … &`) the log would run through
+        // whatever the person does next in it: it goes to a file, and the terminal keeps one line.
+        const logFile =
+          flags.logFile === '-'
+            ? undefined
+            : (flags.logFile ?? (inBackgroundOfTerminal(terminal) ? defaultLogFile({ dataDir: flags.dataDir, inMemory: flags.inMemory, databaseUrl }) : undefined));
         const log: LogSettings = {
-          format: flags.logFormat ?? defaultLogFormat(terminal),
+          format: flags.logFormat ?? defaultLogFormat(terminal && !logFile),
           // --quiet lowers the level to warnings unless --log-level asked for even less.
           level: flags.quiet && LogLevels.indexOf(flags.logLevel) < LogLevels.indexOf('warn') ? 'warn' : flags.logLevel,
           color: terminal && !process.env.NO_COLOR,
+          ...(logFile ? { file: logFile } : {}),
         };
         return run(async () =>
           serveUntilSignal(
@@ -165,6 +174,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               logger: await loggerOptions(log),
             },
             flags.quiet,
+            logFile,
           ),
         );
       },

@@ -1,12 +1,13 @@
 /**
  * The README's quick start works when pasted into a shell as a whole: its block runs as one
- * bash script (with `npx`, as a newcomer types it), each line after the server's start finds
- * what it needs, and its last line, `kill $!`, leaves no process running. The only changes to
- * the block: a free port for 8080 and a temporary file for `dev.json`, so it can run beside
- * other tests.
+ * bash script on a terminal (a pseudo-terminal, with job control as an interactive shell has it,
+ * and `npx` as a newcomer types it), each line after the server's start finds what it needs, the
+ * server started in the background keeps its log off the terminal, and the last line, `kill $!`,
+ * leaves no process running. The only changes to the block: a free port for 8080 and a temporary
+ * file for `dev.json`, so it can run beside other tests.
  */
-import { execFile, spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFile } from 'node:child_process';
+import { existsSync, readFileSync, rmSync } from 'node:fs';
 import { mkdtemp } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import type { AddressInfo } from 'node:net';
@@ -14,6 +15,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { promisify } from 'node:util';
 import { describe, expect, it } from 'vitest';
+import { runOnPty } from '../support/pty.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 const run = promisify(execFile);
@@ -45,29 +47,38 @@ async function processesWith(marker: string): Promise<number[]> {
 }
 
 describe('README quick start', () => {
-  it('pasted as a whole into bash, it runs to the end and kill $! leaves nothing running', async () => {
+  it('pasted as a whole into an interactive shell on a terminal, it runs to the end; the server in the background keeps to one line, its log going to a file; kill $! leaves nothing running', async () => {
     const port = await freePort();
     const credentials = join(await mkdtemp(join(tmpdir(), 'teamctl-quick-start-')), 'dev.json');
     const script = quickStartBlock().replaceAll('8080', String(port)).replace(/(\.\/)?dev\.json/g, credentials);
     expect(script).toContain('kill $!');
-    const { ACS_BASE_URL: _url, ACS_API_KEY: _key, TEMPORAL_ADDRESS: _temporal, ...env } = process.env;
-    const child = spawn('bash', ['-c', `set -euo pipefail\n${script}`], { cwd: root, env: { ...env, TEAMCTL_CONFIG: '/nonexistent/teamctl.yaml' }, stdio: ['ignore', 'pipe', 'pipe'] });
-    let output = '';
-    child.stdout.setEncoding('utf8').on('data', (c: string) => void (output += c));
-    child.stderr.setEncoding('utf8').on('data', (c: string) => void (output += c));
-    const code = await new Promise<number | null>((r) => child.on('exit', r));
+    const logFile = resolve(root, 'acs-server.log');
+    const logBefore = existsSync(logFile) ? readFileSync(logFile, 'utf8').length : undefined;
+    const { ACS_BASE_URL: _url, ACS_API_KEY: _key, TEMPORAL_ADDRESS: _temporal, CI: _ci, NO_COLOR: _noColor, ...env } = process.env;
+    // As a person's shell runs it: on a terminal, with job control (the `&` job in a process group of its own).
+    const shell = runOnPty(['bash', '-c', `set -m -euo pipefail\n${script}`], { rows: 40, columns: 120, cwd: root, env: { ...env, TERM: 'xterm-256color', TEAMCTL_CONFIG: '/nonexistent/teamctl.yaml' } });
+    const code = await shell.exited;
+    const output = shell.output();
     try {
       expect(code, output).toBe(0);
       expect(output).toContain('examples/acme-research.yaml: valid.');
       expect(output).toContain('Apply complete:');
       expect(output).toContain('scout: echo: Find papers on durable execution');
       expect(output).toMatch(/output: /);
-      // The server (npx → npm → sh → node) stops once npx is killed; allow it the time to close.
+      // The server's one line, and none of its log: that is in acs-server.log.
+      expect(output.match(/acs-server listening on/g)).toHaveLength(1);
+      expect(output).toContain(`acs-server listening on http://127.0.0.1:${port} (log: acs-server.log)`);
+      expect(output).not.toMatch(/Server listening at|"level":|\bINFO\b/);
+      const log = readFileSync(logFile, 'utf8').slice(logBefore ?? 0);
+      expect(log).toContain('POST /api/v1/organizations');
+      expect(log).toContain(`Server listening at http://127.0.0.1:${port}`);
+      // The server (npx → npm → node) stops once npx is killed; allow it the time to close.
       const deadline = Date.now() + 30_000;
       while ((await processesWith(`--port ${port}`)).length > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 250));
       expect(await processesWith(`--port ${port}`)).toEqual([]);
     } finally {
       for (const pid of await processesWith(`--port ${port}`)) process.kill(pid, 'SIGKILL');
+      if (logBefore === undefined) rmSync(logFile, { force: true });
     }
   }, 240_000);
 });
