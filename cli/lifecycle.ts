@@ -15,6 +15,7 @@ import { withRetries } from '../activities/retrying.ts';
 import type { RetryOptions, RetryWait } from '../activities/retrying.ts';
 import type { ProtectedResource } from '../api/schemas.ts';
 import { locateInFile } from '../definitions/load.ts';
+import { agentsWithoutKey, withoutKeyWarning } from '../definitions/provider-keys.ts';
 import type { PathSegment } from '../definitions/problems.ts';
 import type { Definition } from '../definitions/schema.ts';
 import { applyLocally } from '../engine/local-engine.ts';
@@ -104,7 +105,8 @@ function scheduleSelected(change: ScheduleChange, flags: Pick<PlanFlags, 'target
 /**
  * Loads the definition, reads the live state and schedules, and plans as the engine will (apply,
  * or `destroy`), with the cascade counts of each delete. Warns on stderr about a `--target` that
- * selects nothing. Errors: `invalid_definition`, `unresolved_secret` (apply only: destroy sets no
+ * selects nothing, and (not for destroy) about agents whose provider will have no key in the
+ * organization (`definitions/provider-keys.ts`). Errors: `invalid_definition`, `unresolved_secret` (apply only: destroy sets no
  * secret), `invalid_usage`, `temporal_unreachable` (a file with schedules), `deletion_protected`
  * (a delete would remove a protected resource: each named, with where the file names it),
  * `forbidden`/`in_use` (destroy of the key's own organization, or of one that provisioned others),
@@ -147,6 +149,11 @@ export async function prepare(
     throw new ToolkitError(previews.organizationRefusal.code, `cannot destroy organization ${definition.organization.name}: ${previews.organizationRefusal.message}; nothing was changed`);
   }
   const changes = withCascades(planned, previews);
+  if (!destroy) {
+    // Keys the plan leaves in place count as the file's own (a key excluded from the plan, say).
+    const kept = observed.providerKeys.map((k) => k.provider).filter((p) => !changes.some((c) => c.action === 'delete' && c.kind === 'provider_key' && c.name === p));
+    for (const entry of agentsWithoutKey(definition, kept)) io.stderr(withoutKeyWarning(entry));
+  }
   const scheduleChanges = (schedules?.changes ?? []).filter((c) => scheduleSelected(c, flags));
   for (const target of flags.target ?? []) {
     const matches = changes.some((c) => covers(target, c.address)) || scheduleChanges.some((c) => covers(target, c.address));

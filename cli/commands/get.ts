@@ -84,18 +84,35 @@ const teamsResource: GetResource<Team & { org_name: string }> = {
   ],
 };
 
-const agentsResource: GetResource<Agent & Held> = {
+/**
+ * An agent as `get agents` lists it: with `waiting_for_key`, the provider whose key its
+ * organization lacks (an agent with a provider and no key for it never answers: the agent loop
+ * waits for the key), else null.
+ */
+type ListedAgent = Agent & Held & { waiting_for_key: string | null };
+
+const agentsResource: GetResource<ListedAgent> = {
   name: 'agents',
   aliases: ['agent'],
-  description: 'List agents: provider, model, status, id.',
-  read: async (client, filter) => (await graphs(client, filter)).flatMap(({ graph, held }) => graph.agents.map((a) => ({ ...a, ...held }))),
+  description: 'List agents: provider, model, status (and whether it waits for its provider\'s key), id.',
+  read: async (client, filter) => {
+    const rows: ListedAgent[] = [];
+    // The providers each organization has a key for, read once per organization.
+    const keyed = new Map<string, Promise<Set<string>>>();
+    for (const { graph, held } of await graphs(client, filter)) {
+      if (!keyed.has(graph.org_id)) keyed.set(graph.org_id, client.listProviderKeys(graph.org_id).then((keys) => new Set(keys.map((k) => k.provider))));
+      const providers = await keyed.get(graph.org_id)!;
+      for (const a of graph.agents) rows.push({ ...a, ...held, waiting_for_key: a.provider !== null && !providers.has(a.provider) ? a.provider : null });
+    }
+    return rows;
+  },
   columns: [
     orgColumn,
     teamColumn,
     { header: 'NAME', cell: (a) => a.name },
     { header: 'PROVIDER', cell: (a) => a.provider ?? '- (external)' },
     { header: 'MODEL', cell: (a) => text(a.model) },
-    { header: 'STATUS', cell: (a) => a.status },
+    { header: 'STATUS', cell: (a) => (a.waiting_for_key ? `${a.status}, waiting for ${/^[aeiou]/.test(a.waiting_for_key) ? 'an' : 'a'} ${a.waiting_for_key} key` : a.status) },
     idColumn((a) => a.agent_id),
   ],
 };

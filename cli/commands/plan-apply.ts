@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_TASK_QUEUE } from '../../temporal/settings.ts';
 import { DEFAULT_PARALLELISM } from '../../workflows/apply-orchestration.ts';
+import { agentsWithoutKey, withoutKeyWarning } from '../../definitions/provider-keys.ts';
 import { loadDesired } from '../desired.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
@@ -53,6 +54,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
           desired.schedules.length ? `; schedules: ${desired.schedules.map((s) => s.name).join(', ')}` : '',
         ].join('');
         io.stdout(`${opts.file}: valid. Organization ${desired.organization.name}; teams: ${counts.join(', ') || 'none'}${more}.`);
+        for (const entry of agentsWithoutKey(desired)) io.stderr(withoutKeyWarning(entry));
         return ExitCodes.ok;
       }),
     );

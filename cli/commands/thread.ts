@@ -37,6 +37,21 @@ function peersText(team: TeamGraph, id: string, name: string): string {
   return peers.length > 0 ? `${name}'s edges go to ${peers.join(', ')}` : `${name} has no edge`;
 }
 
+/**
+ * Why a peer agent cannot have answered, when that is known: it is paused, or its organization has
+ * no key for its provider. Output: `{ hint }` for the timed-out error, or nothing (the generic hint).
+ */
+async function silentPeerHint(client: AcsClient, team: TeamGraph, peerId: string, peer: string): Promise<{ hint?: string }> {
+  const agent = team.agents.find((a) => a.agent_id === peerId);
+  if (!agent?.provider) return {};
+  if (agent.status === 'paused') return { hint: `${peer} is paused: it answers once made active (status: active in the definition, then apply)` };
+  const keys = await client.listProviderKeys(team.org_id).catch(() => undefined);
+  if (keys && !keys.some((k) => k.provider === agent.provider)) {
+    return { hint: `${peer} cannot answer: its organization has no ${agent.provider} key; add it under organization.providerKeys in the definition and apply (its messages wait until then)` };
+  }
+  return {};
+}
+
 function seconds(value: string): number {
   const n = Number(value);
   if (!Number.isFinite(n) || n < 0 || n > 86_400) throw new InvalidArgumentError(`not a number of seconds (0–86400): ${value}`);
@@ -79,7 +94,7 @@ export function registerThread(program: Command, io: CliIo, run: Runner): void {
         }
         const reply = await waitForReply(client, opened.thread_id, first.messages[0]!.message_id, toId, opts.wait);
         if (opts.json) io.stdout(JSON.stringify({ thread: opened, reply: reply ?? null }, null, 2));
-        if (!reply) throw new ToolkitError('timed_out', `no reply from ${opts.to} within ${opts.wait} s`);
+        if (!reply) throw new ToolkitError('timed_out', `no reply from ${opts.to} within ${opts.wait} s`, await silentPeerHint(client, team, toId, opts.to));
         if (!opts.json) io.stdout(`${opts.to}: ${reply.content}`);
         return ExitCodes.ok;
       }),

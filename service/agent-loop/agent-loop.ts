@@ -68,6 +68,7 @@ const contextMessages = 50;
 /** What the loop needs to know about the agent of a claimed row (read with the claim). */
 export interface AgentContext {
   kind: string;
+  name: string;
   status: string;
   provider: string | null;
   model: string | null;
@@ -119,7 +120,7 @@ const claimSql = `
      WHERE w.agent_id = p.agent_id AND w.thread_id = p.thread_id
     RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures
   )
-  SELECT l.*, a.id IS NOT NULL AS found, a.kind, a.status, a.provider, a.model, a.instructions, a.max_tokens_per_day,
+  SELECT l.*, a.id IS NOT NULL AS found, a.kind, a.name, a.status, a.provider, a.model, a.instructions, a.max_tokens_per_day,
          a.team_id, t.org_id, pk.ciphertext, pk.refused_at IS NOT NULL AS refused,
          COALESCE(d.tokens::float8, 0) AS tokens_today,
          (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS next_day
@@ -203,8 +204,8 @@ const parkSql = (due: Due): string => {
  * records the reply's token usage, and moves the mark. Skipped, without a call: a message that ends
  * a run of `autoReplyLimit` automatic replies (ping-pong guard), and the first answer to a message
  * written as the agent through the API with `expects_reply` (the program that wrote it awaits it). Parked until woken: paused agents,
- * agents whose organization has no key for their provider or whose key was refused (a 401/403,
- * logged once per key), providers this process does not run. Parked until the next UTC day: agents
+ * agents whose organization has no key for their provider (logged once per agent) or whose key
+ * was refused (a 401/403, logged once per key), providers this process does not run. Parked until the next UTC day: agents
  * whose daily token budget is spent (logged once per day). At start, parked rows of agents whose
  * provider this process runs are looked at again (they may have been parked by a process that did
  * not run it). Failures are logged without the key and
@@ -224,6 +225,8 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   // Rate limits are per key: after a 429, no call of that organization's provider before this time.
   const notBefore = new Map<string, number>();
   const inFlight = new Set<Promise<void>>();
+  // Agents whose missing provider key was logged (logNoKeyOnce).
+  const noKeyLogged = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let pumping: Promise<void> | undefined;
   let pumpAgain = false;
@@ -306,8 +309,11 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       // that committed before the claim could lock the row (agent-work.ts): that change found the
       // row due and did not mark it woken. A fresh look tells; parked for good only if still so.
       const now = await deps.db.query<{ ready: boolean }>(readySql, [claim.agent_id]);
-      return park(claim, now[0]?.ready ? { inMs: 0 } : 'never');
+      if (now[0]?.ready) return park(claim, { inMs: 0 });
+      if (agent.status === 'active' && agent.ciphertext === null) logNoKeyOnce(claim, agent);
+      return park(claim, 'never');
     }
+    noKeyLogged.delete(claim.agent_id);
     const gate = `${agent.org_id}:${agent.provider}`;
     const waitMs = (notBefore.get(gate) ?? 0) - Date.now();
     if (waitMs > 0) return park(claim, { inMs: waitMs });
@@ -379,6 +385,20 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     const delay = backoffMs(failures);
     log.warn({ ...where, failures, retry_in_ms: delay, reason }, 'agent reply failed');
     return park(claim, { inMs: delay }, { failures });
+  }
+
+  /**
+   * Says once per agent (in this process, until the agent has a key again) that an agent with a
+   * provider waits for its organization's key: without the line, its peer's messages would go
+   * unanswered with nothing in the log to tell why.
+   */
+  function logNoKeyOnce(claim: Claim, agent: AgentContext): void {
+    if (noKeyLogged.has(claim.agent_id)) return;
+    noKeyLogged.add(claim.agent_id);
+    log.warn(
+      { agent_id: claim.agent_id, agent: agent.name, team_id: agent.team_id, org_id: agent.org_id, provider: agent.provider },
+      `agent ${agent.name} has no ${agent.provider} key in its organization: its messages wait until one is set (PUT /api/v1/organizations/${agent.org_id}/api-keys/${agent.provider}; with teamctl, organization.providerKeys in the definition)`,
+    );
   }
 
   async function logBudgetOnce(agentId: string, agent: AgentContext): Promise<void> {

@@ -1,4 +1,5 @@
 import { mkdtemp, rm } from 'node:fs/promises';
+import { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -180,5 +181,42 @@ describe.runIf(postgresBackend)('agent loop under concurrency', () => {
 
     const all = await waitForThread(h, threadId, (ms) => ms.some((m) => m.content === 'echo: again'), 15_000);
     expect(all.map((m) => m.content)).toEqual(['hello', 'echo: hello', 'again', 'echo: again']);
+  });
+});
+
+describe('agent loop: an agent without a key', () => {
+  it('agent loop: an agent whose organization has no key for its provider is logged once, however many messages wait for it, and once more after a key came and went', async () => {
+    const warnings: Array<{ msg: string; agent?: string; provider?: string }> = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) warnings.push(JSON.parse(line));
+        done();
+      },
+    });
+    const h = await startHarness({ inMemory: true, logger: { level: 'warn', stream } });
+    cleanups.push(() => h.server.close());
+    const ids = await buildTeam(h, { provider: 'echo' });
+    const noKey = () => warnings.filter((w) => w.msg.startsWith('agent bot has no echo key in its organization'));
+    const first = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'one' });
+    const deadline = Date.now() + 30_000;
+    while (noKey().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(noKey()[0]).toMatchObject({ agent: 'bot', provider: 'echo' });
+    expect(noKey()[0]!.msg).toBe(
+      `agent bot has no echo key in its organization: its messages wait until one is set (PUT /api/v1/organizations/${h.orgId}/api-keys/echo; with teamctl, organization.providerKeys in the definition)`,
+    );
+    // More messages, on another thread too, over many ticks: still the one line.
+    await h.call('POST', `/api/v1/threads/${first.body.thread_id}/messages`, { sender_agent_id: ids.humanId, content: 'two' });
+    const second = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'three' });
+    await new Promise((r) => setTimeout(r, 1_000));
+    expect(noKey()).toHaveLength(1);
+
+    // A key: the agent answers what waited. Without it again: said once more.
+    await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    await waitForThread(h, second.body.thread_id, (ms) => ms.some((m) => m.content === 'echo: three'));
+    expect((await h.call('DELETE', `/api/v1/organizations/${h.orgId}/api-keys/echo`)).status).toBe(200);
+    await h.call('POST', `/api/v1/threads/${second.body.thread_id}/messages`, { sender_agent_id: ids.humanId, content: 'four' });
+    const again = Date.now() + 30_000;
+    while (noKey().length < 2 && Date.now() < again) await new Promise((r) => setTimeout(r, 20));
+    expect(noKey()).toHaveLength(2);
   });
 });
