@@ -154,7 +154,8 @@ function flowTooDeep(text: string): number {
  * `FILE:LINE:COL` lines are links from where they ran). Output: the validated {@link Definition},
  * names trimmed and lists defaulted to `[]`.
  * Errors: {@link DefinitionError} (`invalid_definition`) with every problem found: YAML syntax
- * errors alone (the rest cannot be read reliably), otherwise the schema's problems and the
+ * errors alone (the rest cannot be read reliably; a tab in the indentation alone, without the
+ * errors that follow from it), otherwise the schema's problems and the
  * cross-field rules' together, in file order (the rules run on the parts that pass the schema,
  * `partial.ts`); a second document, nesting past {@link MAX_NESTING} and an alias bomb each as
  * one problem of their own.
@@ -170,11 +171,15 @@ export function parseDefinition(text: string, file: string): Definition {
   // prettyErrors off: the message stays one line; the place is computed below like any other.
   const doc = parseDocument(text, { lineCounter, prettyErrors: false });
   if (doc.errors.length > 0) {
+    // A tab in indentation throws the parser off for the lines after it: the errors that follow
+    // are its consequences, and would bury it. Each such tab is one problem, and the only ones.
+    const tabs = doc.errors.filter((error) => error.code === 'TAB_AS_INDENT');
     throw new DefinitionError(
-      doc.errors.map((error) => {
+      (tabs.length > 0 ? tabs : doc.errors).map((error) => {
         const { line, col } = lineCounter.linePos(error.pos[0]);
         let message = error.message;
-        if (error.code === 'MULTIPLE_DOCS') message = 'one document per file: a second YAML document starts here (after ---); put it in a file of its own';
+        if (error.code === 'TAB_AS_INDENT') message = 'a tab in the indentation: YAML indents with spaces only; replace it with spaces (errors that follow from it are not listed)';
+        else if (error.code === 'MULTIPLE_DOCS') message = 'one document per file: a second YAML document starts here (after ---); put it in a file of its own';
         // The parser recurses into flow collections ([[[…); it reports its stack running out as an error.
         else if (/call stack/i.test(error.message)) message = `nested deeper than the parser can follow (a definition needs at most 7 levels; the limit is ${MAX_NESTING}); refused`;
         return { file, line, column: col, path: '', message };

@@ -8,7 +8,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { DefinitionError, loadDefinitionFile } from '../../definitions/index.ts';
-import { invalidUtf8Offset, MAX_REPORTED_PROBLEMS } from '../../definitions/load.ts';
+import { invalidUtf8Offset, MAX_REPORTED_PROBLEMS, parseDefinition } from '../../definitions/load.ts';
 import { HEAD, problemLines, yaml } from './helpers.ts';
 
 /** Writes `content` to a new file and returns the problem lines of loading it (with a size limit when given). */
@@ -125,6 +125,23 @@ describe('definitions: hostile files get a clear error naming the file', () => {
     const file = join(await mkdtemp(join(tmpdir(), 'teamctl-bad-')), 'bom.yaml');
     await writeFile(file, `\uFEFF${yaml(...HEAD)}`);
     expect((await loadDefinitionFile(file)).organization.name).toBe('acme');
+  });
+
+  it('a tab in the indentation is one problem, the only one, at its line and column, not lost among the errors that follow from it', async () => {
+    const text = yaml(...HEAD, 'teams:', '  - name: a', '    agents:', '\t  - name: x', '        provider: echo', '      - name: y');
+    const { file, lines } = await loadProblems(text);
+    expect(lines).toEqual([`${file}:7:1: a tab in the indentation: YAML indents with spaces only; replace it with spaces (errors that follow from it are not listed)`]);
+    // One per tab, each where it is.
+    const two = await loadProblems(yaml(...HEAD, 'teams:', '  - name: a', '    humans:', '    \t- name: h', '    agents:', '\t\t- name: x'));
+    expect(two.lines.map((l) => l.slice(two.file.length))).toEqual([
+      ':7:5: a tab in the indentation: YAML indents with spaces only; replace it with spaces (errors that follow from it are not listed)',
+      ':9:1: a tab in the indentation: YAML indents with spaces only; replace it with spaces (errors that follow from it are not listed)',
+    ]);
+  });
+
+  it('a tab inside a block scalar is text, not indentation: no problem', () => {
+    const definition = parseDefinition(yaml(...HEAD, 'teams:', '  - name: a', '    description: |', '      first line', '      \tindented with a tab', '    agents: []'), 'x.yaml');
+    expect(definition.teams[0]!.description).toBe('first line\n\tindented with a tab');
   });
 
   it('a second document gets our own message at the place it starts', () => {
