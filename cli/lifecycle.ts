@@ -250,7 +250,15 @@ export async function runPlan(
           const workflowId = applyWorkflowId(plan.definition.organization.name);
           stopped = (signal) =>
             `${interruptedBy(signal)}: this command stopped waiting, but the ${plan.input.destroy ? 'destroy' : 'apply'} goes on in Temporal workflow ${workflowId} (temporal workflow describe --workflow-id ${workflowId}); the same command run again once it ended converges.`;
-          result = await applyWithTemporal(input, { settings: loadTemporalSettings(io.env), taskQueue: flags.taskQueue });
+          result = await applyWithTemporal(input, {
+            settings: loadTemporalSettings(io.env),
+            taskQueue: flags.taskQueue,
+            onWait: (text) => {
+              spinner?.clear();
+              io.stderr(text);
+              spinner?.render();
+            },
+          });
         } else {
           // Long waits shown above the spinner, which is drawn again below them.
           const onWait = (wait: RetryWait) => {

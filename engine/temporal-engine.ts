@@ -21,6 +21,8 @@ import { applyWorkflow } from '../workflows/apply-workflow.ts';
 export interface TemporalTarget {
   settings: TemporalSettings;
   taskQueue: string;
+  /** Hears what a start waits for (no worker polling yet), as one line a person can read. */
+  onWait?: (text: string) => void;
 }
 
 /** The workflow id of the apply of one organization. */
@@ -54,16 +56,20 @@ export async function withTemporalClient<T>(settings: TemporalSettings, fn: (cli
   }
 }
 
+/** How long {@link assertWorkerPolls} gives a worker that has just started to poll, in ms. */
+export const WORKER_GRACE_MS = 5_000;
+
 /**
  * Refuses (`no_worker`) when no worker polls `taskQueue` for workflow tasks: the workflow would
  * otherwise wait, silently, until one does, and hold the organization's apply id meanwhile. A
- * worker that has just started may not have polled yet, so the check looks for up to 5 s.
+ * worker that has just started may not have polled yet, so when none polls at first the check
+ * says so through `onWait` and looks again for up to {@link WORKER_GRACE_MS}.
  */
-export async function assertWorkerPolls(client: Client, namespace: string, taskQueue: string): Promise<void> {
+export async function assertWorkerPolls(client: Client, namespace: string, taskQueue: string, onWait?: (text: string) => void): Promise<void> {
   // A CommonJS module: its namespace object comes as the default export.
   const { temporal } = proto;
-  const deadline = Date.now() + 5_000;
-  for (;;) {
+  const deadline = Date.now() + WORKER_GRACE_MS;
+  for (let first = true; ; first = false) {
     const { pollers } = await client.workflowService.describeTaskQueue({
       namespace,
       taskQueue: { name: taskQueue, kind: temporal.api.enums.v1.TaskQueueKind.TASK_QUEUE_KIND_NORMAL },
@@ -71,6 +77,7 @@ export async function assertWorkerPolls(client: Client, namespace: string, taskQ
     });
     if (pollers && pollers.length > 0) return;
     if (Date.now() >= deadline) throw new ToolkitError('no_worker', `no worker polls task queue "${taskQueue}" in namespace ${namespace}; nothing was started`);
+    if (first) onWait?.(`no worker polls task queue "${taskQueue}" yet: waiting up to ${WORKER_GRACE_MS / 1000} s for one that is starting`);
     await new Promise((resolve) => setTimeout(resolve, 250));
   }
 }
@@ -84,7 +91,7 @@ export async function assertWorkerPolls(client: Client, namespace: string, taskQ
 export async function applyWithTemporal(input: ApplyInput, target: TemporalTarget): Promise<ApplyResult> {
   return withTemporalClient(target.settings, async (client) => {
     const workflowId = applyWorkflowId(input.desired.organization.name);
-    await assertWorkerPolls(client, target.settings.namespace, target.taskQueue);
+    await assertWorkerPolls(client, target.settings.namespace, target.taskQueue, target.onWait);
     let handle;
     try {
       handle = await client.workflow.start(applyWorkflow, {

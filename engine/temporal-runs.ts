@@ -52,7 +52,7 @@ export interface RunDetails extends RunSummary {
  */
 export async function startPipelineRun(input: PipelineRunInput, runId: string, target: TemporalTarget): Promise<void> {
   await withTemporalClient(target.settings, async (client) => {
-    await assertWorkerPolls(client, target.settings.namespace, target.taskQueue);
+    await assertWorkerPolls(client, target.settings.namespace, target.taskQueue, target.onWait);
     await client.workflow.start(pipelineWorkflow, { taskQueue: target.taskQueue, workflowId: runId, args: [input] });
   });
 }

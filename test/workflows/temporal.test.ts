@@ -148,13 +148,15 @@ describeTemporal('temporal engine', () => {
     }
   }, 120_000);
 
-  it('apply --engine temporal: with no worker polling the task queue it is refused at once, naming the queue, and starts no workflow', async () => {
+  it('apply --engine temporal: with no worker polling the task queue it is refused within the 5 s a starting worker gets, saying it waits, naming the queue, and starts no workflow', async () => {
     const taskQueue = `teamctl-idle-${randomUUID()}`;
     const desired = named(example, `example-idle-${randomUUID()}`);
-    await expect(applyWithTemporal(inputFor(desired), target(taskQueue))).rejects.toMatchObject({
+    const waits: string[] = [];
+    await expect(applyWithTemporal(inputFor(desired), { ...target(taskQueue), onWait: (text) => waits.push(text) })).rejects.toMatchObject({
       code: 'no_worker',
       message: expect.stringContaining(`no worker polls task queue "${taskQueue}"`),
     });
+    expect(waits).toEqual([`no worker polls task queue "${taskQueue}" yet: waiting up to 5 s for one that is starting`]);
     await expect(temporal.workflow.getHandle(applyWorkflowId(desired.organization.name)).describe()).rejects.toThrow(/not found/i);
   });
 
