@@ -2,9 +2,11 @@
  * The `teamctl` program: commands, flags and the one place errors become exit codes. It never
  * calls `process.exit`; `bin/teamctl.ts` does, with the code {@link runCli} returns.
  */
-import { Command, CommanderError } from 'commander';
+import { CommanderError } from 'commander';
+import type { Command } from 'commander';
 import { VERSION } from '../api/version.ts';
 import { DefinitionError } from '../definitions/problems.ts';
+import { TeamctlCommand } from './command.ts';
 import { registerGetUsage } from './commands/get-usage.ts';
 import { registerCompletion } from './commands/completion.ts';
 import { registerConfig } from './commands/config.ts';
@@ -64,12 +66,11 @@ export async function runCli(argv: string[], given: CliIo): Promise<ExitCode> {
  * the hook writes into it.
  */
 export function buildProgram(io: CliIo, run: Runner): Command {
-  const program = new Command('teamctl')
+  const program = new TeamctlCommand('teamctl')
     .description('Manage Agent Collaboration Service teams as code: validate, plan, apply; open threads; run a Temporal worker.')
     .version(VERSION, '-V, --version', 'print the version of teamctl')
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.stdout(s), writeErr: (s) => io.stderr(s) })
-    .showHelpAfterError('(run teamctl --help for usage)')
     .option('--context <name>', 'context of the config file to use (default: $TEAMCTL_CONTEXT, else its current context)')
     .option('--max-file-size <size>', 'largest definition file read, e.g. 4MiB (default: $TEAMCTL_MAX_FILE_SIZE, else 1MiB)')
     .hook('preAction', async (_program, command) => {

@@ -133,6 +133,24 @@ describe('teamctl', () => {
     expect(lines[1]).toMatch(/^hint: /);
   });
 
+  it('usage mistakes: commander\'s message, then the command\'s usage and where its flags are listed; exit 1', async () => {
+    const missing = await teamctl(['plan']);
+    expect(missing).toMatchObject({ code: 1, stdout: '' });
+    expect(missing.stderr).toBe("error: required option '-f, --file <path>' not specified\nusage: teamctl plan -f <path> [options]\n(teamctl plan --help lists every flag)\n");
+    const argument = await teamctl(['thread', 'follow']);
+    expect(argument.stderr).toBe("error: missing required argument 'thread'\nusage: teamctl thread follow [options] <thread>\n(teamctl thread follow --help lists every flag)\n");
+    const command = await teamctl(['aply']);
+    expect(command.stderr).toBe("error: unknown command 'aply'\n(Did you mean apply?)\nusage: teamctl [options] [command]\n(teamctl --help lists every command)\n");
+  });
+
+  it('usage mistakes: a misspelt required flag is reported as the unknown flag it is, with its did-you-mean, not as the required one missing', async () => {
+    const result = await teamctl(['plan', '--fiel', 'x']);
+    expect(result.code).toBe(1);
+    expect(result.stderr).toBe("error: unknown option '--fiel'\n(Did you mean --file?)\nusage: teamctl plan -f <path> [options]\n(teamctl plan --help lists every flag)\n");
+    const open = await teamctl(['thread', 'open', '--team', 'desk', '--form', 'dana', '--to', 'bob', '--content', 'hi']);
+    expect(open.stderr.split('\n').slice(0, 2)).toEqual(["error: unknown option '--form'", '(Did you mean --from?)']);
+  });
+
   it('teamctl: the binary runs on Node 24 and prints its help', async () => {
     const { stdout } = await promisify(execFile)(process.execPath, [new URL('../../bin/teamctl.ts', import.meta.url).pathname, '--help']);
     expect(stdout).toContain('Usage: teamctl');
