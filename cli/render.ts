@@ -136,3 +136,8 @@ export function renderApplySummary(
   const more = notListed > 0 ? ` (${notListed} of them not listed above)` : '';
   return `${verb} complete: ${count('created')} created, ${count('updated')} updated, ${count('deleted')} deleted, ${count('unchanged')} already in place${more}.`;
 }
+
+/** `1 human`, `2 humans`, `0 edges`: a count with its noun, plural unless it is one. */
+export function counted(n: number, noun: string): string {
+  return `${n} ${n === 1 ? noun : `${noun}s`}`;
+}

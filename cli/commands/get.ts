@@ -56,12 +56,13 @@ const text = (value: string | null, max = 40) => (value === null ? '-' : value.l
 const organizationsResource: GetResource<Organization> = {
   name: 'organizations',
   aliases: ['organization', 'orgs', 'org'],
-  description: 'List the organizations the key reaches: teams, humans, deletion protection, id.',
+  description: 'List the organizations the key reaches: teams, humans (of its teams, and its creator), deletion protection, id.',
   read: organizations,
   columns: [
     { header: 'NAME', cell: (o) => o.org_name },
     { header: 'TEAMS', cell: (o) => String(o.team_count) },
-    { header: 'HUMANS', cell: (o) => String(o.human_count) },
+    // The service's human_count counts the organization's creator too (contract §4): said so.
+    { header: 'HUMANS', cell: (o) => (o.human_count >= 1 ? `${o.human_count - 1} + creator` : String(o.human_count)) },
     { header: 'PROTECTED', cell: (o) => protectedCell(o) },
     { header: 'CREATED', cell: (o) => o.created_at },
     idColumn((o) => o.org_id),

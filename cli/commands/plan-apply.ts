@@ -9,7 +9,7 @@ import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { consent, Engines, prepare, printResult, runPlan, selectionOptions } from '../lifecycle.ts';
 import type { Engine, PlanFlags } from '../lifecycle.ts';
-import { plain, renderPlan } from '../render.ts';
+import { counted, plain, renderPlan } from '../render.ts';
 import type { Runner } from './runner.ts';
 
 export { Engines } from '../lifecycle.ts';
@@ -48,7 +48,7 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
     .action((opts: { file: string }) =>
       run(async () => {
         const desired = await loadDesired(opts.file, io.env, false);
-        const counts = desired.teams.map((t) => `${t.name} (${t.agents.length} agents, ${t.humans.length} humans, ${t.edges.length} edges)`);
+        const counts = desired.teams.map((t) => `${t.name} (${counted(t.agents.length, 'agent')}, ${counted(t.humans.length, 'human')}, ${counted(t.edges.length, 'edge')})`);
         const more = [
           desired.pipelines.length ? `; pipelines: ${desired.pipelines.map((p) => p.name).join(', ')}` : '',
           desired.schedules.length ? `; schedules: ${desired.schedules.map((s) => s.name).join(', ')}` : '',

@@ -54,7 +54,12 @@ export function parseRunInputs(pipeline: PipelineDefinition, pairs: string[]): R
     }
   }
   problems.push(...inputProblems(pipeline, inputs).map((p) => p.message));
-  if (problems.length > 0) throw new ToolkitError('invalid_usage', `pipeline ${pipeline.name}: ${problems.join('; ')}; nothing was sent`);
+  if (problems.length > 0) {
+    // The problems name the pipeline; the hint says what it takes and how to give it.
+    const declared = Object.entries(pipeline.inputs).map(([name, input]) => `${name} (${input.type}${input.default === undefined ? ', required' : `, default ${JSON.stringify(input.default)}`})`);
+    const hint = declared.length ? `give each input as --input NAME=VALUE; pipeline ${pipeline.name} takes ${declared.join(', ')}` : `pipeline ${pipeline.name} takes no inputs`;
+    throw new ToolkitError('invalid_usage', `${problems.join('; ')}; nothing was sent`, { hint });
+  }
   return inputs;
 }
 

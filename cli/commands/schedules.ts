@@ -75,10 +75,10 @@ function viewDocument(view: ScheduleView) {
   return { ...view, next_runs_local: view.next_runs.map((t) => formatInZone(new Date(t), view.timezone)) };
 }
 
-/** One line of `schedules list`. */
+/** One line of `schedules list`: a paused schedule has no next run to show (its state says why). */
 function listLine(view: ScheduleView): string {
-  const next = view.paused ? 'paused' : view.next_runs[0] ? `next ${formatInZone(new Date(view.next_runs[0]), view.timezone)}` : 'no next run';
-  return `${view.name}  ${view.paused ? 'paused' : 'active'}  ${view.spec} (${view.timezone})  pipeline ${view.pipeline ?? '?'}  ${next}`;
+  const next = view.paused ? '' : `  ${view.next_runs[0] ? `next ${formatInZone(new Date(view.next_runs[0]), view.timezone)}` : 'no next run'}`;
+  return `${view.name}  ${view.paused ? 'paused' : 'active'}  ${view.spec} (${view.timezone})  pipeline ${view.pipeline ?? '?'}${next}`;
 }
 
 /** `schedules describe`'s text. */

@@ -8,6 +8,7 @@ import { keyringClient, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import { untilStopped } from '../signals.ts';
 import type { CliIo } from '../io.ts';
+import { counted } from '../render.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 import { findTeam, participantId, participantNames } from '../team-lookup.ts';
@@ -87,7 +88,7 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       const messages = await messagesAfter(client, threadId, opts.after ?? null);
       if (opts.json) io.stdout(JSON.stringify({ thread: ctx.thread, messages: messages.map((m) => named(ctx, m)) }, null, 2));
       else {
-        io.stdout(`Thread ${threadId}${ctx.thread.subject ? ` "${ctx.thread.subject}"` : ''} in team ${ctx.team.team_name} (${ctx.thread.message_count} messages)`);
+        io.stdout(`Thread ${threadId}${ctx.thread.subject ? ` "${ctx.thread.subject}"` : ''} in team ${ctx.team.team_name} (${counted(ctx.thread.message_count, 'message')})`);
         for (const m of messages) io.stdout(line(ctx, m));
       }
       return ExitCodes.ok;
@@ -123,7 +124,7 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       threads.sort((x, y) => y.created_at.localeCompare(x.created_at));
       if (opts.json) io.stdout(JSON.stringify({ threads }, null, 2));
       else if (threads.length === 0) io.stdout(`No threads in team ${team.team_name}${opts.between ? ` between ${opts.between}` : ''}.`);
-      else for (const t of threads) io.stdout(`${t.thread_id}  ${t.between}  ${t.message_count} messages  ${t.created_at}${t.subject ? `  "${t.subject}"` : ''}`);
+      else for (const t of threads) io.stdout(`${t.thread_id}  ${t.between}  ${counted(t.message_count, 'message')}  ${t.created_at}${t.subject ? `  "${t.subject}"` : ''}`);
       return ExitCodes.ok;
     }),
   );

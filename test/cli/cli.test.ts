@@ -50,7 +50,20 @@ describe('teamctl', () => {
   it('validate: the example is valid and no request is needed', async () => {
     const result = await teamctl(['validate', '-f', example], { ACS_BASE_URL: 'http://127.0.0.1:1' });
     expect(result).toMatchObject({ code: 0 });
-    expect(result.stdout).toContain('valid');
+    // Counts read as English: one human, two agents.
+    expect(result.stdout).toBe(`${example}: valid. Organization acme-research; teams: literature-review (2 agents, 1 human, 2 edges).\n`);
+  });
+
+  it('get orgs: the HUMANS column says that the service\'s count includes the organization\'s creator', async () => {
+    const file = await exampleAs('counted-humans');
+    expect((await teamctl(['apply', '-f', file])).code).toBe(0);
+    const table = await teamctl(['get', 'orgs', '--org', 'counted-humans']);
+    const [header, row] = table.stdout.trim().split('\n').map((line) => line.split(/\s{3,}/));
+    expect(header!.slice(0, 3)).toEqual(['NAME', 'TEAMS', 'HUMANS']);
+    // alice, in the one team, and the creator the service counts with her.
+    expect(row!.slice(0, 3)).toEqual(['counted-humans', '1', '1 + creator']);
+    const json = JSON.parse((await teamctl(['get', 'orgs', '--org', 'counted-humans', '-o', 'json'])).stdout) as Array<{ human_count: number }>;
+    expect(json[0]!.human_count).toBe(2);
   });
 
   it('validate: a bad file exits 1 with FILE:LINE:COL problems', async () => {

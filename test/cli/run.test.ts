@@ -33,7 +33,10 @@ describe('run', () => {
   it('run: inputs are checked before the service is contacted', async () => {
     const { code, out } = await teamctl(['run', 'triage', '-f', example, '--input', 'priority=high']);
     expect(code).toBe(1);
-    expect(out).toContain('missing required input "ticket" of pipeline triage; nothing was sent');
+    // The pipeline named once, and a hint saying how inputs are given and which there are.
+    expect(out).toContain(
+      'error[invalid_usage]: missing required input "ticket" of pipeline triage; nothing was sent\nhint: give each input as --input NAME=VALUE; pipeline triage takes ticket (string, required), priority (string, default "normal")',
+    );
     expect(out).not.toContain('network_error');
   });
 

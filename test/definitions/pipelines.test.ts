@@ -154,7 +154,7 @@ describe('run: inputs', () => {
 
   it('run: every problem of the inputs is refused in one error', () => {
     expect(() => parseRunInputs(pipeline, ['n=four', 'b=yes', 'x=1', 'novalue'])).toThrow(
-      'pipeline p: --input n: not a number: "four"; --input b: expected true or false, got "yes"; --input "novalue": expected KEY=VALUE; unknown input "x" of pipeline p (did you mean "n"?); missing required input "n" of pipeline p; missing required input "s" of pipeline p; nothing was sent',
+      '--input n: not a number: "four"; --input b: expected true or false, got "yes"; --input "novalue": expected KEY=VALUE; unknown input "x" of pipeline p (did you mean "n"?); missing required input "n" of pipeline p; missing required input "s" of pipeline p; nothing was sent',
     );
   });
 });

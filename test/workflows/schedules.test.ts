@@ -169,6 +169,8 @@ describeTemporal('schedules', () => {
   it('schedules: trigger starts a run of the pipeline, even while paused, that completes with the echo agent\'s reply', async () => {
     const { org, file } = await definitionFile((t) => t.replace('paused: false', 'paused: true'));
     await apply(file);
+    // Paused once, on its list line: no next run after it.
+    expect((await teamctl(['schedules', 'list', '-f', file])).stdout).toMatch(/^nightly-triage {2}paused {2}cron 0 2 \* \* \* \(Europe\/Berlin\) {2}pipeline sweep$/);
     const triggered = await teamctl(['schedules', 'trigger', 'nightly-triage', '-f', file]);
     expect(triggered.code, triggered.stderr).toBe(0);
     expect(triggered.stdout).toContain(`starts as teamctl-run/${org}/nightly-triage-<time>`);
