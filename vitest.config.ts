@@ -1,3 +1,4 @@
+import { availableParallelism } from 'node:os';
 import { defineConfig } from 'vitest/config';
 
 /**
@@ -31,6 +32,7 @@ export const LONG_FILES = [
   'test/cli/quick-start.test.ts', // the README block through npx: several processes (32 s)
   'test/cli/terminal.test.ts', // teamctl processes on pseudo-terminals (27 s)
   'test/service/acs-server.test.ts', // acs-server processes on data dirs (25 s)
+  'test/service/admin.test.ts', // acs-server admin processes on data dirs (16 s; timed out beside three other files)
   'test/service/multi-process.test.ts', // PostgreSQL only, two server processes (10 s)
   'test/service/postgres.test.ts', // PostgreSQL only
 ];
@@ -48,6 +50,17 @@ const databaseUrl = process.env.ACS_TEST_DATABASE_URL || process.env.ACS_POSTGRE
 // `postgres` project's server from the `long` project already.
 const notInPostgresProject = ['test/service/postgres.test.ts', 'test/service/multi-process.test.ts', 'test/service/acs-server.test.ts', 'test/service/admin.test.ts'];
 
+/**
+ * Test files run at once, each in a fork. vitest's default is one fewer than the cores — one on
+ * two cores, so the quick suite ran file after file — but most of these files wait (on servers,
+ * child processes, long polls, timers) far more than they compute: on two cores four at a time
+ * halve the quick suite's wall time. The long suites keep two: a real Temporal server and
+ * process-heavy files beside each other stretch their waits into timeouts.
+ */
+const cores = availableParallelism();
+const QUICK_WORKERS = Math.min(8, 2 * cores);
+const LONG_WORKERS = Math.min(4, cores);
+
 // Temporal's native core and vitest worker threads do not mix: every test file runs in a fork.
 export default defineConfig({
   test: {
@@ -64,8 +77,8 @@ export default defineConfig({
       ...(process.env.VITEST_JSON_REPORT ? [['json', { outputFile: process.env.VITEST_JSON_REPORT }] as ['json', { outputFile: string }]] : []),
     ],
     projects: [
-      { extends: true, test: { name: 'quick', include: ['test/**/*.test.ts'], exclude: [...LONG_FILES, LONG_PATTERN] } },
-      { extends: true, test: { name: 'long', include: [...LONG_FILES, LONG_PATTERN] } },
+      { extends: true, test: { name: 'quick', include: ['test/**/*.test.ts'], exclude: [...LONG_FILES, LONG_PATTERN], maxWorkers: QUICK_WORKERS } },
+      { extends: true, test: { name: 'long', include: [...LONG_FILES, LONG_PATTERN], maxWorkers: LONG_WORKERS } },
       ...(databaseUrl
         ? [
             {
@@ -75,6 +88,7 @@ export default defineConfig({
                 include: ['test/service/**/*.test.ts'],
                 exclude: notInPostgresProject,
                 env: { ACS_TEST_DATABASE_URL: databaseUrl, ACS_TEST_BACKEND: 'postgres' },
+                maxWorkers: LONG_WORKERS,
               },
             },
           ]
