@@ -199,7 +199,7 @@ export function deleteCount(plan: PreparedPlan): number {
  * Consent to a plan's deletes (see the module's comment). Output: what the orchestration may
  * delete (`approvedDeletes`). Prints the plan before asking; with `--json` to stderr, keeping
  * stdout for the result. Errors: `not_approved` (nothing changed) with no terminal and no
- * `--auto-approve`, or an answer other than `yes`.
+ * `--auto-approve`, an answer other than `yes`, or Ctrl-C at the question.
  */
 export async function consent(plan: PreparedPlan, flags: { autoApprove?: boolean; json?: boolean }, io: CliIo, question: string): Promise<ApplyInput['approvedDeletes']> {
   const deletes = deleteCount(plan);
@@ -211,7 +211,17 @@ export async function consent(plan: PreparedPlan, flags: { autoApprove?: boolean
   }
   const show = flags.json ? io.stderr : io.stdout;
   show(renderPlan(plan.changes, plan.schedules?.changes ?? [], flags.json ? plain : (io.style ?? plain)));
-  const answer = await io.ask(`\n${question}\n  Only 'yes' will be accepted to confirm.\n\n  Enter a value: `);
+  let answer: string;
+  try {
+    answer = await io.ask(`\n${question}\n  Only 'yes' will be accepted to confirm.\n\n  Enter a value: `);
+  } catch (error) {
+    // Ctrl-C at the question (readline rejects with an AbortError): a no, said so.
+    if (error instanceof Error && error.name === 'AbortError') {
+      io.stderr('');
+      throw new ToolkitError('not_approved', 'the question was interrupted (Ctrl-C): nothing was changed');
+    }
+    throw error;
+  }
   if (answer.trim() !== 'yes') throw new ToolkitError('not_approved', `${JSON.stringify(answer.trim())} is not yes: nothing was changed`);
   return ids;
 }

@@ -91,7 +91,8 @@ function runDocument(runId: string, result: PipelineResult) {
 }
 
 function temporalTarget(io: CliIo, taskQueue: string): TemporalTarget {
-  return { settings: loadTemporalSettings(io.env), taskQueue };
+  // What a start waits for (a worker that is starting) is said, not waited out in silence.
+  return { settings: loadTemporalSettings(io.env), taskQueue, onWait: (text) => io.stderr(text) };
 }
 
 /** Registers `run` and `runs` on the program. */

@@ -104,6 +104,14 @@ describe('teamctl on a terminal', () => {
     expect(refused.output()).toContain('error[not_approved]');
     expect(await agents()).toEqual(['archivist', 'scout']);
 
+    // Ctrl-C at the question is a no: said on a line of its own, nothing changed.
+    const interrupted = runOnPty([process.execPath, teamctlBin, 'apply', '-f', file], { rows: 24, columns: 100, env });
+    await interrupted.waitFor("Only 'yes' will be accepted");
+    interrupted.write('\u0003');
+    expect(await interrupted.exited).toBe(1);
+    expect(interrupted.output()).toMatch(/Enter a value: [^\n]*\r?\nerror\[not_approved\]: the question was interrupted \(Ctrl-C\): nothing was changed/);
+    expect(await agents()).toEqual(['archivist', 'scout']);
+
     const approved = runOnPty([process.execPath, teamctlBin, 'apply', '-f', file], { rows: 24, columns: 100, env });
     await approved.waitFor("Only 'yes' will be accepted");
     approved.write('yes\r');
