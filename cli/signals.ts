@@ -47,8 +47,10 @@ function afterFirstStop(): void {
 export async function untilStopped<T>(body: (signal: AbortSignal) => Promise<T>): Promise<T> {
   const stop = new AbortController();
   const onSignal = (name: NodeJS.Signals) => {
-    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
+    // The next handlers first: with no listener left for an instant, Node restores the signal's
+    // default action, and the same Ctrl-C delivered a second time (npx) would kill the process.
     afterFirstStop();
+    for (const signal of STOP_SIGNALS) process.off(signal, onSignal);
     stop.abort(new Error(`stopped by ${name}`));
   };
   for (const name of STOP_SIGNALS) process.on(name, onSignal);
@@ -65,14 +67,20 @@ export async function untilStopped<T>(body: (signal: AbortSignal) => Promise<T>)
  * usual status. Input: the body and what to say. Output: what the body returns. Errors: the body's.
  */
 export async function sayingWhenStopped<T>(body: () => Promise<T>, say: (signal: NodeJS.Signals) => void): Promise<T> {
+  let said = false;
+  // `on`, not `once`: a once-listener is removed before it runs, and with none left Node restores
+  // the default action, so the same Ctrl-C delivered a second time (npx) would end the process
+  // before the line is written. A repeat while saying is ignored; then the process ends by it.
   const onSignal = (name: NodeJS.Signals) => {
+    if (said) return;
+    said = true;
     try {
       say(name);
     } finally {
       endBy(name);
     }
   };
-  for (const name of STOP_SIGNALS) process.once(name, onSignal);
+  for (const name of STOP_SIGNALS) process.on(name, onSignal);
   try {
     return await body();
   } finally {
