@@ -7,6 +7,8 @@ import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
+import type { ConsoleAssets } from './http/console-assets.ts';
+import { createOidcClient } from './sessions/oidc.ts';
 import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
 import type { Db } from './storage/db.ts';
 import { openDb } from './storage/open-db.ts';
@@ -66,6 +68,19 @@ export interface ServerOptions {
    * `ACS_RATE_LIMIT` of `env` (requests a minute), else 1,200 a minute.
    */
   rateLimit?: RateLimitOptions | false;
+  /**
+   * The console's absolute base URL as people reach it (contract §10), e.g.
+   * `https://acs.example.com`: sign-in links, OpenID Connect redirects and the cookie's `Secure`
+   * attribute (set when https) derive from it. Default: the address the server listens on.
+   */
+  publicUrl?: string;
+  /**
+   * Sign-in through an OpenID Connect provider (contract §10): its issuer URL and this server's
+   * client id; the client secret is `ACS_OIDC_CLIENT_SECRET` of `env` unless given here.
+   */
+  oidc?: { issuer: string; clientId: string; clientSecret?: string };
+  /** Load (in a clone: build) the console's files at start instead of at the first visit (acs-server start does). */
+  prepareConsole?: boolean;
 }
 
 /** A running acs-server. */
@@ -86,6 +101,24 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * `--public-url` checked and without a trailing slash: an absolute http(s) URL with no query or
+ * fragment. Errors: throws naming the flag.
+ */
+export function normalizePublicUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`--public-url: not an absolute URL: ${value}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`--public-url: must be http or https, got ${value}`);
+  if (url.search || url.hash || url.username || url.password) throw new Error(`--public-url: must have no query, fragment or credentials: ${value}`);
+  // The console and its sign-in routes are served at the root of the origin.
+  if (url.pathname !== '/') throw new Error(`--public-url: must have no path (the console is served at /): ${value}`);
+  return url.href.replace(/\/+$/, '');
+}
+
 /** A positive integer setting of the environment, or `fallback` when unset. Errors: throws naming the variable. */
 function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = env[name];
@@ -98,7 +131,8 @@ function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: 
 /**
  * Starts acs-server (contract §6): opens and migrates storage, serves HTTP, runs the agent loop.
  * Errors: rejects when storage cannot be opened, `ACS_ENCRYPTION_KEY` or a setting of the agent
- * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, or
+ * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, the
+ * public URL or the OpenID Connect settings are (`publicUrl`, `oidc`, `ACS_OIDC_CLIENT_SECRET`), or
  * the port is taken; nothing is left running then.
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
@@ -120,13 +154,30 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const deps: DomainDeps = { db, notifier, secrets };
     const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
     const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit });
+    const publicUrl = options.publicUrl === undefined ? undefined : normalizePublicUrl(options.publicUrl);
+    let listenUrl = '';
+    const oidc = options.oidc
+      ? createOidcClient({ ...options.oidc, clientSecret: options.oidc.clientSecret ?? (options.env ?? process.env).ACS_OIDC_CLIENT_SECRET ?? '' })
+      : undefined;
+    let consoleAssets: ConsoleAssets | undefined;
+    app = await buildApp({
+      deps,
+      shutdown: shutdown.signal,
+      logger: options.logger ?? false,
+      adminToken,
+      rateLimit,
+      publicUrl: () => publicUrl ?? listenUrl,
+      oidc,
+      onConsole: (assets) => (consoleAssets = assets),
+    });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
     const host = options.host ?? '127.0.0.1';
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    listenUrl = url;
+    if (options.prepareConsole) await consoleAssets?.prepare();
     let devCredentials: DevCredentials | undefined;
     if (devOrg && options.devCredentialsFile) {
       devCredentials = { base_url: url, ...devOrg };
