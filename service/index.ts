@@ -177,7 +177,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const host = options.host ?? '127.0.0.1';
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     listenUrl = url;
-    if (options.prepareConsole) await consoleAssets?.prepare();
+    // A console that cannot be built or read is logged and answers 503; the API serves on.
+    if (options.prepareConsole) await consoleAssets?.prepare().catch((error: unknown) => app?.log.error({ err: error }, 'the console could not be loaded'));
     let devCredentials: DevCredentials | undefined;
     if (devOrg && options.devCredentialsFile) {
       devCredentials = { base_url: url, ...devOrg };

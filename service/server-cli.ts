@@ -3,7 +3,8 @@
  * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
- * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet]` serves the API
+ * [--dev-credentials FILE] [--rate-limit N] [--public-url URL] [--oidc-issuer URL --oidc-client-id ID]
+ * [--log-format] [--log-level] [--quiet]` serves the API and the console
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -40,6 +41,7 @@ function integer(min: number, max: number) {
 async function serveUntilSignal(options: ServerOptions, quiet: boolean): Promise<number> {
   const server = await startServer(options);
   if (!quiet) process.stdout.write(`acs-server listening on ${server.url}\n`);
+  if (!quiet) process.stdout.write(`acs-server console at ${options.publicUrl?.replace(/\/+$/, '') ?? server.url}/\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // The handlers stay after the first signal, so a second one while closing is ignored instead
     // of killing the process halfway through the close.
@@ -126,6 +128,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
     .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
+    .option('--public-url <url>', 'the console\'s address as people reach it, e.g. https://acs.example.com: sign-in links and OpenID redirects use it, and cookies are Secure when it is https (default: the address the server listens on)')
+    .option('--oidc-issuer <url>', 'sign people in to the console through this OpenID Connect provider (with --oidc-client-id and $ACS_OIDC_CLIENT_SECRET)')
+    .option('--oidc-client-id <id>', 'this server\'s client id at the OpenID Connect provider')
     .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, else json').choices(Object.values(LogFormats)))
     .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
@@ -139,6 +144,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         tickMs: number;
         devCredentials?: string;
         rateLimit?: number;
+        publicUrl?: string;
+        oidcIssuer?: string;
+        oidcClientId?: string;
         logFormat?: LogFormat;
         logLevel: LogLevel;
         quiet: boolean;
@@ -151,6 +159,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
           level: flags.quiet && LogLevels.indexOf(flags.logLevel) < LogLevels.indexOf('warn') ? 'warn' : flags.logLevel,
           color: terminal && !process.env.NO_COLOR,
         };
+        if ((flags.oidcIssuer === undefined) !== (flags.oidcClientId === undefined)) {
+          throw new InvalidArgumentError('--oidc-issuer and --oidc-client-id go together');
+        }
         return run(async () =>
           serveUntilSignal(
             {
@@ -162,6 +173,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               tickMs: flags.tickMs,
               ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
               ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+              ...(flags.publicUrl !== undefined ? { publicUrl: flags.publicUrl } : {}),
+              ...(flags.oidcIssuer !== undefined && flags.oidcClientId !== undefined ? { oidc: { issuer: flags.oidcIssuer, clientId: flags.oidcClientId } } : {}),
+              prepareConsole: true,
               logger: await loggerOptions(log),
             },
             flags.quiet,
