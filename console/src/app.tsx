@@ -18,9 +18,13 @@ import { ThreadPage } from './pages/thread.tsx';
 import { SessionContext, type SessionState } from './session.ts';
 
 /** The app: the location provider around the signed-in shell. */
+// Links the app routes itself: its own pages. Others (the sign-in redirects of the server,
+// /sign-in/oidc) are left to the browser, which must really go there.
+const consolePaths = /^\/(?:$|[?#]|inbox|threads\/|teams\/|connect|operator|sign-in(?:$|[?#]))/;
+
 export function App() {
   return (
-    <LocationProvider>
+    <LocationProvider scope={consolePaths}>
       <Shell />
     </LocationProvider>
   );

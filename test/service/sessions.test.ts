@@ -131,7 +131,7 @@ describe('the console is served', () => {
     expect((await asset.text()).length).toBeGreaterThan(1000);
     const missing = await fetch(`${h.server.url}/assets/nothing-here.js`);
     expect(missing.status).toBe(404);
-    expect((await missing.json()).code).toBe('route_not_found');
+    expect(((await missing.json()) as { code: string }).code).toBe('route_not_found');
   });
 
   it('console: its pages are not API operations: the OpenAPI document lists none of them, nor the sign-in redirects', async () => {
