@@ -145,6 +145,7 @@ export const ConsoleSettings = z
   })
   .meta({ id: 'ConsoleSettings' });
 
+export type SignInLink = z.infer<typeof SignInLink>;
 export type MeThread = z.infer<typeof MeThread>;
 export type MeThreadPage = z.infer<typeof MeThreadPage>;
 export type MeEdge = z.infer<typeof MeEdge>;
