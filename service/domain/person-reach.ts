@@ -112,7 +112,6 @@ type PersonThreadRow = ThreadRow & {
   last_sender_id: string | null;
   last_content: string | null;
   last_sent_at: Date | null;
-  awaiting_reply_from?: string | null;
 };
 
 // The person's threads with the unread count of their human on each, the peer and the newest
@@ -136,7 +135,6 @@ const personThreadsSql = `
 
 function toPersonThread(row: PersonThreadRow): MeThread {
   const thread: Thread = toThread(row);
-  const awaiting = (thread as Thread & { awaiting_reply_from?: string | null }).awaiting_reply_from ?? row.awaiting_reply_from ?? null;
   return {
     ...thread,
     human_id: row.human_id,
@@ -145,7 +143,7 @@ function toPersonThread(row: PersonThreadRow): MeThread {
       row.last_id && row.last_sender_id && row.last_sent_at
         ? { message_id: row.last_id, sender_id: row.last_sender_id, content: row.last_content ?? '', sent_at: iso(row.last_sent_at) }
         : null,
-    awaiting_reply: awaiting === row.human_id,
+    awaiting_reply: thread.awaiting_reply_from === row.human_id,
   };
 }
 
@@ -232,8 +230,8 @@ export async function postPersonMessage(
   input: { content: string; expects_reply?: boolean | undefined },
 ): Promise<Message> {
   const thread = await personThread(deps.db, person, threadId);
-  const body = { sender_agent_id: thread.human_id, content: input.content, ...(input.expects_reply !== undefined ? { expects_reply: input.expects_reply } : {}) };
-  return appendMessageAsParticipant(deps, thread.orgId, threadId, body as { sender_agent_id: string; content: string }).catch((error: unknown) => {
+  const body = { sender_agent_id: thread.human_id, content: input.content, expects_reply: input.expects_reply };
+  return appendMessageAsParticipant(deps, thread.orgId, threadId, body).catch((error: unknown) => {
     if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'not_a_participant')) throw new ServiceError('not_found', threadNotFound);
     throw error;
   });
@@ -259,7 +257,7 @@ export async function openPersonThread(
     content: input.content,
     subject: input.subject,
     channel: 'web',
-    ...(input.expects_reply !== undefined ? { expects_reply: input.expects_reply } : {}),
+    expects_reply: input.expects_reply,
   };
   const opened = await openThread(deps, callerIn(edge.org_id), edgeId, body).catch((error: unknown) => {
     if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'not_a_participant')) throw new ServiceError('not_found', edgeNotFound);

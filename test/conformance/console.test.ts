@@ -260,6 +260,21 @@ describe('§10 what a session reaches', () => {
     expect(listed.body.threads).toEqual([]);
   });
 
+  it("reach: a thread whose latest message expects dana's reply awaits her answer until she writes", async () => {
+    const asked = await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'Approve?', content: 'May we?', expects_reply: true });
+    const awaiting = async () =>
+      (await as(dana, 'GET', '/api/v1/me/threads')).body.threads.find((t: { thread_id: string }) => t.thread_id === asked.body.thread_id);
+    expect(await awaiting()).toMatchObject({ awaiting_reply: true, awaiting_reply_from: world.dana });
+    expect((await as(dana, 'GET', `/api/v1/me/threads/${asked.body.thread_id}`)).body.awaiting_reply).toBe(true);
+    // A message that expects no reply leaves the other threads as they were.
+    expect((await awaiting()).awaiting_reply).toBe(true);
+    expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${asked.body.thread_id}/messages`, { content: 'yes' }), 201);
+    expect(await awaiting()).toMatchObject({ awaiting_reply: false, awaiting_reply_from: null });
+    // And the other way: dana asks, the triager's answer is awaited, not hers.
+    expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${asked.body.thread_id}/messages`, { content: 'Did it work?', expects_reply: true }), 201);
+    expect(await awaiting()).toMatchObject({ awaiting_reply: false, awaiting_reply_from: world.triager });
+  });
+
   it('reach: a reply is posted as the human of the session, whatever the body says; opening a thread is on channel web', async () => {
     const sent = await as(dana, 'POST', `/api/v1/me/threads/${world.danaThread}/messages`, { content: 'Looks **good**' });
     expectStatus(sent, 201);

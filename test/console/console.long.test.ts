@@ -79,6 +79,8 @@ describe.skipIf(skip)('the console in Chromium', () => {
     const question = inbox.getByRole('listitem').filter({ hasText: 'Approve v2?' });
     await expect.poll(() => question.count(), { timeout: 30_000 }).toBe(1);
     await expect.poll(() => question.textContent()).toContain('1 unread');
+    // The pipeline step waits for dana: the thread says so.
+    await expect.poll(() => question.textContent()).toContain('Awaits your answer');
     await expect.poll(() => question.textContent()).toContain('triager');
     await expectAccessible(page, 'inbox');
     await screenshot(page, 'inbox');
@@ -96,6 +98,8 @@ describe.skipIf(skip)('the console in Chromium', () => {
     expect(result).toMatchObject({ status: 'completed', output: 'approve' });
     // The pipeline's confirmation arrives on the open page without a reload.
     await expect.poll(() => messages.textContent(), { timeout: 20_000 }).toContain('Noted: approve');
+    // The triager's provider left dana's answer to the pipeline that awaited it.
+    expect(await messages.textContent()).not.toContain('echo: approve');
     expect(await page.getByRole('textbox', { name: 'Reply' }).inputValue()).toBe('');
     await expectAccessible(page, 'thread');
     await screenshot(page, 'thread');
