@@ -80,20 +80,37 @@ describe('sessions over time', () => {
   });
 
   it('session: an operator session ends when the server is given another admin token', async () => {
-    const { startServer } = await import('../../service/index.ts');
-    const { openDb } = await import('../../service/storage/open-db.ts');
-    const db = await openDb({ inMemory: true });
-    const first = await startServer({ db, port: 0, adminToken: 'first-token' });
-    const signIn = await request(`${first.url}/admin/v1/sign-in`, 'POST', {}, { authorization: 'Bearer first-token' });
-    const cookie = signIn.headers.getSetCookie()[0]!.split(';')[0]!;
-    expect((await request(`${first.url}/admin/v1/session`, 'GET', undefined, { cookie })).status).toBe(200);
-    // The same storage behind a server with another token: the session is no longer good.
-    const { findSession } = await import('../../service/sessions/sessions.ts');
-    const secret = cookie.slice('acs_session='.length);
-    expect(await findSession(db, secret, { adminToken: 'first-token' })).toMatchObject({ kind: 'operator' });
-    expect(await findSession(db, secret, { adminToken: 'second-token' })).toBeUndefined();
-    expect(await findSession(db, secret, {})).toBeUndefined();
-    await first.close();
+    const { createOperatorSession, findSession } = await import('../../service/sessions/sessions.ts');
+    const { secret } = await createOperatorSession(h.db, 'first-token');
+    expect(await findSession(h.db, secret, { adminToken: 'first-token' })).toMatchObject({ kind: 'operator' });
+    expect(await findSession(h.db, secret, { adminToken: 'second-token' })).toBeUndefined();
+    expect(await findSession(h.db, secret, {})).toBeUndefined();
+    // And it is no person's session: the person routes refuse it.
+    expect((await me(`acs_session=${secret}`)).status).toBe(401);
+  });
+});
+
+describe("a person's threads on this backend", () => {
+  it('reach: the inbox, a reply and a read mark work, and deleting the human ends the session', async () => {
+    const team = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'reach' });
+    const erin = (await h.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'erin' })).body.human_id;
+    const bot = (await h.call('POST', `/api/v1/teams/${team.body.team_id}/agents`, { name: 'bot' })).body.agent_id;
+    const edge = (await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, { participants: [erin, bot] })).body.edge_id;
+    const thread = (await h.call('POST', `/api/v1/edges/${edge}/threads`, { sender_agent_id: bot, subject: 'Hi', content: 'Ready?', expects_reply: true })).body.thread_id;
+    const url = (await h.call('POST', `/api/v1/humans/${erin}/sign-in-links`, {})).body.url;
+    const cookie = (await openLink(url))!;
+    const csrf = (await me(cookie)).body.csrf_token;
+    const listed = await request(`${h.server.url}/api/v1/me/threads`, 'GET', undefined, { cookie });
+    expect(listed.body.threads).toEqual([expect.objectContaining({ thread_id: thread, unread_count: 1, awaiting_reply: true, human_id: erin })]);
+    const sent = await request(`${h.server.url}/api/v1/me/threads/${thread}/messages`, 'POST', { content: 'Yes' }, { cookie, 'x-csrf-token': csrf });
+    expect(sent.status).toBe(201);
+    const read = await request(`${h.server.url}/api/v1/me/threads/${thread}/read`, 'POST', {}, { cookie, 'x-csrf-token': csrf });
+    expect(read.body).toEqual({ thread_id: thread, unread_count: 0 });
+    await h.call('DELETE', `/api/v1/edges/${edge}`);
+    expect((await h.call('DELETE', `/api/v1/humans/${erin}`)).status).toBe(200);
+    expect((await me(cookie)).status).toBe(401);
+    const left = await h.db.query(`SELECT 1 FROM session_humans WHERE human_id = $1`, [erin]);
+    expect(left).toEqual([]);
   });
 });
 
