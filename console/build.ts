@@ -40,13 +40,15 @@ async function filesUnder(dir: string): Promise<string[]> {
 
 /**
  * The hash of everything a build depends on: the console's sources (`console/src`, this file,
- * its tsconfig) and the versions of the packages it bundles (from package-lock.json).
+ * its tsconfig, `api/mcp-config.ts`) and the versions of the packages it bundles (from
+ * package-lock.json). Files the app imports as types only change no output and are left out.
  */
 export async function consoleSourceHash(): Promise<string> {
   const hash = createHash('sha256');
-  const files = [...(await filesUnder(join(consoleDir, 'src'))), join(consoleDir, 'build.ts'), join(consoleDir, 'tsconfig.json')];
+  // The app imports one module of the repository's own at run time (the MCP client configurations).
+  const files = [...(await filesUnder(join(consoleDir, 'src'))), join(consoleDir, 'build.ts'), join(consoleDir, 'tsconfig.json'), join(repoRoot, 'api', 'mcp-config.ts')];
   for (const file of files) {
-    hash.update(relative(consoleDir, file)).update('\0').update(await readFile(file)).update('\0');
+    hash.update(relative(repoRoot, file)).update('\0').update(await readFile(file)).update('\0');
   }
   const lock = JSON.parse(await readFile(join(repoRoot, 'package-lock.json'), 'utf8')) as { packages?: Record<string, { version?: string }> };
   for (const name of ['preact', 'preact-iso', 'markdown-it', 'dompurify', 'esbuild']) hash.update(`${name}@${lock.packages?.[`node_modules/${name}`]?.version ?? '?'}\n`);
