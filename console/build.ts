@@ -115,32 +115,44 @@ export async function buildConsole(outDir: string): Promise<BuildInfo> {
   return info;
 }
 
+/** The source hash `dir` was built from, if it holds a build. */
+async function builtFrom(dir: string): Promise<string | undefined> {
+  try {
+    return (JSON.parse(await readFile(join(dir, 'build-info.json'), 'utf8')) as BuildInfo).source_hash;
+  } catch {
+    return undefined;
+  }
+}
+
 /**
  * In a clone: the console's build directory, built first when it is missing or was built from
- * other sources. Safe when several processes start at once (each builds into a directory of
- * its own and swaps it into place). Output: the directory to serve.
+ * other sources. Safe when several processes start at once: each builds into a directory of its
+ * own and moves it into place only where no build of the same sources stands (a rename onto an
+ * existing directory fails), so a current build is never moved away under a reader. Output: the
+ * directory to serve.
  */
 export async function ensureConsoleBuild(): Promise<string> {
   const wanted = await consoleSourceHash();
-  try {
-    const info = JSON.parse(await readFile(join(cloneBuildDir, 'build-info.json'), 'utf8')) as BuildInfo;
-    if (info.source_hash === wanted) return cloneBuildDir;
-  } catch {
-    // missing or unreadable: build
-  }
+  if ((await builtFrom(cloneBuildDir)) === wanted) return cloneBuildDir;
   const fresh = join(consoleDir, `.build-${process.pid}-${randomBytes(4).toString('hex')}`);
   await buildConsole(fresh);
-  const retired = join(consoleDir, `.old-${process.pid}-${randomBytes(4).toString('hex')}`);
-  try {
-    await rename(cloneBuildDir, retired).catch(() => {});
-    await rename(fresh, cloneBuildDir);
-    await rm(retired, { recursive: true, force: true });
-    return cloneBuildDir;
-  } catch {
-    // Another process swapped its own build in at the same moment: serve ours from where it is.
-    await rm(retired, { recursive: true, force: true }).catch(() => {});
-    return fresh;
+  for (let attempt = 0; attempt < 3; attempt += 1) {
+    try {
+      await rename(fresh, cloneBuildDir);
+      return cloneBuildDir;
+    } catch {
+      // Something stands there: another process's build of the same sources (use it), or a stale one (retire it).
+      if ((await builtFrom(cloneBuildDir)) === wanted) {
+        await rm(fresh, { recursive: true, force: true });
+        return cloneBuildDir;
+      }
+      const retired = join(consoleDir, `.old-${process.pid}-${randomBytes(4).toString('hex')}`);
+      await rename(cloneBuildDir, retired).catch(() => {});
+      await rm(retired, { recursive: true, force: true }).catch(() => {});
+    }
   }
+  // Still contended: serve this process's own build from where it is.
+  return fresh;
 }
 
 if (process.argv[1] && resolve(process.argv[1]) === fileURLToPath(import.meta.url)) {
