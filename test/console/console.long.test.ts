@@ -49,7 +49,7 @@ async function signedIn(humanId: string): Promise<{ page: Page; problems: string
   return { page, problems };
 }
 
-describe.skipIf(skip)('the console in Chromium', () => {
+describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : ''}`, () => {
   beforeAll(async () => {
     home = await mkdtemp(join(tmpdir(), 'acs-console-test-'));
     server = await startServer({ port: 0, inMemory: true, tickMs: 50, adminToken, prepareConsole: true });

@@ -59,7 +59,7 @@ async function signInAtProvider(page: Page, login: string): Promise<void> {
   await page.getByRole('button', { name: 'Continue' }).click();
 }
 
-describe.skipIf(skip)('OpenID Connect sign-in in Chromium', () => {
+describe.skipIf(skip)(`OpenID Connect sign-in in Chromium${skip ? ` (skipped: ${skip})` : ''}`, () => {
   beforeAll(async () => {
     // The provider's port first (its issuer names it), then acs-server (which discovers the
     // provider at the first sign-in), then the provider itself, which must know acs-server's callback.
