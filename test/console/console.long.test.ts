@@ -273,14 +273,15 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     const table = page.getByRole('table', { name: 'Pending access requests' });
     await expect.poll(() => table.getByRole('row').filter({ hasText: orgName }).count()).toBe(1);
     await expectAccessible(page, 'operator review');
+    await screenshot(page, 'operator');
     await page.getByRole('button', { name: `Reject ${rejectedName}` }).click();
     await expect.poll(() => table.getByRole('row').filter({ hasText: rejectedName }).count()).toBe(0);
     await page.getByRole('button', { name: `Approve ${orgName}` }).click();
     const key = page.getByRole('textbox', { name: 'Organization key' });
     await expect.poll(() => key.inputValue()).toMatch(/^acs_org_/);
-    await screenshot(page, 'operator');
+    const orgKey = await key.inputValue();
     // The key works: it reaches the new organization.
-    const orgs = await request(`${server.url}/api/v1/organizations`, 'GET', undefined, { 'x-api-key': await key.inputValue() });
+    const orgs = await request(`${server.url}/api/v1/organizations`, 'GET', undefined, { 'x-api-key': orgKey });
     expect(orgs.body.organizations.map((o: { org_name: string }) => o.org_name)).toEqual([orgName]);
     // The operator's session reaches no person's route.
     expect((await page.request.get(`${server.url}/api/v1/me`)).status()).toBe(401);

@@ -88,8 +88,17 @@ export async function expectAccessible(page: Page, what: string): Promise<void> 
   expect(summary, `${what}: accessibility violations`).toEqual([]);
 }
 
-/** Saves a screenshot of the page as docs/images/console-NAME.png (the pictures of docs/console.md). */
+/**
+ * Saves a screenshot of the page as docs/images/console-NAME.png (the pictures of docs/console.md).
+ * A key secret shown in a field (an MCP key, an organization key) is blanked first, so no
+ * key-shaped string lands in the repository, even of a throwaway server.
+ */
 export async function screenshot(page: Page, name: string): Promise<void> {
+  await page.evaluate(`(() => {
+    for (const field of document.querySelectorAll('input, textarea')) {
+      field.value = field.value.replace(/(acs_(?:mcp|org)_)[0-9A-Za-z]{12,}/g, '$1' + '•'.repeat(24));
+    }
+  })()`);
   await mkdir(screenshotDir, { recursive: true });
   await page.screenshot({ path: join(screenshotDir, `console-${name}.png`), fullPage: true, animations: 'disabled' });
 }
