@@ -15,7 +15,7 @@ export function useSession(): { me: Me; reload: () => Promise<void> } {
   return session;
 }
 
-/** The name of a participant id as the person sees it: their own humans are "you". */
+/** Whether `participantId` is one of the signed-in person's humans (shown as "You", "(you)"). */
 export function isMine(me: Me, participantId: string): boolean {
   return me.humans.some((h) => h.human_id === participantId);
 }

@@ -35,9 +35,12 @@ function callerOf(agent: AgentIdentity): Caller {
   return { orgId: agent.orgId, keyId: agent.keyId };
 }
 
-// This agent's unread count of thread `th`, whose read mark for the agent is `r` (LEFT JOINed).
-// The opener's is the thread's counter; anyone else's is counted from the mark, which costs one
-// index range over the unread messages only.
+/**
+ * SQL of a participant's unread count of thread `th`, whose read mark for the participant
+ * (`agent`: a SQL expression of its id) is `r` (LEFT JOINed). The opener's is the thread's
+ * counter; anyone else's is counted from the mark, which costs one index range over the unread
+ * messages only. Used for agents here and for the console's humans (person-reach.ts).
+ */
 export const agentUnreadCount = (agent: string) => `
   CASE WHEN th.opener_id = ${agent} THEN th.opener_unread
        ELSE (SELECT count(*)::int FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> ${agent} AND m.seq > COALESCE(r.read_seq, 0))
