@@ -68,7 +68,9 @@ export const MeThread = Thread.extend({
   awaiting_reply: z.boolean().meta({ description: "Whether the thread awaits an answer from the person's human (awaiting_reply_from is that human)." }),
 }).meta({ id: 'MeThread' });
 
-export const MeThreadList = z.object({ threads: z.array(MeThread) }).meta({ id: 'MeThreadList' });
+export const MeThreadList = z
+  .object({ threads: z.array(MeThread), has_more: z.boolean().meta({ description: 'More threads follow the ones listed (raise `limit`, or filter).' }) })
+  .meta({ id: 'MeThreadList' });
 
 /** `GET /api/v1/me/threads`: filters. */
 export const MeThreadListQuery = z.strictObject({
@@ -79,6 +81,7 @@ export const MeThreadListQuery = z.strictObject({
     .optional()
     .transform((v) => v === 'true')
     .meta({ description: 'Only threads with unread messages.' }),
+  limit: z.coerce.number().int().min(1).max(500).default(200).meta({ description: 'At most this many threads, the most recently active (1–500, default 200).' }),
 });
 
 /** A page of one of the person's threads (no long poll: the console follows the event stream or polls). */

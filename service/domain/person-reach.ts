@@ -147,21 +147,30 @@ function toPersonThread(row: PersonThreadRow): MeThread {
   };
 }
 
+/** How many threads an inbox lists at most by default, and at most when asked (`limit`). */
+export const personThreadLimit = { default: 200, max: 500 } as const;
+
 /**
  * The threads on the person's edges (optionally of one team or one edge; with `unreadOnly`
- * only those with unread messages), most recently active first, each with the unread count of
- * the person's human on it, the peer, the newest message and whether it awaits that human's
- * answer. Errors: none (a filter naming something not theirs finds nothing).
+ * only those with unread messages), most recently active first (the newest message's time, else
+ * the thread's creation), at most `limit`, each with the unread count of the person's human on
+ * it, the peer, the newest message and whether it awaits that human's answer. Output: the threads
+ * and whether more follow. Errors: none (a filter naming something not theirs finds nothing).
  */
 export async function listPersonThreads(
   deps: DomainDeps,
   person: Person,
-  filters: { teamId?: string | undefined; edgeId?: string | undefined; unreadOnly?: boolean | undefined } = {},
-): Promise<MeThread[]> {
-  const rows = await deps.db.query<PersonThreadRow>(personThreadsSql, [[...person.humanIds], null, filters.edgeId ?? null, filters.teamId ?? null]);
-  const threads = rows.map(toPersonThread).filter((t) => !filters.unreadOnly || t.unread_count > 0);
-  const activity = (t: MeThread) => t.last_message?.sent_at ?? t.created_at;
-  return threads.sort((a, b) => (activity(a) < activity(b) ? 1 : activity(a) > activity(b) ? -1 : a.thread_id < b.thread_id ? 1 : -1));
+  filters: { teamId?: string | undefined; edgeId?: string | undefined; unreadOnly?: boolean | undefined; limit?: number | undefined } = {},
+): Promise<{ threads: MeThread[]; has_more: boolean }> {
+  const limit = filters.limit ?? personThreadLimit.default;
+  const rows = await deps.db.query<PersonThreadRow>(
+    `SELECT * FROM (${personThreadsSql}) listed
+      WHERE NOT $5::boolean OR listed.unread_count > 0
+      ORDER BY COALESCE(listed.last_sent_at, listed.created_at) DESC, listed.id DESC
+      LIMIT $6`,
+    [[...person.humanIds], null, filters.edgeId ?? null, filters.teamId ?? null, filters.unreadOnly === true, limit + 1],
+  );
+  return { threads: rows.slice(0, limit).map(toPersonThread), has_more: rows.length > limit };
 }
 
 /** One of the person's threads as {@link listPersonThreads} shows it, with the org it lives in. Errors: `not_found`. */

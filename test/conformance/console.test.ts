@@ -257,7 +257,7 @@ describe('§10 what a session reaches', () => {
     expectStatus(marked, 200);
     expect(marked.body).toEqual({ thread_id: world.danaThread, unread_count: 0 });
     const listed = await as(dana, 'GET', '/api/v1/me/threads?unread_only=true');
-    expect(listed.body.threads).toEqual([]);
+    expect(listed.body).toEqual({ threads: [], has_more: false });
   });
 
   it("reach: a thread whose latest message expects dana's reply awaits her answer until she writes", async () => {
@@ -273,6 +273,19 @@ describe('§10 what a session reaches', () => {
     // And the other way: dana asks, the triager's answer is awaited, not hers.
     expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${asked.body.thread_id}/messages`, { content: 'Did it work?', expects_reply: true }), 201);
     expect(await awaiting()).toMatchObject({ awaiting_reply: false, awaiting_reply_from: world.triager });
+  });
+
+  it('reach: the inbox lists the most recently active first, at most `limit`, saying whether more follow', async () => {
+    const second = await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'newer', content: 'newer one' });
+    const page = await as(dana, 'GET', '/api/v1/me/threads?limit=1');
+    expectStatus(page, 200);
+    expect(page.body.threads.map((t: { thread_id: string }) => t.thread_id)).toEqual([second.body.thread_id]);
+    expect(page.body.has_more).toBe(true);
+    // A message makes an older thread the most recent again.
+    await post(`/api/v1/threads/${world.danaThread}/messages`, { sender_agent_id: world.triager, content: 'bump' });
+    expect((await as(dana, 'GET', '/api/v1/me/threads?limit=1')).body.threads[0].thread_id).toBe(world.danaThread);
+    expectProblem(await as(dana, 'GET', '/api/v1/me/threads?limit=0'), 400, 'invalid_request');
+    expectProblem(await as(dana, 'GET', '/api/v1/me/threads?limt=5'), 400, 'invalid_request');
   });
 
   it('reach: a reply is posted as the human of the session, whatever the body says; opening a thread is on channel web', async () => {

@@ -7,8 +7,9 @@ import type { Params, RouteContext } from '../context.ts';
 
 /**
  * The person's threads and edges (contract §10):
- * `GET /me/threads` (`team_id?`, `edge_id?`, `unread_only?`) → 200 `{threads}` (MeThread: the
- * human's `unread_count`, the peer, the newest message, `awaiting_reply`), most recently active first;
+ * `GET /me/threads` (`team_id?`, `edge_id?`, `unread_only?`, `limit?` 1–500, default 200) → 200
+ * `{threads, has_more}` (MeThread: the human's `unread_count`, the peer, the newest message,
+ * `awaiting_reply`), most recently active first;
  * `GET /me/threads/{thread_id}` (`after?`, `limit?`) → 200 MeThreadPage (moves no read mark);
  * `POST /me/threads/{thread_id}/read` (`message_id?`) → 200 `{thread_id, unread_count}`;
  * `POST /me/threads/{thread_id}/messages` (`content`, `expects_reply?`) → 201 Message from the
@@ -21,7 +22,7 @@ export function meThreadRoutes(app: FastifyInstance, { deps }: RouteContext): vo
   const person = (request: Parameters<typeof personSessionOf>[0]) => ({ humanIds: personSessionOf(request).humanIds });
   app.get('/me/threads', async (request) => {
     const query = parseInput(MeThreadListQuery, request.query);
-    return { threads: await listPersonThreads(deps, person(request), { teamId: query.team_id, edgeId: query.edge_id, unreadOnly: query.unread_only }) };
+    return listPersonThreads(deps, person(request), { teamId: query.team_id, edgeId: query.edge_id, unreadOnly: query.unread_only, limit: query.limit });
   });
   app.get<Params<'thread_id'>>('/me/threads/:thread_id', async (request) => {
     const query = parseInput(MeThreadPageQuery, request.query);
