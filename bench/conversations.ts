@@ -36,6 +36,7 @@ import { createConversationActivities } from '../activities/conversation-activit
 import { AcsClient } from '../client/acs-client.ts';
 import { runCli } from '../cli/program.ts';
 import { loadDefinitionFile } from '../definitions/load.ts';
+import { flatSteps } from '../definitions/pipeline-graph.ts';
 import type { PipelineDefinition } from '../definitions/pipeline-schema.ts';
 import { runPipelineLocally } from '../engine/local-engine.ts';
 import { newRunId, startPipelineRun } from '../engine/temporal-runs.ts';
@@ -180,7 +181,7 @@ export interface HistoryAttribution {
  */
 export function attributeHistory(events: HistoryEvent[], pipeline: PipelineDefinition): HistoryAttribution {
   const awaited = new Map<string, boolean>();
-  for (const entry of pipeline.steps) for (const step of 'parallel' in entry ? entry.parallel : [entry]) awaited.set(step.id, step.awaitReply !== false);
+  for (const step of flatSteps(pipeline)) awaited.set(step.id, step.awaitReply !== false);
   const ownerOf = new Map<number, string>();
   const counts = new Map<string, number>();
   const scheduledAt = new Map<string, number>();
