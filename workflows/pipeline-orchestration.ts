@@ -199,6 +199,8 @@ export interface PipelineProgress {
   pipeline: string;
   status: RunStatus;
   steps: StepProgress[];
+  /** The team's human names, once the team was read (runs recorded before it was read: absent). */
+  humans?: string[];
 }
 
 /** The result of a completed run (`teamctl run --json` prints it with the run id). */

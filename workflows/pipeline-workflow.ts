@@ -59,7 +59,7 @@ const STEP_MARGIN_MS = 5 * 60_000;
 export async function pipelineWorkflow(input: PipelineRunInput): Promise<PipelineResult> {
   const state = input.carried ?? initialState(input.pipeline);
   let status: RunStatus = RunStatuses.running;
-  setHandler(progressQuery, () => ({ pipeline: input.pipeline.name, status, steps: stepList(input.pipeline, state) }));
+  setHandler(progressQuery, () => ({ pipeline: input.pipeline.name, status, steps: stepList(input.pipeline, state), ...(state.team?.humans ? { humans: state.team.humans } : {}) }));
 
   const retry = temporalRetryPolicy();
   const lookup = proxyActivities<PipelineActivities>({ startToCloseTimeout: '1 minute', retry });

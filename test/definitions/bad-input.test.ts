@@ -51,7 +51,7 @@ describe('definitions: every problem at once', () => {
       'x.yaml:11:9: teams[0].humans[0].emial: unknown key "emial" (did you mean "email"?)',
       'x.yaml:13:16: teams[0].edges[0][1]: unknown participant "trigaer" in team intake (did you mean "triager"?)',
       'x.yaml:20:13: pipelines[0].steps[0].to: unknown participant "nobody" in team intake',
-      'x.yaml:21:18: pipelines[0].steps[0].content: {{ inputs.x }}: unknown input "x"',
+      'x.yaml:21:19: pipelines[0].steps[0].content: {{ inputs.x }}: unknown input "x"',
     ]);
   });
 

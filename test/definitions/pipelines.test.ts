@@ -68,14 +68,14 @@ describe('definitions: pipelines', () => {
     );
     expect(problemLines(text)).toEqual([
       'x.yaml:17:13: pipelines[0].steps[0].to: unknown participant "trigaer" in team intake (did you mean "triager"?)',
-      'x.yaml:18:18: pipelines[0].steps[0].content: {{ inputs.tiket }}: unknown input "tiket" (did you mean "ticket"?)',
-      'x.yaml:18:18: pipelines[0].steps[0].content: {{ steps.b.reply }}: step "b" is not a step before this one',
-      'x.yaml:23:22: pipelines[0].steps[1].parallel[0].content: {{ steps.c.thread_id }}: step "c" runs in the same parallel group, so its reply is not there yet',
+      'x.yaml:18:19: pipelines[0].steps[0].content: {{ inputs.tiket }}: unknown input "tiket" (did you mean "ticket"?)',
+      'x.yaml:18:38: pipelines[0].steps[0].content: {{ steps.b.reply }}: step "b" is not a step before this one',
+      'x.yaml:23:23: pipelines[0].steps[1].parallel[0].content: {{ steps.c.thread_id }}: step "c" runs in the same parallel group, so its reply is not there yet',
       'x.yaml:26:17: pipelines[0].steps[1].parallel[1].to: no edge joins "dana" and "loner" in team intake; add [dana, loner] to its edges',
       'x.yaml:31:15: pipelines[0].steps[2].from: "summarizer" is not in the thread of step "c" (between dana and loner)',
-      'x.yaml:32:18: pipelines[0].steps[2].content: {{ steps.c.reply }}: step "c" has awaitReply: false, so it has no reply',
-      'x.yaml:32:18: pipelines[0].steps[2].content: {{ steps.b.foo }}: unknown field "foo" of a step; use reply or thread_id',
-      'x.yaml:32:18: pipelines[0].steps[2].content: {{ what }}: unknown reference; use {{ inputs.NAME }}, {{ steps.ID.reply }} or {{ steps.ID.thread_id }}',
+      'x.yaml:32:19: pipelines[0].steps[2].content: {{ steps.c.reply }}: step "c" has awaitReply: false, so it has no reply',
+      'x.yaml:32:39: pipelines[0].steps[2].content: {{ steps.b.foo }}: unknown field "foo" of a step; use reply, value, status, error or thread_id',
+      'x.yaml:32:57: pipelines[0].steps[2].content: {{ what }}: unknown name "what"; this can use inputs and steps',
       'x.yaml:33:13: pipelines[0].steps[3].id: duplicate step id "a" (first used at steps[0])',
     ]);
   });
@@ -133,8 +133,8 @@ describe('definitions: templates', () => {
     expect(templateReferences('a {{ inputs.x }} {{#steps.s.reply}}y{{/steps.s.reply}}')).toEqual({
       ok: true,
       references: [
-        { name: 'inputs.x', offset: 2 },
-        { name: 'steps.s.reply', offset: 17 },
+        { name: 'inputs.x', offset: 2, inSection: false },
+        { name: 'steps.s.reply', offset: 17, inSection: false },
       ],
     });
     expect(templateReferences('{{> other}}')).toEqual({ ok: false, message: 'invalid template: partials ({{> other}}) are not supported' });
