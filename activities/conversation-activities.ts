@@ -19,6 +19,7 @@ import type { Message } from '../api/schemas.ts';
 import { AcsClient, MAX_WAIT_SECONDS } from '../client/acs-client.ts';
 import { participantNames } from '../client/team-names.ts';
 import { edgeKey } from '../definitions/pipeline-graph.ts';
+import { ApplicationFailure } from '@temporalio/common';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { activityContext } from './activity-context.ts';
 import type { Connection } from './connection.ts';
@@ -247,7 +248,7 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
      * failed) does not send again and resumes waiting at the last cursor, so no message is ever
      * sent twice, even after the service's 24 h idempotency window. Output: the thread, the sent
      * message and the reply (null when none is awaited). Errors: `timed_out` (non-retryable) at
-     * `deadline`, `not_a_participant`, `not_found`, `keys_refused`; a cancelled activity stops
+     * `deadline`, its details `[{ threadId, messageId }]` of the message sent, `not_a_participant`, `not_found`, `keys_refused`; a cancelled activity stops
      * within a heartbeat and sends nothing more.
      */
     async converse(input: ConverseInput): Promise<ConverseResult> {
@@ -277,10 +278,19 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
           context?.heartbeat(sent);
         }
         if (input.awaitFromId === undefined) return { threadId: sent.threadId, messageId: sent.messageId, reply: null };
-        const reply = await waitFor(
-          { connection: input.connection, threadId: sent.threadId, after: sent.after, fromId: input.awaitFromId, deadline: input.deadline ?? Date.now() },
-          (after) => ({ ...sent, after }),
-        );
+        let reply: Message;
+        try {
+          reply = await waitFor(
+            { connection: input.connection, threadId: sent.threadId, after: sent.after, fromId: input.awaitFromId, deadline: input.deadline ?? Date.now() },
+            (after) => ({ ...sent, after }),
+          );
+        } catch (error) {
+          // The message went out: the failure says where, so the run can show the step's thread.
+          if (error instanceof ToolkitError && error.code === 'timed_out') {
+            throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: true, details: [{ threadId: sent.threadId, messageId: sent.messageId }] });
+          }
+          throw error;
+        }
         return { threadId: sent.threadId, messageId: sent.messageId, reply: { messageId: reply.message_id, senderId: reply.sender_id, content: reply.content } };
       });
     },

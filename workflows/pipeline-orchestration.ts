@@ -364,6 +364,17 @@ export function errorOf(error: unknown): EntryError {
   return { code: 'internal', message: current?.message ?? String(error) };
 }
 
+/** The thread a failure of a step's activity names (a `timed_out` wait says where its message went), if any. */
+function threadOfFailure(error: unknown): string | undefined {
+  let current = error as { details?: unknown; cause?: unknown } | undefined;
+  for (let depth = 0; depth < 10 && current; depth++) {
+    const [first] = Array.isArray(current.details) ? current.details : [];
+    if (first && typeof first === 'object' && typeof (first as { threadId?: unknown }).threadId === 'string') return (first as { threadId: string }).threadId;
+    current = current.cause as typeof current;
+  }
+  return undefined;
+}
+
 /** Where entries run: their scope's states, the scopes around it, the variables of expressions. */
 interface Frame {
   /** The states of this scope's entries. */
@@ -717,7 +728,8 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
     } catch (error) {
       const cancelled = hooks.isCancellation?.(error) ?? false;
       if (node.status === StepStatuses.running || node.status === StepStatuses.pending || (cancelled && node.status !== StepStatuses.completed)) {
-        update(entry, node, frame, { status: cancelled ? StepStatuses.cancelled : StepStatuses.failed, awaiting: null, ...(cancelled ? {} : { error: errorOf(error) }) });
+        const thread = node.thread_id ?? threadOfFailure(error) ?? null;
+        update(entry, node, frame, { status: cancelled ? StepStatuses.cancelled : StepStatuses.failed, awaiting: null, thread_id: thread, ...(cancelled ? {} : { error: errorOf(error) }) });
       }
       if (cancelled || onError !== 'continue') throw error;
       return 'done';
