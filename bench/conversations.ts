@@ -278,7 +278,7 @@ async function measureWait(engine: WaitResult['engine'], org: BenchOrg, start: (
   // A timer may fire a fraction of a millisecond early: the window must be W s, not a hair less.
   while (performance.now() < answerAt) await sleep(Math.max(1, answerAt - performance.now()));
   const answered = performance.now();
-  await org.client.appendMessage(threadId, { sender_agent_id: org.ids['dana']!, content: 'approved' });
+  await org.client.appendMessage(threadId, { sender_agent_id: org.ids['dana']!, content: 'approve' });
   const { result, history } = await finish();
   const requests = requestsByKey.get(org.apiKey) ?? [];
   const window = requests.filter((r) => r.at >= first.at && r.at < answered);
