@@ -18,8 +18,8 @@ import { createHash } from 'node:crypto';
 import type { Message } from '../api/schemas.ts';
 import { AcsClient, MAX_WAIT_SECONDS } from '../client/acs-client.ts';
 import { participantNames } from '../client/team-names.ts';
-import { edgeKey } from '../definitions/pipeline-graph.ts';
 import { ApplicationFailure } from '@temporalio/common';
+import { edgeKey } from '../definitions/pipeline-graph.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { activityContext } from './activity-context.ts';
 import type { Connection } from './connection.ts';
@@ -218,7 +218,8 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
     /**
      * Reads a team of an organization by names (`GET /organizations`, `/teams`, the team graph).
      * Output: the team id, participant ids by name, edge ids by {@link edgeKey} of their two
-     * participants' names, and the names of its humans. Errors: `not_applied` (no such organization or team), `keys_refused`.
+     * participants' names, and the names of its humans. Errors: `not_applied` (no such
+     * organization or team), `keys_refused`.
      */
     async resolveTeam(input: { connection: Connection; organization: string; team: string }): Promise<ResolvedTeam> {
       return call(() =>
@@ -248,8 +249,9 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
      * failed) does not send again and resumes waiting at the last cursor, so no message is ever
      * sent twice, even after the service's 24 h idempotency window. Output: the thread, the sent
      * message and the reply (null when none is awaited). Errors: `timed_out` (non-retryable) at
-     * `deadline`, its details `[{ threadId, messageId }]` of the message sent, `not_a_participant`, `not_found`, `keys_refused`; a cancelled activity stops
-     * within a heartbeat and sends nothing more.
+     * `deadline`, with details `[{ threadId, messageId }]` of the message sent;
+     * `not_a_participant`, `not_found`, `keys_refused`; a cancelled activity stops within a
+     * heartbeat and sends nothing more.
      */
     async converse(input: ConverseInput): Promise<ConverseResult> {
       const context = activityContext();
@@ -260,18 +262,21 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
           sent = resumed;
         } else {
           const idempotencyKey = stepIdempotencyKey(input.runKey, input.stepId);
+          // A step that awaits the reply says so: the thread shows whose answer it awaits, and a
+          // provider agent the step speaks as leaves that answer to the run (contract addition).
+          const expects = input.awaitFromId !== undefined ? { expects_reply: true } : {};
           sent = await withKeyring(input.connection, async (client) => {
             if ('edgeId' in input.target) {
               const thread = await client.openThread(
                 input.target.edgeId,
-                { sender_agent_id: input.senderId, content: input.content, ...(input.target.subject ? { subject: input.target.subject } : {}) },
+                { sender_agent_id: input.senderId, content: input.content, ...(input.target.subject ? { subject: input.target.subject } : {}), ...expects },
                 { idempotencyKey },
               );
               const first = await client.getThread(thread.thread_id, { limit: 1 });
               const messageId = first.messages[0]!.message_id;
               return { threadId: thread.thread_id, messageId, after: messageId };
             }
-            const message = await client.appendMessage(input.target.threadId, { sender_agent_id: input.senderId, content: input.content }, { idempotencyKey });
+            const message = await client.appendMessage(input.target.threadId, { sender_agent_id: input.senderId, content: input.content, ...expects }, { idempotencyKey });
             return { threadId: input.target.threadId, messageId: message.message_id, after: message.message_id };
           });
           sent = { ...sent, stepId: input.stepId };
