@@ -6,7 +6,7 @@
 import { Cron } from 'croner';
 import { closestMatch } from './did-you-mean.ts';
 import { scanExpression } from './expressions.ts';
-import { edgeKey, entryId, flatSteps, isLoop, isMap, isParallelGroup, isRun, isSleep, peerOf, reachablePipelines, threadEnds, walkEntries } from './pipeline-graph.ts';
+import { edgeKey, entryId, entryKind, flatSteps, isLoop, isMap, isParallelGroup, isRun, isSleep, isStep, peerOf, reachablePipelines, threadEnds, walkEntries } from './pipeline-graph.ts';
 import type { EntryKind } from './pipeline-graph.ts';
 import type { InputType, InputValue, PipelineDefinition, PipelineEntry, PipelineStep, RunEntry, ScheduleDefinition } from './pipeline-schema.ts';
 import { coerceInput } from './pipeline-inputs.ts';
@@ -47,6 +47,12 @@ interface Scope {
   inMaps: Map<string, string>;
   /** Members of the same parallel group (running at the same time). */
   siblings: Set<string>;
+  /**
+   * Entries of the loops around that come later in their body: an expression or a template may
+   * name them (their previous iteration's; pending, with null values, in the first), a `thread:`
+   * may not (no thread is there in the first iteration).
+   */
+  previous: Map<string, Known>;
   /** Loops around the entry (innermost last). */
   loops: string[];
   /** Item names of the maps around the entry, innermost last. */
@@ -63,8 +69,9 @@ interface Context {
 }
 
 /** Why `steps.ID` cannot be used where `scope` holds; undefined when it can. */
-function unknownStep(id: string, scope: Scope, ctx: Context): string | undefined {
+function unknownStep(id: string, scope: Scope, ctx: Context, forThread = false): string | undefined {
   if (scope.done.has(id)) return undefined;
+  if (scope.previous.has(id)) return forThread ? `step ${JSON.stringify(id)} runs later in the loop's body: its thread is not there in the first iteration` : undefined;
   if (scope.siblings.has(id)) return `step ${JSON.stringify(id)} runs in the same parallel group, so its reply is not there yet`;
   const map = scope.inMaps.get(id);
   if (map !== undefined) return `${JSON.stringify(id)} runs inside map ${JSON.stringify(map)}, once per item: use steps.${map}.results (a list, one entry per item)`;
@@ -79,7 +86,7 @@ function unknownStep(id: string, scope: Scope, ctx: Context): string | undefined
 function badStepReference(id: string, rest: readonly string[], scope: Scope, ctx: Context): string | undefined {
   const missing = unknownStep(id, scope, ctx);
   if (missing) return missing;
-  const known = scope.done.get(id)!;
+  const known = scope.done.get(id) ?? scope.previous.get(id)!;
   const [field] = rest;
   if (field === undefined) return undefined;
   const fields = FIELDS[known.kind];
@@ -176,7 +183,7 @@ function checkStep(step: PipelineStep, path: PathSegment[], team: TeamDefinition
     }
   } else {
     const parent = step.thread!;
-    const missing = unknownStep(parent, scope, ctx);
+    const missing = unknownStep(parent, scope, ctx, true);
     if (missing) {
       problems.push({ path: [...path, 'thread'], target: 'value', message: missing.replace('so its reply is not there yet', 'so its thread is not there yet') });
     } else if (scope.done.get(parent)!.kind !== 'step') {
@@ -272,7 +279,13 @@ function checkEntries(entries: readonly PipelineEntry[], base: PathSegment[], sc
     } else if (isLoop(entry)) {
       const bodyPath = [...path, 'loop'];
       claimId(entry.loop.id, bodyPath, ctx);
-      const inner = checkEntries(entry.loop.steps, [...bodyPath, 'steps'], { ...here, loops: [...here.loops, entry.loop.id] }, ctx);
+      const previous = new Map(here.previous);
+      // Every entry of the body but those inside its maps (one per item, not visible outside the map).
+      for (const { entry: member } of walkEntries(entry.loop.steps).filter((w) => !w.enclosing.some(isMap))) {
+        const id = entryId(member);
+        if (id !== undefined) previous.set(id, { kind: entryKind(member), ...(isStep(member) ? { step: member } : {}) });
+      }
+      const inner = checkEntries(entry.loop.steps, [...bodyPath, 'steps'], { ...here, previous, loops: [...here.loops, entry.loop.id] }, ctx);
       checkExpression(entry.loop.until, [...bodyPath, 'until'], inner, ctx);
       for (const [id, known] of inner.done) done.set(id, known);
       for (const [id, map] of inner.inMaps) inMaps.set(id, map);
@@ -324,7 +337,7 @@ function checkPipeline(pipeline: PipelineDefinition, p: number, definition: Defi
     firstUse: new Map(),
     problems,
   };
-  const after = checkEntries(pipeline.steps, [...base, 'steps'], { done: new Map(), inMaps: new Map(), siblings: new Set(), loops: [], items: [] }, ctx);
+  const after = checkEntries(pipeline.steps, [...base, 'steps'], { done: new Map(), inMaps: new Map(), siblings: new Set(), previous: new Map(), loops: [], items: [] }, ctx);
   checkTemplate(pipeline.output, [...base, 'output'], after, ctx);
 
   for (const [name, input] of Object.entries(pipeline.inputs)) {

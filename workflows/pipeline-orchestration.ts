@@ -634,8 +634,9 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
         items: { ...frame.items, [map.as]: item.item },
         threads: item.threads,
       };
+      // The map's own state is read by queries; only its entries' changes are reported (a
+      // report of the map is its whole tree, which a thousand items would make quadratic).
       item.status = StepStatuses.running;
-      changed(entry, node, frame);
       try {
         if ((await runList(map.steps, inner)) === 'paused') {
           paused = true;
@@ -646,7 +647,6 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
         item.status = hooks.isCancellation?.(error) ? StepStatuses.cancelled : StepStatuses.failed;
         failed ??= { error };
       }
-      changed(entry, node, frame);
     };
     const lane = async (): Promise<void> => {
       while (!paused && !failed) {
