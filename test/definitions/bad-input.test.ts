@@ -135,7 +135,7 @@ describe('definitions: hostile files get a clear error naming the file', () => {
 
   it('nesting deeper than the limit is refused at the first node past it', () => {
     const lines = problemLines(yaml(...HEAD, `teams: ${'['.repeat(40)}${']'.repeat(40)}`));
-    expect(lines).toEqual(['x.yaml:4:39: nested deeper than 32 levels (a definition needs at most 7); refused']);
+    expect(lines).toEqual(['x.yaml:4:39: nested deeper than 32 levels (a definition rarely needs more than 16); refused']);
   });
 
   it('nesting too deep for the YAML parser is refused without a stack overflow', () => {
