@@ -13,6 +13,7 @@
 import { z } from 'zod';
 import { LongText, Name } from '../api/schemas.ts';
 import { DEFAULT_STEP_TIMEOUT, parseDuration } from './durations.ts';
+import { MAX_LOOP_ITERATIONS, MAX_MAP_CONCURRENCY, MAX_MAP_ITEMS, MAX_REPLY_ATTEMPTS } from './pipeline-limits.ts';
 
 /** Longest wait a step or a window may name: a year (Temporal timers go further, people do not). */
 export const MAX_DURATION_MS = 365 * 24 * 3_600_000;
@@ -56,13 +57,6 @@ export type PipelineInput = z.infer<typeof PipelineInputSchema>;
 export const OnErrorModes = ['fail', 'continue'] as const;
 export type OnErrorMode = (typeof OnErrorModes)[number];
 
-/** Most entries a map runs its body for, and most iterations of a loop. */
-export const MAX_MAP_ITEMS = 1_000;
-export const MAX_LOOP_ITERATIONS = 100;
-/** Most items of a map in flight at once. */
-export const MAX_MAP_CONCURRENCY = 100;
-/** Most replies a typed reply tries in all (the first one and the re-asks). */
-export const MAX_REPLY_ATTEMPTS = 10;
 
 /** A CEL expression (https://cel.dev) over `inputs`, `steps`, `iteration` and the item of a map. */
 const Expression = (description: string) =>

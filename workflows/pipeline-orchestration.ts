@@ -38,7 +38,7 @@ import type { JsonValue } from '../definitions/expressions.ts';
 import { coerceInput } from '../definitions/pipeline-inputs.ts';
 import { edgeKey, entryId, entryKind, entryOptions, flatSteps, isLoop, isMap, isParallelGroup, isRun, isSleep, peerOf, threadEnds } from '../definitions/pipeline-graph.ts';
 import type { EntryKind } from '../definitions/pipeline-graph.ts';
-import { MAX_MAP_ITEMS } from '../definitions/pipeline-schema.ts';
+import { MAX_MAP_ITEMS } from '../definitions/pipeline-limits.ts';
 import type { InputValue, LoopEntry, MapEntry, PipelineDefinition, PipelineEntry, PipelineStep, RunEntry, SleepEntry } from '../definitions/pipeline-schema.ts';
 import { checkReply, reaskMessage } from '../definitions/reply-schema.ts';
 import { renderTemplate } from '../definitions/template.ts';
@@ -558,7 +558,7 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
       misfits.push({ reply: text, problems: check.problems });
       update(step, node, frame, { thread_id: result.threadId, misfits: [...misfits] });
       if (attempt >= attempts) {
-        throw failure(PipelineErrorCodes.reply_invalid, `step ${step.id}: ${attempts === 1 ? 'the reply does' : `none of the ${attempts} replies does`} not fit its schema; the last one: ${check.problems.join('; ')}`);
+        throw failure(PipelineErrorCodes.reply_invalid, `step ${step.id}: ${attempts === 1 ? 'the reply does not fit' : `none of the ${attempts} replies fits`} its schema; the last one: ${check.problems.join('; ')}`);
       }
       result = await exchange(
         { stepId: `${key}#${attempt + 1}`, target: { threadId: result.threadId }, senderId, content: reaskMessage(check.problems, schema, attempt + 1, attempts) },
@@ -753,7 +753,16 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
           } else {
             // Every member renders against the entries before the group, never a sibling's reply.
             const seen = templateView(frame);
-            await Promise.all(members.map((m) => runEntry(m, frame, seen)));
+            const running = members.map((m) => runEntry(m, frame, seen));
+            if (onError === 'continue') {
+              // The group goes on only once every member has ended, whatever one of them did.
+              const settled = await Promise.allSettled(running);
+              const rejected = settled.find((r): r is PromiseRejectedResult => r.status === 'rejected');
+              if (rejected) throw rejected.reason;
+            } else {
+              // As before `onError` existed: the first failure fails the run at once.
+              await Promise.all(running);
+            }
           }
         } catch (error) {
           if (hooks.isCancellation?.(error) || onError !== 'continue') throw error;
