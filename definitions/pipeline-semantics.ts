@@ -5,15 +5,35 @@
  */
 import { Cron } from 'croner';
 import { closestMatch } from './did-you-mean.ts';
-import { scanExpression } from './expressions.ts';
+import { createRequire } from 'node:module';
+import type * as Expressions from './expressions.ts';
 import { edgeKey, entryId, entryKind, flatSteps, isLoop, isMap, isParallelGroup, isRun, isSleep, isStep, peerOf, reachablePipelines, threadEnds, walkEntries } from './pipeline-graph.ts';
 import type { EntryKind } from './pipeline-graph.ts';
 import type { InputType, InputValue, PipelineDefinition, PipelineEntry, PipelineStep, RunEntry, ScheduleDefinition } from './pipeline-schema.ts';
 import { coerceInput } from './pipeline-inputs.ts';
 import type { PathProblem, PathSegment } from './problems.ts';
-import { compileReplySchema } from './reply-schema.ts';
+import type * as ReplySchemas from './reply-schema.ts';
 import type { Definition, TeamDefinition } from './schema.ts';
 import { templateReferences } from './template.ts';
+
+const requireHere = createRequire(import.meta.url);
+/** The extension of this module's siblings: `.ts` in a checkout, `.js` in the built package. */
+const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+let libraries: Pick<typeof Expressions, 'scanExpression'> & Pick<typeof ReplySchemas, 'compileReplySchema'> | undefined;
+
+/**
+ * The CEL parser and the JSON Schema compiler, loaded when a definition first has an expression
+ * or a typed reply: they take 0.1–0.25 s to load, which every command reading a definition
+ * without them (plan, apply, most validates) is spared. Synchronous (`require` of an ES module,
+ * Node ≥ 22.12), as the checks are.
+ */
+function checkers(): NonNullable<typeof libraries> {
+  libraries ??= {
+    scanExpression: (requireHere(`./expressions${EXTENSION}`) as typeof Expressions).scanExpression,
+    compileReplySchema: (requireHere(`./reply-schema${EXTENSION}`) as typeof ReplySchemas).compileReplySchema,
+  };
+  return libraries;
+}
 
 /** `(did you mean "x"?)` or nothing. */
 function didYouMean(name: string, candidates: Iterable<string>): string {
@@ -144,7 +164,7 @@ function checkTemplate(text: string | undefined, path: PathSegment[], scope: Sco
 /** Checks one expression (`when`, `until`, `items`): it parses, and names only what is in scope. */
 function checkExpression(text: string | undefined, path: PathSegment[], scope: Scope, ctx: Context): void {
   if (text === undefined) return;
-  const scan = scanExpression(text);
+  const scan = checkers().scanExpression(text);
   if (!scan.ok) {
     ctx.problems.push({ path, target: 'value', offset: scan.offset, message: scan.message });
     return;
@@ -199,7 +219,7 @@ function checkStep(step: PipelineStep, path: PathSegment[], team: TeamDefinition
   if (!step.awaitReply && step.timeout !== undefined) problems.push({ path: [...path, 'timeout'], target: 'key', message: 'timeout applies to the wait for a reply; this step has awaitReply: false' });
   if (step.reply !== undefined) {
     if (!step.awaitReply) problems.push({ path: [...path, 'reply'], target: 'key', message: 'a typed reply needs a reply to check; this step has awaitReply: false' });
-    const compiled = compileReplySchema(step.reply.schema);
+    const compiled = checkers().compileReplySchema(step.reply.schema);
     if (!compiled.ok) problems.push({ path: [...path, 'reply', 'schema'], target: 'value', message: `invalid JSON Schema: ${compiled.message}` });
   }
   checkTemplate(step.subject, [...path, 'subject'], scope, ctx);

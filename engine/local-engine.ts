@@ -10,7 +10,6 @@ import { withRetries } from '../activities/retrying.ts';
 import type { RetryOptions } from '../activities/retrying.ts';
 import { orchestrateApply } from '../workflows/apply-orchestration.ts';
 import type { ApplyInput, ApplyResult, OrchestratedActivities, ProgressListener } from '../workflows/apply-orchestration.ts';
-import { initialState, orchestratePipeline, settleRunning, StepStatuses } from '../workflows/pipeline-orchestration.ts';
 import type { PipelineActivities, PipelineResult, PipelineRunInput, ProgressEvent } from '../workflows/pipeline-orchestration.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -50,6 +49,9 @@ export async function runPipelineLocally(
   acts: PipelineActivities,
   options: { retry?: RetryOptions; onProgress?: (event: ProgressEvent) => void } = {},
 ): Promise<PipelineResult> {
+  // Loaded here: the interpreter brings the CEL and JSON Schema libraries, which an apply (the
+  // other half of this module) and every other command are spared at start-up.
+  const { initialState, orchestratePipeline, settleRunning, StepStatuses } = await import('../workflows/pipeline-orchestration.ts');
   const retrying = withRetries(acts, options.retry);
   const run = async (runInput: PipelineRunInput & { runKey: string }, onProgress: ((event: ProgressEvent) => void) | undefined): Promise<PipelineResult> => {
     const state = initialState(runInput.pipeline);
