@@ -9,7 +9,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConversationActivities } from '../../activities/conversation-activities.ts';
 import { runCli } from '../../cli/program.ts';
 import { runPipelineLocally } from '../../engine/local-engine.ts';
-import type { PipelineResult, ProgressEvent } from '../../workflows/pipeline-orchestration.ts';
+import type { ProgressEvent } from '../../workflows/pipeline-orchestration.ts';
 import { checkReviewRun, cliIo, decideInput, decideOrganization, entry, startDecideServer, teamThreads, type DecideServer } from '../support/decide.ts';
 
 describe('pipelines that decide, local engine', () => {
@@ -32,12 +32,20 @@ describe('pipelines that decide, local engine', () => {
       { onProgress: (event) => void events.push(event) },
     );
     await checkReviewRun(org, result, 'D-1');
+    // Every message whose step awaits a reply expects one, re-asks included; the note does not.
+    const classify = await org.client.getThread(entry(result.steps, 'classify').thread_id!, { limit: 50 });
+    expect(classify.messages.filter((m) => m.sender_id === org.ids['dana']).map((m) => [m.content.split('\n')[0], m.expects_reply])).toEqual([
+      ['Classify: D-1', true],
+      ['Your reply does not fit what this step expects:', true],
+      ['Your reply does not fit what this step expects:', true],
+      ['Not urgent: bug noted.', false],
+    ]);
     // The sub-pipeline's entries are reported under it, and its run id is under the parent's.
     expect(entry(result.steps, 'notify').run_id).toBe(`local/${org.name}/review/test/notify`);
     expect(events.some((e) => e.location[0] && 'run' in e.location[0] && e.location[0].run === 'notify' && e.step.id === 'tell' && e.step.status === 'completed')).toBe(true);
   }, 120_000);
 
-  it('teamctl run: prints each entry as it finishes, with where it is in loops, maps and sub-pipelines, then the output; --json gives the tree', async () => {
+  it('teamctl run: prints each entry as it finishes, with where it is in loops, maps and sub-pipelines, then the output', async () => {
     const org = await decideOrganization(decide.server);
     const out: string[] = [];
     const code = await runCli(['run', 'review', '-f', org.file, '--input', 'doc=D-2'], cliIo(decide.server.url, org.env, out));
@@ -55,12 +63,6 @@ describe('pipelines that decide, local engine', () => {
     // Finished entries print once each, in the order they finished: the loop after its iterations.
     expect(lines.indexOf('✓ rounds  loop, 3 iterations')).toBeGreaterThan(lines.indexOf('rounds › iteration 2 › ✓ verdict  thread T  reply: approve'));
 
-    out.length = 0;
-    expect(await runCli(['run', 'review', '-f', org.file, '--input', 'doc=D-3', '--json'], cliIo(decide.server.url, org.env, out))).toBe(0);
-    const json = JSON.parse(out.join('\n')) as PipelineResult & { run_id: string };
-    expect(json.output).toBe('approve after 3 rounds; ping failed (timed_out)');
-    expect(entry(json.steps, 'rounds').iterations).toHaveLength(3);
-    expect(entry(json.steps, 'per-item').items?.map((i) => i.item)).toEqual(['repro', 'fix']);
   }, 120_000);
 
   it('a loop and a map whose steps wait for a person: each round and each item is answered in its own place, nothing is sent twice', async () => {
