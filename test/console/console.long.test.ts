@@ -89,7 +89,7 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     await page.waitForURL('**/threads/*');
     await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Approve v2?');
     const messages = page.getByRole('list', { name: 'Messages' });
-    await expect.poll(() => messages.textContent()).toContain('May we roll out v2? Please answer in this thread.');
+    await expect.poll(() => messages.textContent()).toContain('May we roll out v2?');
     await page.getByRole('textbox', { name: 'Reply' }).fill('approve');
     await page.getByRole('button', { name: 'Send' }).click();
     const finished = await run;
@@ -97,7 +97,7 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     const result = JSON.parse(finished.stdout);
     expect(result).toMatchObject({ status: 'completed', output: 'approve' });
     // The pipeline's confirmation arrives on the open page without a reload.
-    await expect.poll(() => messages.textContent(), { timeout: 20_000 }).toContain('Noted: approve');
+    await expect.poll(() => messages.textContent(), { timeout: 20_000 }).toContain('Approved: rolling out v2.');
     // The triager's provider left dana's answer to the pipeline that awaited it.
     expect(await messages.textContent()).not.toContain('echo: approve');
     expect(await page.getByRole('textbox', { name: 'Reply' }).inputValue()).toBe('');
