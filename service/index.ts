@@ -4,6 +4,9 @@ import type { ReplyProvider } from './agent-loop/providers/types.ts';
 import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
 import type { DomainDeps } from './domain/caller.ts';
 import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
+import { createEventHub } from './events/hub.ts';
+import { createHeldWaits, defaultHeldWaitLimits, type HeldWaitLimits } from './events/held-waits.ts';
+import { createWakeOneQueues } from './events/wake-one.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
@@ -66,6 +69,11 @@ export interface ServerOptions {
    * `ACS_RATE_LIMIT` of `env` (requests a minute), else 1,200 a minute.
    */
   rateLimit?: RateLimitOptions | false;
+  /**
+   * Bounds of held waits (long polls, MCP waits, event streams; issue 21): per process and per API
+   * key. Default: `ACS_MAX_HELD_WAITS` and `ACS_MAX_HELD_WAITS_PER_KEY` of `env`, else 10,000 and 1,000.
+   */
+  heldWaits?: Partial<HeldWaitLimits>;
 }
 
 /** A running acs-server. */
@@ -115,12 +123,20 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const shutdown = new AbortController();
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let hub: ReturnType<typeof createEventHub> | undefined;
   try {
-    const secrets = createSecretBox(await resolveEncryptionKey(options.env ?? process.env, dataDir));
-    const deps: DomainDeps = { db, notifier, secrets };
-    const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
-    const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit });
+    const env = options.env ?? process.env;
+    const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
+    const events = createEventHub({ db, notifier, log: (message, error) => app?.log.error({ err: error }, message) });
+    hub = events;
+    const deps: DomainDeps = { db, events, inboxes: createWakeOneQueues(events), secrets };
+    const heldWaits = createHeldWaits({
+      perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
+      perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
+    });
+    const adminToken = options.adminToken ?? env.ACS_ADMIN_TOKEN;
+    const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
+    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit, heldWaits });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();
@@ -132,7 +148,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       devCredentials = { base_url: url, ...devOrg };
       await writeDevCredentials(options.devCredentialsFile, devCredentials);
     }
-    const env = options.env ?? process.env;
     const loop = startAgentLoop({
       deps,
       tickMs: options.tickMs ?? 1000,
@@ -154,6 +169,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           shutdown.abort();
           await running.close();
           await loop.stop();
+          await hub?.close();
           await notifier.close();
           await db.close();
         })();
@@ -163,6 +179,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     shutdown.abort();
     await app?.close().catch(() => {});
+    await hub?.close().catch(() => {});
     await notifier.close().catch(() => {});
     await db.close().catch(() => {});
     throw error;

@@ -5,14 +5,17 @@ import { assertAttachmentsInOrganization } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { getEdge } from './edges.ts';
 import { iso, isUuid, newId } from './ids.ts';
-import { participantTopic } from './notifier.ts';
+import { threadTopic } from '../events/hub.ts';
 
 // unread_count: messages from the other participant after the opener's read mark (contract §4),
 // kept as a counter by insertMessage. The MCP tools move read marks (domain/agent-inbox.ts) and
 // recompute the counter when the reader is the opener.
+// `log_head` (where the organization's event log stood in the same snapshot) lets a long poll tell
+// whether it subscribed late (getThreadPage).
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
-    th.opener_unread AS unread_count
+    th.opener_unread AS unread_count, t.org_id,
+    (SELECT c.last_seq FROM event_counters c WHERE c.org_id = t.org_id) AS log_head
   FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
 
 /** A stored thread with the unread count of whoever it is read for. */
@@ -26,6 +29,10 @@ export interface ThreadRow {
   message_count: number;
   created_at: Date;
   unread_count: number;
+  /** The thread's organization (only where the statement selects it). */
+  org_id?: string;
+  /** Where the organization's event log stood when the row was read (only where selected). */
+  log_head?: string | number | null;
 }
 
 /** A stored message row; `reply_to` is set on answers written by the agent loop. */
@@ -86,6 +93,9 @@ interface AppendOutcome {
   thread_org: string | null;
 }
 
+/** A message just appended, with its thread's organization (whose event log got its `message.created`). */
+export type AppendedMessage = MessageRow & { org_id: string };
+
 /**
  * Who an append is checked for: the caller's organization reaches the thread and, when `keyId`
  * is not null, that organization key is still active.
@@ -110,7 +120,7 @@ async function runAppend(
   content: string,
   options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined },
   checks: AppendChecks | undefined,
-): Promise<MessageRow> {
+): Promise<AppendedMessage> {
   if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
   const id = newId();
   const attachments = [...(options.attachments ?? [])];
@@ -136,6 +146,7 @@ async function runAppend(
         attachments,
         reply_to: options.replyTo ?? null,
         sent_at: result.message_sent_at!,
+        org_id: result.thread_org!,
       };
     case 'invalid_api_key':
       throw new ServiceError('invalid_api_key', 'the API key is not valid');
@@ -154,7 +165,9 @@ async function runAppend(
  * Appends a message inside `tx` and returns the stored row (agent loop, thread opening). The
  * per-thread sequence number is taken from the thread row's `message_count` under its row lock,
  * so messages of one thread have one total order even with concurrent writers. No access or
- * participant check: callers do them. Errors: `not_found` (no such thread), `unknown_reference`.
+ * participant check: callers do them. Its `message.created` event is written when `tx` commits
+ * (migration `0011_events`): announce it then (`deps.events.announce(org_id)`).
+ * Errors: `not_found` (no such thread), `unknown_reference`.
  */
 export async function insertMessage(
   tx: Queryable,
@@ -162,7 +175,7 @@ export async function insertMessage(
   senderId: string,
   content: string,
   options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined } = {},
-): Promise<MessageRow> {
+): Promise<AppendedMessage> {
   return runAppend(tx, threadId, senderId, content, options, undefined);
 }
 
@@ -178,7 +191,7 @@ export async function openThread(
   edgeId: string,
   input: { sender_agent_id: string; content: string; subject?: string | undefined; channel?: string | undefined },
 ): Promise<Thread> {
-  const { threadId, participants } = await deps.db.transaction(async (tx) => {
+  const { threadId, orgId } = await deps.db.transaction(async (tx) => {
     const edge = await getEdge(tx, caller, edgeId);
     assertParticipant(edge.participants, input.sender_agent_id);
     const id = newId();
@@ -190,13 +203,11 @@ export async function openThread(
       input.subject ?? '',
       input.channel ?? 'web',
     ]);
-    await insertMessage(tx, id, input.sender_agent_id, input.content);
-    return { threadId: id, participants: edge.participants };
+    const first = await insertMessage(tx, id, input.sender_agent_id, input.content);
+    // thread.opened and message.created are written at the commit (migration 0011_events).
+    return { threadId: id, orgId: first.org_id };
   });
-  deps.notifier.publish(threadId);
-  // The peer's waiters (MCP wait_for_messages) do not know this thread yet: tell them by participant.
-  const peer = input.sender_agent_id === participants[0] ? participants[1] : participants[0];
-  deps.notifier.publish(participantTopic(peer));
+  deps.events.announce(orgId);
   return toThread(await getThreadRow(deps.db, caller, threadId));
 }
 
@@ -211,8 +222,8 @@ export async function listThreads(deps: DomainDeps, caller: Caller, edgeId: stri
 }
 
 /**
- * Appends a message to a thread (contract §5 POST /threads/{id}/messages) and wakes long polls on
- * it. One statement, one round trip: access, participant, attachment and key checks and the insert
+ * Appends a message to a thread (contract §5 POST /threads/{id}/messages) and announces its
+ * `message.created` event, which wakes the thread's long polls. One statement, one round trip: access, participant, attachment and key checks and the insert
  * run together in `acs_append_message`, which also re-checks the caller's key, so a key revoked by
  * another process cannot append even while this process still has it cached (http/auth.ts).
  * Output: the Message. Errors: `not_found` (thread), `not_a_participant`, `unknown_reference`
@@ -225,7 +236,7 @@ export async function appendMessage(
   input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
 ): Promise<Message> {
   const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, caller);
-  deps.notifier.publish(threadId);
+  deps.events.announce(row.org_id);
   return toMessage(row);
 }
 
@@ -245,7 +256,7 @@ export async function appendMessageAsParticipant(
 ): Promise<Message> {
   const checks: AppendChecks = { orgId, keyId: null };
   const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, checks);
-  deps.notifier.publish(threadId);
+  deps.events.announce(row.org_id);
   return toMessage(row);
 }
 
@@ -256,7 +267,15 @@ export interface PageRequest {
   wait: number;
 }
 
-async function readPage(db: Queryable, caller: Caller, threadId: string, request: PageRequest): Promise<ThreadPage> {
+/** A page read, with what a long poll needs to wait on its thread. */
+interface ReadPage {
+  page: ThreadPage;
+  orgId: string;
+  /** Where the organization's log stood when the thread row was read. */
+  logHead: number;
+}
+
+async function readPage(db: Queryable, caller: Caller, threadId: string, request: PageRequest): Promise<ReadPage> {
   const thread = await getThreadRow(db, caller, threadId);
   let afterSeq = 0;
   if (request.after !== undefined) {
@@ -273,11 +292,36 @@ async function readPage(db: Queryable, caller: Caller, threadId: string, request
   ]);
   const messages = rows.slice(0, request.limit).map(toMessage);
   return {
-    ...toThread(thread),
-    messages,
-    has_more: rows.length > request.limit,
-    next_after: messages.at(-1)?.message_id ?? request.after ?? null,
+    page: {
+      ...toThread(thread),
+      messages,
+      has_more: rows.length > request.limit,
+      next_after: messages.at(-1)?.message_id ?? request.after ?? null,
+    },
+    orgId: thread.org_id!,
+    logHead: Number(thread.log_head ?? 0),
   };
+}
+
+// Long polls of one thread woken by the same event and asking for the same page share one read
+// (per storage, since tests run several servers in one process): 2,000 polls of a thread cost one
+// query per append, not 2,000. A read may be shared only by polls woken no later than it started,
+// so none of them gets a page read before the event that woke it (`seq`).
+const sharedReads = new WeakMap<object, Map<string, { seq: number; read: Promise<ReadPage> }>>();
+
+function readShared(deps: DomainDeps, caller: Caller, threadId: string, request: PageRequest, wokenBy: number): Promise<ReadPage> {
+  let reads = sharedReads.get(deps.db);
+  if (!reads) sharedReads.set(deps.db, (reads = new Map()));
+  const key = `${caller.orgId} ${threadId} ${request.after ?? ''} ${request.limit}`;
+  const running = reads.get(key);
+  if (running && running.seq >= wokenBy) return running.read;
+  const entry = { seq: wokenBy, read: readPage(deps.db, caller, threadId, request) };
+  reads.set(key, entry);
+  const forget = () => {
+    if (reads.get(key) === entry) reads.delete(key);
+  };
+  entry.read.then(forget, forget);
+  return entry.read;
 }
 
 /**
@@ -285,30 +329,54 @@ async function readPage(db: Queryable, caller: Caller, threadId: string, request
  * first, `has_more` and `next_after` (contract §5). With `wait` > 0 and nothing after `after`,
  * holds until a message is appended, `wait` seconds pass or `signal` aborts (server shutdown),
  * then answers with what is there (possibly an empty page).
+ *
+ * The wait is fed by the event log: the poll subscribes to its thread's events at the process's
+ * event hub (events/hub.ts), which reads each new event once for every waiter, and polls woken by
+ * the same event share one page read. Appends through any process wake it.
  * Errors: `not_found` (thread), `invalid_cursor` (`after` names no message of this thread).
  */
 export async function getThreadPage(deps: DomainDeps, caller: Caller, threadId: string, request: PageRequest, signal?: AbortSignal): Promise<ThreadPage> {
-  if (request.wait <= 0 || signal?.aborted) return readPage(deps.db, caller, threadId, request);
-  // Subscribe before the first read so an append between read and wait is not missed.
+  const first = await readPage(deps.db, caller, threadId, request);
+  if (request.wait <= 0 || signal?.aborted || first.page.messages.length > 0) return first.page;
+  const deadline = Date.now() + request.wait * 1000;
+  let wokenBy = 0;
   let wake: () => void = () => {};
-  let appended = false;
-  const woken = new Promise<void>((resolve) => {
-    wake = resolve;
-  });
-  const unsubscribe = deps.notifier.subscribe(threadId, () => {
-    appended = true;
+  const subscription = await deps.events.subscribe(first.orgId, threadTopic(threadId), (events) => {
+    if (!events.some((event) => event.type === 'message.created')) return;
+    wokenBy = Math.max(wokenBy, events.at(-1)!.seq);
     wake();
   });
-  const timer = setTimeout(wake, request.wait * 1000);
-  signal?.addEventListener('abort', wake, { once: true });
   try {
-    const first = await readPage(deps.db, caller, threadId, request);
-    if (first.messages.length > 0) return first;
-    if (!appended) await woken;
-    return await readPage(deps.db, caller, threadId, request);
+    // Events up to the subscription's head were committed before it; if the log moved since the
+    // first read, one of them may be this thread's: read again rather than wait for nothing.
+    if (subscription.head > first.logHead && wokenBy === 0) {
+      const again = await readPage(deps.db, caller, threadId, request);
+      if (again.page.messages.length > 0) return again.page;
+    }
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (wokenBy === 0) {
+        if (remaining <= 0 || signal?.aborted) return (await readPage(deps.db, caller, threadId, request)).page;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', done);
+            wake = () => {};
+            resolve();
+          };
+          const timer = setTimeout(done, remaining);
+          signal?.addEventListener('abort', done, { once: true });
+          wake = done;
+        });
+        continue;
+      }
+      const seq = wokenBy;
+      wokenBy = 0;
+      const page = (await readShared(deps, caller, threadId, request, seq)).page;
+      // A message of this thread up to the cursor (appended before the poll began) wakes it too.
+      if (page.messages.length > 0) return page;
+    }
   } finally {
-    clearTimeout(timer);
-    unsubscribe();
-    signal?.removeEventListener('abort', wake);
+    subscription.unsubscribe();
   }
 }

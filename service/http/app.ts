@@ -3,6 +3,7 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { isUuid } from '../domain/ids.ts';
+import { createHeldWaits, heldWaitRetryAfterSeconds, type HeldWaits } from '../events/held-waits.ts';
 import { requireApiKey } from './auth.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
@@ -41,6 +42,8 @@ export interface AppOptions {
   adminToken?: string | undefined;
   /** Per-key rate limit (contract §2); default 1,200 a minute; `false` turns it off. */
   rateLimit?: RateLimitOptions | false | undefined;
+  /** The bounds of held waits of this process (default: events/held-waits.ts). */
+  heldWaits?: HeldWaits | undefined;
 }
 
 /**
@@ -84,7 +87,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installUnroutedAnswers(app, registry);
   installOpenApi(app, registry);
   installHealth(app, options.deps);
-  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown }, options.adminToken);
+  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown, heldWaits: options.heldWaits ?? createHeldWaits() }, options.adminToken);
   return app;
 }
 
@@ -194,6 +197,8 @@ function installErrorHandler(app: FastifyInstance): void {
     if (unexpected) request.log.error({ err: error }, 'unexpected error');
     // Storage trouble and shutdown are short-lived: tell clients when to retry (contract §2).
     if (problem.status === 503) reply.header('retry-after', '1');
+    // A held wait ends within 30 s; past the bound of held waits, come back in a few seconds.
+    if (problem.code === 'too_many_waits') reply.header('retry-after', String(heldWaitRetryAfterSeconds));
     return reply.code(problem.status).type('application/problem+json').send(problem);
   });
 }

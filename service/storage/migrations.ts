@@ -367,6 +367,157 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
     id: '0010_agent_work_woken',
     statements: [`ALTER TABLE agent_work ADD COLUMN woken boolean NOT NULL DEFAULT false`],
   },
+  {
+    // The organization event log (contract §9; service/events/). Every change that makes an event
+    // writes it in its own transaction; `seq` counts per organization, without gaps.
+    //
+    // Commit order is seq order: the next seq is taken from the organization's row of
+    // `event_counters` under its row lock, which the writing transaction holds until it commits. A
+    // later writer of the same organization waits for that lock, so it takes the next number only
+    // once the earlier one is visible; a rolled-back writer gives its number back. Readers that
+    // walk `seq > after` therefore always see a gapless prefix of the log: nothing is missed,
+    // nothing seen twice (docs/events.md). The price: one organization's event-writing
+    // transactions commit one at a time (docs/performance.md, "Events"), so the lock is taken as
+    // late as possible: at commit (deferred triggers, below) or in the transaction's last statement
+    // (service/events/log.ts), never before other row locks.
+    //
+    // No foreign keys here: checking one would lock the organization's row after the counter, while
+    // team creations lock that row before theirs (a deadlock); deleting an organization deletes its
+    // log explicitly (domain/organizations.ts).
+    id: '0011_events',
+    statements: [
+      `CREATE TABLE event_counters (
+        org_id uuid PRIMARY KEY,
+        last_seq bigint NOT NULL
+      )`,
+      `CREATE TABLE events (
+        org_id uuid NOT NULL,
+        seq bigint NOT NULL,
+        event_id uuid NOT NULL,
+        type text NOT NULL,
+        team_id uuid,
+        data jsonb NOT NULL,
+        -- the clock when the seq was taken, so created_at grows with seq in one organization
+        created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
+        PRIMARY KEY (org_id, seq)
+      )`,
+      // Retention (service/events/retention.ts) deletes by age.
+      `CREATE INDEX events_created ON events (created_at)`,
+      // ISO 8601 UTC with milliseconds, as the API writes timestamps (contract §1).
+      `CREATE FUNCTION acs_iso(ts timestamptz) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+         SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+       $$`,
+      // Appends one event to p_org's log: the next seq under the counter's row lock (held until
+      // the transaction ends), then the row. Call it last in a transaction.
+      `CREATE FUNCTION acs_append_event(p_org uuid, p_team uuid, p_type text, p_data jsonb,
+         OUT o_seq bigint, OUT o_event_id uuid, OUT o_created_at timestamptz)
+       LANGUAGE plpgsql AS $$
+       BEGIN
+         INSERT INTO event_counters AS c (org_id, last_seq) VALUES (p_org, 1)
+           ON CONFLICT (org_id) DO UPDATE SET last_seq = c.last_seq + 1
+           RETURNING c.last_seq INTO o_seq;
+         o_event_id := gen_random_uuid();
+         INSERT INTO events (org_id, seq, event_id, type, team_id, data)
+           VALUES (p_org, o_seq, o_event_id, p_type, p_team, p_data)
+           RETURNING events.created_at INTO o_created_at;
+       END $$`,
+      // thread.opened: the Thread as the API returns it after opening, plus the edge's two
+      // participants. A deferred trigger: it runs at commit, once the first message is in
+      // (message_count 1), and takes the counter last.
+      `CREATE FUNCTION acs_event_thread_opened() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         v record;
+       BEGIN
+         SELECT th.*, t.org_id, e.participant_a, e.participant_b INTO v
+           FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+          WHERE th.id = NEW.id;
+         -- Gone again within its own transaction: nothing happened.
+         IF NOT FOUND THEN RETURN NULL; END IF;
+         PERFORM acs_append_event(v.org_id, v.team_id, 'thread.opened', jsonb_build_object(
+           'thread_id', v.id, 'edge_id', v.edge_id, 'team_id', v.team_id, 'subject', v.subject,
+           'message_count', v.message_count, 'unread_count', v.opener_unread, 'channel', v.channel,
+           'created_at', acs_iso(v.created_at), 'participants', jsonb_build_array(v.participant_a, v.participant_b)));
+         RETURN NULL;
+       END $$`,
+      `CREATE CONSTRAINT TRIGGER threads_event AFTER INSERT ON threads DEFERRABLE INITIALLY DEFERRED
+       FOR EACH ROW EXECUTE FUNCTION acs_event_thread_opened()`,
+      // message.created: the Message plus its edge, team and recipient (the other participant).
+      // Deferred like thread.opened, so in a thread's opening its message comes after the thread,
+      // and an append (one statement, acs_append_message) takes the counter at its commit.
+      `CREATE FUNCTION acs_event_message_created() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         v record;
+       BEGIN
+         SELECT th.team_id, th.edge_id, t.org_id, e.participant_a, e.participant_b INTO v
+           FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+          WHERE th.id = NEW.thread_id;
+         IF NOT FOUND THEN RETURN NULL; END IF;
+         PERFORM acs_append_event(v.org_id, v.team_id, 'message.created', jsonb_build_object(
+           'message_id', NEW.id, 'thread_id', NEW.thread_id, 'sender_id', NEW.sender_id, 'content', NEW.content,
+           'attachments', NEW.attachments, 'sent_at', acs_iso(NEW.sent_at),
+           'edge_id', v.edge_id, 'team_id', v.team_id,
+           'recipient_id', CASE WHEN v.participant_a = NEW.sender_id THEN v.participant_b ELSE v.participant_a END));
+         RETURN NULL;
+       END $$`,
+      `CREATE CONSTRAINT TRIGGER messages_event AFTER INSERT ON messages DEFERRABLE INITIALLY DEFERRED
+       FOR EACH ROW EXECUTE FUNCTION acs_event_message_created()`,
+    ],
+  },
+  {
+    // Webhooks (contract §9; service/events/webhooks/). A webhook keeps its place in its
+    // organization's log (`cursor_seq`): whichever process dispatches creates one delivery row per
+    // matching event after it and moves it, in one transaction, so a dispatch that dies changes
+    // nothing and no event is skipped or dispatched twice. Deliveries are claimed with FOR UPDATE
+    // SKIP LOCKED and leased (next_attempt_at moves to the lease's end), so several processes
+    // attempt each one once, and one whose process died is attempted again when its lease ends.
+    id: '0012_webhooks',
+    statements: [
+      `CREATE TABLE webhooks (
+        id uuid PRIMARY KEY,
+        org_id uuid NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+        url text NOT NULL,
+        -- event types, or families such as 'message.*'
+        events text[] NOT NULL,
+        description text NOT NULL DEFAULT '',
+        status text NOT NULL DEFAULT 'enabled' CHECK (status IN ('enabled', 'disabled')),
+        -- why it was disabled by the service (a 410 from the receiver); null when enabled or disabled by hand
+        disabled_reason text,
+        -- the signing secrets, sealed with the secret box; the previous one signs too until it expires
+        secret_sealed text NOT NULL,
+        previous_secret_sealed text,
+        previous_secret_expires_at timestamptz,
+        -- the seq up to which deliveries were created
+        cursor_seq bigint NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE INDEX webhooks_org ON webhooks (org_id)`,
+      `CREATE TABLE webhook_deliveries (
+        id uuid PRIMARY KEY,
+        webhook_id uuid NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        org_id uuid NOT NULL,
+        seq bigint NOT NULL,
+        event_id uuid NOT NULL,
+        event_type text NOT NULL,
+        status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+        -- attempts made so far
+        attempt integer NOT NULL DEFAULT 0,
+        response_status integer,
+        error text,
+        duration_ms integer,
+        -- pending: when the next attempt is due (a claim moves it to its lease's end); else null
+        next_attempt_at timestamptz,
+        lease_token uuid,
+        -- a retry asked for by hand: one attempt, no schedule after it
+        manual boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (webhook_id, seq)
+      )`,
+      `CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`,
+      `CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (updated_at) WHERE status <> 'pending'`,
+    ],
+  },
 ];
 
 /**
