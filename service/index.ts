@@ -7,6 +7,9 @@ import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
 import { createEventHub } from './events/hub.ts';
 import { createHeldWaits, defaultHeldWaitLimits, type HeldWaitLimits } from './events/held-waits.ts';
 import { createWakeOneQueues } from './events/wake-one.ts';
+import { defaultRetentionMs, startPruner } from './events/retention.ts';
+import { defaultWebhookSettings, type WebhookSettings } from './events/webhooks/webhooks.ts';
+import { startWebhookWorker, type WebhookWorker } from './events/webhooks/worker.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
@@ -74,6 +77,17 @@ export interface ServerOptions {
    * key. Default: `ACS_MAX_HELD_WAITS` and `ACS_MAX_HELD_WAITS_PER_KEY` of `env`, else 10,000 and 1,000.
    */
   heldWaits?: Partial<HeldWaitLimits>;
+  /**
+   * How webhooks are delivered (contract §9): `allowPrivate` (`--webhook-allow-private`: http and
+   * non-public addresses too, for development and tests), `retrySchedule` (milliseconds,
+   * `--webhook-retry-schedule`), and for tests `resolve` (a stand-in resolver), `timeoutMs`,
+   * `concurrency`, `pollMs`. Default: contract §9's (events/webhooks/webhooks.ts).
+   */
+  webhooks?: Partial<WebhookSettings>;
+  /** How long events and finished deliveries are kept, in milliseconds (`--event-retention`); default 7 days (contract §9's floor). */
+  eventRetentionMs?: number;
+  /** Keep-alive period of event streams in milliseconds; default 15,000 (contract §9). */
+  streamKeepAliveMs?: number;
 }
 
 /** A running acs-server. */
@@ -124,6 +138,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const shutdown = new AbortController();
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let hub: ReturnType<typeof createEventHub> | undefined;
+  let worker: WebhookWorker | undefined;
+  let pruner: ReturnType<typeof startPruner> | undefined;
   try {
     const env = options.env ?? process.env;
     const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
@@ -136,7 +152,21 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     });
     const adminToken = options.adminToken ?? env.ACS_ADMIN_TOKEN;
     const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit, heldWaits });
+    const settings: WebhookSettings = { ...defaultWebhookSettings, ...options.webhooks };
+    // The worker logs through the app's logger, which exists only once the app is built.
+    const logError = (message: string, error?: unknown) => app?.log.error({ err: error }, message);
+    worker = startWebhookWorker(deps, settings, logError);
+    pruner = startPruner(db, options.eventRetentionMs ?? defaultRetentionMs, logError);
+    app = await buildApp({
+      deps,
+      shutdown: shutdown.signal,
+      logger: options.logger ?? false,
+      adminToken,
+      rateLimit,
+      heldWaits,
+      webhooks: worker,
+      streamKeepAliveMs: options.streamKeepAliveMs,
+    });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();
@@ -169,6 +199,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           shutdown.abort();
           await running.close();
           await loop.stop();
+          pruner?.close();
+          await worker?.close();
           await hub?.close();
           await notifier.close();
           await db.close();
@@ -179,6 +211,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     shutdown.abort();
     await app?.close().catch(() => {});
+    pruner?.close();
+    await worker?.close().catch(() => {});
     await hub?.close().catch(() => {});
     await notifier.close().catch(() => {});
     await db.close().catch(() => {});

@@ -31,7 +31,7 @@ export interface NewEvent {
  * counter, and every other writer of the organization waits for it (migration `0011_events`).
  */
 export async function appendEvent(tx: Queryable, event: NewEvent): Promise<number> {
-  const rows = await tx.query<{ o_seq: string }>(`SELECT o_seq FROM acs_append_event($1, $2, $3, $4::jsonb)`, [
+  const rows = await tx.query<{ o_seq: string }>(`SELECT o_seq FROM acs_append_event($1, $2, $3, $4::json)`, [
     event.orgId,
     event.teamId,
     event.type,
