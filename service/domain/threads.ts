@@ -14,7 +14,7 @@ import { threadTopic } from '../events/hub.ts';
 // whether it subscribed late (getThreadPage).
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
-    th.opener_unread AS unread_count, t.org_id,
+    th.opener_unread AS unread_count, th.awaiting_reply_from, t.org_id,
     (SELECT c.last_seq FROM event_counters c WHERE c.org_id = t.org_id) AS log_head
   FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
 
@@ -29,6 +29,8 @@ export interface ThreadRow {
   message_count: number;
   created_at: Date;
   unread_count: number;
+  /** The participant whose answer the thread awaits (migration 0016), null when none. */
+  awaiting_reply_from: string | null;
   /** The thread's organization (only where the statement selects it). */
   org_id?: string;
   /** Where the organization's event log stood when the row was read (only where selected). */
@@ -44,6 +46,8 @@ export interface MessageRow {
   content: string;
   attachments: string[];
   reply_to: string | null;
+  /** Whether the writer waits for the other participant's answer (migration 0016). */
+  expects_reply: boolean;
   sent_at: Date;
 }
 
@@ -57,6 +61,7 @@ export function toThread(row: ThreadRow): Thread {
     message_count: row.message_count,
     unread_count: row.unread_count,
     channel: row.channel,
+    awaiting_reply_from: row.awaiting_reply_from,
     created_at: iso(row.created_at),
   };
 }
@@ -69,6 +74,7 @@ export function toMessage(row: MessageRow): Message {
     sender_id: row.sender_id,
     content: row.content,
     attachments: row.attachments,
+    expects_reply: row.expects_reply,
     sent_at: iso(row.sent_at),
   };
 }
@@ -105,8 +111,17 @@ interface AppendChecks {
   keyId: string | null;
 }
 
+/** What an append may carry besides its content. */
+export interface AppendOptions {
+  attachments?: readonly string[] | undefined;
+  /** Set on the agent loop's answers: the message answered. */
+  replyTo?: string | undefined;
+  /** The writer waits for the other participant's answer (the thread then awaits it). */
+  expectsReply?: boolean | undefined;
+}
+
 /**
- * Runs `acs_append_message` (migration `0007_append_function`): checks (when `checks` is given)
+ * Runs `acs_append_message` (migrations `0007_append_function`, `0016_expects_reply`): checks (when `checks` is given)
  * and appends in one statement, so one round trip. The per-thread sequence number is the thread
  * row's `message_count` after its increment under the row lock, so messages of one thread have
  * one total order, commit in that order, and the opener's unread counter moves with them.
@@ -118,13 +133,13 @@ async function runAppend(
   threadId: string,
   senderId: string,
   content: string,
-  options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined },
+  options: AppendOptions,
   checks: AppendChecks | undefined,
 ): Promise<AppendedMessage> {
   if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
   const id = newId();
   const attachments = [...(options.attachments ?? [])];
-  const rows = await db.query<AppendOutcome>(`SELECT * FROM acs_append_message($1, $2, $3, $4, $5::jsonb, $6, $7, $8)`, [
+  const rows = await db.query<AppendOutcome>(`SELECT * FROM acs_append_message($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9)`, [
     id,
     threadId,
     senderId,
@@ -133,6 +148,7 @@ async function runAppend(
     options.replyTo ?? null,
     checks?.orgId ?? null,
     checks?.keyId ?? null,
+    options.expectsReply ?? false,
   ]);
   const result = rows[0];
   switch (result?.outcome) {
@@ -145,6 +161,7 @@ async function runAppend(
         content,
         attachments,
         reply_to: options.replyTo ?? null,
+        expects_reply: options.expectsReply ?? false,
         sent_at: result.message_sent_at!,
         org_id: result.thread_org!,
       };
@@ -174,7 +191,7 @@ export async function insertMessage(
   threadId: string,
   senderId: string,
   content: string,
-  options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined } = {},
+  options: AppendOptions = {},
 ): Promise<AppendedMessage> {
   return runAppend(tx, threadId, senderId, content, options, undefined);
 }
@@ -189,7 +206,7 @@ export async function openThread(
   deps: DomainDeps,
   caller: Caller,
   edgeId: string,
-  input: { sender_agent_id: string; content: string; subject?: string | undefined; channel?: string | undefined },
+  input: { sender_agent_id: string; content: string; subject?: string | undefined; channel?: string | undefined; expects_reply?: boolean | undefined },
 ): Promise<Thread> {
   const { threadId, orgId } = await deps.db.transaction(async (tx) => {
     const edge = await getEdge(tx, caller, edgeId);
@@ -203,7 +220,7 @@ export async function openThread(
       input.subject ?? '',
       input.channel ?? 'web',
     ]);
-    const first = await insertMessage(tx, id, input.sender_agent_id, input.content);
+    const first = await insertMessage(tx, id, input.sender_agent_id, input.content, { expectsReply: input.expects_reply });
     // thread.opened and message.created are written at the commit (migration 0011_events).
     return { threadId: id, orgId: first.org_id };
   });
@@ -233,9 +250,9 @@ export async function appendMessage(
   deps: DomainDeps,
   caller: Caller,
   threadId: string,
-  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
+  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined; expects_reply?: boolean | undefined },
 ): Promise<Message> {
-  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, caller);
+  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments, expectsReply: input.expects_reply }, caller);
   deps.events.announce(row.org_id);
   return toMessage(row);
 }
@@ -252,10 +269,10 @@ export async function appendMessageAsParticipant(
   deps: DomainDeps,
   orgId: string,
   threadId: string,
-  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
+  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined; expects_reply?: boolean | undefined },
 ): Promise<Message> {
   const checks: AppendChecks = { orgId, keyId: null };
-  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, checks);
+  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments, expectsReply: input.expects_reply }, checks);
   deps.events.announce(row.org_id);
   return toMessage(row);
 }

@@ -368,6 +368,68 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
     statements: [`ALTER TABLE agent_work ADD COLUMN woken boolean NOT NULL DEFAULT false`],
   },
   {
+    // A message may say that its writer waits for the other participant's answer (a program, such
+    // as a pipeline step, speaking as a participant through the API). The thread remembers whose
+    // answer it awaits until that participant writes; the agent loop leaves that one answer to the
+    // program (agent-loop.ts). The append function takes the flag, so an append stays one statement.
+    id: '0016_expects_reply',
+    statements: [
+      `ALTER TABLE messages ADD COLUMN expects_reply boolean NOT NULL DEFAULT false`,
+      `ALTER TABLE threads ADD COLUMN awaiting_reply_from uuid`,
+      `DROP FUNCTION acs_append_message(uuid, uuid, uuid, text, jsonb, uuid, uuid, uuid)`,
+      // As 0007's, plus p_expects_reply: the thread awaits the other participant's answer after a
+      // message that expects one, and no longer once that participant writes.
+      `CREATE FUNCTION acs_append_message(
+         p_id uuid, p_thread uuid, p_sender uuid, p_content text, p_attachments jsonb, p_reply_to uuid,
+         p_org uuid, p_key uuid, p_expects_reply boolean,
+         OUT outcome text, OUT message_seq integer, OUT message_sent_at timestamptz, OUT thread_org uuid)
+       LANGUAGE plpgsql AS $$
+       DECLARE
+         v_a uuid;
+         v_b uuid;
+       BEGIN
+         IF p_key IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM org_keys k
+              WHERE k.id = p_key AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) THEN
+           outcome := 'invalid_api_key';
+           RETURN;
+         END IF;
+         UPDATE threads th
+            SET message_count = th.message_count + 1,
+                opener_unread = th.opener_unread + CASE WHEN th.opener_id = p_sender THEN 0 ELSE 1 END,
+                awaiting_reply_from = CASE
+                  WHEN p_expects_reply THEN CASE WHEN e.participant_a = p_sender THEN e.participant_b ELSE e.participant_a END
+                  WHEN th.awaiting_reply_from = p_sender THEN NULL
+                  ELSE th.awaiting_reply_from END
+           FROM edges e, teams t, organizations o
+          WHERE th.id = p_thread AND e.id = th.edge_id AND t.id = th.team_id AND o.id = t.org_id
+            AND (p_org IS NULL OR ((o.id = p_org OR o.provisioned_by = p_org) AND p_sender IN (e.participant_a, e.participant_b)))
+            AND (jsonb_array_length(p_attachments) = 0 OR NOT EXISTS (
+                  SELECT 1 FROM jsonb_array_elements_text(p_attachments) AS named(id)
+                   WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = named.id::uuid AND a.org_id = t.org_id)))
+         RETURNING th.message_count, t.org_id INTO message_seq, thread_org;
+         IF NOT FOUND THEN
+           SELECT t.org_id, e.participant_a, e.participant_b INTO thread_org, v_a, v_b
+             FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+             JOIN organizations o ON o.id = t.org_id
+            WHERE th.id = p_thread AND (p_org IS NULL OR o.id = p_org OR o.provisioned_by = p_org);
+           IF NOT FOUND THEN
+             outcome := 'not_found';
+           ELSIF p_org IS NOT NULL AND p_sender IS DISTINCT FROM v_a AND p_sender IS DISTINCT FROM v_b THEN
+             outcome := 'not_a_participant';
+           ELSE
+             outcome := 'unknown_reference';
+           END IF;
+           RETURN;
+         END IF;
+         INSERT INTO messages (id, thread_id, seq, sender_id, content, attachments, reply_to, expects_reply)
+         VALUES (p_id, p_thread, message_seq, p_sender, p_content, p_attachments, p_reply_to, p_expects_reply)
+         RETURNING sent_at INTO message_sent_at;
+         outcome := 'ok';
+       END $$`,
+    ],
+  },
+  {
     // The organization event log (contract §9; service/events/). Every change that makes an event
     // writes it in its own transaction; `seq` counts per organization, without gaps.
     //
@@ -423,8 +485,8 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
            VALUES (p_org, o_seq, o_event_id, p_type, p_team, p_data)
            RETURNING events.created_at INTO o_created_at;
        END $$`,
-      // thread.opened: the Thread as the API returns it after opening, plus the edge's two
-      // participants. A deferred trigger: it runs at commit, once the first message is in
+      // thread.opened: the Thread as the API returns it after opening (its fields in the API's
+      // order, as every JSON object built here), plus the edge's two participants. A deferred trigger: it runs at commit, once the first message is in
       // (message_count 1), and takes the counter last.
       `CREATE FUNCTION acs_event_thread_opened() RETURNS trigger LANGUAGE plpgsql AS $$
        DECLARE
@@ -438,7 +500,8 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
          PERFORM acs_append_event(v.org_id, v.team_id, 'thread.opened', json_build_object(
            'thread_id', v.id, 'edge_id', v.edge_id, 'team_id', v.team_id, 'subject', v.subject,
            'message_count', v.message_count, 'unread_count', v.opener_unread, 'channel', v.channel,
-           'created_at', acs_iso(v.created_at), 'participants', json_build_array(v.participant_a, v.participant_b)));
+           'awaiting_reply_from', v.awaiting_reply_from, 'created_at', acs_iso(v.created_at),
+           'participants', json_build_array(v.participant_a, v.participant_b)));
          RETURN NULL;
        END $$`,
       `CREATE CONSTRAINT TRIGGER threads_event AFTER INSERT ON threads DEFERRABLE INITIALLY DEFERRED
@@ -456,7 +519,7 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
          IF NOT FOUND THEN RETURN NULL; END IF;
          PERFORM acs_append_event(v.org_id, v.team_id, 'message.created', json_build_object(
            'message_id', NEW.id, 'thread_id', NEW.thread_id, 'sender_id', NEW.sender_id, 'content', NEW.content,
-           'attachments', NEW.attachments, 'sent_at', acs_iso(NEW.sent_at),
+           'attachments', NEW.attachments, 'expects_reply', NEW.expects_reply, 'sent_at', acs_iso(NEW.sent_at),
            'edge_id', v.edge_id, 'team_id', v.team_id,
            'recipient_id', CASE WHEN v.participant_a = NEW.sender_id THEN v.participant_b ELSE v.participant_a END));
          RETURN NULL;

@@ -217,7 +217,7 @@ describe('Server-Sent Events', () => {
     for (const id of ['abc', '999999999']) {
       const refused = await fetch(url, { headers: { 'x-api-key': h.apiKey, 'last-event-id': id } });
       expect(refused.status).toBe(400);
-      expect((await refused.json()).code).toBe('invalid_cursor');
+      expect(((await refused.json()) as { code: string }).code).toBe('invalid_cursor');
     }
   });
 });
