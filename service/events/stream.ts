@@ -97,12 +97,12 @@ export async function streamEvents(res: ServerResponse, options: EventStreamOpti
     else for (const event of events) send(event);
   });
   try {
-    // Tell the client how long to wait before it reconnects, and that the stream is open.
-    write('retry: 2000\n: connected\n\n');
-    if (options.after === undefined) {
-      cursor = subscription.head;
-    } else {
-      cursor = options.after;
+    // How long a client waits before it reconnects, and where the stream starts: a client that
+    // saw no event before it was cut off resumes from there (an `id:` without data would not be
+    // kept by every parser, so a comment says it).
+    cursor = options.after ?? subscription.head;
+    write(`retry: 2000\n: connected after ${cursor}\n\n`);
+    if (options.after !== undefined) {
       for (;;) {
         if (ended) return;
         const page = await readEvents(db, orgId, cursor, catchUpPage, filter);
