@@ -2,12 +2,12 @@
  * The organization event log in storage (contract §9; migration `0011_events`): appending an
  * event inside the transaction of the change that causes it, and reading the log by `seq`.
  *
- * Why readers never miss an event and never see one twice: an event's `seq` is taken from its
- * organization's counter row under that row's lock, held until the writing transaction commits,
- * so the events one organization has committed are always exactly 1…N with nothing missing: a
- * later writer takes its number only after the earlier one is visible, and a rolled-back writer
- * gives its number back. `thread.opened` and `message.created` are written by deferred triggers
- * at commit; the other types by {@link appendEvent} as the last statement of their transaction.
+ * Why readers never miss an event and never see one twice: writers only insert events, without a
+ * number; the sequencer (sequencer.ts) numbers committed events afterwards, one organization at a
+ * time under its counter row's lock, which it holds until its numbers are visible. So the
+ * numbered events of an organization are always exactly 1…N, and a reader walking `seq > after`
+ * sees each once. `thread.opened` and `message.created` are written by deferred triggers at
+ * commit; the other types by {@link appendEvent}.
  */
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Event, EventType } from '../../api/events.ts';
@@ -26,18 +26,18 @@ export interface NewEvent {
 }
 
 /**
- * Appends one event to its organization's log in `tx` and returns its seq. Call it as the last
- * statement of the transaction: from here to the commit the transaction holds the organization's
- * counter, and every other writer of the organization waits for it (migration `0011_events`).
+ * Writes one event of its organization in `tx` (not yet numbered: announce the organization after
+ * the commit, `deps.events.announce(orgId)`, and the sequencer numbers it). Takes no lock.
+ * Output: the event id.
  */
-export async function appendEvent(tx: Queryable, event: NewEvent): Promise<number> {
-  const rows = await tx.query<{ o_seq: string }>(`SELECT o_seq FROM acs_append_event($1, $2, $3, $4::json)`, [
+export async function appendEvent(tx: Queryable, event: NewEvent): Promise<string> {
+  const rows = await tx.query<{ event_id: string }>(`SELECT acs_append_event($1, $2, $3, $4::json) AS event_id`, [
     event.orgId,
     event.teamId,
     event.type,
     JSON.stringify(event.data),
   ]);
-  return Number(rows[0]!.o_seq);
+  return rows[0]!.event_id;
 }
 
 /** An event row as `SELECT … FROM events` returns it. */

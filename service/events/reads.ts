@@ -25,6 +25,8 @@ export interface EventPageRequest {
  * Errors: `events_expired` (410, `oldest_seq`), `invalid_cursor` (after beyond the newest seq).
  */
 export async function getEventPage(deps: DomainDeps, orgId: string, request: EventPageRequest, signal?: AbortSignal): Promise<EventPage> {
+  // Events committed before this request are numbered first, so a client reads its own writes.
+  await deps.events.settle(orgId);
   if (request.wait <= 0 || signal?.aborted) {
     const read = await readEvents(deps.db, orgId, request.after, request.limit, request.filter);
     return { events: read.events, next_after: read.nextAfter };

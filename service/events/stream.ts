@@ -100,6 +100,8 @@ export async function streamEvents(res: ServerResponse, options: EventStreamOpti
     // How long a client waits before it reconnects, and where the stream starts: a client that
     // saw no event before it was cut off resumes from there (an `id:` without data would not be
     // kept by every parser, so a comment says it).
+    // Events committed before the stream began are numbered (and then handed to the subscription).
+    await hub.settle(orgId);
     cursor = options.after ?? subscription.head;
     write(`retry: 2000\n: connected after ${cursor}\n\n`);
     if (options.after !== undefined) {

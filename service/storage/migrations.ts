@@ -431,63 +431,90 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
   },
   {
     // The organization event log (contract §9; service/events/). Every change that makes an event
-    // writes it in its own transaction; `seq` counts per organization, without gaps.
+    // writes it in its own transaction (an acknowledged change always has its event); `seq`
+    // numbers an organization's events 1, 2, 3, … without gaps, in the order they became visible.
     //
-    // Commit order is seq order: the next seq is taken from the organization's row of
-    // `event_counters` under its row lock, which the writing transaction holds until it commits. A
-    // later writer of the same organization waits for that lock, so it takes the next number only
-    // once the earlier one is visible; a rolled-back writer gives its number back. Readers that
-    // walk `seq > after` therefore always see a gapless prefix of the log: nothing is missed,
-    // nothing seen twice (docs/events.md). The price: one organization's event-writing
-    // transactions commit one at a time (docs/performance.md, "Events"), so the lock is taken as
-    // late as possible: at commit (deferred triggers, below) or in the transaction's last statement
-    // (service/events/log.ts), never before other row locks.
+    // Writers only insert (`acs_append_event`: no lock, so appends of one organization commit in
+    // parallel); the `seq` is given afterwards, to committed events only, by the sequencer
+    // (`acs_sequence_events`, service/events/sequencer.ts), which every process runs after its own
+    // commits. It numbers the events it can see, in write order (`n`), under the organization's
+    // counter row lock, held until it commits: one sequencer at a time per organization, each
+    // numbering after the previous one's numbers, which are visible before the next can start. So
+    // the sequenced events are always exactly 1…N, a reader walking `seq > after` misses nothing
+    // and sees nothing twice (docs/events.md), and an event of a transaction that began after
+    // another committed is numbered after that one's (the order of one thread's messages, of a
+    // client's requests). A process that dies before sequencing its commit leaves events without
+    // a seq, which any process's sweep numbers within seconds; readers never see unnumbered events.
     //
-    // No foreign keys here: checking one would lock the organization's row after the counter, while
-    // team creations lock that row before theirs (a deadlock); deleting an organization deletes its
-    // log explicitly (domain/organizations.ts).
+    // No foreign keys: deleting an organization deletes its log explicitly (domain/organizations.ts).
     id: '0011_events',
     statements: [
       `CREATE TABLE event_counters (
         org_id uuid PRIMARY KEY,
+        -- the last seq given
         last_seq bigint NOT NULL
       )`,
       `CREATE TABLE events (
+        -- write order, over all organizations (a transaction that begins after another committed
+        -- writes after it); the sequencer numbers in this order
+        n bigserial PRIMARY KEY,
         org_id uuid NOT NULL,
-        seq bigint NOT NULL,
+        -- null until sequenced
+        seq bigint,
         event_id uuid NOT NULL,
         type text NOT NULL,
         team_id uuid,
         -- json, not jsonb: kept as written (the fields in the order the API writes them), and
         -- cheaper to store; nothing queries inside it
         data json NOT NULL,
-        -- the clock when the seq was taken, so created_at grows with seq in one organization
-        created_at timestamptz NOT NULL DEFAULT clock_timestamp(),
-        PRIMARY KEY (org_id, seq)
+        created_at timestamptz NOT NULL DEFAULT now()
       )`,
+      `CREATE UNIQUE INDEX events_org_seq ON events (org_id, seq) WHERE seq IS NOT NULL`,
+      // What the sequencer looks for: a probe of an empty index when everything is numbered.
+      `CREATE INDEX events_unsequenced ON events (org_id, n) WHERE seq IS NULL`,
       // Retention (service/events/retention.ts) deletes by age.
       `CREATE INDEX events_created ON events (created_at)`,
       // ISO 8601 UTC with milliseconds, as the API writes timestamps (contract §1).
       `CREATE FUNCTION acs_iso(ts timestamptz) RETURNS text LANGUAGE sql IMMUTABLE AS $$
          SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
        $$`,
-      // Appends one event to p_org's log: the next seq under the counter's row lock (held until
-      // the transaction ends), then the row. Call it last in a transaction.
-      `CREATE FUNCTION acs_append_event(p_org uuid, p_team uuid, p_type text, p_data json,
-         OUT o_seq bigint, OUT o_event_id uuid, OUT o_created_at timestamptz)
+      // Writes one event of p_org, not yet numbered. Takes no lock: call it anywhere in a transaction.
+      `CREATE FUNCTION acs_append_event(p_org uuid, p_team uuid, p_type text, p_data json) RETURNS uuid
+       LANGUAGE sql AS $$
+         INSERT INTO events (org_id, event_id, type, team_id, data)
+         VALUES (p_org, gen_random_uuid(), p_type, p_team, p_data)
+         RETURNING event_id
+       $$`,
+      // Numbers up to p_limit committed events of p_org that have no seq yet, in write order, after
+      // the organization's last seq, and returns them. The first statement locks the counter row
+      // (held until this call's transaction commits); the second runs on a snapshot taken after
+      // that, so it sees every event the previous sequencer numbered (PL/pgSQL takes a snapshot
+      // per statement). Call it in a transaction of its own: its commit publishes the numbers.
+      `CREATE FUNCTION acs_sequence_events(p_org uuid, p_limit integer) RETURNS SETOF events
        LANGUAGE plpgsql AS $$
+       DECLARE
+         v_last bigint;
+         v_count bigint;
        BEGIN
-         INSERT INTO event_counters AS c (org_id, last_seq) VALUES (p_org, 1)
-           ON CONFLICT (org_id) DO UPDATE SET last_seq = c.last_seq + 1
-           RETURNING c.last_seq INTO o_seq;
-         o_event_id := gen_random_uuid();
-         INSERT INTO events (org_id, seq, event_id, type, team_id, data)
-           VALUES (p_org, o_seq, o_event_id, p_type, p_team, p_data)
-           RETURNING events.created_at INTO o_created_at;
+         -- Nothing to number (an organization deleted meanwhile included): no counter row written.
+         IF NOT EXISTS (SELECT 1 FROM events WHERE org_id = p_org AND seq IS NULL) THEN RETURN; END IF;
+         INSERT INTO event_counters AS c (org_id, last_seq) VALUES (p_org, 0)
+           ON CONFLICT (org_id) DO UPDATE SET last_seq = c.last_seq
+           RETURNING c.last_seq INTO v_last;
+         RETURN QUERY
+           WITH todo AS (
+             SELECT e.n, row_number() OVER (ORDER BY e.n) AS rn FROM events e
+              WHERE e.org_id = p_org AND e.seq IS NULL ORDER BY e.n LIMIT p_limit
+           ), numbered AS (
+             UPDATE events e SET seq = v_last + todo.rn FROM todo WHERE e.n = todo.n RETURNING e.*
+           )
+           SELECT * FROM numbered ORDER BY seq;
+         GET DIAGNOSTICS v_count = ROW_COUNT;
+         UPDATE event_counters SET last_seq = v_last + v_count WHERE org_id = p_org;
        END $$`,
       // thread.opened: the Thread as the API returns it after opening (its fields in the API's
-      // order, as every JSON object built here), plus the edge's two participants. A deferred trigger: it runs at commit, once the first message is in
-      // (message_count 1), and takes the counter last.
+      // order, as every JSON object built here), plus the edge's two participants. A deferred
+      // trigger: it runs at commit, once the first message is in (message_count 1).
       `CREATE FUNCTION acs_event_thread_opened() RETURNS trigger LANGUAGE plpgsql AS $$
        DECLARE
          v record;
@@ -507,8 +534,9 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       `CREATE CONSTRAINT TRIGGER threads_event AFTER INSERT ON threads DEFERRABLE INITIALLY DEFERRED
        FOR EACH ROW EXECUTE FUNCTION acs_event_thread_opened()`,
       // message.created: the Message plus its edge, team and recipient (the other participant).
-      // Deferred like thread.opened, so in a thread's opening its message comes after the thread,
-      // and an append (one statement, acs_append_message) takes the counter at its commit.
+      // Deferred like thread.opened, so in a thread's opening its message is written (and
+      // numbered) after the thread; a trigger, so every insert path counts and an append stays one
+      // statement (acs_append_message).
       `CREATE FUNCTION acs_event_message_created() RETURNS trigger LANGUAGE plpgsql AS $$
        DECLARE
          v record;

@@ -141,7 +141,6 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
 
   return {
     publish(key) {
-      emitter.emit(key);
       if (pending.size < maxPendingKeys) pending.add(key);
       // At once, not after the response of the request that committed: the other processes' waiters
       // need not wait for it. While one NOTIFY is in flight, the organizations announced meanwhile

@@ -8,8 +8,9 @@ import { request } from '../service/helpers.ts';
 
 // Contract §9: "a reader walking `after` never misses an event and never sees one twice, whatever
 // the concurrency". Proved on PostgreSQL (PGlite runs one transaction at a time) with 32 writers:
-// first on 32 connections of their own, some of which roll back after taking a seq; then through
-// two acs-server processes sharing the database, read by page, by long poll and by stream.
+// first on 32 connections of their own (one in ten rolling back after writing its event) with
+// three sequencers numbering at once, as three processes would; then through two acs-server
+// processes sharing the database, read by page, by long poll and by stream.
 const title = testDatabaseUrl ? 'event ordering' : 'event ordering (skipped: ACS_TEST_DATABASE_URL is not set; these tests need a PostgreSQL server)';
 
 /** Walks the log of `orgId` from seq 0 with pages of `limit` until `stop()` and the log is drained; returns every seq seen, in order. */
@@ -36,7 +37,7 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
     await database?.drop();
   });
 
-  it('ordering: 32 writers on connections of their own (one in ten rolling back after taking its seq), 4 readers walking after: each reader sees 1..N once each, N = the commits, every committed message has its one event', async () => {
+  it('ordering: 32 writers on connections of their own (one in ten rolling back after writing its event), 3 sequencers at once, 4 readers walking after: each reader sees 1..N once each, N = the commits, every committed message has its one event', async () => {
     const admin = new pg.Client({ connectionString: database.url });
     await admin.connect();
     // One organization, one team, two humans on an edge, 32 threads: one per writer.
@@ -55,7 +56,9 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
         [fixture.edge_id, fixture.team_id, fixture.sender],
       )
     ).rows.map((r: { id: string }) => r.id);
-    const base = Number((await admin.query(`SELECT COALESCE(max(seq), 0) AS n FROM events WHERE org_id = $1`, [fixture.org_id])).rows[0].n);
+    // The fixture's own events (32 thread.opened) numbered first: the log starts after them.
+    await admin.query(`SELECT count(*) FROM acs_sequence_events($1, 1000)`, [fixture.org_id]);
+    const base = Number((await admin.query(`SELECT last_seq FROM event_counters WHERE org_id = $1`, [fixture.org_id])).rows[0].last_seq);
 
     const committed: string[] = [];
     let rolledBack = 0;
@@ -73,7 +76,7 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
           ).rows;
           expect(row.outcome).toBe('ok');
           if (i % 10 === 7) {
-            // Take the seq (the deferred trigger runs now) and give it back.
+            // Write the event (the deferred trigger runs now), then roll it all back.
             await client.query('SET CONSTRAINTS ALL IMMEDIATE');
             await client.query('ROLLBACK');
             rolledBack += 1;
@@ -81,6 +84,19 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
             await client.query('COMMIT');
             committed.push(id);
           }
+        }
+      } finally {
+        await client.end();
+      }
+    });
+    let numbering = true;
+    const sequencers = Array.from({ length: 3 }, async () => {
+      const client = new pg.Client({ connectionString: database.url });
+      await client.connect();
+      try {
+        while (numbering) {
+          const rows = (await client.query(`SELECT seq FROM acs_sequence_events($1, 37)`, [fixture.org_id])).rows;
+          if (rows.length === 0) await new Promise((resolve) => setTimeout(resolve, 2));
         }
       } finally {
         await client.end();
@@ -101,9 +117,21 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
         await client.end();
       }
     });
-    await Promise.all(writers);
-    writing = false;
-    const seen = await Promise.all(readers);
+    let seen: number[][];
+    try {
+      await Promise.all(writers);
+      // Every committed event numbered: then the readers may stop once they read to the end.
+      for (;;) {
+        const left = (await admin.query(`SELECT count(*)::int AS n FROM events WHERE org_id = $1 AND seq IS NULL`, [fixture.org_id])).rows[0].n;
+        if (left === 0) break;
+        await new Promise((resolve) => setTimeout(resolve, 20));
+      }
+    } finally {
+      writing = false;
+      seen = await Promise.all(readers);
+      numbering = false;
+      await Promise.all(sequencers);
+    }
     const n = committed.length;
     expect(rolledBack).toBe(32 * 6);
     for (const one of seen) expect(one).toEqual(Array.from({ length: n }, (_, i) => base + i + 1));
@@ -184,6 +212,11 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
       for (const polled of await Promise.all(pollers)) {
         expect(polled.map((e) => e.seq)).toEqual(expected);
         expect(new Set(polled.map(idOf))).toEqual(acknowledged);
+        // A writer's requests, one after the other, are numbered in that order (each thread's
+        // messages in their order, whichever process took them).
+        const byThread = new Map<string, string[]>();
+        for (const e of polled.filter((x) => x.type === 'message.created')) byThread.set(e.data.thread_id, [...(byThread.get(e.data.thread_id) ?? []), e.data.content]);
+        for (const contents of byThread.values()) expect(contents).toEqual(['first', ...Array.from({ length: 20 }, (_, i) => `m${i}`)]);
       }
       for (const stream of streams) {
         const got = await stream.waitForEvents(n, 60_000);

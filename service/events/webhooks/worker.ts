@@ -2,8 +2,8 @@
  * Webhook deliveries of one process (contract §9): dispatching events to deliveries, then
  * attempting them, across any number of processes on one database.
  *
- * - **Dispatch.** Each webhook keeps its place in its organization's log (`cursor_seq`). After a
- *   commit in this process that wrote events of an organization with webhooks, and every
+ * - **Dispatch.** Each webhook keeps its place in its organization's log (`cursor_seq`). After
+ *   this process numbered new events of an organization with webhooks, and every
  *   `pollMs` for whatever a dead process left, the webhooks behind the log are locked (`FOR UPDATE
  *   SKIP LOCKED`: one process dispatches a webhook at a time, the others skip it), a delivery row
  *   is inserted for each matching event after the cursor, and the cursor moves, in one
@@ -73,8 +73,8 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
 }
 
 /**
- * Starts the webhook worker of this process over `deps` with `settings`: dispatches after the
- * announcements of this process (`deps.events.onAnnounce`) and every `settings.pollMs`, and
+ * Starts the webhook worker of this process over `deps` with `settings`: dispatches after this
+ * process numbered new events (`deps.events.onSequenced`) and every `settings.pollMs`, and
  * attempts deliveries as they fall due. `log` gets failures of its own (never a secret).
  */
 export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, log: (message: string, error?: unknown) => void = () => {}): WebhookWorker {
@@ -90,7 +90,7 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
   let dueTimer: NodeJS.Timeout | undefined;
   const attempts = new Set<Promise<void>>();
 
-  const stopAnnounces = deps.events.onAnnounce((orgId) => {
+  const stopAnnounces = deps.events.onSequenced((orgId) => {
     if (watched.has(orgId)) dispatch(orgId);
   });
   const poll = setInterval(() => void sweep(), settings.pollMs);
