@@ -8,14 +8,16 @@
  * - **Webhook throughput**: 32 writers append messages to 32 threads; a loopback receiver answers
  *   204: deliveries per second from the first append to the last delivery received.
  * - **The cost of the log on appends** (PostgreSQL): pgbench of the append function
- *   (`acs_append_message`) with the events trigger on and off, at 1 and 32 clients, the 32 clients
- *   on 32 threads of one organization (whose event writes commit one at a time) and of 32.
+ *   (`acs_append_message`) with the events trigger on (and a connection numbering the events
+ *   meanwhile, as a server does) and off, at 1 and 32 clients, the 32 clients on 32 threads of one
+ *   organization and of 32.
  *
  * PostgreSQL: `ACS_BENCH_DATABASE_URL`, else a throwaway cluster through scripts/with-postgres.sh
  * when PostgreSQL binaries are installed, else PGlite only. `BENCH_QUICK=1` shortens every step
  * and prints the figures without writing docs/performance.md.
  */
-import { execFileSync, spawnSync } from 'node:child_process';
+import { execFile, spawnSync } from 'node:child_process';
+import pg from 'pg';
 import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
@@ -282,16 +284,41 @@ async function appendCost(url: string, dir: string): Promise<AppendCost[]> {
       script,
       `SELECT acs_append_message(gen_random_uuid(), t.thread_id, t.sender, 'message', '[]'::jsonb, NULL, NULL, NULL, false) FROM bench_event_threads t WHERE t.orgs = ${organizations} AND t.n = :client_id % 32;\n`,
     );
+    const orgIds = (await adminQuery(url, `SELECT DISTINCT th.team_id, t.org_id FROM bench_event_threads b JOIN threads th ON th.id = b.thread_id JOIN teams t ON t.id = th.team_id WHERE b.orgs = ${organizations}`)).rows.map(
+      (r: { org_id: string }) => r.org_id,
+    );
     for (const clients of organizations === 1 ? [1, 32] : [32]) {
-      const tps = () => {
-        const out = execFileSync(binary, ['-n', '-f', script, '-T', String(plan.pgbenchSeconds), '-c', String(clients), '-j', String(Math.min(clients, 2)), url], { encoding: 'utf8' });
+      const tps = async (numbering: boolean) => {
+        // While pgbench appends, a connection numbers the new events as a server would.
+        let running = true;
+        const numberer = (async () => {
+          if (!numbering) return;
+          const client = new pg.Client({ connectionString: url });
+          await client.connect();
+          try {
+            while (running) {
+              let numbered = 0;
+              for (const org of orgIds) numbered += (await client.query(`SELECT seq FROM acs_sequence_events($1, 500)`, [org])).rows.length;
+              if (numbered === 0) await sleep(1);
+            }
+          } finally {
+            await client.end();
+          }
+        })();
+        const out = await new Promise<string>((resolve, reject) =>
+          execFile(binary, ['-n', '-f', script, '-T', String(plan.pgbenchSeconds), '-c', String(clients), '-j', String(Math.min(clients, 2)), url], { encoding: 'utf8' }, (error, stdout) =>
+            error ? reject(error) : resolve(stdout),
+          ),
+        );
+        running = false;
+        await numberer;
         return Number(/tps = ([\d.]+)/.exec(out)?.[1] ?? NaN);
       };
-      const withEvents = tps();
+      const withEvents = await tps(true);
       await adminQuery(url, `ALTER TABLE messages DISABLE TRIGGER messages_event`);
-      const withoutEvents = tps();
+      const withoutEvents = await tps(false);
       await adminQuery(url, `ALTER TABLE messages ENABLE TRIGGER messages_event`);
-      log(`postgres: pgbench append function, ${clients} client(s) on ${organizations} organization(s): ${n(withEvents)}/s with the event, ${n(withoutEvents)}/s without`);
+      log(`postgres: pgbench append function, ${clients} client(s) on ${organizations} organization(s): ${n(withEvents)}/s with the event (numbered meanwhile), ${n(withoutEvents)}/s without`);
       results.push({ clients, organizations, withEvents, withoutEvents });
     }
   }
@@ -319,7 +346,7 @@ function render(results: Figures[], costs: AppendCost[], postgres: string | unde
   if (costs.length > 0) {
     lines.push(
       '',
-      '| pgbench: `acs_append_message` calls/s | with its `message.created` event | without (trigger disabled) | the event costs |',
+      '| pgbench: `acs_append_message` calls/s | with its `message.created` event (numbered meanwhile by a sequencer) | without (trigger disabled) | the event costs |',
       '|---|---:|---:|---:|',
       ...costs.map(
         (c) =>

@@ -292,27 +292,51 @@ interface ReadPage {
   logHead: number;
 }
 
+// A page in one statement, so one round trip (a woken long poll answers after it): the thread
+// row (with where the organization's log stands), the cursor's seq, and the messages after it,
+// one row per message (the thread's columns repeated), or one row without a message when none.
+const pageSql = `
+  WITH th AS (${selectThread} WHERE th.id = $2 AND ${reaches('o', 1)}),
+       cur AS (SELECT m.seq FROM messages m WHERE $3::uuid IS NOT NULL AND m.id = $3::uuid AND m.thread_id = $2)
+  SELECT th.*, (SELECT seq FROM cur) AS cursor_seq,
+         m.id AS m_id, m.seq AS m_seq, m.sender_id AS m_sender_id, m.content AS m_content, m.attachments AS m_attachments,
+         m.reply_to AS m_reply_to, m.expects_reply AS m_expects_reply, m.sent_at AS m_sent_at
+    FROM th LEFT JOIN LATERAL (
+      SELECT * FROM messages m
+       WHERE m.thread_id = th.id AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM cur))
+         AND m.seq > COALESCE((SELECT seq FROM cur), 0)
+       ORDER BY m.seq LIMIT $4
+    ) m ON true
+   ORDER BY m.seq`;
+
+type PageRow = ThreadRow & { cursor_seq: number | null; m_id: string | null; m_seq: number; m_sender_id: string; m_content: string; m_attachments: string[]; m_reply_to: string | null; m_expects_reply: boolean; m_sent_at: Date };
+
 async function readPage(db: Queryable, caller: Caller, threadId: string, request: PageRequest): Promise<ReadPage> {
-  const thread = await getThreadRow(db, caller, threadId);
-  let afterSeq = 0;
-  if (request.after !== undefined) {
-    const cursor = isUuid(request.after)
-      ? await db.query<{ seq: number }>(`SELECT seq FROM messages WHERE id = $1 AND thread_id = $2`, [request.after, threadId])
-      : [];
-    if (!cursor[0]) throw new ServiceError('invalid_cursor', 'after names no message of this thread');
-    afterSeq = cursor[0].seq;
-  }
-  const rows = await db.query<MessageRow>(`SELECT * FROM messages WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
-    threadId,
-    afterSeq,
-    request.limit + 1,
-  ]);
-  const messages = rows.slice(0, request.limit).map(toMessage);
+  if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
+  if (request.after !== undefined && !isUuid(request.after)) throw new ServiceError('invalid_cursor', 'after names no message of this thread');
+  const rows = await db.query<PageRow>(pageSql, [caller.orgId, threadId, request.after ?? null, request.limit + 1]);
+  const thread = rows[0];
+  if (!thread) throw new ServiceError('not_found', 'thread not found');
+  if (request.after !== undefined && thread.cursor_seq === null) throw new ServiceError('invalid_cursor', 'after names no message of this thread');
+  const found = rows.filter((row) => row.m_id !== null);
+  const messages = found.slice(0, request.limit).map((row) =>
+    toMessage({
+      id: row.m_id!,
+      thread_id: threadId,
+      seq: row.m_seq,
+      sender_id: row.m_sender_id,
+      content: row.m_content,
+      attachments: row.m_attachments,
+      reply_to: row.m_reply_to,
+      expects_reply: row.m_expects_reply,
+      sent_at: row.m_sent_at,
+    }),
+  );
   return {
     page: {
       ...toThread(thread),
       messages,
-      has_more: rows.length > request.limit,
+      has_more: found.length > request.limit,
       next_after: messages.at(-1)?.message_id ?? request.after ?? null,
     },
     orgId: thread.org_id!,

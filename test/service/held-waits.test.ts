@@ -122,7 +122,7 @@ describe('issue 21, defect 1', () => {
     const thread = (await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'first' })).body;
     const first = thread.thread_id;
     const page = (await h.call('GET', `/api/v1/threads/${first}`)).body;
-    const pageRead = 'SELECT * FROM messages WHERE thread_id';
+    const pageRead = 'AS cursor_seq';
     const polls = Array.from({ length: 200 }, () => h.call('GET', `/api/v1/threads/${first}?after=${page.next_after}&wait=25`));
     await seen(h.db.statements, pageRead, 201);
     const before = h.db.statements.length;
@@ -156,7 +156,7 @@ describe('issue 21, defect 1', () => {
     const after = (await h.call('GET', `/api/v1/threads/${thread.thread_id}`)).body.next_after;
     const poll = (apiKey: string) => request(`${h.server.url}/api/v1/threads/${thread.thread_id}?after=${after}&wait=25`, 'GET', undefined, { 'x-api-key': apiKey });
     const held = [poll(h.apiKey), poll(h.apiKey), poll(h.apiKey)];
-    await seen(h.db.statements, 'SELECT * FROM messages WHERE thread_id', 4);
+    await seen(h.db.statements, 'AS cursor_seq', 4);
     const refused = await poll(h.apiKey);
     expect(refused.status).toBe(429);
     expect(refused.body.code).toBe('too_many_waits');
@@ -165,7 +165,7 @@ describe('issue 21, defect 1', () => {
     expect((await request(`${h.server.url}/api/v1/threads/${thread.thread_id}`, 'GET', undefined, { 'x-api-key': h.apiKey })).status).toBe(200);
     // Another key: one more wait fits under the process's bound of 5 (3 + 1), the MCP key's too.
     held.push(poll(second));
-    await seen(h.db.statements, 'SELECT * FROM messages WHERE thread_id', 6);
+    await seen(h.db.statements, 'AS cursor_seq', 6);
     const mcpWait = request(`${h.server.url}/api/v1/mcp`, 'POST', waitCall(1), { ...accept, 'x-api-key': mcpKey });
     await seen(h.db.statements, unreadLook, 1);
     const full = await poll(second);
