@@ -111,7 +111,7 @@ async function runPgbench(url: string, dir: string): Promise<PgbenchResult[]> {
   const append = join(dir, 'append.sql');
   await writeFile(
     append,
-    `SELECT acs_append_message(gen_random_uuid(), t.thread_id, t.sender, 'message', '[]'::jsonb, NULL, t.org_id, t.key_id) FROM bench_threads t WHERE t.n = :client_id % 32;\n`,
+    `SELECT acs_append_message(gen_random_uuid(), t.thread_id, t.sender, 'message', '[]'::jsonb, NULL, t.org_id, t.key_id, false) FROM bench_threads t WHERE t.n = :client_id % 32;\n`,
   );
   const tps = (script: string, clients: number): number => {
     const out = execFileSync(binary, ['-n', '-f', script, '-T', String(plan.seconds), '-c', String(clients), '-j', String(Math.min(clients, 2)), url], {

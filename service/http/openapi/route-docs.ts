@@ -50,6 +50,7 @@ import {
 import { JsonRpcMessage, JsonRpcResponse } from '../../../api/mcp-tools.ts';
 import type { RouteDoc, SuccessDoc, Tag } from './route-doc.ts';
 import { sessionRouteDocs } from './session-route-docs.ts';
+import { eventRouteDocs } from './event-route-docs.ts';
 
 // Response shapes that only the routes define. Each is named (`.meta({ id })`), so it becomes a
 // component and generated clients get a type named after it.
@@ -310,6 +311,8 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       },
     },
   }),
+
+  ...eventRouteDocs,
 
   ...tagged('provider-keys', {
     'PUT /organizations/:org_id/api-keys/:provider': {
