@@ -96,6 +96,17 @@ export const MeThreadPageQuery = z.strictObject({
   limit: z.coerce.number().int().min(1).max(200).default(50),
 });
 
+/** `GET /api/v1/me/events/stream`: which organization's log (when the person's humans are in several), from where. */
+export const MeEventStreamQuery = z.strictObject({
+  org_id: Id.optional().meta({ description: "The organization whose events to follow; required only when the person's humans are in several." }),
+  after: z.coerce
+    .number()
+    .int()
+    .min(0)
+    .optional()
+    .meta({ description: 'Start after this seq (the `Last-Event-ID` header wins). Neither: only events from now on.' }),
+});
+
 /** `POST /api/v1/me/threads/{thread_id}/messages`: the sender is the person's human on the thread's edge. */
 export const MeAppendMessageBody = z
   .strictObject({

@@ -16,6 +16,7 @@ import { SignInPage } from './pages/sign-in.tsx';
 import { TeamPage } from './pages/team.tsx';
 import { ThreadPage } from './pages/thread.tsx';
 import { SessionContext, type SessionState } from './session.ts';
+import { closePersonEvents } from './live.ts';
 
 /** The app: the location provider around the signed-in shell. */
 // Links the app routes itself: its own pages. Others (the sign-in redirects of the server,
@@ -57,6 +58,7 @@ function Shell() {
       onSessionEnded(() => {
         if (location.path.startsWith('/operator')) return;
         setCsrfToken(undefined);
+        closePersonEvents();
         setState((previous) => {
           if (previous.status === 'signed-in') setEnded(true);
           return { status: 'signed-out' };
@@ -76,6 +78,7 @@ function Shell() {
       // Signed out already: the same outcome.
     }
     setCsrfToken(undefined);
+    closePersonEvents();
     setEnded(false);
     setState({ status: 'signed-out' });
     location.route('/sign-in');

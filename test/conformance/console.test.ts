@@ -9,6 +9,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, expectStatus } from './contract.ts';
 import { call, freshUuid, startServer, uniqueName, type Reply, type Server } from './server.ts';
+import { openStream } from '../support/sse.ts';
 
 const adminToken = `admin-${crypto.randomUUID()}`;
 
@@ -363,6 +364,66 @@ describe('§10 CSRF and the session cookie', () => {
     expectStatus(await call(base, 'DELETE', `/api/v1/humans/${world.erin}`, { key }), 200);
     expectProblem(await as(one, 'GET', '/api/v1/me'), 401, 'unauthenticated');
     expectProblem(await as(two, 'GET', '/api/v1/me/threads'), 401, 'unauthenticated');
+  });
+});
+
+describe("§10 the event stream of a person's threads", () => {
+  let world: World;
+  let dana: { cookie: string; csrf: string };
+  beforeAll(async () => {
+    world = await buildWorld();
+    dana = await signIn(world.dana);
+  });
+
+  it("stream: only the events of the person's threads arrive: their threads opened, messages from and to them", async () => {
+    const stream = await openStream(`${base}/api/v1/me/events/stream`, { cookie: dana.cookie });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    try {
+      // Others' traffic first (erin's thread, another team's), then dana's.
+      await post(`/api/v1/threads/${world.erinThread}/messages`, { sender_agent_id: world.triager, content: 'for erin only' });
+      await post(`/api/v1/threads/${world.bThread}/messages`, { sender_agent_id: world.outsider, content: 'for bob only' });
+      await post(`/api/v1/edges/${world.erinEdge}/threads`, { sender_agent_id: world.erin, content: 'erin opens' });
+      await post(`/api/v1/threads/${world.danaThread}/messages`, { sender_agent_id: world.triager, content: 'for dana' });
+      const opened = await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'new one', content: 'opened for dana' });
+      expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${world.danaThread}/messages`, { content: 'from dana' }), 201);
+      const events = await stream.waitForEvents(4);
+      const seen = events.map((e) => [e.event, JSON.parse(e.data).data.content ?? JSON.parse(e.data).data.thread_id]);
+      expect(seen).toEqual([
+        ['message.created', 'for dana'],
+        ['thread.opened', opened.body.thread_id],
+        ['message.created', 'opened for dana'],
+        ['message.created', 'from dana'],
+      ]);
+      // Ids are the organization log's seqs, increasing: a reconnecting EventSource resumes from them.
+      const seqs = events.map((e) => Number(e.id));
+      expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+      // Resuming after the first event gives the rest, and nothing of the others' threads.
+      const resumed = await openStream(`${base}/api/v1/me/events/stream`, { cookie: dana.cookie, 'last-event-id': events[0]!.id! });
+      try {
+        expect((await resumed.waitForEvents(3)).map((e) => e.id)).toEqual(events.slice(1).map((e) => e.id));
+      } finally {
+        resumed.close();
+      }
+    } finally {
+      stream.close();
+    }
+  });
+
+  it("stream: without a session it is 401; an organization that is not the person's is 404", async () => {
+    expectProblem(await call(base, 'GET', '/api/v1/me/events/stream'), 401, 'unauthenticated');
+    expectProblem(await as(dana, 'GET', `/api/v1/me/events/stream?org_id=${freshUuid()}`), 404, 'not_found');
+  });
+
+  it("stream: it ends at once when the session's human is deleted", async () => {
+    const team = (await post(`/api/v1/organizations/${server.orgId}/teams`, { team_name: uniqueName('s') })).body.team_id;
+    const gus = (await post(`/api/v1/teams/${team}/humans`, { name: 'gus' })).body.human_id;
+    const session = await signIn(gus);
+    const stream = await openStream(`${base}/api/v1/me/events/stream`, { cookie: session.cookie });
+    expect(stream.status).toBe(200);
+    await call(base, 'DELETE', `/api/v1/humans/${gus}`, { key });
+    await stream.ended;
+    stream.close();
   });
 });
 

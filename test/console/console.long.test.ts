@@ -110,6 +110,18 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     expect(problems).toEqual([]);
   });
 
+  it("console: the inbox follows the person's event stream: a thread opened for dana appears while it is open", async () => {
+    const { page, problems } = await signedIn(ids.dana);
+    const inbox = page.getByRole('list', { name: 'Inbox' });
+    await expect.poll(() => page.getByRole('status').first().textContent()).not.toContain('Loading');
+    const subject = `Live ${crypto.randomUUID().slice(0, 8)}`;
+    await ok('POST', `/api/v1/edges/${(await danaEdge(ids.summarizer)).edge_id}/threads`, { sender_agent_id: ids.summarizer, subject, content: 'Fresh news' });
+    // Sooner than the 30 s fallback refresh: the stream brought it.
+    await expect.poll(() => inbox.getByRole('listitem').filter({ hasText: subject }).count(), { timeout: 15_000 }).toBe(1);
+    expect(await inbox.getByRole('listitem').first().textContent()).toContain(subject);
+    expect(problems).toEqual([]);
+  });
+
   it('console: a message with HTML, a script or a javascript: link renders as text; Markdown still renders', async () => {
     const thread = await ok('POST', `/api/v1/edges/${(await danaEdge(ids.triager)).edge_id}/threads`, {
       sender_agent_id: ids.triager,

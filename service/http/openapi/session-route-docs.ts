@@ -8,6 +8,7 @@ import {
   Me,
   MeAppendMessageBody,
   MeEdgeList,
+  MeEventStreamQuery,
   MeOpenThreadBody,
   MeThread,
   MeThreadList,
@@ -138,6 +139,23 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     tag: 'console',
     summary: "Revoke an external agent's MCP key",
     success: ok(Revoked, 'the key is revoked'),
+  },
+  'GET /me/events/stream': {
+    operationId: 'streamMyEvents',
+    tag: 'console',
+    summary: "The organization's event stream, filtered to the person's threads",
+    description:
+      "text/event-stream as `GET /organizations/{org_id}/events/stream` gives it, with only the events of the person's threads: " +
+      '`thread.opened` on their edges, `message.created` from or to their humans. `org_id` names the organization when the ' +
+      "person's humans are in several (else 400). Resume with `Last-Event-ID` (or `after`). The stream ends with the session: at " +
+      'once when one of its humans is deleted, within 15 s of a sign-out elsewhere or its expiry.',
+    query: MeEventStreamQuery,
+    success: {
+      status: 200,
+      description: "The stream of the person's events (Server-Sent Events); it ends when the client closes it, the session ends or the server stops.",
+      bytes: { mediaType: 'text/event-stream', headers: { 'Cache-Control': 'no-store' } },
+    },
+    errors: ['invalid_cursor', 'events_expired', 'too_many_waits'],
   },
   'POST /admin/v1/sign-in': {
     operationId: 'adminSignIn',

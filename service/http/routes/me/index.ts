@@ -8,6 +8,7 @@ import type { FastifyInstance } from 'fastify';
 import type { RouteContext } from '../context.ts';
 import { requireSession, type ConsoleSettings } from '../../session-auth.ts';
 import { meAgentKeyRoutes } from './agent-keys.ts';
+import { meEventRoutes } from './events.ts';
 import { meSessionRoutes } from './session.ts';
 import { meTeamRoutes } from './teams.ts';
 import { meThreadRoutes } from './threads.ts';
@@ -18,7 +19,7 @@ export const mePath = '/me';
 /**
  * Registers the person's routes on `app` (an encapsulated plugin under an API prefix): the
  * session hook first, then `GET /me` and sign-out, the teams, the threads and edges, the MCP
- * keys of external agents. Errors of every route: `unauthenticated` (no live session),
+ * keys of external agents, and the event stream of the person's threads. Errors of every route: `unauthenticated` (no live session),
  * `csrf_failed` (a change without the CSRF token), `not_found` (outside the person's reach).
  */
 export function meRoutes(app: FastifyInstance, context: RouteContext, settings: ConsoleSettings): void {
@@ -27,4 +28,5 @@ export function meRoutes(app: FastifyInstance, context: RouteContext, settings: 
   meTeamRoutes(app, context);
   meThreadRoutes(app, context);
   meAgentKeyRoutes(app, context);
+  meEventRoutes(app, context, settings);
 }
