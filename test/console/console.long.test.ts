@@ -122,6 +122,24 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     expect(problems).toEqual([]);
   });
 
+  it('console: dana opens a thread with the summarizer from the inbox; it opens on channel web, from her', async () => {
+    const { page } = await signedIn(ids.dana);
+    await page.getByRole('combobox', { name: 'With' }).selectOption({ label: 'summarizer (agent)' });
+    await page.getByRole('textbox', { name: 'Subject' }).fill('Weekly summary');
+    await page.getByRole('textbox', { name: 'Message' }).fill('Please summarize **this week**.');
+    await page.getByRole('button', { name: 'Open thread' }).click();
+    await page.waitForURL('**/threads/*');
+    await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Weekly summary');
+    const messages = page.getByRole('list', { name: 'Messages' });
+    await expect.poll(() => messages.getByRole('listitem').first().locator('strong', { hasText: 'this week' }).count()).toBe(1);
+    const threadId = page.url().split('/threads/')[1]!;
+    const stored = await ok('GET', `/api/v1/threads/${threadId}`);
+    expect(stored).toMatchObject({ subject: 'Weekly summary', channel: 'web' });
+    expect(stored.messages[0]).toMatchObject({ sender_id: ids.dana, content: 'Please summarize **this week**.' });
+    // The summarizer (echo) answers, and the answer shows up on the open page.
+    await expect.poll(() => messages.textContent(), { timeout: 20_000 }).toContain('echo: Please summarize');
+  });
+
   it('console: a message with HTML, a script or a javascript: link renders as text; Markdown still renders', async () => {
     const thread = await ok('POST', `/api/v1/edges/${(await danaEdge(ids.triager)).edge_id}/threads`, {
       sender_agent_id: ids.triager,
