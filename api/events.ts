@@ -187,6 +187,7 @@ const WebhookEvents = z
   .array(EventTypeFilter)
   .min(1)
   .max(50)
+  .refine((items) => new Set(items).size === items.length, 'must not name a type twice')
   .meta({ uniqueItems: true, description: 'Event types to deliver; `family.*` for a whole family.' });
 
 /** `POST /organizations/{org_id}/webhooks` (contract §9). */
