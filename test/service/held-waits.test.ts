@@ -1,9 +1,7 @@
 import { afterEach, describe, expect, it } from 'vitest';
-import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
+import type { ServerOptions } from '../../service/index.ts';
 import type { Db, Queryable } from '../../service/storage/db.ts';
-import { openDb } from '../../service/storage/open-db.ts';
-import { createTestDatabase, postgresBackend, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
-import { buildTeam, request, type Harness } from './helpers.ts';
+import { buildTeam, request, startHarnessWithDb } from './helpers.ts';
 
 // Issue 21, defect 1: one MCP key with batched wait_for_messages stalled the server: 2,000 held
 // waits were all woken by one append and each queried again. Waits are now fed by the event log
@@ -29,23 +27,10 @@ afterEach(async () => {
 });
 
 /** A server on a counting database (a fresh PostgreSQL database in the postgres project), with one organization. */
-async function start(options: ServerOptions = {}): Promise<Harness & { db: Db & { statements: string[] } }> {
-  let database: TestDatabase | undefined;
-  let raw: Db;
-  if (postgresBackend) {
-    database = await createTestDatabase(testDatabaseUrl!);
-    raw = await openDb({ databaseUrl: database.url });
-  } else {
-    raw = await openDb({ inMemory: true });
-  }
-  const db = countingDb(raw);
-  const server: RunningServer = await startServer({ db, port: 0, tickMs: 20, rateLimit: false, ...(database ? { databaseUrl: database.url } : {}), ...options });
-  cleanup.push(async () => {
-    await server.close();
-    await database?.drop();
-  });
-  const { org_id, api_key } = await server.provisionOrganization('acme');
-  return { server, db, orgId: org_id, apiKey: api_key, call: (method, path, body, headers = {}) => request(server.url + path, method, body, { 'x-api-key': api_key, ...headers }) };
+async function start(options: ServerOptions = {}) {
+  const h = await startHarnessWithDb('acme', { wrap: countingDb, options: { rateLimit: false, ...options } });
+  cleanup.push(() => h.server.close());
+  return h;
 }
 
 const accept = { accept: 'application/json, text/event-stream' };
