@@ -4,6 +4,12 @@ import type { ReplyProvider } from './agent-loop/providers/types.ts';
 import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
 import type { DomainDeps } from './domain/caller.ts';
 import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
+import { createEventHub } from './events/hub.ts';
+import { createHeldWaits, defaultHeldWaitLimits, type HeldWaitLimits } from './events/held-waits.ts';
+import { createWakeOneQueues } from './events/wake-one.ts';
+import { defaultRetentionMs, startPruner } from './events/retention.ts';
+import { defaultWebhookSettings, type WebhookSettings } from './events/webhooks/webhooks.ts';
+import { startWebhookWorker, type WebhookWorker } from './events/webhooks/worker.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
@@ -66,6 +72,22 @@ export interface ServerOptions {
    * `ACS_RATE_LIMIT` of `env` (requests a minute), else 1,200 a minute.
    */
   rateLimit?: RateLimitOptions | false;
+  /**
+   * Bounds of held waits (long polls, MCP waits, event streams; issue 21): per process and per API
+   * key. Default: `ACS_MAX_HELD_WAITS` and `ACS_MAX_HELD_WAITS_PER_KEY` of `env`, else 10,000 and 1,000.
+   */
+  heldWaits?: Partial<HeldWaitLimits>;
+  /**
+   * How webhooks are delivered (contract §9): `allowPrivate` (`--webhook-allow-private`: http and
+   * non-public addresses too, for development and tests), `retrySchedule` (milliseconds,
+   * `--webhook-retry-schedule`), and for tests `resolve` (a stand-in resolver), `timeoutMs`,
+   * `concurrency`, `pollMs`. Default: contract §9's (events/webhooks/webhooks.ts).
+   */
+  webhooks?: Partial<WebhookSettings>;
+  /** How long events and finished deliveries are kept, in milliseconds (`--event-retention`); default 7 days (contract §9's floor). */
+  eventRetentionMs?: number;
+  /** Keep-alive period of event streams in milliseconds; default 15,000 (contract §9). */
+  streamKeepAliveMs?: number;
 }
 
 /** A running acs-server. */
@@ -115,12 +137,36 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const shutdown = new AbortController();
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let hub: ReturnType<typeof createEventHub> | undefined;
+  let worker: WebhookWorker | undefined;
+  let pruner: ReturnType<typeof startPruner> | undefined;
   try {
-    const secrets = createSecretBox(await resolveEncryptionKey(options.env ?? process.env, dataDir));
-    const deps: DomainDeps = { db, notifier, secrets };
-    const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
-    const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit });
+    const env = options.env ?? process.env;
+    const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
+    const events = createEventHub({ db, notifier, log: (message, error) => app?.log.error({ err: error }, message) });
+    hub = events;
+    const deps: DomainDeps = { db, events, inboxes: createWakeOneQueues(events), secrets };
+    const heldWaits = createHeldWaits({
+      perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
+      perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
+    });
+    const adminToken = options.adminToken ?? env.ACS_ADMIN_TOKEN;
+    const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
+    const settings: WebhookSettings = { ...defaultWebhookSettings, ...options.webhooks };
+    // The worker logs through the app's logger, which exists only once the app is built.
+    const logError = (message: string, error?: unknown) => app?.log.error({ err: error }, message);
+    worker = startWebhookWorker(deps, settings, logError);
+    pruner = startPruner(db, options.eventRetentionMs ?? defaultRetentionMs, logError);
+    app = await buildApp({
+      deps,
+      shutdown: shutdown.signal,
+      logger: options.logger ?? false,
+      adminToken,
+      rateLimit,
+      heldWaits,
+      webhooks: worker,
+      streamKeepAliveMs: options.streamKeepAliveMs,
+    });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();
@@ -132,7 +178,6 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       devCredentials = { base_url: url, ...devOrg };
       await writeDevCredentials(options.devCredentialsFile, devCredentials);
     }
-    const env = options.env ?? process.env;
     const loop = startAgentLoop({
       deps,
       tickMs: options.tickMs ?? 1000,
@@ -154,6 +199,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           shutdown.abort();
           await running.close();
           await loop.stop();
+          pruner?.close();
+          await worker?.close();
+          await hub?.close();
           await notifier.close();
           await db.close();
         })();
@@ -163,6 +211,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     shutdown.abort();
     await app?.close().catch(() => {});
+    pruner?.close();
+    await worker?.close().catch(() => {});
+    await hub?.close().catch(() => {});
     await notifier.close().catch(() => {});
     await db.close().catch(() => {});
     throw error;

@@ -3,7 +3,9 @@
  * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
- * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet]` serves the API
+ * [--dev-credentials FILE] [--rate-limit N] [--max-held-waits N] [--max-held-waits-per-key N]
+ * [--event-retention D] [--webhook-allow-private] [--webhook-retry-schedule D,D,…] [--log-format]
+ * [--log-level] [--quiet]` serves the API
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -12,6 +14,7 @@
  * {@link runAcsServer} returns.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import ms from 'ms';
 import {
   adminApproveAccessRequest,
   adminErrorOutput,
@@ -31,6 +34,26 @@ function integer(min: number, max: number) {
     if (!Number.isInteger(n) || n < min || n > max) throw new InvalidArgumentError(`must be an integer from ${min} to ${max}`);
     return n;
   };
+}
+
+/** A duration such as `500ms`, `5s`, `10m`, `2h`, `7d` (the `ms` package's notation), in milliseconds, at least `min`. */
+function duration(min: number) {
+  return (value: string): number => {
+    const parsed = ms(value.trim() as ms.StringValue);
+    if (typeof parsed !== 'number' || !Number.isFinite(parsed) || parsed < min) {
+      throw new InvalidArgumentError(`must be a duration of at least ${ms(min, { long: true })}, such as 5s, 10m, 2h or 7d`);
+    }
+    return parsed;
+  };
+}
+
+/** `--webhook-retry-schedule`: comma-separated durations (`1s,2s,5s`), each at least 10 ms; 1–20 of them. */
+export function parseRetrySchedule(value: string): number[] {
+  const parts = value.split(',').map((part) => part.trim());
+  if (parts.length === 0 || parts.length > 20 || parts.some((part) => part === '')) {
+    throw new InvalidArgumentError('must be 1 to 20 durations separated by commas, such as 1s,5s,30s');
+  }
+  return parts.map(duration(10));
 }
 
 /**
@@ -126,6 +149,11 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
     .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
+    .option('--max-held-waits <n>', 'requests held waiting at once in this process: long polls, MCP waits, event streams (default: $ACS_MAX_HELD_WAITS, else 10000)', integer(1, 1_000_000))
+    .option('--max-held-waits-per-key <n>', 'requests held waiting at once per API key (default: $ACS_MAX_HELD_WAITS_PER_KEY, else 1000)', integer(1, 1_000_000))
+    .option('--event-retention <duration>', 'how long events and finished webhook deliveries are kept (the API promises 7d; shorter only for tests)', duration(1_000), 7 * 24 * 3600e3)
+    .option('--webhook-allow-private', 'let webhooks use http and reach loopback, private and link-local addresses (development and tests only)', false)
+    .option('--webhook-retry-schedule <delays>', 'delays before each retry of a failed webhook delivery, comma-separated (default 5s,5m,30m,2h,5h,10h,10h)', parseRetrySchedule)
     .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, else json').choices(Object.values(LogFormats)))
     .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
@@ -139,6 +167,11 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         tickMs: number;
         devCredentials?: string;
         rateLimit?: number;
+        maxHeldWaits?: number;
+        maxHeldWaitsPerKey?: number;
+        eventRetention: number;
+        webhookAllowPrivate: boolean;
+        webhookRetrySchedule?: number[];
         logFormat?: LogFormat;
         logLevel: LogLevel;
         quiet: boolean;
@@ -162,6 +195,15 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               tickMs: flags.tickMs,
               ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
               ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+              heldWaits: {
+                ...(flags.maxHeldWaits !== undefined ? { perProcess: flags.maxHeldWaits } : {}),
+                ...(flags.maxHeldWaitsPerKey !== undefined ? { perKey: flags.maxHeldWaitsPerKey } : {}),
+              },
+              eventRetentionMs: flags.eventRetention,
+              webhooks: {
+                allowPrivate: flags.webhookAllowPrivate,
+                ...(flags.webhookRetrySchedule ? { retrySchedule: flags.webhookRetrySchedule } : {}),
+              },
               logger: await loggerOptions(log),
             },
             flags.quiet,

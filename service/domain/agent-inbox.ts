@@ -18,7 +18,7 @@ import type { Queryable } from '../storage/db.ts';
 import type { McpIdentity } from './authentication.ts';
 import type { Caller, DomainDeps } from './caller.ts';
 import { toEdge, type EdgeRow } from './edges.ts';
-import { participantTopic } from './notifier.ts';
+import { recipientTopic } from '../events/hub.ts';
 import { getAgent } from './participants.ts';
 import { appendMessageAsParticipant, getThreadPage, openThread, toMessage, toThread, type MessageRow, type ThreadRow } from './threads.ts';
 
@@ -296,22 +296,20 @@ async function takeUnread(db: DomainDeps['db'], agent: AgentIdentity, threadId: 
   });
 }
 
-async function agentThreadIds(db: Queryable, agentId: string): Promise<string[]> {
-  const rows = await db.query<{ id: string }>(`SELECT th.id FROM threads th JOIN edges e ON e.id = th.edge_id WHERE ${onAgentEdge('$1::uuid')}`, [agentId]);
-  return rows.map((row) => row.id);
-}
-
 /**
  * `wait_for_messages` (contract §7): the agent's unread messages from its peers — on one of its
  * threads, or on all of them — at once when there are any, else the first that arrive within
  * `timeout_seconds` (0–30), else none; at most `limit`, oldest first, `has_more` when more are
  * unread. Returned messages are marked read for the agent.
  *
- * Waits on the same {@link Notifier} as the REST long poll, so nothing polls and appends through
- * any process wake it (LISTEN/NOTIFY on PostgreSQL): it listens on each of the agent's threads
- * and, for threads opened with the agent while it waits, on the agent's participant key. It
- * subscribes before it reads, so an append between the read and the wait is not missed. `signal`
- * (the client went away, the server stops) ends the wait early with what is there.
+ * Fed by the event log (events/hub.ts): the wait joins its agent's queue of waits, which the
+ * process's event hub feeds with the `message.created` events sent to the agent (a thread opened
+ * with the agent meanwhile included), through any process. However many waits of one agent are
+ * held, an event wakes only the oldest that wants it (events/wake-one.ts): a message is taken by
+ * one of them, and the others would read in vain (issue 21: 2,000 waits woken at once stalled the
+ * server). One that takes part of what is unread (`has_more`) wakes the next. The wait joins
+ * before it reads, so an append between the read and the wait is not missed. `signal` (the
+ * client went away, the server stops) ends the wait early with what is there.
  * Errors: `not_found` (a `thread_id` not on the agent's edges); `invalid_api_key` when messages
  * are there to take but the MCP key was revoked meanwhile (nothing is taken).
  */
@@ -323,53 +321,26 @@ export async function waitForAgentMessages(
 ): Promise<WaitForMessagesResult> {
   const threadId = input.thread_id;
   if (threadId !== undefined) await assertOnThread(deps.db, agent.agentId, threadId);
+  if (input.timeout_seconds <= 0 || signal?.aborted) return takeUnread(deps.db, agent, threadId, input.limit);
   const deadline = Date.now() + input.timeout_seconds * 1000;
-  const subscriptions = new Map<string, () => void>();
-  // Set by a notification: something was published since the last read began.
-  let published = false;
-  // Set when a thread was opened with the agent: its threads must be listed again.
-  let opened = false;
-  let wake: () => void = () => {};
-  const listen = (key: string, isParticipantKey: boolean) => {
-    if (subscriptions.has(key)) return;
-    const listener = () => {
-      if (isParticipantKey) opened = true;
-      published = true;
-      wake();
-    };
-    subscriptions.set(key, deps.notifier.subscribe(key, listener));
-  };
+  const member = await deps.inboxes.join(
+    agent.orgId,
+    recipientTopic(agent.agentId),
+    (event) => event.type === 'message.created' && (threadId === undefined || event.data.thread_id === threadId),
+  );
+  let leftBehind = false;
   try {
-    if (threadId !== undefined) {
-      listen(threadId, false);
-    } else {
-      listen(participantTopic(agent.agentId), true);
-      opened = true;
-    }
     for (;;) {
-      published = false;
-      if (opened) {
-        opened = false;
-        for (const id of await agentThreadIds(deps.db, agent.agentId)) listen(id, false);
-      }
       const taken = await takeUnread(deps.db, agent, threadId, input.limit);
-      const remaining = deadline - Date.now();
-      if (taken.messages.length > 0 || remaining <= 0 || signal?.aborted) return taken;
-      if (!published) {
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            signal?.removeEventListener('abort', done);
-            wake = () => {};
-            resolve();
-          };
-          const timer = setTimeout(done, remaining);
-          signal?.addEventListener('abort', done, { once: true });
-          wake = done;
-        });
+      if (taken.messages.length > 0) {
+        leftBehind = taken.has_more;
+        return taken;
       }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || signal?.aborted) return taken;
+      await member.wait(remaining, signal);
     }
   } finally {
-    for (const unsubscribe of subscriptions.values()) unsubscribe();
+    member.leave(leftBehind);
   }
 }

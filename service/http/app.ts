@@ -3,6 +3,8 @@ import Fastify, { LogController, type FastifyInstance, type FastifyReply, type F
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { isUuid } from '../domain/ids.ts';
+import { createHeldWaits, heldWaitRetryAfterSeconds, type HeldWaits } from '../events/held-waits.ts';
+import { defaultWebhookSettings, type WebhookRuntime } from '../events/webhooks/webhooks.ts';
 import { requireApiKey } from './auth.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
@@ -15,6 +17,7 @@ import { accessRequestRoutes } from './routes/access-requests.ts';
 import { adminPrefix, adminRoutes } from './routes/admin.ts';
 import { attachmentRoutes } from './routes/attachments.ts';
 import { edgeRoutes } from './routes/edges.ts';
+import { eventRoutes } from './routes/events.ts';
 import { orgKeyRoutes } from './routes/keys.ts';
 import { mcpKeyRoutes } from './routes/mcp-keys.ts';
 import { organizationRoutes } from './routes/organizations.ts';
@@ -23,6 +26,7 @@ import { providerKeyRoutes, putProviderKeyRoute } from './routes/provider-keys.t
 import { teamRoutes } from './routes/teams.ts';
 import { threadRoutes } from './routes/threads.ts';
 import { usageRoutes } from './routes/usage.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 /** Request bodies over this size get 413 `payload_too_large` (contract §1). */
 export const bodyLimitBytes = 1024 * 1024;
@@ -41,6 +45,12 @@ export interface AppOptions {
   adminToken?: string | undefined;
   /** Per-key rate limit (contract §2); default 1,200 a minute; `false` turns it off. */
   rateLimit?: RateLimitOptions | false | undefined;
+  /** The bounds of held waits of this process (default: events/held-waits.ts). */
+  heldWaits?: HeldWaits | undefined;
+  /** Webhook settings and worker (default: contract §9's settings, no worker to tell). */
+  webhooks?: WebhookRuntime | undefined;
+  /** Keep-alive period of event streams in milliseconds (default 15,000). */
+  streamKeepAliveMs?: number | undefined;
 }
 
 /**
@@ -84,7 +94,14 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installUnroutedAnswers(app, registry);
   installOpenApi(app, registry);
   installHealth(app, options.deps);
-  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown }, options.adminToken);
+  const context: RouteContext = {
+    deps: options.deps,
+    shutdown: options.shutdown,
+    heldWaits: options.heldWaits ?? createHeldWaits(),
+    webhooks: options.webhooks ?? { settings: defaultWebhookSettings, changed: () => {} },
+    streamKeepAliveMs: options.streamKeepAliveMs,
+  };
+  await registerRoutes(app, context, options.adminToken);
   return app;
 }
 
@@ -194,6 +211,8 @@ function installErrorHandler(app: FastifyInstance): void {
     if (unexpected) request.log.error({ err: error }, 'unexpected error');
     // Storage trouble and shutdown are short-lived: tell clients when to retry (contract §2).
     if (problem.status === 503) reply.header('retry-after', '1');
+    // A held wait ends within 30 s; past the bound of held waits, come back in a few seconds.
+    if (problem.code === 'too_many_waits') reply.header('retry-after', String(heldWaitRetryAfterSeconds));
     return reply.code(problem.status).type('application/problem+json').send(problem);
   });
 }
@@ -242,7 +261,7 @@ async function registerRoutes(app: FastifyInstance, context: RouteContext, admin
     await app.register(
       async (api) => {
         requireApiKey(api, context.deps.db);
-        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes]) {
+        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes, eventRoutes, webhookRoutes]) {
           routesOf(api, context);
         }
       },

@@ -17,6 +17,8 @@ export const Tags = {
   edges: 'Edges: two participants of a team who may talk. Threads live on edges.',
   threads: 'Threads and their messages; reading a thread page can long-poll for new messages.',
   attachments: 'Files a message can reference (5 MiB each, uploaded as base64).',
+  events: "The organization's event log: every change in order, read by page, long poll or Server-Sent Events.",
+  webhooks: 'Webhooks: events POSTed to a receiver, signed per Standard Webhooks, retried, with a delivery log.',
   usage: 'Tokens that provider agents spent, from the providers\' own counts, and the state of their daily budgets.',
   'provider-keys': 'LLM provider keys of an organization: write-only, only a hint is ever returned.',
   'org-keys': 'Organization API keys: created, rotated with a grace period, revoked. Secrets are shown once.',
@@ -36,6 +38,11 @@ export interface SuccessDoc {
   schema?: z.ZodType;
   /** A non-JSON body: its media type (range) and the headers that come with it. */
   bytes?: { mediaType: string; headers: Record<string, string> };
+  /**
+   * A `text/event-stream` body: the schema of each of its events (`id`, `event`, `data`; OpenAPI
+   * 3.1 lets the media type's schema describe one event), and the headers that come with it.
+   */
+  stream?: { event: z.ZodType; headers: Record<string, string> };
 }
 
 /**

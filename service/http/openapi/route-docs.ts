@@ -49,6 +49,7 @@ import {
 } from '../../../api/schemas.ts';
 import { JsonRpcMessage, JsonRpcResponse } from '../../../api/mcp-tools.ts';
 import type { RouteDoc, SuccessDoc, Tag } from './route-doc.ts';
+import { eventRouteDocs } from './event-route-docs.ts';
 
 // Response shapes that only the routes define. Each is named (`.meta({ id })`), so it becomes a
 // component and generated clients get a type named after it.
@@ -307,6 +308,8 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       },
     },
   }),
+
+  ...eventRouteDocs,
 
   ...tagged('provider-keys', {
     'PUT /organizations/:org_id/api-keys/:provider': {
