@@ -123,6 +123,18 @@ export const EventPage = z
   .meta({ id: 'EventPage' });
 export type EventPage = z.infer<typeof EventPage>;
 
+/**
+ * One event of the stream as Server-Sent Events carry it: `id` (the seq), `event` (the type) and
+ * `data` (the event as JSON, as a page holds it).
+ */
+export const StreamedEvent = z
+  .object({
+    id: z.string().regex(/^[0-9]+$/).meta({ description: 'The seq.' }),
+    event: EventTypeSchema,
+    data: z.string().meta({ contentMediaType: 'application/json', description: 'The event, as JSON (an `Event`, as `listEvents` returns it).' }),
+  })
+  .meta({ id: 'StreamedEvent' });
+
 /** `GET /organizations/{org_id}/events/stream` (contract §9); `Last-Event-ID` wins over `after`. */
 export const EventStreamQuery = z.strictObject({
   after: z.coerce
@@ -163,6 +175,8 @@ export const WebhookSecret = z
 export const WebhookUrl = z
   .url({ protocol: /^https?$/, normalize: true })
   .max(2048)
+  // The protocol rule above, stated in the document too (any case, as URLs take it).
+  .meta({ pattern: '^[Hh][Tt][Tt][Pp][Ss]?://' })
   .meta({
     description:
       'Where deliveries are POSTed. An https URL whose host resolves to public addresses only (not loopback, private, link-local or otherwise reserved), ' +
@@ -173,6 +187,7 @@ const WebhookEvents = z
   .array(EventTypeFilter)
   .min(1)
   .max(50)
+  .refine((items) => new Set(items).size === items.length, 'must not name a type twice')
   .meta({ uniqueItems: true, description: 'Event types to deliver; `family.*` for a whole family.' });
 
 /** `POST /organizations/{org_id}/webhooks` (contract §9). */

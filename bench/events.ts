@@ -16,15 +16,14 @@
  * when PostgreSQL binaries are installed, else PGlite only. `BENCH_QUICK=1` shortens every step
  * and prints the figures without writing docs/performance.md.
  */
-import { execFile, spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import pg from 'pg';
-import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import http from 'node:http';
 import os from 'node:os';
 import { join } from 'node:path';
 import { createClient, expectStatus } from './client.ts';
-import { adminQuery, cpuModel, writeMarkedSection } from './host.ts';
+import { adminQuery, cpuModel, pgbenchPath, rerunNextToPostgres, writeMarkedSection } from './host.ts';
 import { startServerProcess, type ServerProcess } from './scenarios.ts';
 import { startReceiver } from '../test/support/webhook-receiver.ts';
 
@@ -32,21 +31,8 @@ const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
 const quick = process.env.BENCH_QUICK === '1';
 
-function postgresBinDir(): string | undefined {
-  const dirs = existsSync('/usr/lib/postgresql')
-    ? readdirSync('/usr/lib/postgresql')
-        .sort((a, b) => Number(b) - Number(a))
-        .map((v) => `/usr/lib/postgresql/${v}/bin`)
-    : [];
-  for (const dir of dirs) if (existsSync(`${dir}/initdb`) && existsSync(`${dir}/pg_ctl`)) return dir;
-  return undefined;
-}
-
 // No URL given but PostgreSQL is installed: run this script again next to a throwaway cluster.
-if (!process.env.ACS_BENCH_DATABASE_URL && !process.env.ACS_POSTGRES_URL && postgresBinDir() !== undefined) {
-  const child = spawnSync('bash', [join(root, 'scripts/with-postgres.sh'), '--', process.execPath, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', cwd: root });
-  process.exit(child.status ?? 1);
-}
+rerunNextToPostgres(root);
 const adminUrl = process.env.ACS_BENCH_DATABASE_URL || process.env.ACS_POSTGRES_URL || undefined;
 
 const plan = {
@@ -232,12 +218,6 @@ async function measure(backend: Figures['backend'], server: ServerProcess): Prom
   };
 }
 
-function pgbenchPath(): string | undefined {
-  const dir = process.env.ACS_POSTGRES_BIN_DIR || postgresBinDir();
-  if (dir && existsSync(`${dir}/pgbench`)) return `${dir}/pgbench`;
-  const found = spawnSync('sh', ['-c', 'command -v pgbench'], { encoding: 'utf8' });
-  return found.status === 0 ? found.stdout.trim() : undefined;
-}
 
 interface AppendCost {
   clients: number;

@@ -21,7 +21,7 @@ export async function pruneOnce(db: Db, retentionMs: number): Promise<{ events: 
       if (!lock?.got) return { events: 0, deliveries: 0 };
       const cutoff = new Date(Date.now() - retentionMs);
       const events = await tx.query(
-        `DELETE FROM events WHERE (org_id, seq) IN (SELECT org_id, seq FROM events WHERE created_at < $1 LIMIT $2) RETURNING 1`,
+        `DELETE FROM events WHERE n IN (SELECT n FROM events WHERE created_at < $1 AND seq IS NOT NULL LIMIT $2) RETURNING 1`,
         [cutoff, batch],
       );
       const deliveries = await tx.query(

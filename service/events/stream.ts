@@ -49,9 +49,17 @@ export async function checkStreamStart(db: Queryable, orgId: string, after: numb
   assertCursor(after, await logBounds(db, orgId));
 }
 
-/** One event as an SSE frame. */
+// The hub hands the same event object to every stream of the process: it is serialized once.
+const frames = new WeakMap<StoredEvent, string>();
+
+/** One event as an SSE frame (serialized once per event object, however many streams send it). */
 export function sseFrame(event: StoredEvent): string {
-  return `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+  let frame = frames.get(event);
+  if (frame === undefined) {
+    frame = `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    frames.set(event, frame);
+  }
+  return frame;
 }
 
 /**

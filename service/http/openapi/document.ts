@@ -211,6 +211,10 @@ function successResponse(route: RegisteredRoute, doc: RouteDoc | undefined, sche
   const success = doc?.success;
   const headers: JsonObject = { ...commonHeaders };
   if (route.method === 'POST') headers['Idempotent-Replayed'] = headerRef('Idempotent-Replayed');
+  if (success?.stream) {
+    for (const [name, description] of Object.entries(success.stream.headers)) headers[name] = { description, required: true, schema: { type: 'string' } };
+    return { description: success.description, headers, content: { 'text/event-stream': { schema: schemas.convert(success.stream.event, 'output') } } };
+  }
   if (success?.bytes) {
     for (const [name, description] of Object.entries(success.bytes.headers)) headers[name] = { description, required: true, schema: { type: 'string' } };
     return { description: success.description, headers, content: { [success.bytes.mediaType]: { schema: { type: 'string', format: 'binary' } } } };

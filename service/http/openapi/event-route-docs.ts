@@ -10,6 +10,7 @@ import {
   PatchWebhookBody,
   RotatedWebhookSecret,
   RotateWebhookSecretBody,
+  StreamedEvent,
   Webhook,
   WebhookDelivery,
 } from '../../../api/events.ts';
@@ -57,7 +58,7 @@ export const eventRouteDocs: Readonly<Record<string, RouteDoc>> = {
       success: {
         status: 200,
         description: 'The stream of events (Server-Sent Events); it ends when the client closes it or the server stops.',
-        bytes: { mediaType: 'text/event-stream', headers: { 'Cache-Control': 'no-store' } },
+        stream: { event: StreamedEvent, headers: { 'Cache-Control': 'no-store' } },
       },
       errors: ['invalid_cursor', 'events_expired', 'too_many_waits'],
     },

@@ -39,6 +39,11 @@ export interface SuccessDoc {
   schema?: z.ZodType;
   /** A non-JSON body: its media type (range) and the headers that come with it. */
   bytes?: { mediaType: string; headers: Record<string, string> };
+  /**
+   * A `text/event-stream` body: the schema of each of its events (`id`, `event`, `data`; OpenAPI
+   * 3.1 lets the media type's schema describe one event), and the headers that come with it.
+   */
+  stream?: { event: z.ZodType; headers: Record<string, string> };
 }
 
 /**
