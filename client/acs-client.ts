@@ -37,6 +37,7 @@ import type {
   Thread,
   ThreadPage,
 } from '../api/schemas.ts';
+import type { SignInLink } from '../api/session-schemas.ts';
 import type {
   CreatedWebhook,
   CreateWebhookBody,
@@ -397,6 +398,15 @@ export class AcsClient {
   /** `DELETE /api/v1/agents/{agent_id}/mcp-keys/{key_id}`: revokes the key at once. Errors: `not_found` (agent or key). */
   revokeMcpKey(agentId: string, keyId: string): Promise<{ revoked: true; key_id: string }> {
     return this.request('DELETE', `/agents/${seg(agentId)}/mcp-keys/${seg(keyId)}`);
+  }
+
+  /**
+   * `POST /api/v1/humans/{human_id}/sign-in-links` → 201 a one-time sign-in link of the human
+   * for the console (contract §10): `{url, expires_at, human_id}`; the URL works once, for
+   * `ttlSeconds` (60–604800, default 900). Errors: `not_found` (human), `invalid_request`.
+   */
+  createSignInLink(humanId: string, options: { ttlSeconds?: number } = {}): Promise<SignInLink> {
+    return this.request('POST', `/humans/${seg(humanId)}/sign-in-links`, options.ttlSeconds === undefined ? {} : { ttl_seconds: options.ttlSeconds });
   }
 
   // ---- events and webhooks (contract §9) ------------------------------------------------------

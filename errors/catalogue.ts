@@ -15,6 +15,7 @@ export const ErrorCatalogue = {
   wrong_key_type: { status: 403, title: 'Wrong key type' },
   forbidden: { status: 403, title: 'Forbidden' },
   not_a_participant: { status: 403, title: 'Not a participant' },
+  csrf_failed: { status: 403, title: 'CSRF check failed' },
   not_found: { status: 404, title: 'Not found' },
   route_not_found: { status: 404, title: 'Route not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },

@@ -13,6 +13,8 @@ import { startWebhookWorker, type WebhookWorker } from './events/webhooks/worker
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
+import type { ConsoleAssets } from './http/console-assets.ts';
+import { createOidcClient } from './sessions/oidc.ts';
 import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
 import type { Db } from './storage/db.ts';
 import { openDb } from './storage/open-db.ts';
@@ -73,6 +75,19 @@ export interface ServerOptions {
    */
   rateLimit?: RateLimitOptions | false;
   /**
+   * The console's absolute base URL as people reach it (contract §10), e.g.
+   * `https://acs.example.com`: sign-in links, OpenID Connect redirects and the cookie's `Secure`
+   * attribute (set when https) derive from it. Default: the address the server listens on.
+   */
+  publicUrl?: string;
+  /**
+   * Sign-in through an OpenID Connect provider (contract §10): its issuer URL and this server's
+   * client id; the client secret is `ACS_OIDC_CLIENT_SECRET` of `env` unless given here.
+   */
+  oidc?: { issuer: string; clientId: string; clientSecret?: string };
+  /** Load (in a clone: build) the console's files at start instead of at the first visit (acs-server start does). */
+  prepareConsole?: boolean;
+  /**
    * Bounds of held waits (long polls, MCP waits, event streams; issue 21): per process and per API
    * key. Default: `ACS_MAX_HELD_WAITS` and `ACS_MAX_HELD_WAITS_PER_KEY` of `env`, else 10,000 and 1,000.
    */
@@ -108,6 +123,24 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * `--public-url` checked and without a trailing slash: an absolute http(s) URL with no query or
+ * fragment. Errors: throws naming the flag.
+ */
+export function normalizePublicUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`--public-url: not an absolute URL: ${value}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`--public-url: must be http or https, got ${value}`);
+  if (url.search || url.hash || url.username || url.password) throw new Error(`--public-url: must have no query, fragment or credentials: ${value}`);
+  // The console and its sign-in routes are served at the root of the origin.
+  if (url.pathname !== '/') throw new Error(`--public-url: must have no path (the console is served at /): ${value}`);
+  return url.href.replace(/\/+$/, '');
+}
+
 /** A positive integer setting of the environment, or `fallback` when unset. Errors: throws naming the variable. */
 function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = env[name];
@@ -120,7 +153,8 @@ function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: 
 /**
  * Starts acs-server (contract §6): opens and migrates storage, serves HTTP, runs the agent loop.
  * Errors: rejects when storage cannot be opened, `ACS_ENCRYPTION_KEY` or a setting of the agent
- * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, or
+ * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, the
+ * public URL or the OpenID Connect settings are (`publicUrl`, `oidc`, `ACS_OIDC_CLIENT_SECRET`), or
  * the port is taken; nothing is left running then.
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
@@ -157,12 +191,19 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const logError = (message: string, error?: unknown) => app?.log.error({ err: error }, message);
     worker = startWebhookWorker(deps, settings, logError);
     pruner = startPruner(db, options.eventRetentionMs ?? defaultRetentionMs, logError);
+    const publicUrl = options.publicUrl === undefined ? undefined : normalizePublicUrl(options.publicUrl);
+    let listenUrl = '';
+    const oidc = options.oidc ? createOidcClient({ ...options.oidc, clientSecret: options.oidc.clientSecret ?? env.ACS_OIDC_CLIENT_SECRET ?? '' }) : undefined;
+    let consoleAssets: ConsoleAssets | undefined;
     app = await buildApp({
       deps,
       shutdown: shutdown.signal,
       logger: options.logger ?? false,
       adminToken,
       rateLimit,
+      publicUrl: () => publicUrl ?? listenUrl,
+      oidc,
+      onConsole: (assets) => (consoleAssets = assets),
       heldWaits,
       webhooks: worker,
       streamKeepAliveMs: options.streamKeepAliveMs,
@@ -173,6 +214,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
     const host = options.host ?? '127.0.0.1';
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    listenUrl = url;
+    // A console that cannot be built or read is logged and answers 503; the API serves on.
+    if (options.prepareConsole) await consoleAssets?.prepare().catch((error: unknown) => app?.log.error({ err: error }, 'the console could not be loaded'));
     let devCredentials: DevCredentials | undefined;
     if (devOrg && options.devCredentialsFile) {
       devCredentials = { base_url: url, ...devOrg };

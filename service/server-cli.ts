@@ -4,8 +4,8 @@
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
  * [--dev-credentials FILE] [--rate-limit N] [--max-held-waits N] [--max-held-waits-per-key N]
- * [--event-retention D] [--webhook-allow-private] [--webhook-retry-schedule D,D,…] [--log-format]
- * [--log-level] [--quiet]` serves the API
+ * [--event-retention D] [--webhook-allow-private] [--webhook-retry-schedule D,D,…] [--public-url URL]
+ * [--oidc-issuer URL --oidc-client-id ID] [--log-format] [--log-level] [--quiet]` serves the API and the console
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -63,6 +63,7 @@ export function parseRetrySchedule(value: string): number[] {
 async function serveUntilSignal(options: ServerOptions, quiet: boolean): Promise<number> {
   const server = await startServer(options);
   if (!quiet) process.stdout.write(`acs-server listening on ${server.url}\n`);
+  if (!quiet) process.stdout.write(`acs-server console at ${options.publicUrl?.replace(/\/+$/, '') ?? server.url}/\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // The handlers stay after the first signal, so a second one while closing is ignored instead
     // of killing the process halfway through the close.
@@ -149,6 +150,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
     .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
+    .option('--public-url <url>', 'the console\'s address as people reach it, e.g. https://acs.example.com: sign-in links and OpenID redirects use it, and cookies are Secure when it is https (default: the address the server listens on)')
+    .option('--oidc-issuer <url>', 'sign people in to the console through this OpenID Connect provider (with --oidc-client-id and $ACS_OIDC_CLIENT_SECRET)')
+    .option('--oidc-client-id <id>', 'this server\'s client id at the OpenID Connect provider')
     .option('--max-held-waits <n>', 'requests held waiting at once in this process: long polls, MCP waits, event streams (default: $ACS_MAX_HELD_WAITS, else 10000)', integer(1, 1_000_000))
     .option('--max-held-waits-per-key <n>', 'requests held waiting at once per API key (default: $ACS_MAX_HELD_WAITS_PER_KEY, else 1000)', integer(1, 1_000_000))
     .option('--event-retention <duration>', 'how long events and finished webhook deliveries are kept (the API promises 7d; shorter only for tests)', duration(1_000), 7 * 24 * 3600e3)
@@ -167,6 +171,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         tickMs: number;
         devCredentials?: string;
         rateLimit?: number;
+        publicUrl?: string;
+        oidcIssuer?: string;
+        oidcClientId?: string;
         maxHeldWaits?: number;
         maxHeldWaitsPerKey?: number;
         eventRetention: number;
@@ -184,6 +191,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
           level: flags.quiet && LogLevels.indexOf(flags.logLevel) < LogLevels.indexOf('warn') ? 'warn' : flags.logLevel,
           color: terminal && !process.env.NO_COLOR,
         };
+        if ((flags.oidcIssuer === undefined) !== (flags.oidcClientId === undefined)) {
+          throw new InvalidArgumentError('--oidc-issuer and --oidc-client-id go together');
+        }
         return run(async () =>
           serveUntilSignal(
             {
@@ -195,6 +205,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               tickMs: flags.tickMs,
               ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
               ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+              ...(flags.publicUrl !== undefined ? { publicUrl: flags.publicUrl } : {}),
+              ...(flags.oidcIssuer !== undefined && flags.oidcClientId !== undefined ? { oidc: { issuer: flags.oidcIssuer, clientId: flags.oidcClientId } } : {}),
+              prepareConsole: true,
               heldWaits: {
                 ...(flags.maxHeldWaits !== undefined ? { perProcess: flags.maxHeldWaits } : {}),
                 ...(flags.maxHeldWaitsPerKey !== undefined ? { perKey: flags.maxHeldWaitsPerKey } : {}),

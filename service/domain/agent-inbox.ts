@@ -35,10 +35,13 @@ function callerOf(agent: AgentIdentity): Caller {
   return { orgId: agent.orgId, keyId: agent.keyId };
 }
 
-// This agent's unread count of thread `th`, whose read mark for the agent is `r` (LEFT JOINed).
-// The opener's is the thread's counter; anyone else's is counted from the mark, which costs one
-// index range over the unread messages only.
-const agentUnreadCount = (agent: string) => `
+/**
+ * SQL of a participant's unread count of thread `th`, whose read mark for the participant
+ * (`agent`: a SQL expression of its id) is `r` (LEFT JOINed). The opener's is the thread's
+ * counter; anyone else's is counted from the mark, which costs one index range over the unread
+ * messages only. Used for agents here and for the console's humans (person-reach.ts).
+ */
+export const agentUnreadCount = (agent: string) => `
   CASE WHEN th.opener_id = ${agent} THEN th.opener_unread
        ELSE (SELECT count(*)::int FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> ${agent} AND m.seq > COALESCE(r.read_seq, 0))
   END`;
@@ -136,7 +139,8 @@ const upsertReadMarks = `
 
 /**
  * Moves the agent's read marks forward to the given messages, one per thread, and recomputes the
- * opener's unread counter of the threads the agent opened. Run inside `tx`. Output: the agent's
+ * opener's unread counter of the threads the agent opened. Run inside `tx`. (Any participant's
+ * marks, in fact: the console moves a human's with it, domain/person-reach.ts.) Output: the agent's
  * unread count of each thread it opened among them, after the move.
  *
  * The threads the agent opened are locked first (in id order, so two markers cannot deadlock):
@@ -145,7 +149,7 @@ const upsertReadMarks = `
  * snapshot) sees each of those messages. A recount in the statement that takes the lock would
  * count with a snapshot older than the lock and lose a racing append's message.
  */
-async function markRead(tx: Queryable, agentId: string, marks: ReadonlyArray<{ threadId: string; messageId: string }>): Promise<Map<string, number>> {
+export async function markRead(tx: Queryable, agentId: string, marks: ReadonlyArray<{ threadId: string; messageId: string }>): Promise<Map<string, number>> {
   const sorted = [...marks].sort((a, b) => (a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : 0));
   const threadIds = sorted.map((m) => m.threadId);
   const opened = await tx.query<{ id: string }>(`SELECT id FROM threads WHERE id = ANY($1::uuid[]) AND opener_id = $2 ORDER BY id FOR UPDATE`, [threadIds, agentId]);
@@ -167,7 +171,7 @@ async function markRead(tx: Queryable, agentId: string, marks: ReadonlyArray<{ t
  * messages after the mark, in one statement (no counter to keep: only the opener has one).
  * Output: the agent's unread count of the thread.
  */
-async function markReadAsPeer(db: Queryable, agentId: string, threadId: string, messageId: string): Promise<number> {
+export async function markReadAsPeer(db: Queryable, agentId: string, threadId: string, messageId: string): Promise<number> {
   const rows = await db.query<{ unread_count: number }>(
     `WITH marked AS (${upsertReadMarks} RETURNING read_seq)
      SELECT count(*)::int AS unread_count FROM messages m

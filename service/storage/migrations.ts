@@ -611,6 +611,66 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       `CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (updated_at) WHERE status <> 'pending'`,
     ],
   },
+  {
+    // People sign in to the console (contract §10): one-time sign-in links, server-side sessions
+    // (a person's: the humans it acts as; an operator's: the admin routes), and the state of an
+    // OpenID Connect login between the redirect to the provider and its callback. Secrets are
+    // stored as SHA-256 hashes only, as keys are.
+    id: '0013_sessions',
+    statements: [
+      `CREATE TABLE sign_in_links (
+        id uuid PRIMARY KEY,
+        token_hash text NOT NULL UNIQUE,
+        human_id uuid NOT NULL REFERENCES participants(id) ON DELETE CASCADE,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        -- set when the link is opened: a link works once
+        used_at timestamptz
+      )`,
+      `CREATE INDEX sign_in_links_expires ON sign_in_links(expires_at)`,
+      `CREATE TABLE sessions (
+        id uuid PRIMARY KEY,
+        token_hash text NOT NULL UNIQUE,
+        kind text NOT NULL CHECK (kind IN ('person', 'operator')),
+        -- how it was started: link, oidc, admin_token
+        method text NOT NULL,
+        csrf_token text NOT NULL,
+        -- the verified email of an OpenID Connect sign-in
+        email text,
+        -- an operator session ends when the admin token it was started with is no longer the server's
+        admin_token_hash text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        last_used_at timestamptz NOT NULL DEFAULT now(),
+        -- the absolute end (created_at + 7 days); the idle end is last_used_at + 12 hours
+        expires_at timestamptz NOT NULL
+      )`,
+      `CREATE INDEX sessions_expires ON sessions(expires_at)`,
+      // The humans a person's session acts as. Deleting a human (or its team, or its organization)
+      // deletes its rows here, and the trigger below ends every session that held one.
+      `CREATE TABLE session_humans (
+        session_id uuid NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        human_id uuid NOT NULL REFERENCES participants(id) ON DELETE CASCADE,
+        PRIMARY KEY (session_id, human_id)
+      )`,
+      `CREATE INDEX session_humans_human ON session_humans(human_id)`,
+      `CREATE FUNCTION acs_end_sessions_of_deleted_human() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM sessions WHERE id = OLD.session_id;
+        RETURN NULL;
+      END $$`,
+      `CREATE TRIGGER session_humans_deleted AFTER DELETE ON session_humans
+        FOR EACH ROW EXECUTE FUNCTION acs_end_sessions_of_deleted_human()`,
+      `CREATE TABLE oidc_logins (
+        state_hash text PRIMARY KEY,
+        -- binds the login to the browser that started it (a cookie), against login CSRF
+        browser_hash text NOT NULL,
+        code_verifier text NOT NULL,
+        nonce text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+      )`,
+    ],
+  },
 ];
 
 /**

@@ -177,6 +177,7 @@ export const ERROR_CODES: Readonly<Record<string, number>> = {
   wrong_key_type: 403,
   forbidden: 403,
   not_a_participant: 403,
+  csrf_failed: 403,
   not_found: 404,
   route_not_found: 404,
   method_not_allowed: 405,

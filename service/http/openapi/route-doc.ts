@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../../../errors/catalogue.ts';
 
 /** Who may call a route: which credential the OpenAPI document names for it. */
-export const Securities = { orgKey: 'orgKey', mcpKey: 'mcpKey', adminToken: 'adminToken', none: 'none' } as const;
+export const Securities = { orgKey: 'orgKey', mcpKey: 'mcpKey', adminToken: 'adminToken', session: 'session', none: 'none' } as const;
 export type Security = (typeof Securities)[keyof typeof Securities];
 
 /**
@@ -25,6 +25,7 @@ export const Tags = {
   'mcp-keys': 'MCP keys: bound to one agent, for the MCP endpoint. Secrets are shown once.',
   mcp: 'The MCP endpoint: an external agent takes part in its threads through MCP tools, with its MCP key.',
   'access-requests': 'Asking for access without a key; an operator reviews the request.',
+  console: 'The console (people in a browser): sign-in links, and the routes a signed-in person reaches under /me with the acs_session cookie: their teams, their threads, the MCP keys of their external agents.',
   admin: 'Operator routes under /admin/v1: exist only when the server has an admin token (ACS_ADMIN_TOKEN).',
   service: 'Health, readiness and this document: no key needed.',
 } as const;
