@@ -67,7 +67,7 @@ describe('README quick start', () => {
       expect(output).toMatch(/output: /);
       // The server's one line, and none of its log: that is in acs-server.log.
       expect(output.match(/acs-server listening on/g)).toHaveLength(1);
-      expect(output).toContain(`acs-server listening on http://127.0.0.1:${port} (log: acs-server.log)`);
+      expect(output).toContain(`acs-server listening on http://127.0.0.1:${port} (console: http://127.0.0.1:${port}/; log: acs-server.log)`);
       expect(output).not.toMatch(/Server listening at|"level":|\bINFO\b/);
       const log = readFileSync(logFile, 'utf8').slice(logBefore ?? 0);
       expect(log).toContain('POST /api/v1/organizations');

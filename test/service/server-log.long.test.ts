@@ -42,7 +42,9 @@ describe('acs-server start: where the log goes', () => {
       const url = await urlOf(run);
       await fetch(`${url}/api/v1/organizations`);
       await run.waitFor('GET /api/v1/organizations 401');
+      // One line says where it listens and where the console is; the log does not say it again.
       expect(run.output().match(/listening/gi)).toHaveLength(1);
+      expect(run.output()).toContain(`acs-server listening on ${url} (console: ${url}/)`);
       process.kill(await run.pid, 'SIGINT');
       expect(await run.exited).toBe(0);
     } finally {
@@ -55,7 +57,7 @@ describe('acs-server start: where the log goes', () => {
     const run = onTerminal(['--log-file', file]);
     try {
       const url = await urlOf(run);
-      expect(run.output()).toContain(`(log: ${file})`);
+      expect(run.output()).toContain(`; log: ${file})`);
       await fetch(`${url}/api/v1/organizations`);
       process.kill(await run.pid, 'SIGTERM');
       expect(await run.exited).toBe(0);
