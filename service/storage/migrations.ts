@@ -367,6 +367,16 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
     id: '0010_agent_work_woken',
     statements: [`ALTER TABLE agent_work ADD COLUMN woken boolean NOT NULL DEFAULT false`],
   },
+  {
+    // Hints of provider keys stored before the rule of api/provider-key-hint.ts (a hint shows the
+    // last 4 characters of keys of at least 12, else a fixed mask) are masked when the key may
+    // have had fewer than 12 characters. SQL cannot count the characters of a sealed key, but it
+    // can count its bytes (the sealed value is base64 of a 12-byte IV, a 16-byte tag and the
+    // UTF-8 key), and 11 characters take at most 44 bytes: every short key is masked, and a long
+    // key of at most 44 bytes shows the mask until it is set again (its hint is cosmetic).
+    id: '0014_provider_key_hints',
+    statements: [`UPDATE provider_keys SET key_hint = '****' WHERE octet_length(decode(ciphertext, 'base64')) - 28 <= 44`],
+  },
 ];
 
 /**

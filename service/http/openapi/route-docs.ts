@@ -312,7 +312,9 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'PUT /organizations/:org_id/api-keys/:provider': {
       operationId: 'putProviderKey',
       summary: 'Set a provider key (write-only)',
-      description: 'Also served without any prefix: see this operation\'s servers.',
+      description:
+        'Also served without any prefix: see this operation\'s servers. A key needs at least 8 characters, except for `echo` (any non-empty string): ' +
+        'a shorter one is 400 `invalid_request` naming `api_key`. `key_hint` is the last 4 characters of a key of at least 12, else `****`.',
       body: PutProviderKeyBody,
       params: { provider: Provider },
       success: ok(ProviderKey, 'the provider key, as a hint'),
