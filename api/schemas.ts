@@ -9,8 +9,12 @@ import { resourceFields } from './resource-fields.ts';
 
 const trimmed = (min: number, max: number) => z.string().trim().min(min).max(max);
 
-/** A resource name: 1–100 characters after trimming (contract §1). */
-export const Name = trimmed(1, 100);
+/**
+ * A resource name: 1–100 characters after trimming (contract §1), with no control character but
+ * tab and newline (C0, DEL and C1 refused): names are printed on terminals, which would obey
+ * them (`ESC [ 2 J` clears the screen).
+ */
+export const Name = trimmed(1, 100).regex(/^[^\u0000-\u0008\u000b-\u001f\u007f-\u009f]*$/, 'must not contain control characters (tab and newline aside)');
 /** A description or instructions: up to 4,000 characters (contract §1). */
 export const LongText = trimmed(0, 4000);
 /** A thread subject: up to 200 characters (contract §1). */
