@@ -47,6 +47,7 @@ const HINTS: Record<string, string> = {
   forbidden: 'a key may not delete its own organization: use a key of the organization that provisioned it',
   not_approved: 'read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI)',
   timed_out: 'try a longer --wait, or check that the peer is running',
+  mcp_key_limit: 'list the agent\'s keys with teamctl mcp keys list --team TEAM --agent AGENT, and revoke one it no longer needs (teamctl mcp keys revoke)',
 };
 
 /** What the CLI prints and returns for an error. */

@@ -20,6 +20,7 @@ export const ErrorCatalogue = {
   conflict: { status: 409, title: 'Conflict' },
   last_key: { status: 409, title: 'Last key' },
   key_limit: { status: 409, title: 'Key limit reached' },
+  mcp_key_limit: { status: 409, title: 'MCP key limit reached' },
   in_use: { status: 409, title: 'In use' },
   deletion_protected: { status: 409, title: 'Deletion protected' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },

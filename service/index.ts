@@ -10,6 +10,7 @@ import { buildApp } from './http/app.ts';
 import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
 import type { Db } from './storage/db.ts';
 import { openDb } from './storage/open-db.ts';
+import { createMemoryRateLimitStore, createPostgresRateLimitStore } from './storage/rate-limit-store.ts';
 import { createPgNotifier } from './storage/pg-notifier.ts';
 
 export type { DevCredentials } from './dev-credentials.ts';
@@ -120,7 +121,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const deps: DomainDeps = { db, notifier, secrets };
     const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
     const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit });
+    // Processes sharing a PostgreSQL database share their rate-limit counters there (one limit
+    // for the deployment); the embedded database has one process, which counts in memory.
+    const rateLimitStore = options.databaseUrl ? createPostgresRateLimitStore(db) : createMemoryRateLimitStore();
+    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit, rateLimitStore });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();

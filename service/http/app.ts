@@ -10,6 +10,7 @@ import { installRouteRegistry, type RouteRegistry } from './openapi/route-regist
 import { mcpRoutes } from '../mcp/route.ts';
 import { toProblem } from './problem.ts';
 import { defaultRateLimit, installRateLimit, type RateLimitOptions } from './rate-limit.ts';
+import { createMemoryRateLimitStore, type RateLimitStore } from '../storage/rate-limit-store.ts';
 import type { RouteContext } from './routes/context.ts';
 import { accessRequestRoutes } from './routes/access-requests.ts';
 import { adminPrefix, adminRoutes } from './routes/admin.ts';
@@ -41,6 +42,11 @@ export interface AppOptions {
   adminToken?: string | undefined;
   /** Per-key rate limit (contract §2); default 1,200 a minute; `false` turns it off. */
   rateLimit?: RateLimitOptions | false | undefined;
+  /**
+   * Where rate-limit counters live: PostgreSQL when several processes share the database
+   * (storage/rate-limit-store.ts); default this process's memory.
+   */
+  rateLimitStore?: RateLimitStore | undefined;
 }
 
 /**
@@ -73,7 +79,10 @@ const clientRequestId = /^[\x21-\x7e]{1,200}$/;
  */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = createFastify(options.logger);
-  if (options.rateLimit !== false) await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit);
+  const rateLimiter =
+    options.rateLimit === false
+      ? undefined
+      : await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit, options.rateLimitStore ?? createMemoryRateLimitStore());
   installIdempotency(app, options.deps);
   installJsonBodies(app);
   installRequestHooks(app, options.shutdown);
@@ -84,7 +93,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installUnroutedAnswers(app, registry);
   installOpenApi(app, registry);
   installHealth(app, options.deps);
-  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown }, options.adminToken);
+  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown, rateLimiter }, options.adminToken);
   return app;
 }
 

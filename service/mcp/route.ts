@@ -70,14 +70,21 @@ function toWebRequest(request: FastifyRequest): Request {
  *   sessions: like any method a path does not serve, they get 405 `method_not_allowed` with
  *   `Allow: POST` from the app's route registry, as the SDK's stateless examples answer 405.
  * - `wait_for_messages` ends early when the client goes away or the server stops.
+ * - Rate limiting counts JSON-RPC messages, not HTTP requests: a batch of N costs N of the
+ *   agent's budget (all its MCP keys share one), charged before any message runs; over the
+ *   budget the whole batch is 429 `rate_limited`, and a batch larger than a whole window's budget
+ *   is 400 `invalid_request`.
  */
-export function mcpRoutes(app: FastifyInstance, { deps, shutdown }: RouteContext): void {
+export function mcpRoutes(app: FastifyInstance, { deps, shutdown, rateLimiter }: RouteContext): void {
   app.addHook('onRequest', async (request) => {
     const header = request.headers['x-api-key'];
     agents.set(request, await authenticateMcp(deps.db, Array.isArray(header) ? header[0] : header));
   });
   app.post('/mcp', async (request, reply) => {
     const agent = agents.get(request)!;
+    // Each JSON-RPC message costs one request of the rate limit, so a batch of 100 tool calls
+    // costs what 100 requests cost (issue 21, defect 2); refused whole, before any of it runs.
+    await rateLimiter?.charge(request, reply, Array.isArray(request.body) ? request.body.length : 1);
     const gone = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) gone.abort();

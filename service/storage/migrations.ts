@@ -377,6 +377,14 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
     id: '0014_provider_key_hints',
     statements: [`UPDATE provider_keys SET key_hint = '****' WHERE octet_length(decode(ciphertext, 'base64')) - 28 <= 44`],
   },
+  {
+    // Rate-limit counters shared by the processes of one PostgreSQL database
+    // (storage/rate-limit-store.ts): one row per bucket (an API key, an agent, a client address)
+    // and its current fixed window. UNLOGGED: counters need no write-ahead log, and a crash that
+    // empties the table only starts every window afresh. PGlite keeps its counters in memory.
+    id: '0015_rate_limits',
+    statements: [`CREATE UNLOGGED TABLE rate_limits (bucket text PRIMARY KEY, hits bigint NOT NULL, reset_at timestamptz NOT NULL)`],
+  },
 ];
 
 /**

@@ -31,7 +31,7 @@ const ProblemDocument = Problem.extend({
     .array(ProtectedResource)
     .optional()
     .meta({ description: '`deletion_protected`: every resource with deletion protection that the deletion would remove, the resource itself first.' }),
-  limit: z.number().int().optional().meta({ description: '`key_limit`: the most active keys an organization may hold.' }),
+  limit: z.number().int().optional().meta({ description: '`key_limit`: the most active keys an organization may hold; `mcp_key_limit`: the most active MCP keys an agent may hold.' }),
   // `status` is the problem's own HTTP status (RFC 9457), so the decided state needs its own name.
   request_status: z.enum(['approved', 'rejected']).optional().meta({ description: '`conflict` on an access request decided already: how it was decided.' }),
 })

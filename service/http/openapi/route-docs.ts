@@ -359,9 +359,11 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'POST /agents/:agent_id/mcp-keys': {
       operationId: 'createMcpKey',
       summary: 'Create an MCP key for an agent (secret shown once)',
+      description: 'An agent holds at most 10 active MCP keys (409 `mcp_key_limit`): revoke one first.',
       body: CreateMcpKeyBody,
       bodyOptional: true,
       success: created(CreatedMcpKey, 'the new key with its secret in mcp_key (shown only here)'),
+      errors: ['mcp_key_limit'],
     },
     'GET /agents/:agent_id/mcp-keys': { operationId: 'listMcpKeys', summary: "An agent's MCP keys", success: ok(McpKeyList, 'the MCP keys, without secrets') },
     'DELETE /agents/:agent_id/mcp-keys/:key_id': { operationId: 'revokeMcpKey', summary: 'Revoke an MCP key', success: ok(Revoked, 'the key is revoked') },

@@ -1,9 +1,14 @@
 import type { DomainDeps } from '../../domain/caller.ts';
+import type { RateLimiter } from '../rate-limit.ts';
 
-/** What route handlers get: domain dependencies and the server's shutdown signal (ends long polls). */
+/**
+ * What route handlers get: domain dependencies, the server's shutdown signal (ends long polls),
+ * and the rate limiter when limits are on (for requests that cost more than one: MCP batches).
+ */
 export interface RouteContext {
   deps: DomainDeps;
   shutdown: AbortSignal;
+  rateLimiter?: RateLimiter | undefined;
 }
 
 /** Path parameters as Fastify hands them over. */
