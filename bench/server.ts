@@ -27,11 +27,11 @@ const dataDir = process.env.BENCH_DATA_DIR;
 let db: Db;
 let server: Awaited<ReturnType<typeof startServer>>;
 if (backend === 'postgres' && databaseUrl) {
-  server = await startServer({ databaseUrl, port: 0, rateLimit: false });
+  server = await startServer({ databaseUrl, port: 0, rateLimit: false, connectionLimits: { maxConnectionsPerClient: 0 } });
   db = await openDb({ databaseUrl });
 } else if (backend === 'pglite' && dataDir) {
   db = await openDb({ dataDir });
-  server = await startServer({ db, dataDir, port: 0, rateLimit: false });
+  server = await startServer({ db, dataDir, port: 0, rateLimit: false, connectionLimits: { maxConnectionsPerClient: 0 } });
 } else {
   throw new Error('bench/server.ts: set BENCH_BACKEND=postgres with BENCH_DATABASE_URL, or pglite with BENCH_DATA_DIR');
 }

@@ -17,6 +17,7 @@ export const ErrorCatalogue = {
   not_found: { status: 404, title: 'Not found' },
   route_not_found: { status: 404, title: 'Route not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
+  request_timeout: { status: 408, title: 'Request timeout' },
   conflict: { status: 409, title: 'Conflict' },
   last_key: { status: 409, title: 'Last key' },
   key_limit: { status: 409, title: 'Key limit reached' },
@@ -29,6 +30,7 @@ export const ErrorCatalogue = {
   unknown_reference: { status: 422, title: 'Unknown reference' },
   idempotency_key_mismatch: { status: 422, title: 'Idempotency key mismatch' },
   rate_limited: { status: 429, title: 'Rate limited' },
+  headers_too_large: { status: 431, title: 'Request headers too large' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Unavailable' },
 } as const;

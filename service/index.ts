@@ -7,6 +7,7 @@ import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
+import { defaultConnectionLimits, type ConnectionLimits } from './http/connection-limits.ts';
 import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
 import type { Db } from './storage/db.ts';
 import { openDb } from './storage/open-db.ts';
@@ -67,6 +68,12 @@ export interface ServerOptions {
    * `ACS_RATE_LIMIT` of `env` (requests a minute), else 1,200 a minute.
    */
   rateLimit?: RateLimitOptions | false;
+  /**
+   * Request, header and idle timeouts (milliseconds) and the cap on connections one client
+   * address may hold (0 turns one off); each unset one keeps its default
+   * (`defaultConnectionLimits`: 10 s, 30 s, 120 s, 128).
+   */
+  connectionLimits?: Partial<ConnectionLimits>;
 }
 
 /** A running acs-server. */
@@ -124,7 +131,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // Processes sharing a PostgreSQL database share their rate-limit counters there (one limit
     // for the deployment); the embedded database has one process, which counts in memory.
     const rateLimitStore = options.databaseUrl ? createPostgresRateLimitStore(db) : createMemoryRateLimitStore();
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit, rateLimitStore });
+    const connectionLimits = { ...defaultConnectionLimits, ...options.connectionLimits };
+    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit, rateLimitStore, connectionLimits });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();

@@ -3,7 +3,8 @@
  * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
- * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet]` serves the API
+ * [--dev-credentials FILE] [--rate-limit N] [--headers-timeout S] [--request-timeout S] [--idle-timeout S]
+ * [--max-connections-per-client N] [--log-format] [--log-level] [--quiet]` serves the API
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -21,6 +22,7 @@ import {
   type AdminStorage,
 } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
+import { defaultConnectionLimits } from './http/connection-limits.ts';
 import { startServer, type ServerOptions } from './index.ts';
 import { defaultLogFormat, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
 import { waitUntilReady } from './wait-ready.ts';
@@ -126,6 +128,10 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
     .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
+    .option('--headers-timeout <seconds>', 'longest time to receive a request\'s headers; 0: no limit', integer(0, 3600), defaultConnectionLimits.headersTimeoutMs / 1000)
+    .option('--request-timeout <seconds>', 'longest time to receive a whole request, headers and body (not to answer it); 0: no limit', integer(0, 3600), defaultConnectionLimits.requestTimeoutMs / 1000)
+    .option('--idle-timeout <seconds>', 'a connection carrying no byte either way this long is closed (above 30: long polls wait that long); 0: never', integer(0, 86_400), defaultConnectionLimits.idleTimeoutMs / 1000)
+    .option('--max-connections-per-client <n>', 'connections one client address may hold open at once (behind a reverse proxy all share its address); 0: no cap', integer(0, 1_000_000), defaultConnectionLimits.maxConnectionsPerClient)
     .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, else json').choices(Object.values(LogFormats)))
     .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
@@ -139,6 +145,10 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         tickMs: number;
         devCredentials?: string;
         rateLimit?: number;
+        headersTimeout: number;
+        requestTimeout: number;
+        idleTimeout: number;
+        maxConnectionsPerClient: number;
         logFormat?: LogFormat;
         logLevel: LogLevel;
         quiet: boolean;
@@ -162,6 +172,12 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               tickMs: flags.tickMs,
               ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
               ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+              connectionLimits: {
+                headersTimeoutMs: flags.headersTimeout * 1000,
+                requestTimeoutMs: flags.requestTimeout * 1000,
+                idleTimeoutMs: flags.idleTimeout * 1000,
+                maxConnectionsPerClient: flags.maxConnectionsPerClient,
+              },
               logger: await loggerOptions(log),
             },
             flags.quiet,

@@ -4,6 +4,7 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { isUuid } from '../domain/ids.ts';
 import { requireApiKey } from './auth.ts';
+import { clientErrorHandler, connectionServerOptions, defaultConnectionLimits, limitConnectionsPerClient, type ConnectionLimits } from './connection-limits.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
 import { installRouteRegistry, type RouteRegistry } from './openapi/route-registry.ts';
@@ -47,6 +48,8 @@ export interface AppOptions {
    * (storage/rate-limit-store.ts); default this process's memory.
    */
   rateLimitStore?: RateLimitStore | undefined;
+  /** Request, header and idle timeouts and the cap on connections per client; default {@link defaultConnectionLimits}. */
+  connectionLimits?: ConnectionLimits | undefined;
 }
 
 /**
@@ -78,7 +81,9 @@ const clientRequestId = /^[\x21-\x7e]{1,200}$/;
  * app's own hooks, then the routes.
  */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const app = createFastify(options.logger);
+  const limits = options.connectionLimits ?? defaultConnectionLimits;
+  const app = createFastify(options.logger, limits);
+  limitConnectionsPerClient(app.server, limits.maxConnectionsPerClient);
   const rateLimiter =
     options.rateLimit === false
       ? undefined
@@ -99,11 +104,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
 /**
  * The Fastify instance with the server-wide settings: logging (one line per request, keys
- * redacted), body limit, request ids (a client's `X-Request-Id` echoed when it is short printable
+ * redacted), request, header and idle timeouts, body limit, request ids (a client's `X-Request-Id` echoed when it is short printable
  * ASCII), connection handling on close, router options, and problem+json for URLs that fail
  * before routing.
  */
-function createFastify(logOptions: AppOptions['logger']): FastifyInstance {
+function createFastify(logOptions: AppOptions['logger'], limits: ConnectionLimits): FastifyInstance {
   const logger: FastifyServerOptions['logger'] =
     logOptions === false
       ? false
@@ -114,6 +119,10 @@ function createFastify(logOptions: AppOptions['logger']): FastifyInstance {
         };
   return Fastify({
     logger,
+    // Slow or silent clients cannot hold connections (connection-limits.ts); what Node refuses
+    // before routing is answered as problem+json too.
+    ...connectionServerOptions(limits),
+    clientErrorHandler,
     // One line per request, written when it is answered, instead of Fastify's two.
     logController: new RequestLineLog(),
     bodyLimit: bodyLimitBytes,

@@ -283,7 +283,9 @@ with milliseconds.
 
 **Errors** are \`application/problem+json\` (RFC 9457) with a stable \`code\`; some codes add
 members (\`existing_id\`, \`edge_id\`, \`org_id\`, \`protected\`, \`limit\`, \`request_status\`). A path that exists answers 405 with \`Allow\` for
-a method it does not serve.
+a method it does not serve. Before any route, the server answers a request not received in time
+408 \`request_timeout\`, headers over 16 KiB 431 \`headers_too_large\`, and a connection over the
+per-address cap 429 \`rate_limited\`, each closing the connection.
 
 **Headers.** Every response carries \`X-Request-Id\` (the client's, when it sent a short printable
 one). Rate limits are per API key (by client address without a valid key) and every routed
