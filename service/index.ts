@@ -7,6 +7,7 @@ import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
+import { hostPolicy, type HostPolicy } from './http/allowed-hosts.ts';
 import { defaultConnectionLimits, type ConnectionLimits } from './http/connection-limits.ts';
 import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
 import type { Db } from './storage/db.ts';
@@ -74,6 +75,12 @@ export interface ServerOptions {
    * (`defaultConnectionLimits`: 10 s, 30 s, 120 s, 128).
    */
   connectionLimits?: Partial<ConnectionLimits>;
+  /**
+   * The absolute base URL people and clients reach the server at when it is not the address it
+   * listens on (behind a reverse proxy), e.g. `https://acs.example.com`: the MCP endpoint accepts
+   * its host in `Host` and its origin in `Origin` besides the listen address's.
+   */
+  publicUrl?: string;
 }
 
 /** A running acs-server. */
@@ -92,6 +99,23 @@ export interface RunningServer {
    * finishes its tick, then storage closes. Safe to call more than once.
    */
   close(): Promise<void>;
+}
+
+/**
+ * A public URL as given to `--public-url`: an absolute http(s) URL without credentials, query or
+ * fragment. Output: it without a trailing slash. Errors: throws naming the flag.
+ */
+export function checkPublicUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`--public-url: not an absolute URL: ${value}`);
+  }
+  if (!['http:', 'https:'].includes(url.protocol) || url.username || url.password || url.search || url.hash) {
+    throw new Error(`--public-url: must be an http or https URL without credentials, query or fragment: ${value}`);
+  }
+  return url.href.replace(/\/+$/, '');
 }
 
 /** A positive integer setting of the environment, or `fallback` when unset. Errors: throws naming the variable. */
@@ -132,13 +156,26 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // for the deployment); the embedded database has one process, which counts in memory.
     const rateLimitStore = options.databaseUrl ? createPostgresRateLimitStore(db) : createMemoryRateLimitStore();
     const connectionLimits = { ...defaultConnectionLimits, ...options.connectionLimits };
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit, rateLimitStore, connectionLimits });
+    const publicUrl = options.publicUrl === undefined ? undefined : checkPublicUrl(options.publicUrl);
+    // Known once the server listens (port 0 picks one).
+    let policy: HostPolicy | undefined;
+    app = await buildApp({
+      deps,
+      shutdown: shutdown.signal,
+      logger: options.logger ?? false,
+      adminToken,
+      rateLimit,
+      rateLimitStore,
+      connectionLimits,
+      hostPolicy: () => policy,
+    });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
     const host = options.host ?? '127.0.0.1';
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    policy = hostPolicy(host, port ?? 0, publicUrl);
     let devCredentials: DevCredentials | undefined;
     if (devOrg && options.devCredentialsFile) {
       devCredentials = { base_url: url, ...devOrg };

@@ -3,7 +3,7 @@
  * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
- * [--dev-credentials FILE] [--rate-limit N] [--headers-timeout S] [--request-timeout S] [--idle-timeout S]
+ * [--dev-credentials FILE] [--rate-limit N] [--public-url URL] [--headers-timeout S] [--request-timeout S] [--idle-timeout S]
  * [--max-connections-per-client N] [--log-format] [--log-level] [--quiet]` serves the API
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
@@ -128,6 +128,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
     .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
+    .option('--public-url <url>', 'the address clients reach the server at when it is not the one it listens on (behind a reverse proxy), e.g. https://acs.example.com: the MCP endpoint accepts its Host and Origin')
     .option('--headers-timeout <seconds>', 'longest time to receive a request\'s headers; 0: no limit', integer(0, 3600), defaultConnectionLimits.headersTimeoutMs / 1000)
     .option('--request-timeout <seconds>', 'longest time to receive a whole request, headers and body (not to answer it); 0: no limit', integer(0, 3600), defaultConnectionLimits.requestTimeoutMs / 1000)
     .option('--idle-timeout <seconds>', 'a connection carrying no byte either way this long is closed (above 30: long polls wait that long); 0: never', integer(0, 86_400), defaultConnectionLimits.idleTimeoutMs / 1000)
@@ -145,6 +146,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         tickMs: number;
         devCredentials?: string;
         rateLimit?: number;
+        publicUrl?: string;
         headersTimeout: number;
         requestTimeout: number;
         idleTimeout: number;
@@ -172,6 +174,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               tickMs: flags.tickMs,
               ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
               ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+              ...(flags.publicUrl !== undefined ? { publicUrl: flags.publicUrl } : {}),
               connectionLimits: {
                 headersTimeoutMs: flags.headersTimeout * 1000,
                 requestTimeoutMs: flags.requestTimeout * 1000,

@@ -4,6 +4,7 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { isUuid } from '../domain/ids.ts';
 import { requireApiKey } from './auth.ts';
+import type { HostPolicy } from './allowed-hosts.ts';
 import { clientErrorHandler, connectionServerOptions, defaultConnectionLimits, limitConnectionsPerClient, type ConnectionLimits } from './connection-limits.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
@@ -50,6 +51,8 @@ export interface AppOptions {
   rateLimitStore?: RateLimitStore | undefined;
   /** Request, header and idle timeouts and the cap on connections per client; default {@link defaultConnectionLimits}. */
   connectionLimits?: ConnectionLimits | undefined;
+  /** The Host and Origin values the MCP endpoint accepts (known once listening); unset: not checked. */
+  hostPolicy?: (() => HostPolicy | undefined) | undefined;
 }
 
 /**
@@ -98,7 +101,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installUnroutedAnswers(app, registry);
   installOpenApi(app, registry);
   installHealth(app, options.deps);
-  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown, rateLimiter }, options.adminToken);
+  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown, rateLimiter, hostPolicy: options.hostPolicy }, options.adminToken);
   return app;
 }
 

@@ -35,7 +35,8 @@ const agents = new WeakMap<FastifyRequest, AgentIdentity>();
 
 // The request headers the transport reads; the key and everything else stay out of the SDK (it
 // hands request headers on to tool handlers, and the key must not travel further than here).
-const forwardedHeaders = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
+// Host and Origin go along for the transport's DNS-rebinding protection (allowed-hosts.ts).
+const forwardedHeaders = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id', 'host', 'origin'];
 
 // The origin of the URL the transport is handed. It only parses the URL (into the request info it
 // gives tool handlers, which do not read it); the client's Host header is not used, since one that
@@ -70,12 +71,16 @@ function toWebRequest(request: FastifyRequest): Request {
  *   sessions: like any method a path does not serve, they get 405 `method_not_allowed` with
  *   `Allow: POST` from the app's route registry, as the SDK's stateless examples answer 405.
  * - `wait_for_messages` ends early when the client goes away or the server stops.
+ * - `Host` and `Origin` are checked by the SDK's DNS-rebinding protection against the names the
+ *   server is reached at (http/allowed-hosts.ts: the listen address, the public URL): another
+ *   `Host`, or an `Origin` that is sent and is not one of them, is 403 with a JSON-RPC error, before
+ *   any message runs. Requests without `Origin` (clients that are not browsers) pass.
  * - Rate limiting counts JSON-RPC messages, not HTTP requests: a batch of N costs N of the
  *   agent's budget (all its MCP keys share one), charged before any message runs; over the
  *   budget the whole batch is 429 `rate_limited`, and a batch larger than a whole window's budget
  *   is 400 `invalid_request`.
  */
-export function mcpRoutes(app: FastifyInstance, { deps, shutdown, rateLimiter }: RouteContext): void {
+export function mcpRoutes(app: FastifyInstance, { deps, shutdown, rateLimiter, hostPolicy }: RouteContext): void {
   app.addHook('onRequest', async (request) => {
     const header = request.headers['x-api-key'];
     agents.set(request, await authenticateMcp(deps.db, Array.isArray(header) ? header[0] : header));
@@ -91,7 +96,13 @@ export function mcpRoutes(app: FastifyInstance, { deps, shutdown, rateLimiter }:
     });
     const { Transport, createAgentMcpServer } = await loadSdk();
     const server = createAgentMcpServer({ deps, agent, signal: AbortSignal.any([gone.signal, shutdown]), log: request.log, requestId: request.id });
-    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // The SDK's own DNS-rebinding protection: a Host or Origin the server is not reached at is 403.
+    const policy = hostPolicy?.();
+    const transport = new Transport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+      ...(policy ? { enableDnsRebindingProtection: true, allowedHosts: policy.hosts, allowedOrigins: policy.origins } : {}),
+    });
     try {
       await server.connect(transport);
       const response = await transport.handleRequest(toWebRequest(request), { parsedBody: request.body });

@@ -1,4 +1,5 @@
 import type { DomainDeps } from '../../domain/caller.ts';
+import type { HostPolicy } from '../allowed-hosts.ts';
 import type { RateLimiter } from '../rate-limit.ts';
 
 /**
@@ -9,6 +10,8 @@ export interface RouteContext {
   deps: DomainDeps;
   shutdown: AbortSignal;
   rateLimiter?: RateLimiter | undefined;
+  /** The Host and Origin values the MCP endpoint accepts, once the server listens (undefined: not checked). */
+  hostPolicy?: (() => HostPolicy | undefined) | undefined;
 }
 
 /** Path parameters as Fastify hands them over. */
