@@ -87,18 +87,21 @@ if [[ ! -s "$work/dev.json" ]]; then
 fi
 read -r base_url ACS_API_KEY org_id < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["base_url"], c["api_key"], c["org_id"])' "$work/dev.json")
 export ACS_API_KEY
-# Two team graphs in the dev organization, whose ids the configuration reads from dictionary
-# files beside it: each a team with two agents joined by an edge, with a thread on the edge; the
-# "doomed" one is for the DELETE routes. An attachment, and an organization the dev key
-# provisioned, for DELETE /organizations/{org_id} (the dev organization itself is 403 there).
+# The seed data, whose ids the configuration reads from dictionary files beside it. Two team graphs
+# in the dev organization: each a team with two agents joined by an edge, a thread on the edge,
+# and a human on no edge (with whom either agent may be joined); the "doomed" one, with a third
+# agent on no edge and an MCP key of it, is for the DELETE routes. An attachment; an organization
+# the dev key provisioned, for DELETE /organizations/{org_id} (the dev organization itself is 403
+# there); a second organization key to rotate and revoke; a pending access request.
 cp "$root/scripts/schemathesis.toml" "$work/schemathesis.toml"
-python3 - "$base_url/api/v1" "$ACS_API_KEY" "$org_id" "$work" <<'PY'
+python3 - "$base_url" "$ACS_API_KEY" "$org_id" "$work" <<'PY'
 import json, sys, urllib.request
 
-base, key, org_id, work = sys.argv[1:]
+root, key, org_id, work = sys.argv[1:]
+base = root + "/api/v1"
 
-def post(path, body):
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+def post(path, body, url=None):
+    request = urllib.request.Request((url or base) + path, data=json.dumps(body).encode(), method="POST",
                                      headers={"content-type": "application/json", "x-api-key": key})
     with urllib.request.urlopen(request) as response:
         return json.load(response)
@@ -110,14 +113,24 @@ def write(name, values):
 for prefix in ("", "doomed-"):
     team = post(f"/organizations/{org_id}/teams", {"team_name": f"schemathesis {prefix}team"})["team_id"]
     agents = [post(f"/teams/{team}/agents", {"name": name})["agent_id"] for name in ("ada", "bob")]
+    human = post(f"/teams/{team}/humans", {"name": "hal"})["human_id"]
     edge = post(f"/teams/{team}/edges", {"participants": agents})["edge_id"]
     thread = post(f"/edges/{edge}/threads", {"sender_agent_id": agents[0], "content": "hello"})["thread_id"]
-    for name, values in {"team": [team], "agent": agents, "edge": [edge], "thread": [thread]}.items():
+    ids = {"team": [team], "agent": agents, "human": [human], "participant": [*agents, human], "edge": [edge], "thread": [thread]}
+    if prefix:
+        loner = post(f"/teams/{team}/agents", {"name": "carl"})["agent_id"]
+        ids["agent"] = [loner]
+        ids["mcp-key"] = [post(f"/agents/{loner}/mcp-keys", {})["key_id"]]
+    for name, values in ids.items():
         write(prefix + name, values)
 write("org", [org_id])
 write("doomed-org", [post("/organizations", {"org_name": "schemathesis doomed organization"})["org_id"]])
 write("attachment", [post("/attachments", {"filename": "a.txt", "content_type": "text/plain", "data_base64": "aGk="})["attachment_id"]])
+write("org-key", [post(f"/organizations/{org_id}/keys", {"name": "schemathesis spare"})["key_id"]])
+write("access-request", [post("/access-requests", {"email": "ops@example.com", "org_name": "schemathesis applicant", "intended_use": "testing"})["request_id"]])
 PY
+# Idempotency-Keys unique per request, as clients send them (scripts/schemathesis-hooks.py says why).
+export SCHEMATHESIS_HOOKS="${SCHEMATHESIS_HOOKS:-$root/scripts/schemathesis-hooks.py}"
 
 echo "schemathesis: testing $base_url/api/v1/openapi.json (schemathesis $SCHEMATHESIS_VERSION)" >&2
 status=0
@@ -141,6 +154,20 @@ if [[ "$counts" =~ ([0-9]+)\ generated,\ ([0-9]+)\ passed ]]; then
   echo "schemathesis: ${BASH_REMATCH[2]} passed, 0 failed"
 elif [[ "$counts" =~ ([0-9]+)\ generated,\ ([0-9]+)\ found ]]; then
   echo "schemathesis: $(( BASH_REMATCH[1] - BASH_REMATCH[2] )) passed, ${BASH_REMATCH[2]} failed"
+fi
+# The stateful phase follows the document's links (every create to the operations that use what it
+# created); it must walk at least 80% of them, or the run fails ("API Links: C covered / S selected").
+links="$(grep -Eo 'API Links: +[0-9]+ covered / [0-9]+ selected' "$work/run.txt" | tail -n 1 || true)"
+if [[ "$links" =~ ([0-9]+)\ covered\ /\ ([0-9]+)\ selected ]]; then
+  covered="${BASH_REMATCH[1]}" selected="${BASH_REMATCH[2]}"
+  echo "schemathesis: the stateful phase covered $covered of $selected links"
+  if (( selected > 0 && covered * 100 < selected * ${SCHEMATHESIS_MIN_LINK_COVERAGE:-80} )); then
+    echo "schemathesis: fewer than ${SCHEMATHESIS_MIN_LINK_COVERAGE:-80}% of the links were covered" >&2
+    [[ $status -ne 0 ]] || status=1
+  fi
+elif [[ "$*" != *--phases* ]]; then
+  echo "schemathesis: the run printed no link coverage (no stateful phase?)" >&2
+  [[ $status -ne 0 ]] || status=1
 fi
 if [[ $status -ne 0 ]]; then
   # Server-side detail of 5xx (pino level 50 and above: error, fatal) for whoever reads the failure.

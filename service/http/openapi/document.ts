@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Problem, ProtectedResource } from '../../../api/schemas.ts';
 import { ErrorCatalogue, type ErrorCode } from '../../../errors/catalogue.ts';
+import { uuidPattern } from '../../domain/ids.ts';
 import { Tags, type RouteDoc, type Security, type Tag } from './route-doc.ts';
 import type { RegisteredRoute, RouteRegistry } from './route-registry.ts';
 
@@ -105,12 +106,21 @@ function describeTrimmed({ zodSchema, jsonSchema }: { zodSchema: unknown; jsonSc
   });
 }
 
+// A JSON Schema `format` is checked differently by every validator (`email` above all: Python's
+// jsonschema takes anything with an @, others follow RFC 5321), while the server checks the
+// pattern Zod wrote beside it: where both are given, the pattern is the truth and the format goes.
+const formatsStatedByPattern = new Set(['email']);
+
 // Zod writes `$defs` refs; a same-typed tuple (`participants: [Id, Id]`) as `prefixItems` with
 // `items: false`, which many client generators cannot read: `items` with fixed bounds says the same.
 function normalizeSchema(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normalizeSchema);
   if (value === null || typeof value !== 'object') return value;
   const { prefixItems, items, ...rest } = value as JsonObject;
+  if (typeof rest.format === 'string' && formatsStatedByPattern.has(rest.format) && typeof rest.pattern === 'string') {
+    const { format: _stated, ...patterned } = value as JsonObject;
+    return normalizeSchema(patterned);
+  }
   if (Array.isArray(prefixItems) && items === false && prefixItems.every((p) => JSON.stringify(p) === JSON.stringify(prefixItems[0]))) {
     return normalizeSchema({ ...rest, items: prefixItems[0], minItems: prefixItems.length, maxItems: prefixItems.length });
   }
@@ -189,7 +199,8 @@ function parametersOf(route: RegisteredRoute, doc: RouteDoc | undefined, schemas
       in: 'path',
       required: true,
       description: given ? undefined : `The ${idNames[name!] ?? name!.replace(/_id$/, '').replace(/_/g, ' ')} id.`,
-      schema: given ? schemas.convert(given, 'input') : { type: 'string', format: 'uuid' },
+      // What the routes accept as an id (domain/ids.ts): any case; anything else is 404.
+      schema: given ? schemas.convert(given, 'input') : { type: 'string', format: 'uuid', pattern: uuidPattern.source },
     };
   });
   if (doc?.query) {
@@ -249,6 +260,78 @@ function operationOf(route: RegisteredRoute, servers: JsonObject[] | undefined, 
   }
   operation.responses = responses;
   return operation;
+}
+
+/** An operation of the document with the route it describes. */
+interface BuiltOperation {
+  route: RegisteredRoute;
+  operation: JsonObject;
+}
+
+const pathParamsOf = (path: string): string[] => [...path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map(([, name]) => name!);
+
+/**
+ * Where each `*_id` of a response body is, as a JSON pointer: the top-level ones, and those one
+ * level down (`ApprovedAccessRequest.organization.org_id`). References are followed to the
+ * components. The first top-level one names the created resource (every resource lists its own id
+ * first: `team_id`, `agent_id`, `key_id`, …).
+ */
+function idPointers(schema: JsonObject | undefined, schemas: SchemaCollector): { own: string | undefined; pointers: Map<string, string> } {
+  const resolve = (s: JsonObject | undefined): JsonObject | undefined => {
+    const ref = s?.$ref;
+    return typeof ref === 'string' ? schemas.components[ref.slice(componentRef('').length)] : s;
+  };
+  const pointers = new Map<string, string>();
+  let own: string | undefined;
+  const top = (resolve(schema)?.properties ?? {}) as Record<string, JsonObject>;
+  for (const [name, child] of Object.entries(top)) {
+    if (name.endsWith('_id')) {
+      own ??= name;
+      pointers.set(name, `/${name}`);
+    }
+  }
+  for (const [name, child] of Object.entries(top)) {
+    for (const inner of Object.keys((resolve(child)?.properties ?? {}) as Record<string, unknown>)) {
+      if (inner.endsWith('_id') && !pointers.has(inner)) pointers.set(inner, `/${name}/${inner}`);
+    }
+  }
+  return { own, pointers };
+}
+
+/**
+ * OpenAPI `links` (3.1 §4.8.20) from each create to the operations that use what it created, so
+ * that a client — and Schemathesis's stateful phase — can follow them: from every POST that
+ * creates (201, or 202 for a request taken for review) and whose body names the created
+ * resource's id (its first `*_id`), to every operation whose path
+ * parameters can all be filled from that body (`$response.body#/…`) or the create's own path
+ * (`$request.path.…`), the created id among them. Derived from the routes and their schemas, so
+ * a route added later gets its links with no entry of its own.
+ */
+function addLinks(built: readonly BuiltOperation[], schemas: SchemaCollector): void {
+  for (const source of built) {
+    const created = source.route.doc?.success;
+    if (source.route.method !== 'POST' || !created?.schema || (created.status !== 201 && created.status !== 202)) continue;
+    const success = (source.operation.responses as Record<string, JsonObject>)[String(created.status)]!;
+    const body = ((success.content as Record<string, { schema: JsonObject }> | undefined)?.['application/json'])?.schema;
+    const { own, pointers } = idPointers(body, schemas);
+    if (own === undefined) continue;
+    const sourceParams = new Set(pathParamsOf(source.route.path));
+    const links: Record<string, JsonObject> = {};
+    for (const target of built) {
+      const params = pathParamsOf(target.route.path);
+      if (!params.includes(own)) continue;
+      const parameters: Record<string, string> = {};
+      for (const name of params) {
+        const pointer = pointers.get(name);
+        if (pointer !== undefined) parameters[name] = `$response.body#${pointer}`;
+        else if (sourceParams.has(name)) parameters[name] = `$request.path.${name}`;
+      }
+      if (Object.keys(parameters).length !== params.length) continue;
+      const operationId = target.operation.operationId as string;
+      links[operationId] = { operationId, parameters, description: `${target.route.method} ${target.route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}')} with the ${own.replace(/_id$/, '').replace(/_/g, ' ')} just created.` };
+    }
+    if (Object.keys(links).length > 0) success.links = links;
+  }
 }
 
 const securitySchemes: Record<Exclude<Security, 'none'>, JsonObject> = {
@@ -318,14 +401,28 @@ export function buildOpenApiDocument(registry: RouteRegistry, version: string): 
   }
   const paths: Record<string, JsonObject> = {};
   const tags = new Set<Tag>();
+  const built: BuiltOperation[] = [];
   for (const { route, prefixes } of operations.values()) {
     const everywhere = registry.prefixes.every((p) => prefixes.includes(p)) && prefixes.length === registry.prefixes.length;
     const ordered = [...registry.prefixes, ''].filter((p) => prefixes.includes(p));
     const openApiPath = route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
     paths[openApiPath] ??= {};
-    paths[openApiPath][route.method.toLowerCase()] = operationOf(route, everywhere ? undefined : ordered.map(serverOf), schemas, usedStatuses);
+    const servers = everywhere ? undefined : ordered.map(serverOf);
+    const operation = operationOf(route, servers, schemas, usedStatuses);
+    paths[openApiPath][route.method.toLowerCase()] = operation;
+    built.push({ route, operation });
     tags.add(route.doc?.tag ?? 'service');
+    for (const variant of route.doc?.variants ?? []) {
+      const path = route.path.replace(`:${variant.param}`, variant.value);
+      const variantRoute: RegisteredRoute = { ...route, path, url: route.url.replace(`:${variant.param}`, variant.value), doc: { ...variant.doc, tag: route.doc!.tag } };
+      const variantPath = path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+      paths[variantPath] ??= {};
+      const variantOperation = operationOf(variantRoute, servers, schemas, usedStatuses);
+      paths[variantPath][route.method.toLowerCase()] = variantOperation;
+      built.push({ route: variantRoute, operation: variantOperation });
+    }
   }
+  addLinks(built, schemas);
   // Named, so it lands in the components like every other named schema.
   schemas.convert(ProblemDocument, 'output');
   const securities = new Set([...operations.values()].map(({ route }) => securityOf(route)));

@@ -66,4 +66,11 @@ export interface RouteDoc {
   errors?: readonly ErrorCode[];
   /** Overrides the credential derived from the path. */
   security?: Security;
+  /**
+   * Operations of the same route for one value of a path parameter whose rules differ from the
+   * others' (the `echo` provider takes keys of any length): each is documented at its own path,
+   * the value in place of the parameter (OpenAPI matches a concrete path before a templated one),
+   * so that the document states every rule; `params` above then names the other values.
+   */
+  variants?: ReadonlyArray<{ param: string; value: string; doc: Omit<RouteDoc, 'tag' | 'variants'> }>;
 }

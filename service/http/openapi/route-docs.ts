@@ -34,6 +34,8 @@ import {
   Provider,
   ProviderKey,
   PutProviderKeyBody,
+  PutVendorProviderKeyBody,
+  VendorProvider,
   RejectAccessRequestBody,
   Revoked,
   RotateOrgKeyBody,
@@ -311,13 +313,26 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
   ...tagged('provider-keys', {
     'PUT /organizations/:org_id/api-keys/:provider': {
       operationId: 'putProviderKey',
-      summary: 'Set a provider key (write-only)',
+      summary: "Set an LLM vendor's key (write-only)",
       description:
-        'Also served without any prefix: see this operation\'s servers. A key needs at least 8 characters, except for `echo` (any non-empty string): ' +
-        'a shorter one is 400 `invalid_request` naming `api_key`. `key_hint` is the last 4 characters of a key of at least 12, else `****`.',
-      body: PutProviderKeyBody,
-      params: { provider: Provider },
+        'Also served without any prefix: see this operation\'s servers. A vendor\'s key needs at least 8 characters (the `echo` provider, ' +
+        'documented at its own path, takes any). `key_hint` is the last 4 characters of a key of at least 12, else `****`.',
+      body: PutVendorProviderKeyBody,
+      params: { provider: VendorProvider },
       success: ok(ProviderKey, 'the provider key, as a hint'),
+      variants: [
+        {
+          param: 'provider',
+          value: 'echo',
+          doc: {
+            operationId: 'putEchoProviderKey',
+            summary: 'Set the key of the built-in echo provider (any non-empty string)',
+            description: 'The built-in development provider, which replies `echo: <the message>`: agents with provider `echo` run once it has a key. `key_hint` is `****` for a key under 12 characters.',
+            body: PutProviderKeyBody,
+            success: ok(ProviderKey, 'the provider key, as a hint'),
+          },
+        },
+      ],
     },
     'GET /organizations/:org_id/api-keys': { operationId: 'listProviderKeys', summary: 'Provider keys, hints only', success: ok(ProviderKeyList, 'the provider keys') },
     'DELETE /organizations/:org_id/api-keys/:provider': {

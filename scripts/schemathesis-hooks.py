@@ -1,0 +1,65 @@
+"""Schemathesis hooks of scripts/schemathesis.sh (loaded through SCHEMATHESIS_HOOKS).
+
+Idempotency-Key: a client sends one key per request it means (contract section 1), and the
+server answers a key reused with another body 422 `idempotency_key_mismatch`. Schemathesis draws
+the header from its schema (any 1-255 characters), so its boundary cases send the same few values
+("0", the longest string) with every body of an operation, and most of an operation's requests
+were refused for a reason of the test, not of the data. So each key is given its own request: a
+key already sent on the same route and path with another body is replaced, before the call, by
+one of the same length (at least 4) not yet sent there; a repeat of the same request keeps its key (a replay,
+which the server answers with the stored response). Keys outside 1-255 characters are left alone:
+those cases test the refusal.
+"""
+
+import json
+import secrets
+import string
+
+import schemathesis
+
+_ALPHABET = string.ascii_letters + string.digits
+# (method, path) -> {key sent: the body it was sent with}
+_sent: dict[tuple[str, str], dict[str, str]] = {}
+# (method, path, generated key, body) -> the key sent for it, so that a repeat is a replay
+_given: dict[tuple[str, str, str, str], str] = {}
+
+
+def _body_of(case) -> str:
+    try:
+        return json.dumps(case.body, sort_keys=True, separators=(",", ":"), default=str)
+    except (TypeError, ValueError):
+        return repr(case.body)
+
+
+def _fresh(length: int, taken: dict[str, str]) -> str:
+    # A key of 1-3 characters has too few values for every body a boundary run sends on one route:
+    # the replacement is longer then (the length itself was tested by the key's first request).
+    length = length if length >= 4 else 16
+    candidate = ""
+    for _ in range(16):
+        candidate = "".join(secrets.choice(_ALPHABET) for _ in range(length))
+        if candidate not in taken:
+            break
+    return candidate
+
+
+@schemathesis.hook
+def before_call(context, case, kwargs):
+    headers = case.headers
+    if not headers:
+        return
+    name = next((h for h in headers if h.lower() == "idempotency-key"), None)
+    if name is None:
+        return
+    key = headers[name]
+    if not isinstance(key, str) or not 1 <= len(key) <= 255:
+        return
+    scope = (case.method.upper(), str(case.formatted_path))
+    body = _body_of(case)
+    taken = _sent.setdefault(scope, {})
+    given = _given.get((*scope, key, body))
+    if given is None:
+        given = key if taken.get(key, body) == body else _fresh(len(key), taken)
+        _given[(*scope, key, body)] = given
+        taken.setdefault(given, body)
+    headers[name] = given
