@@ -1,5 +1,10 @@
 """Schemathesis hooks of scripts/schemathesis.sh (loaded through SCHEMATHESIS_HOOKS).
 
+Participants of an edge: the configuration draws each of the two from the seeded participants
+(participant.dict, in the working directory), and Schemathesis does not check `uniqueItems` again
+after such draws, so it would send the same participant twice as a valid request. The second is
+then replaced by another seeded participant, so that the request is what the schema says it is.
+
 Idempotency-Key: a client sends one key per request it means (contract section 1), and the
 server answers a key reused with another body 422 `idempotency_key_mismatch`. Schemathesis draws
 the header from its schema (any 1-255 characters), so its boundary cases send the same few values
@@ -12,6 +17,7 @@ those cases test the refusal.
 """
 
 import json
+import os
 import secrets
 import string
 
@@ -63,3 +69,24 @@ def before_call(context, case, kwargs):
         _given[(*scope, key, body)] = given
         taken.setdefault(given, body)
     headers[name] = given
+
+
+def _participants() -> list[str]:
+    try:
+        with open(os.path.join(os.getcwd(), "participant.dict")) as file:
+            return [line.strip().strip('"') for line in file if line.strip()]
+    except OSError:
+        return []
+
+
+_SEEDED = _participants()
+
+
+@schemathesis.hook("before_call")
+def distinct_participants(context, case, kwargs):
+    body = case.body
+    if not (isinstance(body, dict) and isinstance(body.get("participants"), list) and len(body["participants"]) == 2):
+        return
+    first, second = body["participants"]
+    if first == second and first in _SEEDED and len(_SEEDED) > 1:
+        body["participants"][1] = secrets.choice([p for p in _SEEDED if p != first])

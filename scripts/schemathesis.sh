@@ -113,21 +113,31 @@ def write(name, values):
 for prefix in ("", "doomed-"):
     team = post(f"/organizations/{org_id}/teams", {"team_name": f"schemathesis {prefix}team"})["team_id"]
     agents = [post(f"/teams/{team}/agents", {"name": name})["agent_id"] for name in ("ada", "bob")]
-    human = post(f"/teams/{team}/humans", {"name": "hal"})["human_id"]
+    humans = [post(f"/teams/{team}/humans", {"name": name})["human_id"] for name in ("hal", "ivy")]
     edge = post(f"/teams/{team}/edges", {"participants": agents})["edge_id"]
     thread = post(f"/edges/{edge}/threads", {"sender_agent_id": agents[0], "content": "hello"})["thread_id"]
-    ids = {"team": [team], "agent": agents, "human": [human], "participant": [*agents, human], "edge": [edge], "thread": [thread]}
+    ids = {"team": [team], "agent": agents, "human": humans, "edge": [edge], "thread": [thread]}
     if prefix:
         loner = post(f"/teams/{team}/agents", {"name": "carl"})["agent_id"]
         ids["agent"] = [loner]
         ids["mcp-key"] = [post(f"/agents/{loner}/mcp-keys", {})["key_id"]]
+    else:
+        # Participants of the team: a pair of them not joined yet makes an edge (a 201 once).
+        ids["participant"] = [*agents, *humans]
     for name, values in ids.items():
         write(prefix + name, values)
 write("org", [org_id])
-write("doomed-org", [post("/organizations", {"org_name": "schemathesis doomed organization"})["org_id"]])
+write("doomed-org", [post("/organizations", {"org_name": f"schemathesis doomed organization {n}"})["org_id"] for n in range(3)])
 write("attachment", [post("/attachments", {"filename": "a.txt", "content_type": "text/plain", "data_base64": "aGk="})["attachment_id"]])
-write("org-key", [post(f"/organizations/{org_id}/keys", {"name": "schemathesis spare"})["key_id"]])
-write("access-request", [post("/access-requests", {"email": "ops@example.com", "org_name": "schemathesis applicant", "intended_use": "testing"})["request_id"]])
+# Organizations with room for keys (10 at most each), one spare key apiece to rotate or revoke.
+key_orgs = [post("/organizations", {"org_name": f"schemathesis keys {n}"})["org_id"] for n in range(3)]
+write("key-org", key_orgs)
+write("org-key", [post(f"/organizations/{org}/keys", {"name": "schemathesis spare"})["key_id"] for org in key_orgs])
+# An organization whose keys are there to be revoked (the last one stays: 409 `last_key`).
+revoke_org = post("/organizations", {"org_name": "schemathesis revocations"})["org_id"]
+write("revoke-org", [revoke_org])
+write("revoke-key", [post(f"/organizations/{revoke_org}/keys", {"name": f"doomed {n}"})["key_id"] for n in range(6)])
+write("access-request", [post("/access-requests", {"email": "ops@example.com", "org_name": f"schemathesis applicant {n}", "intended_use": "testing"})["request_id"] for n in range(3)])
 PY
 # Idempotency-Keys unique per request, as clients send them (scripts/schemathesis-hooks.py says why).
 export SCHEMATHESIS_HOOKS="${SCHEMATHESIS_HOOKS:-$root/scripts/schemathesis-hooks.py}"
@@ -150,6 +160,9 @@ status=0
 # One plain closing line with the counts of test cases ("Test cases: G generated, P passed, …" or
 # "G generated, F found …"), so that a reader of the log need not find them in the summary.
 counts="$(grep -A1 '^Test cases:' "$work/run.txt" | tail -n 1 || true)"
+if grep -q 'Warnings fail the run' "$work/run.txt"; then
+  echo "schemathesis: a warning failed the run (see WARNINGS above): the document does not state a rule the server enforces, or the run lacks seed data"
+fi
 if [[ "$counts" =~ ([0-9]+)\ generated,\ ([0-9]+)\ passed ]]; then
   echo "schemathesis: ${BASH_REMATCH[2]} passed, 0 failed"
 elif [[ "$counts" =~ ([0-9]+)\ generated,\ ([0-9]+)\ found ]]; then

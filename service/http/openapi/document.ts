@@ -422,6 +422,17 @@ export function buildOpenApiDocument(registry: RouteRegistry, version: string): 
       built.push({ route: variantRoute, operation: variantOperation });
     }
   }
+  // A concrete path answers every method of its templated one: each must be documented there too.
+  for (const { route } of built) {
+    for (const variant of route.doc?.variants ?? []) {
+      const concrete = route.path.replace(`:${variant.param}`, variant.value).replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+      for (const sibling of built) {
+        if (sibling.route.path === route.path && !paths[concrete]?.[sibling.route.method.toLowerCase()]) {
+          throw new Error(`openapi: ${sibling.route.method} ${route.path} has no variant for ${variant.param} = ${variant.value}, which ${concrete} serves`);
+        }
+      }
+    }
+  }
   addLinks(built, schemas);
   // Named, so it lands in the components like every other named schema.
   schemas.convert(ProblemDocument, 'output');

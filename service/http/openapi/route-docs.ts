@@ -337,9 +337,12 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'GET /organizations/:org_id/api-keys': { operationId: 'listProviderKeys', summary: 'Provider keys, hints only', success: ok(ProviderKeyList, 'the provider keys') },
     'DELETE /organizations/:org_id/api-keys/:provider': {
       operationId: 'deleteProviderKey',
-      summary: 'Delete a provider key',
-      params: { provider: Provider },
+      summary: "Delete an LLM vendor's key",
+      params: { provider: VendorProvider },
       success: ok(ProviderKeyDeleted, 'the provider key is gone'),
+      variants: [
+        { param: 'provider', value: 'echo', doc: { operationId: 'deleteEchoProviderKey', summary: 'Delete the key of the built-in echo provider', success: ok(ProviderKeyDeleted, 'the provider key is gone') } },
+      ],
     },
   }),
 
