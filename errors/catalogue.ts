@@ -66,6 +66,14 @@ export const ToolkitErrorCodes = {
   run_not_found: 'run_not_found',
   /** A pipeline run ended without completing (failed or cancelled). */
   run_failed: 'run_failed',
+  /** A typed reply of a pipeline step did not fit its JSON Schema after all its attempts. */
+  reply_invalid: 'reply_invalid',
+  /** A pipeline loop ran its `maxIterations` without its `until` holding. */
+  loop_exhausted: 'loop_exhausted',
+  /** A pipeline expression (CEL) failed at run time or gave a value of the wrong type. */
+  expression_failed: 'expression_failed',
+  /** An input given to a sub-pipeline is not of the input's type once rendered. */
+  invalid_input: 'invalid_input',
   /** A team, participant or organization named on the command line does not exist where it was looked for. */
   name_not_found: 'name_not_found',
   /** The teamctl config file (contexts) cannot be read, is not YAML, or does not match its schema. */

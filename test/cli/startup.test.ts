@@ -1,6 +1,8 @@
 /**
  * What teamctl loads to start: Temporal's client, gRPC and OpenTelemetry weigh 0.2–0.35 s of
- * start-up (docs/performance.md), so only the commands that talk to Temporal load them.
+ * start-up (docs/performance.md), so only the commands that talk to Temporal load them; the CEL
+ * parser and the JSON Schema compiler (0.1–0.25 s), only for a definition with an expression or a
+ * typed reply.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -40,6 +42,16 @@ describe('teamctl start-up', () => {
       expect(loaded).toContain('zod'); // the hook saw the program's packages
       for (const name of temporalOnly) expect(loaded, `teamctl ${args[0]}`).not.toContain(name);
     }
+  });
+
+  it('teamctl validate loads the CEL and JSON Schema libraries only for a definition with an expression or a typed reply', async () => {
+    const plain = await start(['validate', '-f', resolve(root, 'examples/acme-research.yaml')]);
+    expect(await plain.exited).toBe(0);
+    const loadedPlain = await loadedSoFar(plain.file);
+    for (const name of ['@bufbuild/cel', 'ajv']) expect(loadedPlain).not.toContain(name);
+    const deciding = await start(['validate', '-f', resolve(root, 'examples/triage.yaml')]);
+    expect(await deciding.exited).toBe(0);
+    expect(await loadedSoFar(deciding.file)).toEqual(expect.arrayContaining(['@bufbuild/cel', 'ajv']));
   });
 
   it('teamctl schedules list, which talks to Temporal, does load its client', async () => {
