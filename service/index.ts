@@ -13,6 +13,7 @@ import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
 import type { Db } from './storage/db.ts';
 import { openDb } from './storage/open-db.ts';
 import { createMemoryRateLimitStore, createPostgresRateLimitStore } from './storage/rate-limit-store.ts';
+import { registerInstance, type ServerInstance } from './storage/server-instance.ts';
 import { createPgNotifier } from './storage/pg-notifier.ts';
 
 export type { DevCredentials } from './dev-credentials.ts';
@@ -147,9 +148,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const shutdown = new AbortController();
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let instance: ServerInstance | undefined;
   try {
     const secrets = createSecretBox(await resolveEncryptionKey(options.env ?? process.env, dataDir));
-    const deps: DomainDeps = { db, notifier, secrets };
+    // The embedded database has one process (its data dir is locked): earlier instances are gone.
+    instance = await registerInstance(db, { sole: !options.databaseUrl });
+    const deps: DomainDeps = { db, notifier, secrets, instanceId: instance.id };
     const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
     const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
     // Processes sharing a PostgreSQL database share their rate-limit counters there (one limit
@@ -203,6 +207,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           shutdown.abort();
           await running.close();
           await loop.stop();
+          await instance?.close();
           await notifier.close();
           await db.close();
         })();
@@ -212,6 +217,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     shutdown.abort();
     await app?.close().catch(() => {});
+    await instance?.close().catch(() => {});
     await notifier.close().catch(() => {});
     await db.close().catch(() => {});
     throw error;

@@ -11,11 +11,15 @@ export interface Caller {
   keyId: string;
 }
 
-/** What every domain operation needs: storage, the message notifier and the secret box. */
+/**
+ * What every domain operation needs: storage, the message notifier and the secret box; and this
+ * process's id among the processes of the database (storage/server-instance.ts), when registered.
+ */
 export interface DomainDeps {
   db: Db;
   notifier: Notifier;
   secrets: SecretBox;
+  instanceId?: string | undefined;
 }
 
 /** SQL predicate on an `organizations` alias `o` that holds when `$n` (the caller's org) reaches it. */

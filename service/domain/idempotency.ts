@@ -1,14 +1,17 @@
 import { createHash } from 'node:crypto';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Queryable } from '../storage/db.ts';
+import { instanceAlive } from '../storage/server-instance.ts';
 import { newId } from './ids.ts';
 import type { SecretBox } from './secret-box.ts';
 
 /** How long a stored response is replayed (contract §1): 24 hours, in seconds. */
 export const idempotencyTtlSeconds = 24 * 3600;
 /**
- * After this many seconds a claim whose request never stored a response (its process died) may
- * be taken over by a retry. Far longer than any POST runs, so a live request is never run twice.
+ * After this many seconds a claim whose request never stored a response may be taken over by a
+ * retry, whatever process made it. Far longer than any POST runs, so a live request is never run
+ * twice. A claim of a process known to be gone (storage/server-instance.ts: its heartbeat stopped
+ * 15 s ago) is taken over at once.
  */
 export const abandonedClaimSeconds = 300;
 
@@ -60,14 +63,15 @@ let lastSweep = 0;
  * Claims `target` for one request, or finds the stored response (contract §1). The claim is an
  * `INSERT … ON CONFLICT DO NOTHING` on the record's primary key, in its own statement, so of
  * several requests (in any number of processes on one database) exactly one gets it. An expired
- * record (24 h) or a claim abandoned for {@link abandonedClaimSeconds} is taken over atomically.
+ * record (24 h), a claim of a process that is gone (`instanceId` records who claims), or a claim
+ * abandoned for {@link abandonedClaimSeconds} is taken over atomically.
  * Expired records are deleted at most once a minute per process, as a side effect.
  * Output: `claimed` with the claim id to {@link storeResponse} or {@link releaseClaim} with, or
  * `replay` with the stored status, content type and body.
  * Errors: `idempotency_key_mismatch` (same key, different body), `idempotency_key_in_use` (the
  * first request still runs, or its stored response cannot be decrypted by this server).
  */
-export async function claimIdempotencyKey(db: Queryable, secrets: SecretBox, target: IdempotencyTarget, requestHash: string): Promise<ClaimOutcome> {
+export async function claimIdempotencyKey(db: Queryable, secrets: SecretBox, target: IdempotencyTarget, requestHash: string, instanceId?: string): Promise<ClaimOutcome> {
   if (Date.now() - lastSweep > 60_000) {
     lastSweep = Date.now();
     await db.query(`DELETE FROM idempotency_keys WHERE expires_at < now()`);
@@ -78,18 +82,21 @@ export async function claimIdempotencyKey(db: Queryable, secrets: SecretBox, tar
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const claimId = newId();
     const inserted = await db.query(
-      `INSERT INTO idempotency_keys (scope, route, idem_key, request_hash, claim_id, expires_at)
-       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6)) ON CONFLICT DO NOTHING RETURNING claim_id`,
-      [...keyParams, requestHash, claimId, idempotencyTtlSeconds],
+      `INSERT INTO idempotency_keys (scope, route, idem_key, request_hash, claim_id, expires_at, claimed_by)
+       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6), $7) ON CONFLICT DO NOTHING RETURNING claim_id`,
+      [...keyParams, requestHash, claimId, idempotencyTtlSeconds, instanceId ?? null],
     );
     if (inserted.length > 0) return { kind: 'claimed', claimId };
+    // Taken over: an expired record; a claim that stored no response and whose process is known
+    // and gone (its heartbeat stopped); any claim that stored nothing for abandonedClaimSeconds.
     const taken = await db.query(
       `UPDATE idempotency_keys
           SET request_hash = $4, claim_id = $5, status = NULL, response_type = NULL, response_body = NULL,
-              claimed_at = now(), expires_at = now() + make_interval(secs => $6)
-        WHERE ${where} AND (expires_at < now() OR (status IS NULL AND claimed_at < now() - make_interval(secs => $7)))
+              claimed_at = now(), expires_at = now() + make_interval(secs => $6), claimed_by = $8
+        WHERE ${where} AND (expires_at < now() OR (status IS NULL AND (
+                claimed_at < now() - make_interval(secs => $7) OR (claimed_by IS NOT NULL AND NOT ${instanceAlive('claimed_by')}))))
         RETURNING claim_id`,
-      [...keyParams, requestHash, claimId, idempotencyTtlSeconds, abandonedClaimSeconds],
+      [...keyParams, requestHash, claimId, idempotencyTtlSeconds, abandonedClaimSeconds, instanceId ?? null],
     );
     if (taken.length > 0) return { kind: 'claimed', claimId };
     const rows = await db.query<RecordRow>(

@@ -78,7 +78,7 @@ export function installIdempotency(app: FastifyInstance, deps: DomainDeps): void
     const route = routeOf(request);
     if (route === undefined || route.includes(' /mcp ')) return;
     const target: IdempotencyTarget = { scope: scopeOf(request), route, key: header };
-    const outcome = await claimIdempotencyKey(deps.db, deps.secrets, target, hashRequestBody(request.body));
+    const outcome = await claimIdempotencyKey(deps.db, deps.secrets, target, hashRequestBody(request.body), deps.instanceId);
     if (outcome.kind === 'replay') {
       return reply.code(outcome.status).header(replayedHeader, 'true').header('content-type', outcome.contentType).send(outcome.body);
     }

@@ -440,12 +440,19 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
     statements: [`UPDATE provider_keys SET key_hint = '****' WHERE octet_length(decode(ciphertext, 'base64')) - 28 <= 44`],
   },
   {
-    // Rate-limit counters shared by the processes of one PostgreSQL database
+    // What the processes of one database share about themselves. Rate-limit counters
     // (storage/rate-limit-store.ts): one row per bucket (an API key, an agent, a client address)
-    // and its current fixed window. UNLOGGED: counters need no write-ahead log, and a crash that
-    // empties the table only starts every window afresh. PGlite keeps its counters in memory.
-    id: '0015_rate_limits',
-    statements: [`CREATE UNLOGGED TABLE rate_limits (bucket text PRIMARY KEY, hits bigint NOT NULL, reset_at timestamptz NOT NULL)`],
+    // and its current fixed window; PGlite keeps its counters in memory. The running processes
+    // with their heartbeats (storage/server-instance.ts), and which one claimed an
+    // Idempotency-Key, so that a claim of a process that died is taken over at once. UNLOGGED:
+    // neither needs the write-ahead log; a crash that empties them starts every window afresh and
+    // leaves every claim's process unknown, hence dead, which it is.
+    id: '0015_process_state',
+    statements: [
+      `CREATE UNLOGGED TABLE rate_limits (bucket text PRIMARY KEY, hits bigint NOT NULL, reset_at timestamptz NOT NULL)`,
+      `CREATE UNLOGGED TABLE server_instances (id uuid PRIMARY KEY, heartbeat_at timestamptz NOT NULL DEFAULT now())`,
+      `ALTER TABLE idempotency_keys ADD COLUMN claimed_by uuid`,
+    ],
   },
 ];
 

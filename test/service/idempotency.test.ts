@@ -7,7 +7,9 @@ import { installIdempotency } from '../../service/http/idempotency.ts';
 import { startServer, type RunningServer } from '../../service/index.ts';
 import { openDb } from '../../service/storage/open-db.ts';
 import { createTestDatabase, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
-import { request, startHarness, type Harness } from './helpers.ts';
+import { hashRequestBody } from '../../service/domain/idempotency.ts';
+import type { Db } from '../../service/storage/db.ts';
+import { request, startHarness, startHarnessWithDb, type Harness } from './helpers.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -205,5 +207,47 @@ describe.skipIf(!testDatabaseUrl)('idempotency across processes', () => {
     const replay = await at(1, 'POST', path, body, headers);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect((await at(0, 'GET', `/threads/${thread.body.thread_id}`)).body.message_count).toBe(2);
+  });
+});
+
+describe('idempotency claims of processes that are gone', () => {
+  // A request whose process died (kill -9) after claiming its Idempotency-Key left a claim with no
+  // response. The client sends it again, with the same key and body, to another process.
+  async function leaveClaim(db: Db, orgId: string, body: unknown, heartbeatSecondsAgo: number) {
+    const instance = randomUUID();
+    const idemKey = randomUUID();
+    await db.query(`INSERT INTO server_instances (id, heartbeat_at) VALUES ($1, now() - make_interval(secs => $2))`, [instance, heartbeatSecondsAgo]);
+    await db.query(
+      `INSERT INTO idempotency_keys (scope, route, idem_key, request_hash, claim_id, expires_at, claimed_by)
+       VALUES ($1, $2, $3, $4, $5, now() + interval '1 day', $6)`,
+      [orgId, `POST /organizations/:org_id/teams ${JSON.stringify([['org_id', orgId]])}`, idemKey, hashRequestBody(body), randomUUID(), instance],
+    );
+    return idemKey;
+  }
+
+  let hd: Harness & { db: Db };
+  beforeAll(async () => {
+    hd = await startHarnessWithDb('claims');
+  });
+  afterAll(async () => {
+    await hd.server.close();
+  });
+
+  it('idempotency: a retry takes over at once the claim of a process whose heartbeat stopped, instead of 409 for five minutes', async () => {
+    const body = { team_name: 'after-a-crash' };
+    const idemKey = await leaveClaim(hd.db, hd.orgId, body, 60);
+    const retry = await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, body, { 'idempotency-key': idemKey });
+    expect(retry.status).toBe(201);
+    const again = await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, body, { 'idempotency-key': idemKey });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.team_id).toBe(retry.body.team_id);
+  });
+
+  it('idempotency: the claim of a process that is alive (fresh heartbeat) is still 409 idempotency_key_in_use', async () => {
+    const body = { team_name: 'still-running' };
+    const idemKey = await leaveClaim(hd.db, hd.orgId, body, 0);
+    const retry = await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, body, { 'idempotency-key': idemKey });
+    expect(retry.status).toBe(409);
+    expect(retry.body.code).toBe('idempotency_key_in_use');
   });
 });
