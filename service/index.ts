@@ -4,6 +4,7 @@ import type { ReplyProvider } from './agent-loop/providers/types.ts';
 import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
 import type { DomainDeps } from './domain/caller.ts';
 import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
+import { markingCommits } from './domain/idempotency.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
@@ -153,7 +154,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const secrets = createSecretBox(await resolveEncryptionKey(options.env ?? process.env, dataDir));
     // The embedded database has one process (its data dir is locked): earlier instances are gone.
     instance = await registerInstance(db, { sole: !options.databaseUrl });
-    const deps: DomainDeps = { db, notifier, secrets, instanceId: instance.id };
+    // Writes of a request holding an Idempotency-Key claim mark it committed in their transaction.
+    const deps: DomainDeps = { db: markingCommits(db), notifier, secrets, instanceId: instance.id };
     const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
     const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
     // Processes sharing a PostgreSQL database share their rate-limit counters there (one limit

@@ -1,6 +1,7 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { ServiceError } from '../../errors/catalogue.ts';
-import type { Queryable } from '../storage/db.ts';
+import type { Db, Queryable } from '../storage/db.ts';
 import { instanceAlive } from '../storage/server-instance.ts';
 import { newId } from './ids.ts';
 import type { SecretBox } from './secret-box.ts';
@@ -55,6 +56,8 @@ interface RecordRow {
   response_body: string | null;
   claimed_at: Date;
   expires_at: Date;
+  committed: boolean;
+  abandoned: boolean;
 }
 
 let lastSweep = 0;
@@ -93,20 +96,28 @@ export async function claimIdempotencyKey(db: Queryable, secrets: SecretBox, tar
       `UPDATE idempotency_keys
           SET request_hash = $4, claim_id = $5, status = NULL, response_type = NULL, response_body = NULL,
               claimed_at = now(), expires_at = now() + make_interval(secs => $6), claimed_by = $8
-        WHERE ${where} AND (expires_at < now() OR (status IS NULL AND (
+        WHERE ${where} AND (expires_at < now() OR (status IS NULL AND NOT committed AND (
                 claimed_at < now() - make_interval(secs => $7) OR (claimed_by IS NOT NULL AND NOT ${instanceAlive('claimed_by')}))))
         RETURNING claim_id`,
       [...keyParams, requestHash, claimId, idempotencyTtlSeconds, abandonedClaimSeconds, instanceId ?? null],
     );
     if (taken.length > 0) return { kind: 'claimed', claimId };
     const rows = await db.query<RecordRow>(
-      `SELECT request_hash, status, response_type, response_body, claimed_at, expires_at FROM idempotency_keys WHERE ${where}`,
-      keyParams,
+      `SELECT request_hash, status, response_type, response_body, claimed_at, expires_at, committed,
+              (claimed_at < now() - make_interval(secs => $4) OR (claimed_by IS NOT NULL AND NOT ${instanceAlive('claimed_by')})) AS abandoned
+         FROM idempotency_keys WHERE ${where}`,
+      [...keyParams, abandonedClaimSeconds],
     );
     const row = rows[0];
     if (!row) continue;
     if (row.request_hash !== requestHash) {
       throw new ServiceError('idempotency_key_mismatch', 'this Idempotency-Key was used with a different request body on this route');
+    }
+    if ((row.status === null || row.response_body === null) && row.committed && row.abandoned) {
+      throw new ServiceError(
+        'idempotency_key_in_use',
+        'the request with this Idempotency-Key was applied, but the process that ran it stopped before answering: it will not run again, and its answer is lost (read the resource to see it)',
+      );
     }
     if (row.status === null || row.response_body === null) {
       throw new ServiceError('idempotency_key_in_use', 'a request with this Idempotency-Key is still running; retry later');
@@ -140,12 +151,57 @@ export async function storeResponse(
   );
 }
 
-/** Deletes the claim `claimId` (its request failed with a 5xx), so that a retry runs again. */
+/**
+ * Deletes the claim `claimId` (its request failed with a 5xx), so that a retry runs again — unless
+ * its work committed (then a retry must not run it twice; it finds the claim applied).
+ */
 export async function releaseClaim(db: Queryable, target: IdempotencyTarget, claimId: string): Promise<void> {
-  await db.query(`DELETE FROM idempotency_keys WHERE scope = $1 AND route = $2 AND idem_key = $3 AND claim_id = $4`, [
+  await db.query(`DELETE FROM idempotency_keys WHERE scope = $1 AND route = $2 AND idem_key = $3 AND claim_id = $4 AND NOT committed`, [
     target.scope,
     target.route,
     target.key,
     claimId,
   ]);
+}
+
+/**
+ * The claim of the request being handled, for {@link markingCommits}: the HTTP layer runs each POST
+ * handler that holds a claim inside it (http/idempotency.ts).
+ */
+export const claimContext = new AsyncLocalStorage<{ claimId: string }>();
+
+// Statements that may write: an autocommit one of these, in a request holding a claim, becomes a
+// transaction that also marks the claim committed. Reads stay single statements.
+const writing = /^\s*(?:INSERT|UPDATE|DELETE|WITH)\b|acs_append_message/i;
+
+/**
+ * `db` whose writes, while a request holding an Idempotency-Key claim runs ({@link claimContext}),
+ * mark that claim `committed` in their own transaction. So the record says atomically whether the
+ * request's work happened: a claim whose process died after its work committed (but before its
+ * answer was stored) is never taken over and run again, which would have written twice; before
+ * that point it is taken over at once. Outside a claimed request the calls pass through unchanged.
+ */
+export function markingCommits(db: Db): Db {
+  const mark = (tx: Queryable, claimId: string) => tx.query(`UPDATE idempotency_keys SET committed = true WHERE claim_id = $1`, [claimId]);
+  return {
+    async query<T>(sql: string, params?: unknown[]): Promise<T[]> {
+      const claim = claimContext.getStore();
+      if (!claim || !writing.test(sql)) return db.query<T>(sql, params);
+      return db.transaction(async (tx) => {
+        const rows = await tx.query<T>(sql, params);
+        await mark(tx, claim.claimId);
+        return rows;
+      });
+    },
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+      const claim = claimContext.getStore();
+      if (!claim) return db.transaction(fn);
+      return db.transaction(async (tx) => {
+        const result = await fn(tx);
+        await mark(tx, claim.claimId);
+        return result;
+      });
+    },
+    close: () => db.close(),
+  };
 }

@@ -446,12 +446,16 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
     // with their heartbeats (storage/server-instance.ts), and which one claimed an
     // Idempotency-Key, so that a claim of a process that died is taken over at once. UNLOGGED:
     // neither needs the write-ahead log; a crash that empties them starts every window afresh and
-    // leaves every claim's process unknown, hence dead, which it is.
+    // leaves every claim's process unknown, hence dead, which it is. And whether a claim's work
+    // committed.
     id: '0015_process_state',
     statements: [
       `CREATE UNLOGGED TABLE rate_limits (bucket text PRIMARY KEY, hits bigint NOT NULL, reset_at timestamptz NOT NULL)`,
       `CREATE UNLOGGED TABLE server_instances (id uuid PRIMARY KEY, heartbeat_at timestamptz NOT NULL DEFAULT now())`,
       `ALTER TABLE idempotency_keys ADD COLUMN claimed_by uuid`,
+      // Set in the transaction of the request's own writes (domain/idempotency.ts): a claim whose
+      // work committed is never run again, even when its process died before storing the answer.
+      `ALTER TABLE idempotency_keys ADD COLUMN committed boolean NOT NULL DEFAULT false`,
     ],
   },
 ];
