@@ -11,6 +11,7 @@ import { registerConfig } from './commands/config.ts';
 import { registerDestroy } from './commands/destroy.ts';
 import { registerExport } from './commands/export.ts';
 import { registerGet } from './commands/get.ts';
+import { registerHumans } from './commands/humans.ts';
 import { registerKeys } from './commands/keys.ts';
 import { registerMcp } from './commands/mcp.ts';
 import { registerPlanApply } from './commands/plan-apply.ts';
@@ -90,6 +91,7 @@ export function buildProgram(io: CliIo, run: Runner): Command {
   registerSchedules(program, io, run);
   registerThread(program, io, run);
   registerKeys(program, io, run);
+  registerHumans(program, io, run);
   registerWorker(program, io, run);
   registerMcp(program, io, run);
   registerConfig(program, io, run);

@@ -4,10 +4,18 @@ import type { ReplyProvider } from './agent-loop/providers/types.ts';
 import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
 import type { DomainDeps } from './domain/caller.ts';
 import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
+import { createEventHub } from './events/hub.ts';
+import { createHeldWaits, defaultHeldWaitLimits, type HeldWaitLimits } from './events/held-waits.ts';
+import { createWakeOneQueues } from './events/wake-one.ts';
+import { defaultRetentionMs, startPruner } from './events/retention.ts';
+import { defaultWebhookSettings, type WebhookSettings } from './events/webhooks/webhooks.ts';
+import { startWebhookWorker, type WebhookWorker } from './events/webhooks/worker.ts';
 import { markingCommits } from './domain/idempotency.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
+import type { ConsoleAssets } from './http/console-assets.ts';
+import { createOidcClient } from './sessions/oidc.ts';
 import { hostPolicy, type HostPolicy } from './http/allowed-hosts.ts';
 import { defaultConnectionLimits, type ConnectionLimits } from './http/connection-limits.ts';
 import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
@@ -78,11 +86,35 @@ export interface ServerOptions {
    */
   connectionLimits?: Partial<ConnectionLimits>;
   /**
-   * The absolute base URL people and clients reach the server at when it is not the address it
-   * listens on (behind a reverse proxy), e.g. `https://acs.example.com`: the MCP endpoint accepts
-   * its host in `Host` and its origin in `Origin` besides the listen address's.
+   * The console's absolute base URL as people reach it (contract §10), e.g.
+   * `https://acs.example.com`: sign-in links, OpenID Connect redirects and the cookie's `Secure`
+   * attribute (set when https) derive from it, and the MCP endpoint accepts its host in `Host` and
+   * its origin in `Origin` besides the listen address's. Default: the address the server listens on.
    */
   publicUrl?: string;
+  /**
+   * Sign-in through an OpenID Connect provider (contract §10): its issuer URL and this server's
+   * client id; the client secret is `ACS_OIDC_CLIENT_SECRET` of `env` unless given here.
+   */
+  oidc?: { issuer: string; clientId: string; clientSecret?: string };
+  /** Load (in a clone: build) the console's files at start instead of at the first visit (acs-server start does). */
+  prepareConsole?: boolean;
+  /**
+   * Bounds of held waits (long polls, MCP waits, event streams; issue 21): per process and per API
+   * key. Default: `ACS_MAX_HELD_WAITS` and `ACS_MAX_HELD_WAITS_PER_KEY` of `env`, else 10,000 and 1,000.
+   */
+  heldWaits?: Partial<HeldWaitLimits>;
+  /**
+   * How webhooks are delivered (contract §9): `allowPrivate` (`--webhook-allow-private`: http and
+   * non-public addresses too, for development and tests), `retrySchedule` (milliseconds,
+   * `--webhook-retry-schedule`), and for tests `resolve` (a stand-in resolver), `timeoutMs`,
+   * `concurrency`, `pollMs`. Default: contract §9's (events/webhooks/webhooks.ts).
+   */
+  webhooks?: Partial<WebhookSettings>;
+  /** How long events and finished deliveries are kept, in milliseconds (`--event-retention`); default 7 days (contract §9's floor). */
+  eventRetentionMs?: number;
+  /** Keep-alive period of event streams in milliseconds; default 15,000 (contract §9). */
+  streamKeepAliveMs?: number;
 }
 
 /** A running acs-server. */
@@ -104,19 +136,20 @@ export interface RunningServer {
 }
 
 /**
- * A public URL as given to `--public-url`: an absolute http(s) URL without credentials, query or
- * fragment. Output: it without a trailing slash. Errors: throws naming the flag.
+ * `--public-url` checked and without a trailing slash: an absolute http(s) URL with no query or
+ * fragment. Errors: throws naming the flag.
  */
-export function checkPublicUrl(value: string): string {
+export function normalizePublicUrl(value: string): string {
   let url: URL;
   try {
     url = new URL(value);
   } catch {
     throw new Error(`--public-url: not an absolute URL: ${value}`);
   }
-  if (!['http:', 'https:'].includes(url.protocol) || url.username || url.password || url.search || url.hash) {
-    throw new Error(`--public-url: must be an http or https URL without credentials, query or fragment: ${value}`);
-  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`--public-url: must be http or https, got ${value}`);
+  if (url.search || url.hash || url.username || url.password) throw new Error(`--public-url: must have no query, fragment or credentials: ${value}`);
+  // The console and its sign-in routes are served at the root of the origin.
+  if (url.pathname !== '/') throw new Error(`--public-url: must have no path (the console is served at /): ${value}`);
   return url.href.replace(/\/+$/, '');
 }
 
@@ -132,7 +165,8 @@ function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: 
 /**
  * Starts acs-server (contract §6): opens and migrates storage, serves HTTP, runs the agent loop.
  * Errors: rejects when storage cannot be opened, `ACS_ENCRYPTION_KEY` or a setting of the agent
- * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, or
+ * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, the
+ * public URL or the OpenID Connect settings are (`publicUrl`, `oidc`, `ACS_OIDC_CLIENT_SECRET`), or
  * the port is taken; nothing is left running then.
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
@@ -149,22 +183,40 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const shutdown = new AbortController();
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let hub: ReturnType<typeof createEventHub> | undefined;
   let instance: ServerInstance | undefined;
+  let worker: WebhookWorker | undefined;
+  let pruner: ReturnType<typeof startPruner> | undefined;
   try {
-    const secrets = createSecretBox(await resolveEncryptionKey(options.env ?? process.env, dataDir));
+    const env = options.env ?? process.env;
+    const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
+    const events = createEventHub({ db, notifier, log: (message, error) => app?.log.error({ err: error }, message) });
+    hub = events;
     // The embedded database has one process (its data dir is locked): earlier instances are gone.
     instance = await registerInstance(db, { sole: !options.databaseUrl });
     // Writes of a request holding an Idempotency-Key claim mark it committed in their transaction.
-    const deps: DomainDeps = { db: markingCommits(db), notifier, secrets, instanceId: instance.id };
-    const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
-    const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
+    const deps: DomainDeps = { db: markingCommits(db), events, inboxes: createWakeOneQueues(events), secrets, instanceId: instance.id };
+    const heldWaits = createHeldWaits({
+      perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
+      perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
+    });
+    const adminToken = options.adminToken ?? env.ACS_ADMIN_TOKEN;
+    const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
     // Processes sharing a PostgreSQL database share their rate-limit counters there (one limit
     // for the deployment); the embedded database has one process, which counts in memory.
     const rateLimitStore = options.databaseUrl ? createPostgresRateLimitStore(db) : createMemoryRateLimitStore();
     const connectionLimits = { ...defaultConnectionLimits, ...options.connectionLimits };
-    const publicUrl = options.publicUrl === undefined ? undefined : checkPublicUrl(options.publicUrl);
+    const settings: WebhookSettings = { ...defaultWebhookSettings, ...options.webhooks };
+    // The worker logs through the app's logger, which exists only once the app is built.
+    const logError = (message: string, error?: unknown) => app?.log.error({ err: error }, message);
+    worker = startWebhookWorker(deps, settings, logError);
+    pruner = startPruner(db, options.eventRetentionMs ?? defaultRetentionMs, logError);
+    const publicUrl = options.publicUrl === undefined ? undefined : normalizePublicUrl(options.publicUrl);
+    let listenUrl = '';
     // Known once the server listens (port 0 picks one).
     let policy: HostPolicy | undefined;
+    const oidc = options.oidc ? createOidcClient({ ...options.oidc, clientSecret: options.oidc.clientSecret ?? env.ACS_OIDC_CLIENT_SECRET ?? '' }) : undefined;
+    let consoleAssets: ConsoleAssets | undefined;
     app = await buildApp({
       deps,
       shutdown: shutdown.signal,
@@ -174,6 +226,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       rateLimitStore,
       connectionLimits,
       hostPolicy: () => policy,
+      publicUrl: () => publicUrl ?? listenUrl,
+      oidc,
+      onConsole: (assets) => (consoleAssets = assets),
+      heldWaits,
+      webhooks: worker,
+      streamKeepAliveMs: options.streamKeepAliveMs,
     });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
@@ -181,13 +239,15 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
     const host = options.host ?? '127.0.0.1';
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    listenUrl = url;
+    // A console that cannot be built or read is logged and answers 503; the API serves on.
+    if (options.prepareConsole) await consoleAssets?.prepare().catch((error: unknown) => app?.log.error({ err: error }, 'the console could not be loaded'));
     policy = hostPolicy(host, port ?? 0, publicUrl);
     let devCredentials: DevCredentials | undefined;
     if (devOrg && options.devCredentialsFile) {
       devCredentials = { base_url: url, ...devOrg };
       await writeDevCredentials(options.devCredentialsFile, devCredentials);
     }
-    const env = options.env ?? process.env;
     const loop = startAgentLoop({
       deps,
       tickMs: options.tickMs ?? 1000,
@@ -209,6 +269,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           shutdown.abort();
           await running.close();
           await loop.stop();
+          pruner?.close();
+          await worker?.close();
+          await hub?.close();
           await instance?.close();
           await notifier.close();
           await db.close();
@@ -219,6 +282,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     shutdown.abort();
     await app?.close().catch(() => {});
+    pruner?.close();
+    await worker?.close().catch(() => {});
+    await hub?.close().catch(() => {});
     await instance?.close().catch(() => {});
     await notifier.close().catch(() => {});
     await db.close().catch(() => {});
