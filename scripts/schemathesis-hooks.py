@@ -1,5 +1,10 @@
 """Schemathesis hooks of scripts/schemathesis.sh (loaded through SCHEMATHESIS_HOOKS).
 
+Sign-out: `POST /me/sign-out` ends the session it is sent with, and every other console route runs
+with one seeded session (ACS_SESSION). Sign-out is sent with a second session of its own
+(ACS_SIGN_OUT_SESSION; its CSRF token is the operation's header in the configuration), so that
+it does not end the run's.
+
 Participants of an edge: the configuration draws each of the two from the seeded participants
 (participant.dict, in the working directory), and Schemathesis does not check `uniqueItems` again
 after such draws, so it would send the same participant twice as a valid request. The second is
@@ -90,3 +95,13 @@ def distinct_participants(context, case, kwargs):
     first, second = body["participants"]
     if first == second and first in _SEEDED and len(_SEEDED) > 1:
         body["participants"][1] = secrets.choice([p for p in _SEEDED if p != first])
+
+
+@schemathesis.hook("before_call")
+def own_session_for_sign_out(context, case, kwargs):
+    if case.method.upper() != "POST" or not str(case.path).endswith("/me/sign-out"):
+        return
+    cookie = os.environ.get("ACS_SIGN_OUT_SESSION")
+    # Only where the run's session is sent: a case without one tests the refusal.
+    if cookie and case.cookies is not None and "acs_session" in case.cookies:
+        case.cookies["acs_session"] = cookie

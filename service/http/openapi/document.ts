@@ -151,11 +151,13 @@ const bodyMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  */
 function errorCodesOf(route: RegisteredRoute, security: Security): ErrorCode[] {
   const codes = new Set<ErrorCode>(['invalid_request', 'method_not_allowed', 'rate_limited', 'internal', 'unavailable']);
-  if (security === 'adminToken' || security === 'session') codes.add('unauthenticated');
+  if (security === 'adminToken' || security === 'session' || security === 'operatorSession') codes.add('unauthenticated');
   // A session (a person's, or an operator's on /admin/v1) must send its CSRF token with every change (contract §10).
-  if ((security === 'session' || security === 'adminToken') && route.method !== 'GET') codes.add('csrf_failed');
+  if ((security === 'session' || security === 'adminToken' || security === 'operatorSession') && route.method !== 'GET') codes.add('csrf_failed');
   if (security === 'orgKey' || security === 'mcpKey') ['unauthenticated', 'invalid_api_key', 'wrong_key_type'].forEach((c) => codes.add(c as ErrorCode));
   if (route.path.includes(':')) codes.add('not_found');
+  // An id in the query names something the caller must reach too (`?org_id=` of the console's stream).
+  if (Object.keys(route.doc?.query?.shape ?? {}).some((name) => name.endsWith('_id'))) codes.add('not_found');
   if (bodyMethods.has(route.method)) ['malformed_json', 'payload_too_large', 'unsupported_media_type'].forEach((c) => codes.add(c as ErrorCode));
   if (route.method === 'POST') ['idempotency_key_in_use', 'idempotency_key_mismatch'].forEach((c) => codes.add(c as ErrorCode));
   for (const code of route.doc?.errors ?? []) codes.add(code);
@@ -346,6 +348,7 @@ const securitySchemes: Record<Exclude<Security, 'none'>, JsonObject> = {
   mcpKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An MCP key (acs_mcp_…), bound to one agent.' },
   adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ACS_ADMIN_TOKEN), or an operator session (POST /admin/v1/sign-in).' },
   session: { type: 'apiKey', in: 'cookie', name: 'acs_session', description: "A console session (a sign-in link or OpenID Connect); changes need the session's X-CSRF-Token too." },
+  operatorSession: { type: 'apiKey', in: 'cookie', name: 'acs_session', description: "An operator's session (POST /admin/v1/sign-in with the admin token); changes need its X-CSRF-Token too." },
 };
 
 const serverDescriptions: Record<string, string> = {

@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../../../errors/catalogue.ts';
 
 /** Who may call a route: which credential the OpenAPI document names for it. */
-export const Securities = { orgKey: 'orgKey', mcpKey: 'mcpKey', adminToken: 'adminToken', session: 'session', none: 'none' } as const;
+export const Securities = { orgKey: 'orgKey', mcpKey: 'mcpKey', adminToken: 'adminToken', session: 'session', operatorSession: 'operatorSession', none: 'none' } as const;
 export type Security = (typeof Securities)[keyof typeof Securities];
 
 /**
