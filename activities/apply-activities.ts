@@ -14,6 +14,7 @@ import type { Organization, OrganizationDeletionPreview, Provider, Team, TeamDel
 import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
 import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
+import { maskedKeyHint } from '../api/provider-key-hint.ts';
 import { resolveSecret, secretHint } from '../definitions/secrets.ts';
 import { diffFields, patchOf } from '../plan/plan.ts';
 import type { DeletionPreviews } from '../plan/cascades.ts';
@@ -241,7 +242,9 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         const [keys, teams] = await Promise.all([client.listProviderKeys(org.org_id), client.listTeams(org.org_id)]);
         const providerKeys = keys.map((k) => {
           const hint = hints.get(k.provider);
-          return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
+          // Two masked hints (keys under 12 characters) tell nothing: such a key is not compared.
+          const comparable = hint !== undefined && !(hint === maskedKeyHint && k.key_hint === maskedKeyHint);
+          return { provider: k.provider, key_hint: k.key_hint, matchesDesired: comparable ? hint === k.key_hint : undefined };
         });
         return { organization: org, providerKeys, teams };
       });

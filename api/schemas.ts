@@ -5,12 +5,17 @@
  * client types its results with them, and the OpenAPI document is generated from them.
  */
 import { z } from 'zod';
+import { minProviderKeyLength } from './provider-key-hint.ts';
 import { resourceFields } from './resource-fields.ts';
 
 const trimmed = (min: number, max: number) => z.string().trim().min(min).max(max);
 
-/** A resource name: 1–100 characters after trimming (contract §1). */
-export const Name = trimmed(1, 100);
+/**
+ * A resource name: 1–100 characters after trimming (contract §1), with no control character but
+ * tab and newline (C0, DEL and C1 refused): names are printed on terminals, which would obey
+ * them (`ESC [ 2 J` clears the screen).
+ */
+export const Name = trimmed(1, 100).regex(/^[^\u0000-\u0008\u000b-\u001f\u007f-\u009f]*$/, 'must not contain control characters (tab and newline aside)');
 /** A description or instructions: up to 4,000 characters (contract §1). */
 export const LongText = trimmed(0, 4000);
 /** A thread subject: up to 200 characters (contract §1). */
@@ -29,6 +34,8 @@ export const Providers = ['openai', 'anthropic', 'google', 'mistral', 'groq', 'o
 /** A provider name. */
 export const Provider = z.enum(Providers);
 export type Provider = z.infer<typeof Provider>;
+/** The providers that are LLM vendors: every one but the built-in `echo`. */
+export const VendorProvider = z.enum(Providers.filter((p) => p !== 'echo') as [Exclude<Provider, 'echo'>, ...Array<Exclude<Provider, 'echo'>>]);
 
 /** The most tokens a daily budget may name (`max_tokens_per_day`). */
 export const maxDailyTokenBudget = 2_000_000_000;
@@ -147,7 +154,10 @@ export const AppendMessageBody = z.strictObject({
   attachments: z.array(Id).max(100).optional(),
   expects_reply: ExpectsReply,
 }).meta({ id: 'AppendMessageBody' });
+/** The body of `PUT …/api-keys/echo`: the development provider takes any non-empty key (contract §8). */
 export const PutProviderKeyBody = z.strictObject({ api_key: trimmed(1, 4096) }).meta({ id: 'PutProviderKeyBody' });
+/** The body of `PUT …/api-keys/{provider}` for an LLM vendor: a key of at least 8 characters (api/provider-key-hint.ts). */
+export const PutVendorProviderKeyBody = z.strictObject({ api_key: trimmed(minProviderKeyLength, 4096) }).meta({ id: 'PutVendorProviderKeyBody' });
 export const ThreadPageQuery = z.strictObject({
   after: Id.optional(),
   limit: z.coerce.number().int().min(1).max(200).default(50),

@@ -131,7 +131,7 @@ async function seedThreads(db: Db, ids: { team: string; edge: string; human: str
 
 /** Part 1: a server on `db`, one echo agent paused while 1,000 threads fill, then made active. */
 async function measureReplies(db: Db, databaseUrl: string | undefined): Promise<RepliesResult> {
-  const server = await startServer({ db, ...(databaseUrl ? { databaseUrl } : {}), port: 0, tickMs: 100, rateLimit: false, logger: false, env: {} });
+  const server = await startServer({ db, ...(databaseUrl ? { databaseUrl } : {}), port: 0, tickMs: 100, rateLimit: false, connectionLimits: { maxConnectionsPerClient: 0 }, logger: false, env: {} });
   try {
     const org = await server.provisionOrganization('bench-agent-loop');
     const api = (method: string, path: string, body?: unknown) => call(server.url, org.api_key, method, path, body);

@@ -862,7 +862,7 @@ const load = os.loadavg();
 log(`bench:conversations: wait ${waitSeconds} s, ${concurrentRuns} concurrent runs${quick ? ' (quick)' : ''}`);
 Runtime.install({ logger: new DefaultLogger('WARN') });
 const work = await mkdtemp(join(os.tmpdir(), 'acs-bench-conversations-'));
-const server = await startServer({ inMemory: true, port: 0, tickMs: 100, logger: false, rateLimit: false });
+const server = await startServer({ inMemory: true, port: 0, tickMs: 100, logger: false, rateLimit: false, connectionLimits: { maxConnectionsPerClient: 0 } });
 const settings = loadTemporalSettings(process.env);
 const connection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
 const client = new Client({ connection, namespace: settings.namespace });

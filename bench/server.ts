@@ -26,9 +26,16 @@ const dataDir = process.env.BENCH_DATA_DIR;
 // server gets the handle the bench opened; PostgreSQL gets a second pool of its own.
 let db: Db;
 let server: Awaited<ReturnType<typeof startServer>>;
-// No rate limit and no bound on held waits that a measurement reaches (10,000 held polls on one
-// key); webhook receivers of the events benchmark listen on loopback.
-const options = { port: 0, rateLimit: false as const, heldWaits: { perProcess: 100_000, perKey: 100_000 }, webhooks: { allowPrivate: true } };
+// No rate limit and no bound on held waits or connections per client that a measurement reaches
+// (10,000 held polls on one key, from one address); webhook receivers of the events benchmark
+// listen on loopback.
+const options = {
+  port: 0,
+  rateLimit: false as const,
+  heldWaits: { perProcess: 100_000, perKey: 100_000 },
+  webhooks: { allowPrivate: true },
+  connectionLimits: { maxConnectionsPerClient: 0 },
+};
 if (backend === 'postgres' && databaseUrl) {
   server = await startServer({ databaseUrl, ...options });
   db = await openDb({ databaseUrl });

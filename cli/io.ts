@@ -1,5 +1,6 @@
 import { createInterface } from 'node:readline/promises';
 import { styleText } from 'node:util';
+import { printable, styleMarks } from './printable.ts';
 import type { Style, StyleFormat } from './render.ts';
 import { terminalCapabilities } from './terminal.ts';
 
@@ -51,4 +52,25 @@ export function processIo(): CliIo {
         }
       : {}),
   };
+}
+
+/**
+ * The same I/O, made safe to print through: `stdout`, `stderr` and the question of `ask` pass
+ * through {@link printable}, and `style` (when present) still colours, through marks only this
+ * wrapper can write and read. The environment object is the same one (the CLI fills contexts
+ * into it). Input: the process's or a test's {@link CliIo}. Output: the wrapper.
+ */
+export function printableIo(io: CliIo): CliIo {
+  const wrapped: CliIo = { ...io, stdout: (text) => io.stdout(printable(text)), stderr: (text) => io.stderr(printable(text)) };
+  if (io.ask) {
+    const ask = io.ask;
+    wrapped.ask = (question) => ask(printable(question));
+  }
+  if (io.style) {
+    const marks = styleMarks(io.style);
+    wrapped.style = marks.style;
+    wrapped.stdout = (text) => io.stdout(marks.render(text));
+    wrapped.stderr = (text) => io.stderr(marks.render(text));
+  }
+  return wrapped;
 }

@@ -26,7 +26,7 @@ import { connectionOrigin } from './context.ts';
 import { MAX_FILE_SIZE_ENV, parseByteSize } from './desired.ts';
 import { ExitCodes, reportError } from './errors.ts';
 import type { ExitCode } from './errors.ts';
-import type { CliIo } from './io.ts';
+import { printableIo, type CliIo } from './io.ts';
 import type { Runner } from './commands/runner.ts';
 
 /**
@@ -36,8 +36,9 @@ import type { Runner } from './commands/runner.ts';
  */
 export async function runCli(argv: string[], given: CliIo): Promise<ExitCode> {
   // A copy of the environment: the context of the config file is filled into it (see
-  // buildProgram), never into the caller's object.
-  const io: CliIo = { ...given, env: { ...given.env } };
+  // buildProgram), never into the caller's object. Everything printed goes through the one
+  // sanitiser (cli/printable.ts): service data may carry terminal control sequences.
+  const io: CliIo = printableIo({ ...given, env: { ...given.env } });
   let exitCode: ExitCode = ExitCodes.ok;
   const run = async (action: () => Promise<ExitCode>): Promise<void> => {
     try {

@@ -12,6 +12,7 @@
  */
 import ora from 'ora';
 import type { Ora } from 'ora';
+import { printable } from './printable.ts';
 
 /** The streams the decision looks at (the process's own, or a test's). */
 export interface TerminalStreams {
@@ -59,7 +60,7 @@ export function startSpinner(io: { isTTY: boolean }, text: string): Ora | undefi
   const stream = process.stderr;
   // Stdin is left alone: discarding it puts the terminal in raw mode, where Ctrl-C is no longer
   // a signal the program receives but a keystroke ora has to turn back into one.
-  const spinner = ora({ text, stream, discardStdin: false }).start();
+  const spinner = ora({ text: printable(text), stream, discardStdin: false }).start();
   const onResize = () => {
     if (!usableTerminal(stream)) spinner.stop();
   };

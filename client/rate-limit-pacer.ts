@@ -6,8 +6,15 @@
  * instead of after.
  *
  * One pacer is shared by every client of one service and key in a process (the activities keep
- * one per connection). It is advisory: other processes using the same key are not seen, and a
- * 429 with `Retry-After` still stops it for the time said.
+ * one per connection). It is advisory: other processes using the same key are not seen.
+ *
+ * Two things hold requests back, each for as long as it says and no longer:
+ * - the service's own budget (`RateLimit-Remaining` until `RateLimit-Reset`), kept from every
+ *   answer that carries it;
+ * - a refusal's `Retry-After` (RFC 9110 §10.2.3) on a 429 or 503, which holds every request until
+ *   then. A refusal says nothing about the service's budget unless it carries the service's own
+ *   headers too: a gateway in front of the service may refuse with `Retry-After: 2` while the
+ *   service's window has 59 s and plenty of requests left, so the budget is not emptied by it.
  */
 
 /** Headers the pacer reads (a `Headers` object or anything with `get`). */
@@ -19,16 +26,20 @@ export interface HeaderSource {
 export class RateLimitPacer {
   /** Requests the service still allows in the current window, minus those sent and not yet answered. */
   #remaining: number | undefined;
-  /** When the current window ends (ms since the epoch). */
+  /** When the service's current window ends (ms since the epoch). */
   #resetAt = 0;
+  /** Until when a refusal's `Retry-After` holds every request (ms since the epoch). */
+  #holdUntil = 0;
   #inFlight = 0;
 
   /**
    * Asks to send one request at `now` (ms since the epoch). Returns 0 when it may go (the caller
-   * must then call {@link settle} once answered), else the milliseconds to wait until the
-   * window resets; the caller asks again after waiting.
+   * must then call {@link settle} once answered), else the milliseconds to wait — until a
+   * refusal's `Retry-After` has passed, or until the service's window resets when its budget is
+   * spent; the caller asks again after waiting.
    */
   reserve(now: number): number {
+    if (now < this.#holdUntil) return this.#holdUntil - now;
     if (this.#remaining !== undefined && now >= this.#resetAt) this.#remaining = undefined;
     if (this.#remaining !== undefined && this.#remaining - this.#inFlight <= 0) return Math.max(1, this.#resetAt - now);
     this.#inFlight++;
@@ -37,18 +48,15 @@ export class RateLimitPacer {
 
   /**
    * Records an answer to a reserved request: its rate-limit headers (`RateLimit-Remaining`,
-   * `RateLimit-Reset` in seconds) and, for a 429 or 503, `Retry-After` (seconds), which empties
-   * the budget until then. `headers` is undefined when no answer came (network error).
+   * `RateLimit-Reset` in seconds) update the service's budget, and a 429 or 503 with
+   * `Retry-After` (seconds) holds every request for that long. `headers` is undefined when no
+   * answer came (network error).
    */
   settle(now: number, status: number, headers: HeaderSource | undefined): void {
     this.#inFlight = Math.max(0, this.#inFlight - 1);
     if (!headers) return;
     const retryAfter = seconds(headers.get('retry-after'));
-    if ((status === 429 || status === 503) && retryAfter !== undefined) {
-      this.#remaining = 0;
-      this.#resetAt = Math.max(this.#resetAt, now + retryAfter * 1000);
-      return;
-    }
+    if ((status === 429 || status === 503) && retryAfter !== undefined) this.#holdUntil = Math.max(this.#holdUntil, now + retryAfter * 1000);
     const remaining = seconds(headers.get('ratelimit-remaining'));
     const reset = seconds(headers.get('ratelimit-reset'));
     if (remaining === undefined || reset === undefined) return;

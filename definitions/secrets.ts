@@ -6,6 +6,7 @@
  * (errors name the variable, the service shows only a hint).
  */
 import { z } from 'zod';
+import { providerKeyHint } from '../api/provider-key-hint.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 
 /** What an environment variable name may look like (POSIX portable names). */
@@ -79,9 +80,10 @@ export function resolveSecret(ref: SecretRef | string, env: Readonly<Record<stri
 }
 
 /**
- * The hint of a secret that is safe to show: its last 4 characters, as the service reports it in
- * `key_hint` (contract §5), so that a plan can tell whether the stored key is the same one.
+ * The hint of a secret that is safe to show, as the service reports it in `key_hint` (contract
+ * §3): its last 4 characters when it has at least 12, else the mask `****`
+ * (`api/provider-key-hint.ts`), so that a plan can tell whether the stored key is the same one.
  */
 export function secretHint(value: string): string {
-  return value.slice(-4);
+  return providerKeyHint(value);
 }

@@ -55,10 +55,15 @@ install_schemathesis
 
 work="$(mktemp -d)"
 server_pid=""
+receiver_pid=""
 cleanup() {
   if [[ -n "$server_pid" ]] && kill -0 "$server_pid" 2>/dev/null; then
     kill -TERM "$server_pid" 2>/dev/null || true
     wait "$server_pid" 2>/dev/null || true
+  fi
+  if [[ -n "$receiver_pid" ]] && kill -0 "$receiver_pid" 2>/dev/null; then
+    kill -TERM "$receiver_pid" 2>/dev/null || true
+    wait "$receiver_pid" 2>/dev/null || true
   fi
   rm -rf "$work"
 }
@@ -68,9 +73,27 @@ ACS_ADMIN_TOKEN="$(head -c 24 /dev/urandom | od -An -tx1 | tr -d ' \n')"
 export ACS_ADMIN_TOKEN
 # A rate limit no run reaches: 429s would only make the run depend on timing. The agent loop runs
 # echo only: a generated agent of a vendor's provider must never call out to that vendor.
+# Webhooks may point at loopback (the receiver below) and at whatever URL the run generates.
 ACS_AGENT_PROVIDERS=echo "$root/node_modules/.bin/node" "$root/bin/acs-server.ts" start --in-memory --port 0 --rate-limit 10000000 \
-  --dev-credentials "$work/dev.json" >"$work/server.log" 2>&1 &
+  --webhook-allow-private --dev-credentials "$work/dev.json" >"$work/server.log" 2>&1 &
 server_pid=$!
+
+# A webhook receiver on loopback that accepts every delivery (200), so that the seeded webhook
+# has deliveries to list and retry.
+python3 - "$work/receiver.port" >"$work/receiver.log" 2>&1 <<'PY' &
+import http.server, sys
+class Receiver(http.server.BaseHTTPRequestHandler):
+    def do_POST(self):
+        self.rfile.read(int(self.headers.get("content-length") or 0))
+        self.send_response(200)
+        self.end_headers()
+    def log_message(self, *args):
+        pass
+server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), Receiver)
+open(sys.argv[1], "w").write(str(server.server_address[1]))
+server.serve_forever()
+PY
+receiver_pid=$!
 
 for _ in $(seq 1 600); do
   [[ -s "$work/dev.json" ]] && break
@@ -87,21 +110,47 @@ if [[ ! -s "$work/dev.json" ]]; then
 fi
 read -r base_url ACS_API_KEY org_id < <(python3 -c 'import json, sys; c = json.load(open(sys.argv[1])); print(c["base_url"], c["api_key"], c["org_id"])' "$work/dev.json")
 export ACS_API_KEY
-# Two team graphs in the dev organization, whose ids the configuration reads from dictionary
-# files beside it: each a team with two agents joined by an edge, with a thread on the edge; the
-# "doomed" one is for the DELETE routes. An attachment, and an organization the dev key
-# provisioned, for DELETE /organizations/{org_id} (the dev organization itself is 403 there).
+# The seed data, whose ids the configuration reads from dictionary files beside it. Two team graphs
+# in the dev organization: each a team with two agents joined by an edge, a thread on the edge,
+# and a human on no edge (with whom either agent may be joined); the "doomed" one, with a third
+# agent on no edge and an MCP key of it, is for the DELETE routes. An attachment; an organization
+# the dev key provisioned, for DELETE /organizations/{org_id} (the dev organization itself is 403
+# there); a second organization key to rotate and revoke; a pending access request.
 cp "$root/scripts/schemathesis.toml" "$work/schemathesis.toml"
-python3 - "$base_url/api/v1" "$ACS_API_KEY" "$org_id" "$work" <<'PY'
-import json, sys, urllib.request
+for _ in $(seq 1 100); do [[ -s "$work/receiver.port" ]] && break; sleep 0.1; done
+python3 - "$base_url" "$ACS_API_KEY" "$org_id" "$work" <<'PY'
+import json, os, sys, time, urllib.error, urllib.request
 
-base, key, org_id, work = sys.argv[1:]
+root, key, org_id, work = sys.argv[1:]
+base = root + "/api/v1"
 
-def post(path, body):
-    request = urllib.request.Request(base + path, data=json.dumps(body).encode(), method="POST",
+def post(path, body, url=None):
+    request = urllib.request.Request((url or base) + path, data=json.dumps(body).encode(), method="POST",
                                      headers={"content-type": "application/json", "x-api-key": key})
     with urllib.request.urlopen(request) as response:
         return json.load(response)
+
+def get(path):
+    request = urllib.request.Request(base + path, headers={"x-api-key": key})
+    with urllib.request.urlopen(request) as response:
+        return json.load(response)
+
+class NoRedirect(urllib.request.HTTPRedirectHandler):
+    def redirect_request(self, *args, **kwargs):
+        return None
+
+def session(human):
+    """A console session of `human`: its cookie value (from a sign-in link) and CSRF token."""
+    link = post(f"/humans/{human}/sign-in-links", {})["url"]
+    opener = urllib.request.build_opener(NoRedirect)
+    try:
+        opener.open(link)
+        raise SystemExit("schemathesis: the sign-in link set no session")
+    except urllib.error.HTTPError as redirect:
+        cookie = redirect.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+    me = urllib.request.Request(base + "/me", headers={"cookie": f"acs_session={cookie}"})
+    with urllib.request.urlopen(me) as response:
+        return cookie, json.load(response)["csrf_token"]
 
 def write(name, values):
     with open(f"{work}/{name}.dict", "w") as file:
@@ -110,14 +159,71 @@ def write(name, values):
 for prefix in ("", "doomed-"):
     team = post(f"/organizations/{org_id}/teams", {"team_name": f"schemathesis {prefix}team"})["team_id"]
     agents = [post(f"/teams/{team}/agents", {"name": name})["agent_id"] for name in ("ada", "bob")]
+    humans = [post(f"/teams/{team}/humans", {"name": name})["human_id"] for name in ("hal", "ivy")]
     edge = post(f"/teams/{team}/edges", {"participants": agents})["edge_id"]
     thread = post(f"/edges/{edge}/threads", {"sender_agent_id": agents[0], "content": "hello"})["thread_id"]
-    for name, values in {"team": [team], "agent": agents, "edge": [edge], "thread": [thread]}.items():
+    ids = {"team": [team], "agent": agents, "human": humans, "edge": [edge], "thread": [thread]}
+    if prefix:
+        loner = post(f"/teams/{team}/agents", {"name": "carl"})["agent_id"]
+        ids["agent"] = [loner]
+        ids["mcp-key"] = [post(f"/agents/{loner}/mcp-keys", {})["key_id"]]
+    else:
+        # Participants of the team: a pair of them not joined yet makes an edge (a 201 once).
+        ids["participant"] = [*agents, *humans]
+        # The person the console's routes run as (cora, with her own edge and thread beside ada),
+        # and MCP keys of ada (an external agent of cora's team) for the console to revoke.
+        cora = post(f"/teams/{team}/humans", {"name": "cora"})["human_id"]
+        cora_edge = post(f"/teams/{team}/edges", {"participants": [cora, agents[0]]})["edge_id"]
+        ids["edge"].append(cora_edge)
+        ids["thread"].append(post(f"/edges/{cora_edge}/threads", {"sender_agent_id": cora, "content": "hello"})["thread_id"])
+        ids["console-agent"] = [agents[0]]
+        ids["console-mcp-key"] = [post(f"/agents/{agents[0]}/mcp-keys", {})["key_id"] for _ in range(3)]
+        sessions = {"ACS_SESSION": session(cora), "ACS_SIGN_OUT_SESSION": session(cora)}
+    for name, values in ids.items():
         write(prefix + name, values)
 write("org", [org_id])
-write("doomed-org", [post("/organizations", {"org_name": "schemathesis doomed organization"})["org_id"]])
+write("doomed-org", [post("/organizations", {"org_name": f"schemathesis doomed organization {n}"})["org_id"] for n in range(3)])
 write("attachment", [post("/attachments", {"filename": "a.txt", "content_type": "text/plain", "data_base64": "aGk="})["attachment_id"]])
+# Organizations with room for keys (10 at most each), one spare key apiece to rotate or revoke.
+key_orgs = [post("/organizations", {"org_name": f"schemathesis keys {n}"})["org_id"] for n in range(3)]
+write("key-org", key_orgs)
+write("org-key", [post(f"/organizations/{org}/keys", {"name": "schemathesis spare"})["key_id"] for org in key_orgs])
+# An organization whose keys are there to be revoked (the last one stays: 409 `last_key`).
+revoke_org = post("/organizations", {"org_name": "schemathesis revocations"})["org_id"]
+write("revoke-org", [revoke_org])
+write("revoke-key", [post(f"/organizations/{revoke_org}/keys", {"name": f"doomed {n}"})["key_id"] for n in range(6)])
+write("access-request", [post("/access-requests", {"email": "ops@example.com", "org_name": f"schemathesis applicant {n}", "intended_use": "testing"})["request_id"] for n in range(3)])
+# Webhooks to the receiver: one with a delivery (an event it subscribes to, delivered), one to delete.
+receiver = "http://127.0.0.1:" + open(f"{work}/receiver.port").read().strip() + "/hook"
+webhook = post(f"/organizations/{org_id}/webhooks", {"url": receiver, "events": ["team.*"]})["webhook_id"]
+write("webhook", [webhook])
+write("doomed-webhook", [post(f"/organizations/{org_id}/webhooks", {"url": receiver, "events": ["team.*"]})["webhook_id"]])
+post(f"/organizations/{org_id}/teams", {"team_name": "schemathesis webhook trigger"})
+for _ in range(100):
+    deliveries = get(f"/webhooks/{webhook}/deliveries")["deliveries"]
+    if deliveries:
+        break
+    time.sleep(0.1)
+else:
+    raise SystemExit("schemathesis: the seeded webhook got no delivery within 10 s")
+write("delivery", [d["delivery_id"] for d in deliveries])
+# An operator's session (the admin token signs in), for the one route that shows it.
+admin_token = os.environ["ACS_ADMIN_TOKEN"]
+sign_in = urllib.request.Request(root + "/admin/v1/sign-in", data=b"{}", method="POST", headers={"content-type": "application/json", "authorization": f"Bearer {admin_token}"})
+with urllib.request.urlopen(sign_in) as response:
+    operator_cookie = response.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+    sessions["ACS_OPERATOR_SESSION"] = (operator_cookie, json.load(response)["csrf_token"])
+# The sessions, for the configuration (read from the environment by scripts/schemathesis.sh).
+with open(f"{work}/sessions.env", "w") as file:
+    file.writelines(f"{name}={cookie}\n{name}_CSRF={csrf}\n" for name, (cookie, csrf) in sessions.items())
 PY
+# The console's sessions: ACS_SESSION and its CSRF token for the /me routes, another for sign-out.
+set -a
+# shellcheck disable=SC1091
+source "$work/sessions.env"
+set +a
+# Idempotency-Keys unique per request, as clients send them (scripts/schemathesis-hooks.py says why).
+export SCHEMATHESIS_HOOKS="${SCHEMATHESIS_HOOKS:-$root/scripts/schemathesis-hooks.py}"
 
 echo "schemathesis: testing $base_url/api/v1/openapi.json (schemathesis $SCHEMATHESIS_VERSION)" >&2
 status=0
@@ -137,10 +243,27 @@ status=0
 # One plain closing line with the counts of test cases ("Test cases: G generated, P passed, …" or
 # "G generated, F found …"), so that a reader of the log need not find them in the summary.
 counts="$(grep -A1 '^Test cases:' "$work/run.txt" | tail -n 1 || true)"
+if grep -q 'Warnings fail the run' "$work/run.txt"; then
+  echo "schemathesis: a warning failed the run (see WARNINGS above): the document does not state a rule the server enforces, or the run lacks seed data"
+fi
 if [[ "$counts" =~ ([0-9]+)\ generated,\ ([0-9]+)\ passed ]]; then
   echo "schemathesis: ${BASH_REMATCH[2]} passed, 0 failed"
 elif [[ "$counts" =~ ([0-9]+)\ generated,\ ([0-9]+)\ found ]]; then
   echo "schemathesis: $(( BASH_REMATCH[1] - BASH_REMATCH[2] )) passed, ${BASH_REMATCH[2]} failed"
+fi
+# The stateful phase follows the document's links (every create to the operations that use what it
+# created); it must walk at least 80% of them, or the run fails ("API Links: C covered / S selected").
+links="$(grep -Eo 'API Links: +[0-9]+ covered / [0-9]+ selected' "$work/run.txt" | tail -n 1 || true)"
+if [[ "$links" =~ ([0-9]+)\ covered\ /\ ([0-9]+)\ selected ]]; then
+  covered="${BASH_REMATCH[1]}" selected="${BASH_REMATCH[2]}"
+  echo "schemathesis: the stateful phase covered $covered of $selected links"
+  if (( selected > 0 && covered * 100 < selected * ${SCHEMATHESIS_MIN_LINK_COVERAGE:-80} )); then
+    echo "schemathesis: fewer than ${SCHEMATHESIS_MIN_LINK_COVERAGE:-80}% of the links were covered" >&2
+    [[ $status -ne 0 ]] || status=1
+  fi
+elif [[ "$*" != *--phases* ]]; then
+  echo "schemathesis: the run printed no link coverage (no stateful phase?)" >&2
+  [[ $status -ne 0 ]] || status=1
 fi
 if [[ $status -ne 0 ]]; then
   # Server-side detail of 5xx (pino level 50 and above: error, fatal) for whoever reads the failure.

@@ -10,14 +10,19 @@ import { createWakeOneQueues } from './events/wake-one.ts';
 import { defaultRetentionMs, startPruner } from './events/retention.ts';
 import { defaultWebhookSettings, type WebhookSettings } from './events/webhooks/webhooks.ts';
 import { startWebhookWorker, type WebhookWorker } from './events/webhooks/worker.ts';
+import { markingCommits } from './domain/idempotency.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
 import type { ConsoleAssets } from './http/console-assets.ts';
 import { createOidcClient } from './sessions/oidc.ts';
+import { hostPolicy, type HostPolicy } from './http/allowed-hosts.ts';
+import { defaultConnectionLimits, type ConnectionLimits } from './http/connection-limits.ts';
 import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
 import type { Db } from './storage/db.ts';
 import { openDb } from './storage/open-db.ts';
+import { createMemoryRateLimitStore, createPostgresRateLimitStore } from './storage/rate-limit-store.ts';
+import { registerInstance, type ServerInstance } from './storage/server-instance.ts';
 import { createPgNotifier } from './storage/pg-notifier.ts';
 
 export type { DevCredentials } from './dev-credentials.ts';
@@ -75,9 +80,16 @@ export interface ServerOptions {
    */
   rateLimit?: RateLimitOptions | false;
   /**
+   * Request, header and idle timeouts (milliseconds) and the cap on connections one client
+   * address may hold (0 turns one off); each unset one keeps its default
+   * (`defaultConnectionLimits`: 10 s, 30 s, 120 s, 128).
+   */
+  connectionLimits?: Partial<ConnectionLimits>;
+  /**
    * The console's absolute base URL as people reach it (contract §10), e.g.
    * `https://acs.example.com`: sign-in links, OpenID Connect redirects and the cookie's `Secure`
-   * attribute (set when https) derive from it. Default: the address the server listens on.
+   * attribute (set when https) derive from it, and the MCP endpoint accepts its host in `Host` and
+   * its origin in `Origin` besides the listen address's. Default: the address the server listens on.
    */
   publicUrl?: string;
   /**
@@ -172,6 +184,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   const shutdown = new AbortController();
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
   let hub: ReturnType<typeof createEventHub> | undefined;
+  let instance: ServerInstance | undefined;
   let worker: WebhookWorker | undefined;
   let pruner: ReturnType<typeof startPruner> | undefined;
   try {
@@ -179,13 +192,20 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
     const events = createEventHub({ db, notifier, log: (message, error) => app?.log.error({ err: error }, message) });
     hub = events;
-    const deps: DomainDeps = { db, events, inboxes: createWakeOneQueues(events), secrets };
+    // The embedded database has one process (its data dir is locked): earlier instances are gone.
+    instance = await registerInstance(db, { sole: !options.databaseUrl });
+    // Writes of a request holding an Idempotency-Key claim mark it committed in their transaction.
+    const deps: DomainDeps = { db: markingCommits(db), events, inboxes: createWakeOneQueues(events), secrets, instanceId: instance.id };
     const heldWaits = createHeldWaits({
       perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
       perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
     });
     const adminToken = options.adminToken ?? env.ACS_ADMIN_TOKEN;
     const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
+    // Processes sharing a PostgreSQL database share their rate-limit counters there (one limit
+    // for the deployment); the embedded database has one process, which counts in memory.
+    const rateLimitStore = options.databaseUrl ? createPostgresRateLimitStore(db) : createMemoryRateLimitStore();
+    const connectionLimits = { ...defaultConnectionLimits, ...options.connectionLimits };
     const settings: WebhookSettings = { ...defaultWebhookSettings, ...options.webhooks };
     // The worker logs through the app's logger, which exists only once the app is built.
     const logError = (message: string, error?: unknown) => app?.log.error({ err: error }, message);
@@ -193,6 +213,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     pruner = startPruner(db, options.eventRetentionMs ?? defaultRetentionMs, logError);
     const publicUrl = options.publicUrl === undefined ? undefined : normalizePublicUrl(options.publicUrl);
     let listenUrl = '';
+    // Known once the server listens (port 0 picks one).
+    let policy: HostPolicy | undefined;
     const oidc = options.oidc ? createOidcClient({ ...options.oidc, clientSecret: options.oidc.clientSecret ?? env.ACS_OIDC_CLIENT_SECRET ?? '' }) : undefined;
     let consoleAssets: ConsoleAssets | undefined;
     app = await buildApp({
@@ -201,6 +223,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       logger: options.logger ?? false,
       adminToken,
       rateLimit,
+      rateLimitStore,
+      connectionLimits,
+      hostPolicy: () => policy,
       publicUrl: () => publicUrl ?? listenUrl,
       oidc,
       onConsole: (assets) => (consoleAssets = assets),
@@ -217,6 +242,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     listenUrl = url;
     // A console that cannot be built or read is logged and answers 503; the API serves on.
     if (options.prepareConsole) await consoleAssets?.prepare().catch((error: unknown) => app?.log.error({ err: error }, 'the console could not be loaded'));
+    policy = hostPolicy(host, port ?? 0, publicUrl);
     let devCredentials: DevCredentials | undefined;
     if (devOrg && options.devCredentialsFile) {
       devCredentials = { base_url: url, ...devOrg };
@@ -246,6 +272,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           pruner?.close();
           await worker?.close();
           await hub?.close();
+          await instance?.close();
           await notifier.close();
           await db.close();
         })();
@@ -258,6 +285,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     pruner?.close();
     await worker?.close().catch(() => {});
     await hub?.close().catch(() => {});
+    await instance?.close().catch(() => {});
     await notifier.close().catch(() => {});
     await db.close().catch(() => {});
     throw error;

@@ -5,7 +5,8 @@
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
  * [--dev-credentials FILE] [--rate-limit N] [--max-held-waits N] [--max-held-waits-per-key N]
  * [--event-retention D] [--webhook-allow-private] [--webhook-retry-schedule D,D,…] [--public-url URL]
- * [--oidc-issuer URL --oidc-client-id ID] [--log-format] [--log-level] [--quiet] [--log-file]` serves the API and the console
+ * [--oidc-issuer URL --oidc-client-id ID] [--headers-timeout S] [--request-timeout S] [--idle-timeout S]
+ * [--max-connections-per-client N] [--log-format] [--log-level] [--quiet] [--log-file]` serves the API and the console
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -24,6 +25,7 @@ import {
   type AdminStorage,
 } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
+import { defaultConnectionLimits } from './http/connection-limits.ts';
 import { startServer, type ServerOptions } from './index.ts';
 import { defaultLogFile, defaultLogFormat, inBackgroundOfTerminal, LOG_FILE_NAME, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
 import { waitUntilReady } from './wait-ready.ts';
@@ -151,7 +153,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
     .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
-    .option('--public-url <url>', 'the console\'s address as people reach it, e.g. https://acs.example.com: sign-in links and OpenID redirects use it, and cookies are Secure when it is https (default: the address the server listens on)')
+    .option('--public-url <url>', 'the console\'s address as people reach it, e.g. https://acs.example.com: sign-in links and OpenID redirects use it, cookies are Secure when it is https, and the MCP endpoint accepts its Host and Origin (default: the address the server listens on)')
     .option('--oidc-issuer <url>', 'sign people in to the console through this OpenID Connect provider (with --oidc-client-id and $ACS_OIDC_CLIENT_SECRET)')
     .option('--oidc-client-id <id>', 'this server\'s client id at the OpenID Connect provider')
     .option('--max-held-waits <n>', 'requests held waiting at once in this process: long polls, MCP waits, event streams (default: $ACS_MAX_HELD_WAITS, else 10000)', integer(1, 1_000_000))
@@ -159,6 +161,10 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--event-retention <duration>', 'how long events and finished webhook deliveries are kept (the API promises 7d; shorter only for tests)', duration(1_000), 7 * 24 * 3600e3)
     .option('--webhook-allow-private', 'let webhooks use http and reach loopback, private and link-local addresses (development and tests only)', false)
     .option('--webhook-retry-schedule <delays>', 'delays before each retry of a failed webhook delivery, comma-separated (default 5s,5m,30m,2h,5h,10h,10h)', parseRetrySchedule)
+    .option('--headers-timeout <seconds>', 'longest time to receive a request\'s headers; 0: no limit', integer(0, 3600), defaultConnectionLimits.headersTimeoutMs / 1000)
+    .option('--request-timeout <seconds>', 'longest time to receive a whole request, headers and body (not to answer it); 0: no limit', integer(0, 3600), defaultConnectionLimits.requestTimeoutMs / 1000)
+    .option('--idle-timeout <seconds>', 'a connection carrying no byte either way this long is closed (above 30: long polls wait that long); 0: never', integer(0, 86_400), defaultConnectionLimits.idleTimeoutMs / 1000)
+    .option('--max-connections-per-client <n>', 'connections one client address may hold open at once (behind a reverse proxy all share its address); 0: no cap', integer(0, 1_000_000), defaultConnectionLimits.maxConnectionsPerClient)
     .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, json to a file or a pipe').choices(Object.values(LogFormats)))
     .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
@@ -174,6 +180,10 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         devCredentials?: string;
         rateLimit?: number;
         publicUrl?: string;
+        headersTimeout: number;
+        requestTimeout: number;
+        idleTimeout: number;
+        maxConnectionsPerClient: number;
         oidcIssuer?: string;
         oidcClientId?: string;
         maxHeldWaits?: number;
@@ -226,6 +236,12 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               webhooks: {
                 allowPrivate: flags.webhookAllowPrivate,
                 ...(flags.webhookRetrySchedule ? { retrySchedule: flags.webhookRetrySchedule } : {}),
+              },
+              connectionLimits: {
+                headersTimeoutMs: flags.headersTimeout * 1000,
+                requestTimeoutMs: flags.requestTimeout * 1000,
+                idleTimeoutMs: flags.idleTimeout * 1000,
+                maxConnectionsPerClient: flags.maxConnectionsPerClient,
               },
               logger: await loggerOptions(log),
             },

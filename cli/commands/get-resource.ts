@@ -12,6 +12,7 @@ import { keyringClient, resolveConnection } from '../context.ts';
 import type { ConnectionFlags } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
+import { printable } from '../printable.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 
@@ -48,7 +49,8 @@ export interface GetResource<Row> {
 /** The rows as an aligned table, headers in capitals, as kubectl prints them. */
 export function renderTable<Row>(rows: readonly Row[], columns: ReadonlyArray<Column<Row>>): string {
   const shown = columns.filter((c) => !(c.dropWhenUniform && rows.length > 0 && new Set(rows.map(c.cell)).size === 1));
-  const cells = [shown.map((c) => c.header), ...rows.map((row) => shown.map((c) => c.cell(row)))];
+  // Cells are made printable before they are measured, so a name with escapes stays aligned.
+  const cells = [shown.map((c) => c.header), ...rows.map((row) => shown.map((c) => printable(c.cell(row))))];
   const widths = shown.map((_, i) => Math.max(...cells.map((line) => line[i]?.length ?? 0)));
   return cells.map((line) => line.map((cell, i) => (i === line.length - 1 ? cell : cell.padEnd(widths[i] ?? 0))).join('   ')).join('\n');
 }

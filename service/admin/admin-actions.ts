@@ -10,6 +10,7 @@ import { ErrorCatalogue, ServiceError, ToolkitError } from '../../errors/catalog
 import { approveAccessRequest, listAccessRequests, rejectAccessRequest } from '../domain/access-requests.ts';
 import { createOrgKeyUnchecked } from '../domain/org-keys.ts';
 import { parseInput } from '../http/validate.ts';
+import { DataDirLockedError } from '../storage/data-dir-lock.ts';
 import type { Db } from '../storage/db.ts';
 import { openDb } from '../storage/open-db.ts';
 
@@ -23,7 +24,8 @@ export interface AdminStorage {
  * Opens the server's database, runs `fn`, closes it. An embedded database is opened only where
  * one exists, so that a mistyped `--data-dir` does not silently create an empty one.
  * Errors: `invalid_usage` (ToolkitError) when `DIR/pglite` does not exist; the driver's error
- * when the database cannot be opened. With PGlite, stop the server first: one process per data dir.
+ * when the database cannot be opened; `DataDirLockedError` naming the holder's pid while a server
+ * (or another command) has the data dir open: one process per data dir.
  */
 export async function withAdminDb<T>(storage: AdminStorage, fn: (db: Db) => Promise<T>): Promise<T> {
   if (!storage.databaseUrl && !existsSync(join(storage.dataDir, 'pglite'))) {
@@ -77,12 +79,15 @@ export async function adminIssueKey(storage: AdminStorage, orgId: string, name?:
 
 /**
  * The JSON an admin command prints on stderr when it fails: `{code, title?, detail, errors?, …}`
- * with the catalogue's code; an unexpected error keeps only its message (drivers put no secret there).
+ * with the catalogue's code; `data_dir_locked` with the `owner` (pid, host, since) when a running
+ * server holds the data dir; an unexpected error keeps only its message (drivers put no secret there).
  */
 export function adminErrorOutput(error: unknown): Record<string, unknown> {
   if (error instanceof ServiceError) {
     return { code: error.code, title: ErrorCatalogue[error.code].title, detail: error.message, ...(error.errors ? { errors: error.errors } : {}), ...error.extra };
   }
   if (error instanceof ToolkitError) return { code: error.code, detail: error.message };
+  // The embedded database is held by a running server (or another admin command): name it.
+  if (error instanceof DataDirLockedError) return { code: 'data_dir_locked', detail: error.message, ...(error.owner ? { owner: error.owner } : {}) };
   return { code: 'internal', detail: error instanceof Error ? error.message : String(error) };
 }

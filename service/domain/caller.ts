@@ -15,13 +15,15 @@ export interface Caller {
 /**
  * What every domain operation needs: storage, the event hub (the one reader of the event log:
  * waits subscribe there, and a commit that wrote events announces it there), the queues of
- * competing waiters (an agent's `wait_for_messages`) and the secret box.
+ * competing waiters (an agent's `wait_for_messages`) and the secret box; and this process's id
+ * among the processes of the database (storage/server-instance.ts), when registered.
  */
 export interface DomainDeps {
   db: Db;
   events: EventHub;
   inboxes: WakeOneQueues;
   secrets: SecretBox;
+  instanceId?: string | undefined;
 }
 
 /** SQL predicate on an `organizations` alias `o` that holds when `$n` (the caller's org) reaches it. */

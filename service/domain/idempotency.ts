@@ -1,14 +1,18 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { createHash } from 'node:crypto';
 import { ServiceError } from '../../errors/catalogue.ts';
-import type { Queryable } from '../storage/db.ts';
+import type { Db, Queryable } from '../storage/db.ts';
+import { instanceAlive } from '../storage/server-instance.ts';
 import { newId } from './ids.ts';
 import type { SecretBox } from './secret-box.ts';
 
 /** How long a stored response is replayed (contract §1): 24 hours, in seconds. */
 export const idempotencyTtlSeconds = 24 * 3600;
 /**
- * After this many seconds a claim whose request never stored a response (its process died) may
- * be taken over by a retry. Far longer than any POST runs, so a live request is never run twice.
+ * After this many seconds a claim whose request never stored a response may be taken over by a
+ * retry, whatever process made it. Far longer than any POST runs, so a live request is never run
+ * twice. A claim of a process known to be gone (storage/server-instance.ts: its heartbeat stopped
+ * 15 s ago) is taken over at once.
  */
 export const abandonedClaimSeconds = 300;
 
@@ -52,6 +56,8 @@ interface RecordRow {
   response_body: string | null;
   claimed_at: Date;
   expires_at: Date;
+  committed: boolean;
+  abandoned: boolean;
 }
 
 let lastSweep = 0;
@@ -60,14 +66,15 @@ let lastSweep = 0;
  * Claims `target` for one request, or finds the stored response (contract §1). The claim is an
  * `INSERT … ON CONFLICT DO NOTHING` on the record's primary key, in its own statement, so of
  * several requests (in any number of processes on one database) exactly one gets it. An expired
- * record (24 h) or a claim abandoned for {@link abandonedClaimSeconds} is taken over atomically.
+ * record (24 h), a claim of a process that is gone (`instanceId` records who claims), or a claim
+ * abandoned for {@link abandonedClaimSeconds} is taken over atomically.
  * Expired records are deleted at most once a minute per process, as a side effect.
  * Output: `claimed` with the claim id to {@link storeResponse} or {@link releaseClaim} with, or
  * `replay` with the stored status, content type and body.
  * Errors: `idempotency_key_mismatch` (same key, different body), `idempotency_key_in_use` (the
  * first request still runs, or its stored response cannot be decrypted by this server).
  */
-export async function claimIdempotencyKey(db: Queryable, secrets: SecretBox, target: IdempotencyTarget, requestHash: string): Promise<ClaimOutcome> {
+export async function claimIdempotencyKey(db: Queryable, secrets: SecretBox, target: IdempotencyTarget, requestHash: string, instanceId?: string): Promise<ClaimOutcome> {
   if (Date.now() - lastSweep > 60_000) {
     lastSweep = Date.now();
     await db.query(`DELETE FROM idempotency_keys WHERE expires_at < now()`);
@@ -78,28 +85,39 @@ export async function claimIdempotencyKey(db: Queryable, secrets: SecretBox, tar
   for (let attempt = 0; attempt < 3; attempt += 1) {
     const claimId = newId();
     const inserted = await db.query(
-      `INSERT INTO idempotency_keys (scope, route, idem_key, request_hash, claim_id, expires_at)
-       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6)) ON CONFLICT DO NOTHING RETURNING claim_id`,
-      [...keyParams, requestHash, claimId, idempotencyTtlSeconds],
+      `INSERT INTO idempotency_keys (scope, route, idem_key, request_hash, claim_id, expires_at, claimed_by)
+       VALUES ($1, $2, $3, $4, $5, now() + make_interval(secs => $6), $7) ON CONFLICT DO NOTHING RETURNING claim_id`,
+      [...keyParams, requestHash, claimId, idempotencyTtlSeconds, instanceId ?? null],
     );
     if (inserted.length > 0) return { kind: 'claimed', claimId };
+    // Taken over: an expired record; a claim that stored no response and whose process is known
+    // and gone (its heartbeat stopped); any claim that stored nothing for abandonedClaimSeconds.
     const taken = await db.query(
       `UPDATE idempotency_keys
           SET request_hash = $4, claim_id = $5, status = NULL, response_type = NULL, response_body = NULL,
-              claimed_at = now(), expires_at = now() + make_interval(secs => $6)
-        WHERE ${where} AND (expires_at < now() OR (status IS NULL AND claimed_at < now() - make_interval(secs => $7)))
+              claimed_at = now(), expires_at = now() + make_interval(secs => $6), claimed_by = $8
+        WHERE ${where} AND (expires_at < now() OR (status IS NULL AND NOT committed AND (
+                claimed_at < now() - make_interval(secs => $7) OR (claimed_by IS NOT NULL AND NOT ${instanceAlive('claimed_by')}))))
         RETURNING claim_id`,
-      [...keyParams, requestHash, claimId, idempotencyTtlSeconds, abandonedClaimSeconds],
+      [...keyParams, requestHash, claimId, idempotencyTtlSeconds, abandonedClaimSeconds, instanceId ?? null],
     );
     if (taken.length > 0) return { kind: 'claimed', claimId };
     const rows = await db.query<RecordRow>(
-      `SELECT request_hash, status, response_type, response_body, claimed_at, expires_at FROM idempotency_keys WHERE ${where}`,
-      keyParams,
+      `SELECT request_hash, status, response_type, response_body, claimed_at, expires_at, committed,
+              (claimed_at < now() - make_interval(secs => $4) OR (claimed_by IS NOT NULL AND NOT ${instanceAlive('claimed_by')})) AS abandoned
+         FROM idempotency_keys WHERE ${where}`,
+      [...keyParams, abandonedClaimSeconds],
     );
     const row = rows[0];
     if (!row) continue;
     if (row.request_hash !== requestHash) {
       throw new ServiceError('idempotency_key_mismatch', 'this Idempotency-Key was used with a different request body on this route');
+    }
+    if ((row.status === null || row.response_body === null) && row.committed && row.abandoned) {
+      throw new ServiceError(
+        'idempotency_key_in_use',
+        'the request with this Idempotency-Key was applied, but the process that ran it stopped before answering: it will not run again, and its answer is lost (read the resource to see it)',
+      );
     }
     if (row.status === null || row.response_body === null) {
       throw new ServiceError('idempotency_key_in_use', 'a request with this Idempotency-Key is still running; retry later');
@@ -133,12 +151,57 @@ export async function storeResponse(
   );
 }
 
-/** Deletes the claim `claimId` (its request failed with a 5xx), so that a retry runs again. */
+/**
+ * Deletes the claim `claimId` (its request failed with a 5xx), so that a retry runs again — unless
+ * its work committed (then a retry must not run it twice; it finds the claim applied).
+ */
 export async function releaseClaim(db: Queryable, target: IdempotencyTarget, claimId: string): Promise<void> {
-  await db.query(`DELETE FROM idempotency_keys WHERE scope = $1 AND route = $2 AND idem_key = $3 AND claim_id = $4`, [
+  await db.query(`DELETE FROM idempotency_keys WHERE scope = $1 AND route = $2 AND idem_key = $3 AND claim_id = $4 AND NOT committed`, [
     target.scope,
     target.route,
     target.key,
     claimId,
   ]);
+}
+
+/**
+ * The claim of the request being handled, for {@link markingCommits}: the HTTP layer runs each POST
+ * handler that holds a claim inside it (http/idempotency.ts).
+ */
+export const claimContext = new AsyncLocalStorage<{ claimId: string }>();
+
+// Statements that may write: an autocommit one of these, in a request holding a claim, becomes a
+// transaction that also marks the claim committed. Reads stay single statements.
+const writing = /^\s*(?:INSERT|UPDATE|DELETE|WITH)\b|acs_append_message/i;
+
+/**
+ * `db` whose writes, while a request holding an Idempotency-Key claim runs ({@link claimContext}),
+ * mark that claim `committed` in their own transaction. So the record says atomically whether the
+ * request's work happened: a claim whose process died after its work committed (but before its
+ * answer was stored) is never taken over and run again, which would have written twice; before
+ * that point it is taken over at once. Outside a claimed request the calls pass through unchanged.
+ */
+export function markingCommits(db: Db): Db {
+  const mark = (tx: Queryable, claimId: string) => tx.query(`UPDATE idempotency_keys SET committed = true WHERE claim_id = $1`, [claimId]);
+  return {
+    async query<T>(sql: string, params?: unknown[]): Promise<T[]> {
+      const claim = claimContext.getStore();
+      if (!claim || !writing.test(sql)) return db.query<T>(sql, params);
+      return db.transaction(async (tx) => {
+        const rows = await tx.query<T>(sql, params);
+        await mark(tx, claim.claimId);
+        return rows;
+      });
+    },
+    async transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {
+      const claim = claimContext.getStore();
+      if (!claim) return db.transaction(fn);
+      return db.transaction(async (tx) => {
+        const result = await fn(tx);
+        await mark(tx, claim.claimId);
+        return result;
+      });
+    },
+    close: () => db.close(),
+  };
 }

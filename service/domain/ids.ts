@@ -1,6 +1,7 @@
 import { randomUUID } from 'node:crypto';
 
-const uuidPattern = /^[0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}$/i;
+/** A UUID as paths take it: 8-4-4-4-12 hex digits, any case (also stated in the OpenAPI document). */
+export const uuidPattern = /^[0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}$/;
 
 /** Whether `value` is a UUID string; ids that are not cannot exist, so callers answer 404. */
 export function isUuid(value: string): boolean {

@@ -4,6 +4,7 @@ import { assertOrganizationReachable } from './access-checks.ts';
 import { wakeProviderWork } from './agent-work.ts';
 import type { Caller, DomainDeps } from './caller.ts';
 import { iso } from './ids.ts';
+import { minProviderKeyLength, providerKeyHint, providerKeyLength } from '../../api/provider-key-hint.ts';
 
 /**
  * Checks a provider name from a path (contract §5 lists them).
@@ -27,12 +28,27 @@ function toProviderKey(row: ProviderKeyRow): ProviderKey {
 }
 
 /**
- * Sets (or replaces) an organization's key for `provider`, encrypted at rest; only the last 4
- * characters come back as `key_hint` (contract §3). A key the provider had refused is forgotten
- * with it, and the organization's agents of that provider that waited for a key run again at
- * once (agent-work.ts). Errors: `not_found` (organization).
+ * Checks the length of a provider key: at least {@link minProviderKeyLength} characters for every
+ * provider but `echo` (the development provider takes any non-empty string, contract §8). A
+ * shorter key is no vendor's key, and its hint would show most of it.
+ * Errors: `invalid_request` naming `api_key`.
+ */
+export function checkProviderKeyLength(provider: Provider, apiKey: string): void {
+  if (provider === 'echo' || providerKeyLength(apiKey) >= minProviderKeyLength) return;
+  const message = `must be at least ${minProviderKeyLength} characters for ${provider} (only echo takes shorter keys)`;
+  throw new ServiceError('invalid_request', `api_key: ${message}`, { errors: [{ path: 'api_key', message }] });
+}
+
+/**
+ * Sets (or replaces) an organization's key for `provider`, encrypted at rest; `key_hint` shows
+ * its last 4 characters when it has at least 12, else a fixed mask (`api/provider-key-hint.ts`;
+ * contract §3). A key the provider had refused is forgotten with it, and the organization's
+ * agents of that provider that waited for a key run again at once (agent-work.ts).
+ * Errors: `invalid_request` (a key under 8 characters for a provider other than echo),
+ * `not_found` (organization).
  */
 export async function putProviderKey(deps: DomainDeps, caller: Caller, orgId: string, provider: Provider, apiKey: string): Promise<ProviderKey> {
+  checkProviderKeyLength(provider, apiKey);
   await assertOrganizationReachable(deps.db, caller, orgId);
   return deps.db.transaction(async (tx) => {
     const rows = await tx.query<ProviderKeyRow>(
@@ -40,7 +56,7 @@ export async function putProviderKey(deps: DomainDeps, caller: Caller, orgId: st
        ON CONFLICT (org_id, provider) DO UPDATE
          SET ciphertext = EXCLUDED.ciphertext, key_hint = EXCLUDED.key_hint, updated_at = now(), refused_at = NULL
        RETURNING provider, key_hint, updated_at`,
-      [orgId, provider, deps.secrets.seal(apiKey), apiKey.slice(-4)],
+      [orgId, provider, deps.secrets.seal(apiKey), providerKeyHint(apiKey)],
     );
     await wakeProviderWork(tx, orgId, provider);
     return toProviderKey(rows[0]!);

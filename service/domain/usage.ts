@@ -39,7 +39,9 @@ async function window(db: Queryable, since: string | undefined): Promise<Window>
     `SELECT to_char(COALESCE($1::timestamptz, date_trunc('day', now() AT TIME ZONE 'UTC') AT TIME ZONE 'UTC') AT TIME ZONE 'UTC',
                     'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"') AS since,
             (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS next_day`,
-    [since ?? null],
+    // As UTC: an ISO 8601 offset may run to ±23:59, PostgreSQL reads at most ±15:59 (a larger one
+    // was a 500). The query schema has checked that `since` is a time.
+    [since === undefined ? null : new Date(since).toISOString()],
   );
   return rows[0]!;
 }

@@ -7,12 +7,15 @@ import { isUuid } from '../domain/ids.ts';
 import { createHeldWaits, heldWaitRetryAfterSeconds, type HeldWaits } from '../events/held-waits.ts';
 import { defaultWebhookSettings, type WebhookRuntime } from '../events/webhooks/webhooks.ts';
 import { requireApiKey } from './auth.ts';
+import type { HostPolicy } from './allowed-hosts.ts';
+import { clientErrorHandler, connectionServerOptions, defaultConnectionLimits, limitConnectionsPerClient, type ConnectionLimits } from './connection-limits.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
 import { installRouteRegistry, type RouteRegistry } from './openapi/route-registry.ts';
 import { mcpRoutes } from '../mcp/route.ts';
 import { toProblem } from './problem.ts';
 import { defaultRateLimit, installRateLimit, type RateLimitOptions } from './rate-limit.ts';
+import { createMemoryRateLimitStore, type RateLimitStore } from '../storage/rate-limit-store.ts';
 import type { RouteContext } from './routes/context.ts';
 import { accessRequestRoutes } from './routes/access-requests.ts';
 import { adminPrefix, adminRoutes } from './routes/admin.ts';
@@ -51,6 +54,15 @@ export interface AppOptions {
   adminToken?: string | undefined;
   /** Per-key rate limit (contract §2); default 1,200 a minute; `false` turns it off. */
   rateLimit?: RateLimitOptions | false | undefined;
+  /**
+   * Where rate-limit counters live: PostgreSQL when several processes share the database
+   * (storage/rate-limit-store.ts); default this process's memory.
+   */
+  rateLimitStore?: RateLimitStore | undefined;
+  /** Request, header and idle timeouts and the cap on connections per client; default {@link defaultConnectionLimits}. */
+  connectionLimits?: ConnectionLimits | undefined;
+  /** The Host and Origin values the MCP endpoint accepts (known once listening); unset: not checked. */
+  hostPolicy?: (() => HostPolicy | undefined) | undefined;
   /** The console's public URL (links, cookies, OpenID redirects), read once the server listens (contract §10). */
   publicUrl: () => string;
   /** Sign-in through OpenID Connect, when configured (contract §10). */
@@ -103,10 +115,15 @@ const clientRequestId = /^[\x21-\x7e]{1,200}$/;
  * app's own hooks, then the routes.
  */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
-  const app = createFastify(options.logger);
+  const limits = options.connectionLimits ?? defaultConnectionLimits;
+  const app = createFastify(options.logger, limits);
+  limitConnectionsPerClient(app.server, limits.maxConnectionsPerClient);
   // Cookies are the console's sessions (contract §10); parsed on every request, set by its routes.
   await app.register(fastifyCookie);
-  if (options.rateLimit !== false) await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit);
+  const rateLimiter =
+    options.rateLimit === false
+      ? undefined
+      : await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit, options.rateLimitStore ?? createMemoryRateLimitStore());
   installIdempotency(app, options.deps);
   installJsonBodies(app);
   installRequestHooks(app, options.shutdown);
@@ -123,6 +140,8 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     heldWaits: options.heldWaits ?? createHeldWaits(),
     webhooks: options.webhooks ?? { settings: defaultWebhookSettings, changed: () => {} },
     streamKeepAliveMs: options.streamKeepAliveMs,
+    rateLimiter,
+    hostPolicy: options.hostPolicy,
   };
   const consoleSettings: ConsoleSettings = { publicUrl: options.publicUrl, adminToken: options.adminToken || undefined };
   await registerRoutes(app, context, consoleSettings, options.oidc);
@@ -132,11 +151,11 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
 
 /**
  * The Fastify instance with the server-wide settings: logging (one line per request, keys
- * redacted), body limit, request ids (a client's `X-Request-Id` echoed when it is short printable
+ * redacted), request, header and idle timeouts, body limit, request ids (a client's `X-Request-Id` echoed when it is short printable
  * ASCII), connection handling on close, router options, and problem+json for URLs that fail
  * before routing.
  */
-function createFastify(logOptions: AppOptions['logger']): FastifyInstance {
+function createFastify(logOptions: AppOptions['logger'], limits: ConnectionLimits): FastifyInstance {
   const logger: FastifyServerOptions['logger'] =
     logOptions === false
       ? false
@@ -147,6 +166,10 @@ function createFastify(logOptions: AppOptions['logger']): FastifyInstance {
         };
   return Fastify({
     logger,
+    // Slow or silent clients cannot hold connections (connection-limits.ts); what Node refuses
+    // before routing is answered as problem+json too.
+    ...connectionServerOptions(limits),
+    clientErrorHandler,
     // One line per request, written when it is answered, instead of Fastify's two.
     logController: new RequestLineLog(),
     bodyLimit: bodyLimitBytes,

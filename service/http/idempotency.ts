@@ -1,7 +1,7 @@
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
-import { claimIdempotencyKey, hashRequestBody, releaseClaim, storeResponse, type IdempotencyTarget } from '../domain/idempotency.ts';
+import { claimContext, claimIdempotencyKey, hashRequestBody, releaseClaim, storeResponse, type IdempotencyTarget } from '../domain/idempotency.ts';
 import { callerOf } from './auth.ts';
 import { sessionScopeOf } from './session-auth.ts';
 
@@ -65,11 +65,24 @@ async function settle(deps: DomainDeps, request: FastifyRequest, reply: FastifyR
  * runs; an `onSend` hook stores the response for 24 hours, 2xx–4xx alike, or releases the claim
  * on a 5xx. A repeat with the same body gets the stored status and body with
  * `Idempotent-Replayed: true`; another body 422 `idempotency_key_mismatch`; a repeat while the
- * first runs 409 `idempotency_key_in_use`. Requests without an organization key (access
+ * first runs 409 `idempotency_key_in_use`. The handler runs inside the claim's context, so that the
+ * writes it makes mark the claim committed atomically (a claim of a dead process is re-run only
+ * when its work did not commit). Requests without an organization key (access
  * requests, admin routes) are scoped by the key alone; the MCP endpoint (JSON-RPC) is left out.
  * Call it before routes are registered.
  */
 export function installIdempotency(app: FastifyInstance, deps: DomainDeps): void {
+  // The handler of a request holding a claim runs inside `claimContext`, so that its writes mark
+  // the claim committed in their own transactions (domain/idempotency.ts, `markingCommits`).
+  app.addHook('onRoute', (options) => {
+    const methods = [options.method].flat().map((m) => String(m).toUpperCase());
+    if (!methods.includes('POST')) return;
+    const handler = options.handler;
+    options.handler = function (this: FastifyInstance, request, reply) {
+      const claim = claims.get(request);
+      return claim ? claimContext.run({ claimId: claim.claimId }, () => handler.call(this, request, reply)) : handler.call(this, request, reply);
+    };
+  });
   app.addHook('preHandler', async (request, reply) => {
     if (request.method !== 'POST') return;
     const header = request.headers[idempotencyHeader];
@@ -82,7 +95,7 @@ export function installIdempotency(app: FastifyInstance, deps: DomainDeps): void
     const route = routeOf(request);
     if (route === undefined || route.includes(' /mcp ')) return;
     const target: IdempotencyTarget = { scope: scopeOf(request), route, key: header };
-    const outcome = await claimIdempotencyKey(deps.db, deps.secrets, target, hashRequestBody(request.body));
+    const outcome = await claimIdempotencyKey(deps.db, deps.secrets, target, hashRequestBody(request.body), deps.instanceId);
     if (outcome.kind === 'replay') {
       return reply.code(outcome.status).header(replayedHeader, 'true').header('content-type', outcome.contentType).send(outcome.body);
     }

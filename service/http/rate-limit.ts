@@ -1,11 +1,12 @@
 import rateLimit from '@fastify/rate-limit';
 import ms from 'ms';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
 import { findActiveOrgKey, findMcpKey } from '../domain/authentication.ts';
 import { cachedCaller } from '../domain/key-cache.ts';
 import { hashKey, orgKeyPrefix } from '../domain/key-secrets.ts';
 import type { Queryable } from '../storage/db.ts';
+import type { RateLimitStore } from '../storage/rate-limit-store.ts';
 
 /** Rate limit settings (contract §2): at most `max` requests per `windowMs` milliseconds. */
 export interface RateLimitOptions {
@@ -28,11 +29,32 @@ export function rateLimitFromEnv(env: NodeJS.ProcessEnv): RateLimitOptions | und
   return { max, windowMs: 60_000 };
 }
 
+/**
+ * The rate limiter of one app, for routes whose requests cost more than one: a JSON-RPC batch of
+ * the MCP endpoint costs one per message (issue 21, defect 2).
+ */
+export interface RateLimiter {
+  readonly options: RateLimitOptions;
+  /**
+   * Charges `cost` in all to the bucket `request` was counted in (its first unit was charged when
+   * it arrived, so `cost - 1` more), and updates its `RateLimit-Remaining`.
+   * Errors: `invalid_request` when `cost` exceeds a whole window's budget (it could never pass);
+   * `rate_limited` (with `Retry-After`) when the bucket has not that much left. Storage trouble
+   * lets the request through, as for single requests.
+   */
+  charge(request: FastifyRequest, reply: FastifyReply, cost: number): Promise<void>;
+}
+
 // Which bucket a key falls in is cached briefly: the lookup would otherwise double every
 // request's authentication query. Only valid keys are cached; the map is bounded.
 const bucketTtlMs = 30_000;
 const maxCachedKeys = 10_000;
 
+/**
+ * The bucket of a request: `key:<id>` for an organization key, `agent:<id>` for an MCP key (an
+ * agent's keys share one budget, so more keys buy no more requests), `ip:<address>` without a
+ * valid key (so made-up keys cannot dodge the limit).
+ */
 function createBucketResolver(db: Queryable): (request: FastifyRequest) => Promise<string> {
   const cache = new Map<string, { bucket: string; until: number }>();
   async function lookup(secret: string): Promise<string | undefined> {
@@ -41,12 +63,11 @@ function createBucketResolver(db: Queryable): (request: FastifyRequest) => Promi
       return key && `key:${key.id}`;
     }
     const mcp = await findMcpKey(db, secret);
-    return mcp && `key:${mcp.keyId}`;
+    return mcp && `agent:${mcp.agentId}`;
   }
   return async (request) => {
     const header = request.headers['x-api-key'];
     const secret = (Array.isArray(header) ? header[0] : header)?.trim();
-    // No valid key: the client's address is the bucket, so made-up keys cannot dodge the limit.
     const byAddress = `ip:${request.ip}`;
     if (!secret || !/^acs_(org|mcp)_[A-Za-z0-9]{32,}$/.test(secret)) return byAddress;
     // A key the authentication hook has just vouched for (domain/key-cache.ts) needs no lookup.
@@ -68,27 +89,77 @@ function createBucketResolver(db: Queryable): (request: FastifyRequest) => Promi
   };
 }
 
+function rateLimited(options: RateLimitOptions, resetInMs: number, cost = 1): ServiceError {
+  const what = cost === 1 ? '' : ` (this request counts ${cost})`;
+  return new ServiceError(
+    'rate_limited',
+    `more than ${options.max} requests in ${ms(options.windowMs, { long: true })} with this key${what}; the limit resets in ${Math.max(1, Math.ceil(resetInMs / 1000))} s (Retry-After)`,
+  );
+}
+
 /**
- * Installs per-key rate limiting (contract §2) on every request of `app`, including 404s: a
- * root `onRequest` hook of `@fastify/rate-limit` (in-process memory store), run before any
- * authentication so that requests with no or a bad key are limited too, by client address.
- * Every response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds
- * until the window resets); over the limit: 429 `rate_limited` with `Retry-After` (seconds).
- * Call it before any other hook and route.
+ * Installs rate limiting (contract §2) on every request of `app`, including 404s: a root
+ * `onRequest` hook of `@fastify/rate-limit` over `store` (this process's memory, or PostgreSQL
+ * shared by every process of a deployment: storage/rate-limit-store.ts), run before any
+ * authentication so that requests with no or a bad key are limited too, by client address. Every
+ * response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until
+ * the window resets); over the limit: 429 `rate_limited` with `Retry-After` (seconds). When the
+ * store fails, requests pass (the routes answer storage trouble themselves).
+ * Call it before any other hook and route. Output: the {@link RateLimiter} of routes that charge more.
  */
-export async function installRateLimit(app: FastifyInstance, db: Queryable, options: RateLimitOptions): Promise<void> {
+export async function installRateLimit(app: FastifyInstance, db: Queryable, options: RateLimitOptions, store: RateLimitStore): Promise<RateLimiter> {
+  const resolveBucket = createBucketResolver(db);
+  const buckets = new WeakMap<FastifyRequest, string>();
+  // @fastify/rate-limit instantiates its store from a class; this one hands each hit to `store`.
+  class SharedStore {
+    incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number, max: number): void {
+      store.hit(key, 1, timeWindow, max).then(
+        (hit) => callback(null, { current: hit.hits, ttl: hit.resetInMs }),
+        (error: unknown) => callback(error as Error),
+      );
+    }
+    child(): SharedStore {
+      return this;
+    }
+  }
   await app.register(rateLimit, {
     global: false,
     max: options.max,
     timeWindow: options.windowMs,
     enableDraftSpec: true,
-    keyGenerator: createBucketResolver(db),
+    store: SharedStore,
+    skipOnError: true,
+    keyGenerator: async (request) => {
+      const bucket = await resolveBucket(request);
+      buckets.set(request, bucket);
+      return bucket;
+    },
     // `context.after` is the time left in the window, not the window: name both for what they are.
-    errorResponseBuilder: (_request, context) =>
-      new ServiceError(
-        'rate_limited',
-        `more than ${context.max} requests in ${ms(options.windowMs, { long: true })} with this key; the limit resets in ${Math.max(1, Math.ceil(context.ttl / 1000))} s (Retry-After)`,
-      ),
+    errorResponseBuilder: (_request, context) => rateLimited(options, context.ttl),
   });
   app.addHook('onRequest', app.rateLimit());
+  return {
+    options,
+    async charge(request, reply, cost) {
+      const bucket = buckets.get(request);
+      if (bucket === undefined || cost <= 1) return;
+      if (cost > options.max) {
+        const message = `counts ${cost} requests of the rate limit (one per JSON-RPC message), more than the ${options.max} a window allows: send at most ${options.max} at once`;
+        throw new ServiceError('invalid_request', `body: ${message}`, { errors: [{ path: 'body', message }] });
+      }
+      let hit;
+      try {
+        hit = await store.hit(bucket, cost - 1, options.windowMs, options.max);
+      } catch {
+        return;
+      }
+      const reset = Math.ceil(hit.resetInMs / 1000);
+      reply.header('ratelimit-remaining', Math.max(0, options.max - hit.hits));
+      reply.header('ratelimit-reset', reset);
+      if (hit.hits > options.max) {
+        reply.header('retry-after', Math.max(1, reset));
+        throw rateLimited(options, hit.resetInMs, cost);
+      }
+    },
+  };
 }

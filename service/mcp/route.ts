@@ -37,7 +37,8 @@ const agents = new WeakMap<FastifyRequest, AgentIdentity>();
 
 // The request headers the transport reads; the key and everything else stay out of the SDK (it
 // hands request headers on to tool handlers, and the key must not travel further than here).
-const forwardedHeaders = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id'];
+// Host and Origin go along for the transport's DNS-rebinding protection (allowed-hosts.ts).
+const forwardedHeaders = ['accept', 'content-type', 'mcp-protocol-version', 'mcp-session-id', 'last-event-id', 'host', 'origin'];
 
 // The origin of the URL the transport is handed. It only parses the URL (into the request info it
 // gives tool handlers, which do not read it); the client's Host header is not used, since one that
@@ -101,14 +102,25 @@ export function waitsHeldBy(body: unknown): number {
  * - `wait_for_messages` ends early when the client goes away or the server stops. A request that
  *   may wait holds a place among its MCP key's and the process's held waits (429 `too_many_waits`
  *   past either bound, before anything runs); a batch may hold one wait ({@link waitsHeldBy}).
+ * - `Host` and `Origin` are checked by the SDK's DNS-rebinding protection against the names the
+ *   server is reached at (http/allowed-hosts.ts: the listen address, the public URL): another
+ *   `Host`, or an `Origin` that is sent and is not one of them, is 403 with a JSON-RPC error, before
+ *   any message runs. Requests without `Origin` (clients that are not browsers) pass.
+ * - Rate limiting counts JSON-RPC messages, not HTTP requests: a batch of N costs N of the
+ *   agent's budget (all its MCP keys share one), charged before any message runs; over the
+ *   budget the whole batch is 429 `rate_limited`, and a batch larger than a whole window's budget
+ *   is 400 `invalid_request`.
  */
-export function mcpRoutes(app: FastifyInstance, { deps, shutdown, heldWaits }: RouteContext): void {
+export function mcpRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, rateLimiter, hostPolicy }: RouteContext): void {
   app.addHook('onRequest', async (request) => {
     const header = request.headers['x-api-key'];
     agents.set(request, await authenticateMcp(deps.db, Array.isArray(header) ? header[0] : header));
   });
   app.post('/mcp', async (request, reply) => {
     const agent = agents.get(request)!;
+    // Each JSON-RPC message costs one request of the rate limit, so a batch of 100 tool calls
+    // costs what 100 requests cost (issue 21, defect 2); refused whole, before any of it runs.
+    await rateLimiter?.charge(request, reply, Array.isArray(request.body) ? request.body.length : 1);
     const release = heldWaits.acquire(agent.keyId, waitsHeldBy(request.body));
     try {
       return await answer(request, reply, agent);
@@ -124,7 +136,13 @@ export function mcpRoutes(app: FastifyInstance, { deps, shutdown, heldWaits }: R
     });
     const { Transport, createAgentMcpServer } = await loadSdk();
     const server = createAgentMcpServer({ deps, agent, signal: AbortSignal.any([gone.signal, shutdown]), log: request.log, requestId: request.id });
-    const transport = new Transport({ sessionIdGenerator: undefined, enableJsonResponse: true });
+    // The SDK's own DNS-rebinding protection: a Host or Origin the server is not reached at is 403.
+    const policy = hostPolicy?.();
+    const transport = new Transport({
+      sessionIdGenerator: undefined,
+      enableJsonResponse: true,
+      ...(policy ? { enableDnsRebindingProtection: true, allowedHosts: policy.hosts, allowedOrigins: policy.origins } : {}),
+    });
     try {
       await server.connect(transport);
       const response = await transport.handleRequest(toWebRequest(request), { parsedBody: request.body });

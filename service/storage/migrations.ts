@@ -671,6 +671,35 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       )`,
     ],
   },
+  {
+    // Hints of provider keys stored before the rule of api/provider-key-hint.ts (a hint shows the
+    // last 4 characters of keys of at least 12, else a fixed mask) are masked when the key may
+    // have had fewer than 12 characters. SQL cannot count the characters of a sealed key, but it
+    // can count its bytes (the sealed value is base64 of a 12-byte IV, a 16-byte tag and the
+    // UTF-8 key), and 11 characters take at most 44 bytes: every short key is masked, and a long
+    // key of at most 44 bytes shows the mask until it is set again (its hint is cosmetic).
+    id: '0014_provider_key_hints',
+    statements: [`UPDATE provider_keys SET key_hint = '****' WHERE octet_length(decode(ciphertext, 'base64')) - 28 <= 44`],
+  },
+  {
+    // What the processes of one database share about themselves. Rate-limit counters
+    // (storage/rate-limit-store.ts): one row per bucket (an API key, an agent, a client address)
+    // and its current fixed window; PGlite keeps its counters in memory. The running processes
+    // with their heartbeats (storage/server-instance.ts), and which one claimed an
+    // Idempotency-Key, so that a claim of a process that died is taken over at once. UNLOGGED:
+    // neither needs the write-ahead log; a crash that empties them starts every window afresh and
+    // leaves every claim's process unknown, hence dead, which it is. And whether a claim's work
+    // committed.
+    id: '0015_process_state',
+    statements: [
+      `CREATE UNLOGGED TABLE rate_limits (bucket text PRIMARY KEY, hits bigint NOT NULL, reset_at timestamptz NOT NULL)`,
+      `CREATE UNLOGGED TABLE server_instances (id uuid PRIMARY KEY, heartbeat_at timestamptz NOT NULL DEFAULT now())`,
+      `ALTER TABLE idempotency_keys ADD COLUMN claimed_by uuid`,
+      // Set in the transaction of the request's own writes (domain/idempotency.ts): a claim whose
+      // work committed is never run again, even when its process died before storing the answer.
+      `ALTER TABLE idempotency_keys ADD COLUMN committed boolean NOT NULL DEFAULT false`,
+    ],
+  },
 ];
 
 /**

@@ -30,6 +30,27 @@ describe('rate-limit pacer', () => {
     expect(pacer.reserve(3_100)).toBe(0);
   });
 
+  it('pacer: a gateway\'s 429 with Retry-After: 2 holds requests 2 s, not until the service\'s window resets 59 s later, and pacing by the service\'s headers goes on', () => {
+    const pacer = new RateLimitPacer();
+    pacer.reserve(0);
+    pacer.settle(0, 200, headers({ 'ratelimit-remaining': '3', 'ratelimit-reset': '59' }));
+    pacer.reserve(10);
+    // The gateway's own refusal: no RateLimit-* of the service.
+    pacer.settle(20, 429, headers({ 'retry-after': '2' }));
+    expect(pacer.reserve(1_000)).toBe(1_020);
+    // Then the service's budget (3 left) is used as before, and its end waits for the window.
+    for (let i = 0; i < 3; i++) expect(pacer.reserve(2_020)).toBe(0);
+    expect(pacer.reserve(2_020)).toBe(59_000 - 2_020);
+  });
+
+  it('pacer: the service\'s own 429 carries its headers: remaining 0 holds until its window resets', () => {
+    const pacer = new RateLimitPacer();
+    pacer.reserve(0);
+    pacer.settle(0, 429, headers({ 'retry-after': '30', 'ratelimit-remaining': '0', 'ratelimit-reset': '30' }));
+    expect(pacer.reserve(10_000)).toBe(20_000);
+    expect(pacer.reserve(30_000)).toBe(0);
+  });
+
   it('pacer: answers arriving out of order keep the smallest remaining count of a window', () => {
     const pacer = new RateLimitPacer();
     pacer.reserve(0);

@@ -55,6 +55,11 @@ describe('definitions: every problem at once', () => {
     ]);
   });
 
+  it('a name with a terminal control sequence is refused, as the service refuses it; tab and newline are not controls here', () => {
+    const text = yaml(...HEAD, 'teams:', '  - name: "intake\\e[2J"', '    humans:', '      - name: "dana\\tkerr"');
+    expect(problemLines(text)).toEqual(['x.yaml:5:11: teams[0].name: must not contain control characters (tab and newline aside)']);
+  });
+
   it('a team that lost a participant to the schema gets no guessed edge problems', () => {
     const text = yaml(...HEAD, 'teams:', '  - name: t', '    agents:', '      - provider: echo', '    humans:', '      - name: dana', '    edges:', '      - [dana, ghost]');
     // The nameless agent may be "ghost": only the schema's problem is certain.

@@ -47,4 +47,9 @@ describe('definitions: secrets', () => {
   it('secretHint is the last four characters, as the service shows them', () => {
     expect(secretHint('sk-abcdef1234')).toBe('1234');
   });
+
+  it('secretHint of a key under 12 characters is the mask the service shows for it, never a part of the key', () => {
+    expect(secretHint('sk-abcdef12')).toBe('****');
+    expect(secretHint('abcd')).toBe('****');
+  });
 });

@@ -9,7 +9,9 @@ import { installIdempotency } from '../../service/http/idempotency.ts';
 import { startServer, type RunningServer } from '../../service/index.ts';
 import { openDb } from '../../service/storage/open-db.ts';
 import { createTestDatabase, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
-import { request, startHarness, type Harness } from './helpers.ts';
+import { hashRequestBody } from '../../service/domain/idempotency.ts';
+import type { Db } from '../../service/storage/db.ts';
+import { request, startHarness, startHarnessWithDb, type Harness } from './helpers.ts';
 
 let h: Harness;
 beforeAll(async () => {
@@ -209,5 +211,66 @@ describe.skipIf(!testDatabaseUrl)('idempotency across processes', () => {
     const replay = await at(1, 'POST', path, body, headers);
     expect(replay.headers.get('idempotent-replayed')).toBe('true');
     expect((await at(0, 'GET', `/threads/${thread.body.thread_id}`)).body.message_count).toBe(2);
+  });
+});
+
+describe('idempotency claims of processes that are gone', () => {
+  // A request whose process died (kill -9) after claiming its Idempotency-Key left a claim with no
+  // response. The client sends it again, with the same key and body, to another process.
+  async function leaveClaim(db: Db, orgId: string, body: unknown, heartbeatSecondsAgo: number, committed = false) {
+    const instance = randomUUID();
+    const idemKey = randomUUID();
+    await db.query(`INSERT INTO server_instances (id, heartbeat_at) VALUES ($1, now() - make_interval(secs => $2))`, [instance, heartbeatSecondsAgo]);
+    await db.query(
+      `INSERT INTO idempotency_keys (scope, route, idem_key, request_hash, claim_id, expires_at, claimed_by, committed)
+       VALUES ($1, $2, $3, $4, $5, now() + interval '1 day', $6, $7)`,
+      [orgId, `POST /organizations/:org_id/teams ${JSON.stringify([['org_id', orgId]])}`, idemKey, hashRequestBody(body), randomUUID(), instance, committed],
+    );
+    return idemKey;
+  }
+
+  let hd: Harness & { db: Db };
+  beforeAll(async () => {
+    hd = await startHarnessWithDb('claims');
+  });
+  afterAll(async () => {
+    await hd.server.close();
+  });
+
+  it('idempotency: a retry takes over at once the claim of a process whose heartbeat stopped, instead of 409 for five minutes', async () => {
+    const body = { team_name: 'after-a-crash' };
+    const idemKey = await leaveClaim(hd.db, hd.orgId, body, 60);
+    const retry = await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, body, { 'idempotency-key': idemKey });
+    expect(retry.status).toBe(201);
+    const again = await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, body, { 'idempotency-key': idemKey });
+    expect(again.headers.get('idempotent-replayed')).toBe('true');
+    expect(again.body.team_id).toBe(retry.body.team_id);
+  });
+
+  it('idempotency: the claim of a process that is alive (fresh heartbeat) is still 409 idempotency_key_in_use', async () => {
+    const body = { team_name: 'still-running' };
+    const idemKey = await leaveClaim(hd.db, hd.orgId, body, 0);
+    const retry = await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, body, { 'idempotency-key': idemKey });
+    expect(retry.status).toBe(409);
+    expect(retry.body.code).toBe('idempotency_key_in_use');
+  });
+
+  it('idempotency: the claim of a dead process whose work committed is never run again: the retry is 409 saying it was applied, and nothing is written twice', async () => {
+    const body = { team_name: 'applied-then-killed' };
+    const idemKey = await leaveClaim(hd.db, hd.orgId, body, 60, true);
+    const before = (await hd.call('GET', `/api/v1/organizations/${hd.orgId}/teams`)).body.teams.length;
+    const retry = await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, body, { 'idempotency-key': idemKey });
+    expect(retry.status).toBe(409);
+    expect(retry.body).toMatchObject({ code: 'idempotency_key_in_use', detail: expect.stringContaining('was applied') });
+    expect((await hd.call('GET', `/api/v1/organizations/${hd.orgId}/teams`)).body.teams).toHaveLength(before);
+  });
+
+  it('idempotency: a request\'s writes mark its claim committed in their own transaction, its reads do not', async () => {
+    const idemKey = randomUUID();
+    expect((await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, { team_name: 'marked' }, { 'idempotency-key': idemKey })).status).toBe(201);
+    const refused = randomUUID();
+    expect((await hd.call('POST', `/api/v1/organizations/${hd.orgId}/teams`, { team_name: 'marked' }, { 'idempotency-key': refused })).status).toBe(409);
+    const rows = await hd.db.query<{ idem_key: string; committed: boolean }>(`SELECT idem_key, committed FROM idempotency_keys WHERE idem_key IN ($1, $2)`, [idemKey, refused]);
+    expect(Object.fromEntries(rows.map((r) => [r.idem_key, r.committed]))).toEqual({ [idemKey]: true, [refused]: false });
   });
 });

@@ -226,6 +226,21 @@ describe('MCP keys', () => {
     expect(JSON.stringify(rest.body)).not.toContain(created.body.mcp_key);
   });
 
+  it('mcp keys: an 11th active MCP key of one agent is refused with 409 mcp_key_limit naming the limit, even when asked for all at once; revoking one makes room', async () => {
+    const { agentId } = await buildTeam(h);
+    const path = `/api/v1/agents/${agentId}/mcp-keys`;
+    const replies = await Promise.all(Array.from({ length: 14 }, () => h.call('POST', path)));
+    expect(replies.filter((r) => r.status === 201)).toHaveLength(10);
+    const refused = replies.filter((r) => r.status !== 201);
+    expect(refused).toHaveLength(4);
+    for (const reply of refused) expect(reply.body).toMatchObject({ status: 409, code: 'mcp_key_limit', limit: 10 });
+    const keys = (await h.call('GET', path)).body.mcp_keys;
+    expect(keys).toHaveLength(10);
+    expect((await h.call('DELETE', `${path}/${keys[0].key_id}`)).status).toBe(200);
+    expect((await h.call('POST', path)).status).toBe(201);
+    expect((await h.call('POST', path)).body.code).toBe('mcp_key_limit');
+  });
+
   it('mcp keys: an unknown or revoked MCP key gets 401 invalid_api_key on REST routes', async () => {
     const { agentId } = await buildTeam(h);
     const unknown = await as(`acs_mcp_${'x'.repeat(40)}`, 'GET', '/api/v1/organizations');

@@ -1,5 +1,5 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { request, startHarness, withTeamHarness, type Harness, type TeamIds } from './helpers.ts';
+import { buildTeam, request, startHarness, withTeamHarness, type Harness, type TeamIds } from './helpers.ts';
 
 describe('text limits', () => {
   let h: Harness;
@@ -133,5 +133,56 @@ describe('rate limiting', () => {
     // The address budget is spent; a valid key still has its own.
     const fresh = await h.server.provisionOrganization('fresh');
     expect((await request(`${h.server.url}/api/v1/organizations`, 'GET', undefined, { 'x-api-key': fresh.api_key })).status).toBe(200);
+  });
+});
+
+describe('rate limiting of the MCP endpoint', () => {
+  let h: Harness;
+  let ids: TeamIds;
+  let threadId: string;
+  beforeAll(async () => {
+    h = await startHarness({ inMemory: true, rateLimit: { max: 20, windowMs: 60_000 } });
+    ids = await buildTeam(h);
+    threadId = (await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hello' })).body.thread_id;
+  });
+  afterAll(async () => {
+    await h.server.close();
+  });
+
+  const mcpKey = async () => (await h.call('POST', `/api/v1/agents/${ids.agentId}/mcp-keys`)).body.mcp_key as string;
+  const sends = (n: number, from = 0) =>
+    Array.from({ length: n }, (_, i) => ({ jsonrpc: '2.0', id: from + i, method: 'tools/call', params: { name: 'send_message', arguments: { thread_id: threadId, content: `m${from + i}` } } }));
+  const post = (key: string, body: unknown) =>
+    request(`${h.server.url}/api/v1/mcp`, 'POST', body, { 'x-api-key': key, accept: 'application/json, text/event-stream' });
+  const messageCount = async () => (await h.call('GET', `/api/v1/threads/${threadId}?limit=1`)).body.message_count as number;
+
+  it('mcp rate limiting: a JSON-RPC batch costs one request per message, and a batch over what is left is refused whole, writing nothing', async () => {
+    const key = await mcpKey();
+    const first = await post(key, sends(8));
+    expect(first.status).toBe(200);
+    expect(first.body).toHaveLength(8);
+    expect(first.headers.get('ratelimit-remaining')).toBe('12');
+    const before = await messageCount();
+    const refused = await post(key, sends(13, 100));
+    expect(refused.status).toBe(429);
+    expect(refused.body).toMatchObject({ code: 'rate_limited' });
+    expect(Number(refused.headers.get('retry-after'))).toBeGreaterThan(0);
+    expect(refused.headers.get('ratelimit-remaining')).toBe('0');
+    expect(await messageCount()).toBe(before);
+  });
+
+  it('mcp rate limiting: the MCP keys of one agent share one budget, so more keys buy no more calls', async () => {
+    const [one, two] = [await mcpKey(), await mcpKey()];
+    // The agent's budget is what the test above left of it: nothing.
+    expect((await post(one, sends(1))).status).toBe(429);
+    expect((await post(two, sends(1))).status).toBe(429);
+  });
+
+  it('mcp rate limiting: a batch larger than a whole window allows is 400 invalid_request, since no wait would let it pass', async () => {
+    const other = await buildTeam(h);
+    const key = (await h.call('POST', `/api/v1/agents/${other.agentId}/mcp-keys`)).body.mcp_key as string;
+    const tooBig = await post(key, sends(21));
+    expect(tooBig.status).toBe(400);
+    expect(tooBig.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'body' }] });
   });
 });

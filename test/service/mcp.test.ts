@@ -578,7 +578,7 @@ describe('MCP endpoint: keys and HTTP', () => {
     expect(note.body).toBe('');
   });
 
-  it('http: a Host header that is no URL authority is served like any other, not a 500', async () => {
+  it('http: a Host header that is no URL authority is refused as a foreign one (403, the SDK\'s JSON-RPC error), not a 500', async () => {
     const s = await scenario();
     const { port } = new URL(h.server.url);
     const body = JSON.stringify({ jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } });
@@ -596,8 +596,8 @@ describe('MCP endpoint: keys and HTTP', () => {
         req.on('error', reject);
         req.end(body);
       });
-      expect(answer.status, host).toBe(200);
-      expect(answer.body.result.structuredContent.agent.agent_id, host).toBe(s.bot);
+      expect(answer.status, host).toBe(403);
+      expect(answer.body, host).toMatchObject({ jsonrpc: '2.0', error: { code: -32000 } });
     }
   });
 

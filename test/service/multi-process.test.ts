@@ -1,9 +1,9 @@
-import { spawn, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { spawnAcsServer, type AcsProcess } from '../support/acs-process.ts';
 import { startOpenAiStub, echoCompletion, type OpenAiStub } from '../support/openai-stub.ts';
 import { createTestDatabase, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
 import { request, type Reply } from './helpers.ts';
@@ -13,37 +13,14 @@ const title = testDatabaseUrl
   ? 'multi-process'
   : 'multi-process (skipped: ACS_TEST_DATABASE_URL is not set; these tests need a PostgreSQL server)';
 
-interface Process {
-  child: ChildProcess;
-  url: string;
-  exited: Promise<number | null>;
-}
+type Process = AcsProcess;
 
 // One encryption key for both, as operators must configure it: stored responses of
 // Idempotency-Key requests are sealed by one process and opened by the other.
 const encryptionKey = randomBytes(32).toString('hex');
 
-async function spawnServer(databaseUrl: string, dataDir: string, extra: string[], env: Record<string, string> = {}): Promise<Process> {
-  const args = ['bin/acs-server.ts', 'start', '--port', '0', '--database-url', databaseUrl, '--data-dir', dataDir, '--tick-ms', '50', ...extra];
-  const child = spawn('node_modules/.bin/node', args, {
-    cwd: join(import.meta.dirname, '../..'),
-    env: { ...process.env, ACS_ENCRYPTION_KEY: encryptionKey, ...env },
-    stdio: ['ignore', 'pipe', 'pipe'],
-  });
-  const exited = new Promise<number | null>((resolve) => child.on('exit', (code) => resolve(code)));
-  const url = await new Promise<string>((resolve, reject) => {
-    let out = '';
-    child.stdout!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-      const match = /acs-server listening on (http:\/\/\S+)/.exec(out);
-      if (match) resolve(match[1]!);
-    });
-    child.stderr!.on('data', (chunk: Buffer) => {
-      out += chunk.toString();
-    });
-    child.on('exit', (code) => reject(new Error(`acs-server exited with ${code} before listening: ${out}`)));
-  });
-  return { child, url, exited };
+function spawnServer(databaseUrl: string, dataDir: string, extra: string[], env: Record<string, string> = {}): Promise<Process> {
+  return spawnAcsServer(['--database-url', databaseUrl, '--data-dir', dataDir, '--tick-ms', '50', ...extra], { ACS_ENCRYPTION_KEY: encryptionKey, ...env });
 }
 
 describe.skipIf(!testDatabaseUrl)(title, () => {

@@ -14,7 +14,10 @@ type Operation = {
   servers?: Array<{ url: string }>;
   parameters?: Parameter[];
   requestBody?: { required?: boolean; content: Record<string, { schema: Schema }> };
-  responses: Record<string, { content?: Record<string, { schema: Schema }>; headers?: Record<string, unknown>; $ref?: string }>;
+  responses: Record<
+    string,
+    { content?: Record<string, { schema: Schema }>; headers?: Record<string, unknown>; $ref?: string; links?: Record<string, { operationId: string; parameters: Record<string, string> }> }
+  >;
   security?: unknown[];
 };
 type Doc = {
@@ -160,10 +163,57 @@ describe('openapi', () => {
     }
   });
 
+  it('openapi: each create links to the operations that use what it created, every path parameter filled from its answer or its own path', () => {
+    const byId = new Map(operations().map((o) => [o.op.operationId!, o]));
+    const linksOf = (operationId: string) => {
+      const { op } = byId.get(operationId)!;
+      return Object.values(op.responses).find((r) => r.links)?.links ?? {};
+    };
+    expect(Object.keys(linksOf('createTeam'))).toEqual(expect.arrayContaining(['getTeam', 'updateTeam', 'deleteTeam', 'createAgent', 'createHuman', 'createEdge', 'getTeamUsage']));
+    expect(linksOf('createTeam').getTeam!.parameters).toEqual({ team_id: '$response.body#/team_id' });
+    expect(linksOf('createOrgKey').revokeOrgKey!.parameters).toEqual({ org_id: '$request.path.org_id', key_id: '$response.body#/key_id' });
+    expect(Object.keys(linksOf('createAccessRequest')).sort()).toEqual(['adminApproveAccessRequest', 'adminRejectAccessRequest']);
+    let count = 0;
+    for (const { method, path, op } of operations()) {
+      for (const link of Object.values(Object.values(op.responses).find((r) => r.links)?.links ?? {})) {
+        count += 1;
+        const target = byId.get(link.operationId);
+        expect(target, `${method} ${path} → ${link.operationId}`).toBeDefined();
+        const params = (target!.op.parameters ?? []).filter((p) => p.in === 'path').map((p) => p.name).sort();
+        expect(Object.keys(link.parameters).sort(), `${method} ${path} → ${link.operationId}`).toEqual(params);
+        expect(method, `${path} links from a ${method}`).toBe('POST');
+      }
+    }
+    expect(count).toBeGreaterThan(40);
+  });
+
+  it('openapi: path ids state the pattern the routes take, and a format checkers disagree on gives way to the pattern the server checks', () => {
+    const getTeam = operations().find((o) => o.op.operationId === 'getTeam')!.op;
+    const schema = getTeam.parameters!.find((p) => p.name === 'team_id')!.schema!;
+    expect(schema).toMatchObject({ type: 'string', format: 'uuid' });
+    expect(new RegExp(schema.pattern).test('2B1A3C4D-0000-4000-8000-00000000000A')).toBe(true);
+    expect(new RegExp(schema.pattern).test('not-a-uuid')).toBe(false);
+    const email = inline(doc.components.schemas.Human).properties.email;
+    expect(JSON.stringify(email)).not.toContain('"format":"email"');
+    expect(JSON.stringify(email)).toContain('pattern');
+  });
+
+  it('openapi: the echo provider, whose keys may be shorter, is documented at its own path with every method its templated path serves', () => {
+    expect(Object.keys(doc.paths['/organizations/{org_id}/api-keys/echo']!).sort()).toEqual(['delete', 'put']);
+    const vendor = inline(doc.paths['/organizations/{org_id}/api-keys/{provider}']!.put!.requestBody!.content['application/json']!.schema);
+    const echo = inline(doc.paths['/organizations/{org_id}/api-keys/echo']!.put!.requestBody!.content['application/json']!.schema);
+    const accepts = (schema: Schema, value: unknown) => ajv().compile(schema)(value);
+    expect(accepts(vendor, { api_key: 'abcdefg' })).toBe(false);
+    expect(accepts(vendor, { api_key: 'abcdefgh' })).toBe(true);
+    expect(accepts(echo, { api_key: 'a' })).toBe(true);
+  });
+
   it('openapi: every route description belongs to a served route, and every served route has one', () => {
     // Route docs are keyed like the document's paths: without the API prefix.
     const documented = new Set(operations().map(({ method, path }) => `${method} ${path}`));
-    const described = Object.keys(routeDocs).map((key) => key.replace(/:([a-z_]+)/g, '{$1}'));
+    // A route's variants (one value of a path parameter with rules of its own) are documented at their own paths.
+    const variants = Object.entries(routeDocs).flatMap(([key, doc]) => (doc.variants ?? []).map((v) => key.replace(`:${v.param}`, v.value)));
+    const described = [...Object.keys(routeDocs), ...variants].map((key) => key.replace(/:([a-z_]+)/g, '{$1}'));
     expect(described.filter((key) => !documented.has(key))).toEqual([]);
     expect([...documented].filter((key) => !described.includes(key))).toEqual([]);
   });

@@ -194,7 +194,7 @@ describe('providers: each vendor API (nock)', () => {
   it('providers: ANTHROPIC_BASE_URL is an origin: the Messages API is called at {origin}/v1/messages', async () => {
     const scope = nock('https://llm-gateway.internal').post('/v1/messages').reply(200, vendors[1]!.answer('claude-x', 'via gateway'));
     const h = await harness({ env: { ANTHROPIC_BASE_URL: 'https://llm-gateway.internal/' } });
-    await h.call('PUT', `/organizations/${h.orgId}/api-keys/anthropic`, { api_key: 'ant-key' });
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/anthropic`, { api_key: 'ant-key-0001' });
     const ids = await buildTeam(h, { provider: 'anthropic', model: 'claude-x' });
     const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hi' });
     const messages = await waitForThread(h, thread.body.thread_id, (ms) => ms.length >= 2);

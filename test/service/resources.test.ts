@@ -1,5 +1,9 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Agent, Edge, Human, Message, Organization, Team, TeamGraph, Thread } from '../../api/schemas.ts';
+import { randomBytes, randomUUID } from 'node:crypto';
+import { createSecretBox } from '../../service/domain/secret-box.ts';
+import { migrate } from '../../service/storage/migrations.ts';
+import { openDb } from '../../service/storage/open-db.ts';
 import { postgresBackend } from '../support/postgres.ts';
 import { buildTeam, holdLocks, lockWaitSeen, startHarness, startHarnessWithDb, type Harness } from './helpers.ts';
 
@@ -186,13 +190,60 @@ describe('provider keys', () => {
     const res = await h.call('PUT', `/organizations/${h.orgId}/api-keys/openai`, { api_key: 'sk-secret-abcd' });
     expect(res.status).toBe(200);
     expect(res.body).toEqual({ provider: 'openai', key_hint: 'abcd', updated_at: expect.stringMatching(isoMs) });
-    const prefixed = await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/anthropic`, { api_key: 'ant-wxyz' });
+    const prefixed = await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/anthropic`, { api_key: 'ant-key-wxyz' });
     expect(prefixed.body.key_hint).toBe('wxyz');
     const list = await h.call('GET', `/api/v1/organizations/${h.orgId}/api-keys`);
     expect(list.body.provider_keys.map((k: { provider: string }) => k.provider)).toEqual(['anthropic', 'openai']);
     expect(JSON.stringify(list.body)).not.toContain('sk-secret');
     expect((await h.call('DELETE', `/v1/organizations/${h.orgId}/api-keys/anthropic`)).body).toEqual({ deleted: true, provider: 'anthropic' });
     expect((await h.call('DELETE', `/v1/organizations/${h.orgId}/api-keys/anthropic`)).status).toBe(404);
+  });
+
+  it('provider keys: a key under 8 characters is 400 naming api_key for every provider but echo, which takes any non-empty key', async () => {
+    for (const provider of ['openai', 'anthropic', 'google', 'mistral', 'groq', 'openrouter']) {
+      const short = await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/${provider}`, { api_key: 'abcdefg' });
+      expect(short.status, provider).toBe(400);
+      expect(short.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'api_key' }] });
+    }
+    expect((await h.call('GET', `/api/v1/organizations/${h.orgId}/api-keys`)).body.provider_keys.map((k: { provider: string }) => k.provider)).not.toContain('google');
+    expect((await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/echo`, { api_key: 'e' })).status).toBe(200);
+    expect((await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/groq`, { api_key: 'abcdefgh' })).status).toBe(200);
+  });
+
+  it('provider keys: key_hint shows the last 4 characters of a key of at least 12 and a fixed mask for a shorter one, never the key itself', async () => {
+    const hint = async (provider: string, api_key: string) => (await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/${provider}`, { api_key })).body.key_hint;
+    expect(await hint('echo', 'abcd')).toBe('****');
+    expect(await hint('mistral', 'abcdefgh')).toBe('****');
+    expect(await hint('mistral', 'abcdefghijk')).toBe('****');
+    expect(await hint('mistral', 'abcdefghijkl')).toBe('ijkl');
+    const listed = (await h.call('GET', `/api/v1/organizations/${h.orgId}/api-keys`)).body.provider_keys;
+    expect(listed.find((k: { provider: string }) => k.provider === 'echo').key_hint).toBe('****');
+    expect(listed.find((k: { provider: string }) => k.provider === 'mistral').key_hint).toBe('ijkl');
+  });
+});
+
+describe('provider key hints stored before the rule', () => {
+  it('provider keys: migration 0014 masks the hint of every stored key that may have under 12 characters and keeps the hint of a longer one', async () => {
+    const db = await openDb({ inMemory: true });
+    try {
+      const box = createSecretBox(randomBytes(32));
+      const orgId = randomUUID();
+      await db.query(`INSERT INTO organizations (id, name) VALUES ($1, 'old-hints')`, [orgId]);
+      const rows: Array<[string, string]> = [['openai', 'abcd'], ['mistral', 'abcdefghijk'], ['anthropic', `sk-ant-${'x'.repeat(60)}-wxyz`]];
+      for (const [provider, key] of rows) {
+        await db.query(`INSERT INTO provider_keys (org_id, provider, ciphertext, key_hint) VALUES ($1, $2, $3, $4)`, [orgId, provider, box.seal(key), key.slice(-4)]);
+      }
+      await db.query(`DELETE FROM schema_migrations WHERE id = '0014_provider_key_hints'`);
+      await migrate(db);
+      const hints = await db.query<{ provider: string; key_hint: string }>(`SELECT provider, key_hint FROM provider_keys ORDER BY provider`);
+      expect(hints).toEqual([
+        { provider: 'anthropic', key_hint: 'wxyz' },
+        { provider: 'mistral', key_hint: '****' },
+        { provider: 'openai', key_hint: '****' },
+      ]);
+    } finally {
+      await db.close();
+    }
   });
 });
 

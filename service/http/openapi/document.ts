@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { Problem, ProtectedResource } from '../../../api/schemas.ts';
 import { ErrorCatalogue, type ErrorCode } from '../../../errors/catalogue.ts';
+import { uuidPattern } from '../../domain/ids.ts';
 import { Tags, type RouteDoc, type Security, type Tag } from './route-doc.ts';
 import type { RegisteredRoute, RouteRegistry } from './route-registry.ts';
 
@@ -31,7 +32,7 @@ const ProblemDocument = Problem.extend({
     .array(ProtectedResource)
     .optional()
     .meta({ description: '`deletion_protected`: every resource with deletion protection that the deletion would remove, the resource itself first.' }),
-  limit: z.number().int().optional().meta({ description: '`key_limit`: the most active keys an organization may hold.' }),
+  limit: z.number().int().optional().meta({ description: '`key_limit`: the most active keys an organization may hold; `mcp_key_limit`: the most active MCP keys an agent may hold.' }),
   // `status` is the problem's own HTTP status (RFC 9457), so the decided state needs its own name.
   request_status: z.enum(['approved', 'rejected']).optional().meta({ description: '`conflict` on an access request decided already: how it was decided.' }),
 })
@@ -105,12 +106,21 @@ function describeTrimmed({ zodSchema, jsonSchema }: { zodSchema: unknown; jsonSc
   });
 }
 
+// A JSON Schema `format` is checked differently by every validator (`email` above all: Python's
+// jsonschema takes anything with an @, others follow RFC 5321), while the server checks the
+// pattern Zod wrote beside it: where both are given, the pattern is the truth and the format goes.
+const formatsStatedByPattern = new Set(['email']);
+
 // Zod writes `$defs` refs; a same-typed tuple (`participants: [Id, Id]`) as `prefixItems` with
 // `items: false`, which many client generators cannot read: `items` with fixed bounds says the same.
 function normalizeSchema(value: unknown): unknown {
   if (Array.isArray(value)) return value.map(normalizeSchema);
   if (value === null || typeof value !== 'object') return value;
   const { prefixItems, items, ...rest } = value as JsonObject;
+  if (typeof rest.format === 'string' && formatsStatedByPattern.has(rest.format) && typeof rest.pattern === 'string') {
+    const { format: _stated, ...patterned } = value as JsonObject;
+    return normalizeSchema(patterned);
+  }
   if (Array.isArray(prefixItems) && items === false && prefixItems.every((p) => JSON.stringify(p) === JSON.stringify(prefixItems[0]))) {
     return normalizeSchema({ ...rest, items: prefixItems[0], minItems: prefixItems.length, maxItems: prefixItems.length });
   }
@@ -141,11 +151,13 @@ const bodyMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  */
 function errorCodesOf(route: RegisteredRoute, security: Security): ErrorCode[] {
   const codes = new Set<ErrorCode>(['invalid_request', 'method_not_allowed', 'rate_limited', 'internal', 'unavailable']);
-  if (security === 'adminToken' || security === 'session') codes.add('unauthenticated');
+  if (security === 'adminToken' || security === 'session' || security === 'operatorSession') codes.add('unauthenticated');
   // A session (a person's, or an operator's on /admin/v1) must send its CSRF token with every change (contract §10).
-  if ((security === 'session' || security === 'adminToken') && route.method !== 'GET') codes.add('csrf_failed');
+  if ((security === 'session' || security === 'adminToken' || security === 'operatorSession') && route.method !== 'GET') codes.add('csrf_failed');
   if (security === 'orgKey' || security === 'mcpKey') ['unauthenticated', 'invalid_api_key', 'wrong_key_type'].forEach((c) => codes.add(c as ErrorCode));
   if (route.path.includes(':')) codes.add('not_found');
+  // An id in the query names something the caller must reach too (`?org_id=` of the console's stream).
+  if (Object.keys(route.doc?.query?.shape ?? {}).some((name) => name.endsWith('_id'))) codes.add('not_found');
   if (bodyMethods.has(route.method)) ['malformed_json', 'payload_too_large', 'unsupported_media_type'].forEach((c) => codes.add(c as ErrorCode));
   if (route.method === 'POST') ['idempotency_key_in_use', 'idempotency_key_mismatch'].forEach((c) => codes.add(c as ErrorCode));
   for (const code of route.doc?.errors ?? []) codes.add(code);
@@ -192,7 +204,8 @@ function parametersOf(route: RegisteredRoute, doc: RouteDoc | undefined, schemas
       in: 'path',
       required: true,
       description: given ? undefined : `The ${idNames[name!] ?? name!.replace(/_id$/, '').replace(/_/g, ' ')} id.`,
-      schema: given ? schemas.convert(given, 'input') : { type: 'string', format: 'uuid' },
+      // What the routes accept as an id (domain/ids.ts): any case; anything else is 404.
+      schema: given ? schemas.convert(given, 'input') : { type: 'string', format: 'uuid', pattern: uuidPattern.source },
     };
   });
   if (doc?.query) {
@@ -258,11 +271,84 @@ function operationOf(route: RegisteredRoute, servers: JsonObject[] | undefined, 
   return operation;
 }
 
+/** An operation of the document with the route it describes. */
+interface BuiltOperation {
+  route: RegisteredRoute;
+  operation: JsonObject;
+}
+
+const pathParamsOf = (path: string): string[] => [...path.matchAll(/:([A-Za-z_][A-Za-z0-9_]*)/g)].map(([, name]) => name!);
+
+/**
+ * Where each `*_id` of a response body is, as a JSON pointer: the top-level ones, and those one
+ * level down (`ApprovedAccessRequest.organization.org_id`). References are followed to the
+ * components. The first top-level one names the created resource (every resource lists its own id
+ * first: `team_id`, `agent_id`, `key_id`, …).
+ */
+function idPointers(schema: JsonObject | undefined, schemas: SchemaCollector): { own: string | undefined; pointers: Map<string, string> } {
+  const resolve = (s: JsonObject | undefined): JsonObject | undefined => {
+    const ref = s?.$ref;
+    return typeof ref === 'string' ? schemas.components[ref.slice(componentRef('').length)] : s;
+  };
+  const pointers = new Map<string, string>();
+  let own: string | undefined;
+  const top = (resolve(schema)?.properties ?? {}) as Record<string, JsonObject>;
+  for (const [name, child] of Object.entries(top)) {
+    if (name.endsWith('_id')) {
+      own ??= name;
+      pointers.set(name, `/${name}`);
+    }
+  }
+  for (const [name, child] of Object.entries(top)) {
+    for (const inner of Object.keys((resolve(child)?.properties ?? {}) as Record<string, unknown>)) {
+      if (inner.endsWith('_id') && !pointers.has(inner)) pointers.set(inner, `/${name}/${inner}`);
+    }
+  }
+  return { own, pointers };
+}
+
+/**
+ * OpenAPI `links` (3.1 §4.8.20) from each create to the operations that use what it created, so
+ * that a client — and Schemathesis's stateful phase — can follow them: from every POST that
+ * creates (201, or 202 for a request taken for review) and whose body names the created
+ * resource's id (its first `*_id`), to every operation whose path
+ * parameters can all be filled from that body (`$response.body#/…`) or the create's own path
+ * (`$request.path.…`), the created id among them. Derived from the routes and their schemas, so
+ * a route added later gets its links with no entry of its own.
+ */
+function addLinks(built: readonly BuiltOperation[], schemas: SchemaCollector): void {
+  for (const source of built) {
+    const created = source.route.doc?.success;
+    if (source.route.method !== 'POST' || !created?.schema || (created.status !== 201 && created.status !== 202)) continue;
+    const success = (source.operation.responses as Record<string, JsonObject>)[String(created.status)]!;
+    const body = ((success.content as Record<string, { schema: JsonObject }> | undefined)?.['application/json'])?.schema;
+    const { own, pointers } = idPointers(body, schemas);
+    if (own === undefined) continue;
+    const sourceParams = new Set(pathParamsOf(source.route.path));
+    const links: Record<string, JsonObject> = {};
+    for (const target of built) {
+      const params = pathParamsOf(target.route.path);
+      if (!params.includes(own)) continue;
+      const parameters: Record<string, string> = {};
+      for (const name of params) {
+        const pointer = pointers.get(name);
+        if (pointer !== undefined) parameters[name] = `$response.body#${pointer}`;
+        else if (sourceParams.has(name)) parameters[name] = `$request.path.${name}`;
+      }
+      if (Object.keys(parameters).length !== params.length) continue;
+      const operationId = target.operation.operationId as string;
+      links[operationId] = { operationId, parameters, description: `${target.route.method} ${target.route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}')} with the ${own.replace(/_id$/, '').replace(/_/g, ' ')} just created.` };
+    }
+    if (Object.keys(links).length > 0) success.links = links;
+  }
+}
+
 const securitySchemes: Record<Exclude<Security, 'none'>, JsonObject> = {
   orgKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An organization key (acs_org_…).' },
   mcpKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An MCP key (acs_mcp_…), bound to one agent.' },
   adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ACS_ADMIN_TOKEN), or an operator session (POST /admin/v1/sign-in).' },
   session: { type: 'apiKey', in: 'cookie', name: 'acs_session', description: "A console session (a sign-in link or OpenID Connect); changes need the session's X-CSRF-Token too." },
+  operatorSession: { type: 'apiKey', in: 'cookie', name: 'acs_session', description: "An operator's session (POST /admin/v1/sign-in with the admin token); changes need its X-CSRF-Token too." },
 };
 
 const serverDescriptions: Record<string, string> = {
@@ -291,7 +377,9 @@ with milliseconds.
 
 **Errors** are \`application/problem+json\` (RFC 9457) with a stable \`code\`; some codes add
 members (\`existing_id\`, \`edge_id\`, \`org_id\`, \`protected\`, \`limit\`, \`request_status\`). A path that exists answers 405 with \`Allow\` for
-a method it does not serve.
+a method it does not serve. Before any route, the server answers a request not received in time
+408 \`request_timeout\`, headers over 16 KiB 431 \`headers_too_large\`, and a connection over the
+per-address cap 429 \`rate_limited\`, each closing the connection.
 
 **Headers.** Every response carries \`X-Request-Id\` (the client's, when it sent a short printable
 one). Rate limits are per API key (by client address without a valid key) and every routed
@@ -324,14 +412,39 @@ export function buildOpenApiDocument(registry: RouteRegistry, version: string): 
   }
   const paths: Record<string, JsonObject> = {};
   const tags = new Set<Tag>();
+  const built: BuiltOperation[] = [];
   for (const { route, prefixes } of operations.values()) {
     const everywhere = registry.prefixes.every((p) => prefixes.includes(p)) && prefixes.length === registry.prefixes.length;
     const ordered = [...registry.prefixes, ''].filter((p) => prefixes.includes(p));
     const openApiPath = route.path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
     paths[openApiPath] ??= {};
-    paths[openApiPath][route.method.toLowerCase()] = operationOf(route, everywhere ? undefined : ordered.map(serverOf), schemas, usedStatuses);
+    const servers = everywhere ? undefined : ordered.map(serverOf);
+    const operation = operationOf(route, servers, schemas, usedStatuses);
+    paths[openApiPath][route.method.toLowerCase()] = operation;
+    built.push({ route, operation });
     tags.add(route.doc?.tag ?? 'service');
+    for (const variant of route.doc?.variants ?? []) {
+      const path = route.path.replace(`:${variant.param}`, variant.value);
+      const variantRoute: RegisteredRoute = { ...route, path, url: route.url.replace(`:${variant.param}`, variant.value), doc: { ...variant.doc, tag: route.doc!.tag } };
+      const variantPath = path.replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+      paths[variantPath] ??= {};
+      const variantOperation = operationOf(variantRoute, servers, schemas, usedStatuses);
+      paths[variantPath][route.method.toLowerCase()] = variantOperation;
+      built.push({ route: variantRoute, operation: variantOperation });
+    }
   }
+  // A concrete path answers every method of its templated one: each must be documented there too.
+  for (const { route } of built) {
+    for (const variant of route.doc?.variants ?? []) {
+      const concrete = route.path.replace(`:${variant.param}`, variant.value).replace(/:([A-Za-z_][A-Za-z0-9_]*)/g, '{$1}');
+      for (const sibling of built) {
+        if (sibling.route.path === route.path && !paths[concrete]?.[sibling.route.method.toLowerCase()]) {
+          throw new Error(`openapi: ${sibling.route.method} ${route.path} has no variant for ${variant.param} = ${variant.value}, which ${concrete} serves`);
+        }
+      }
+    }
+  }
+  addLinks(built, schemas);
   // Named, so it lands in the components like every other named schema.
   schemas.convert(ProblemDocument, 'output');
   const securities = new Set([...operations.values()].map(({ route }) => securityOf(route)));

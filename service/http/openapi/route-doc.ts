@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../../../errors/catalogue.ts';
 
 /** Who may call a route: which credential the OpenAPI document names for it. */
-export const Securities = { orgKey: 'orgKey', mcpKey: 'mcpKey', adminToken: 'adminToken', session: 'session', none: 'none' } as const;
+export const Securities = { orgKey: 'orgKey', mcpKey: 'mcpKey', adminToken: 'adminToken', session: 'session', operatorSession: 'operatorSession', none: 'none' } as const;
 export type Security = (typeof Securities)[keyof typeof Securities];
 
 /**
@@ -74,4 +74,11 @@ export interface RouteDoc {
   errors?: readonly ErrorCode[];
   /** Overrides the credential derived from the path. */
   security?: Security;
+  /**
+   * Operations of the same route for one value of a path parameter whose rules differ from the
+   * others' (the `echo` provider takes keys of any length): each is documented at its own path,
+   * the value in place of the parameter (OpenAPI matches a concrete path before a templated one),
+   * so that the document states every rule; `params` above then names the other values.
+   */
+  variants?: ReadonlyArray<{ param: string; value: string; doc: Omit<RouteDoc, 'tag' | 'variants'> }>;
 }

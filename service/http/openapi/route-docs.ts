@@ -34,6 +34,8 @@ import {
   Provider,
   ProviderKey,
   PutProviderKeyBody,
+  PutVendorProviderKeyBody,
+  VendorProvider,
   RejectAccessRequestBody,
   Revoked,
   RotateOrgKeyBody,
@@ -317,18 +319,36 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
   ...tagged('provider-keys', {
     'PUT /organizations/:org_id/api-keys/:provider': {
       operationId: 'putProviderKey',
-      summary: 'Set a provider key (write-only)',
-      description: 'Also served without any prefix: see this operation\'s servers.',
-      body: PutProviderKeyBody,
-      params: { provider: Provider },
+      summary: "Set an LLM vendor's key (write-only)",
+      description:
+        'Also served without any prefix: see this operation\'s servers. A vendor\'s key needs at least 8 characters (the `echo` provider, ' +
+        'documented at its own path, takes any). `key_hint` is the last 4 characters of a key of at least 12, else `****`.',
+      body: PutVendorProviderKeyBody,
+      params: { provider: VendorProvider },
       success: ok(ProviderKey, 'the provider key, as a hint'),
+      variants: [
+        {
+          param: 'provider',
+          value: 'echo',
+          doc: {
+            operationId: 'putEchoProviderKey',
+            summary: 'Set the key of the built-in echo provider (any non-empty string)',
+            description: 'The built-in development provider, which replies `echo: <the message>`: agents with provider `echo` run once it has a key. `key_hint` is `****` for a key under 12 characters.',
+            body: PutProviderKeyBody,
+            success: ok(ProviderKey, 'the provider key, as a hint'),
+          },
+        },
+      ],
     },
     'GET /organizations/:org_id/api-keys': { operationId: 'listProviderKeys', summary: 'Provider keys, hints only', success: ok(ProviderKeyList, 'the provider keys') },
     'DELETE /organizations/:org_id/api-keys/:provider': {
       operationId: 'deleteProviderKey',
-      summary: 'Delete a provider key',
-      params: { provider: Provider },
+      summary: "Delete an LLM vendor's key",
+      params: { provider: VendorProvider },
       success: ok(ProviderKeyDeleted, 'the provider key is gone'),
+      variants: [
+        { param: 'provider', value: 'echo', doc: { operationId: 'deleteEchoProviderKey', summary: 'Delete the key of the built-in echo provider', success: ok(ProviderKeyDeleted, 'the provider key is gone') } },
+      ],
     },
   }),
 
@@ -363,9 +383,11 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     'POST /agents/:agent_id/mcp-keys': {
       operationId: 'createMcpKey',
       summary: 'Create an MCP key for an agent (secret shown once)',
+      description: 'An agent holds at most 10 active MCP keys (409 `mcp_key_limit`): revoke one first.',
       body: CreateMcpKeyBody,
       bodyOptional: true,
       success: created(CreatedMcpKey, 'the new key with its secret in mcp_key (shown only here)'),
+      errors: ['mcp_key_limit'],
     },
     'GET /agents/:agent_id/mcp-keys': { operationId: 'listMcpKeys', summary: "An agent's MCP keys", success: ok(McpKeyList, 'the MCP keys, without secrets') },
     'DELETE /agents/:agent_id/mcp-keys/:key_id': { operationId: 'revokeMcpKey', summary: 'Revoke an MCP key', success: ok(Revoked, 'the key is revoked') },

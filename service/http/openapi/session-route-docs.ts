@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { CreatedMcpKey, McpKey, Message, Revoked, TeamGraph } from '../../../api/schemas.ts';
+import { StreamedEvent } from '../../../api/events.ts';
 import {
   ConsoleSettings,
   CreateSignInLinkBody,
@@ -153,7 +154,7 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     success: {
       status: 200,
       description: "The stream of the person's events (Server-Sent Events); it ends when the client closes it, the session ends or the server stops.",
-      bytes: { mediaType: 'text/event-stream', headers: { 'Cache-Control': 'no-store' } },
+      stream: { event: StreamedEvent, headers: { 'Cache-Control': 'no-store' } },
     },
     errors: ['invalid_cursor', 'events_expired', 'too_many_waits'],
   },
@@ -171,7 +172,9 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     operationId: 'adminGetSession',
     tag: 'admin',
     summary: "The operator's session and its CSRF token",
+    description: 'Only with an operator session (the admin token alone has no session to show: 401 `unauthenticated`).',
     success: ok(OperatorSession, 'the operator session'),
+    security: 'operatorSession',
   },
   'POST /admin/v1/sign-out': {
     operationId: 'adminSignOut',

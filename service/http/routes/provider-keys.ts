@@ -1,5 +1,5 @@
 import type { FastifyInstance } from 'fastify';
-import { PutProviderKeyBody } from '../../../api/schemas.ts';
+import { PutProviderKeyBody, PutVendorProviderKeyBody } from '../../../api/schemas.ts';
 import { deleteProviderKey, listProviderKeys, parseProvider, putProviderKey } from '../../domain/provider-keys.ts';
 import { callerOf } from '../auth.ts';
 import { parseInput } from '../validate.ts';
@@ -7,13 +7,14 @@ import type { Params, RouteContext } from './context.ts';
 
 /**
  * `PUT /organizations/{org_id}/api-keys/{provider}` (`api_key`) → 200 `{provider, key_hint,
- * updated_at}` (contract §5; also served without prefix, see app). Errors: `invalid_request`
+ * updated_at}` (contract §5; also served without prefix, see app). The key needs 8 characters
+ * (`PutVendorProviderKeyBody`) except for `echo` (`PutProviderKeyBody`). Errors: `invalid_request`
  * (unknown provider, bad body), `not_found`.
  */
 export function putProviderKeyRoute(app: FastifyInstance, { deps }: RouteContext): void {
   app.put<Params<'org_id' | 'provider'>>('/organizations/:org_id/api-keys/:provider', async (request) => {
     const provider = parseProvider(request.params.provider);
-    const body = parseInput(PutProviderKeyBody, request.body);
+    const body = parseInput(provider === 'echo' ? PutProviderKeyBody : PutVendorProviderKeyBody, request.body);
     return putProviderKey(deps, callerOf(request), request.params.org_id, provider, body.api_key);
   });
 }

@@ -1,0 +1,101 @@
+/**
+ * What one client can hold of the server's connections (issue 21, defect 3): how long it may take
+ * to send a request, how long a connection may sit silent, and how many connections one address
+ * may have open at once. Without them, a client that opens connections and sends a byte every few
+ * seconds holds them forever (Fastify's own timeouts are 0: none).
+ */
+import type { Server } from 'node:http';
+import type { Socket } from 'node:net';
+import { ErrorCatalogue, type ErrorCode } from '../../errors/catalogue.ts';
+
+/** The limits, in milliseconds and connections; 0 turns one off. */
+export interface ConnectionLimits {
+  /** Longest time to receive a request's headers, from its first byte (or the connection's start). */
+  headersTimeoutMs: number;
+  /** Longest time to receive a whole request, headers and body; answering it is not counted (long polls hold longer). */
+  requestTimeoutMs: number;
+  /** Longest time a connection may carry no byte either way; must exceed the longest wait a request may hold (30 s). */
+  idleTimeoutMs: number;
+  /** Most connections open at once from one client address. */
+  maxConnectionsPerClient: number;
+}
+
+/**
+ * The defaults: 10 s for headers, 30 s for a whole request (an 8 MiB attachment needs about
+ * 2.2 Mbit/s), 120 s of silence (a long poll holds 30 s, an event stream writes every 15 s), 128
+ * connections per address (behind a reverse proxy every client shares the proxy's address: raise
+ * it or turn it off there).
+ */
+export const defaultConnectionLimits: ConnectionLimits = { headersTimeoutMs: 10_000, requestTimeoutMs: 30_000, idleTimeoutMs: 120_000, maxConnectionsPerClient: 128 };
+
+/**
+ * Node's request and header timeouts are checked on a timer (default every 30 s, so a 10 s
+ * limit could hold 40 s); checking every second costs a walk over open connections.
+ */
+const connectionsCheckingIntervalMs = 1000;
+
+/**
+ * The Fastify server options for `limits`: `requestTimeout` and `connectionTimeout` (Fastify's
+ * names for Node's `server.requestTimeout` and `server.setTimeout`) and the `http` options
+ * Node's server reads at creation (`headersTimeout`, the checking interval). Node refuses a
+ * headers timeout longer than the request timeout, so that one is capped by it.
+ */
+export function connectionServerOptions(limits: ConnectionLimits): { requestTimeout: number; connectionTimeout: number; http: { headersTimeout: number; requestTimeout: number; connectionsCheckingInterval: number } } {
+  const headersTimeout = limits.requestTimeoutMs > 0 ? Math.min(limits.headersTimeoutMs, limits.requestTimeoutMs) : limits.headersTimeoutMs;
+  return {
+    requestTimeout: limits.requestTimeoutMs,
+    connectionTimeout: limits.idleTimeoutMs,
+    http: { headersTimeout, requestTimeout: limits.requestTimeoutMs, connectionsCheckingInterval: connectionsCheckingIntervalMs },
+  };
+}
+
+/** A whole HTTP/1.1 response with a problem+json body, for a socket no route answers (contract §2). */
+function rawProblem(code: ErrorCode, detail: string, headers: Record<string, string> = {}): string {
+  const { status, title } = ErrorCatalogue[code];
+  const body = JSON.stringify({ type: `urn:acs:error:${code}`, title, status, detail, code });
+  const extra = Object.entries(headers).map(([name, value]) => `${name}: ${value}\r\n`).join('');
+  return `HTTP/1.1 ${status} ${title}\r\nContent-Type: application/problem+json\r\nContent-Length: ${Buffer.byteLength(body)}\r\nConnection: close\r\n${extra}\r\n${body}`;
+}
+
+/**
+ * Fastify's `clientErrorHandler`: errors Node raises before a request reaches Fastify, answered as
+ * problem+json before the connection closes — a request not received in time 408
+ * `request_timeout`, headers over Node's size limit 431 `headers_too_large`, anything the HTTP
+ * parser cannot read 400 `invalid_request`. A reset connection gets nothing.
+ */
+export function clientErrorHandler(error: Error & { code?: string }, socket: Socket): void {
+  if (error.code === 'ECONNRESET' || socket.destroyed) return;
+  let answer: string;
+  if (error.code === 'ERR_HTTP_REQUEST_TIMEOUT') answer = rawProblem('request_timeout', 'the request was not received in time (headers and body have a time limit)');
+  else if (error.code === 'HPE_HEADER_OVERFLOW') answer = rawProblem('headers_too_large', 'the request headers exceed the size limit (16 KiB)');
+  else answer = rawProblem('invalid_request', 'the request is not valid HTTP/1.1');
+  if (socket.writable) socket.end(answer);
+  socket.destroy();
+}
+
+/**
+ * Caps the connections one client address may hold open on `server` at `max` (0: no cap). A
+ * connection over the cap is answered 429 `rate_limited` (problem+json, `Retry-After: 1`) and
+ * closed at once, before any request of it is read.
+ */
+export function limitConnectionsPerClient(server: Server, max: number): void {
+  if (max <= 0) return;
+  const open = new Map<string, number>();
+  server.on('connection', (socket: Socket) => {
+    const address = socket.remoteAddress ?? 'unknown';
+    const count = (open.get(address) ?? 0) + 1;
+    if (count > max) {
+      // Nothing of it is read: no request of it may run while its answer cannot be sent.
+      socket.pause();
+      socket.end(rawProblem('rate_limited', `more than ${max} connections open at once from this address; close some or reuse them`, { 'Retry-After': '1' }));
+      socket.destroySoon();
+      return;
+    }
+    open.set(address, count);
+    socket.once('close', () => {
+      const left = (open.get(address) ?? 1) - 1;
+      if (left === 0) open.delete(address);
+      else open.set(address, left);
+    });
+  });
+}
