@@ -3,7 +3,8 @@
  * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
- * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet]` serves the API
+ * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet]
+ * [--pglite-compiler]` serves the API
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -22,6 +23,7 @@ import {
 } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
 import { startServer, type ServerOptions } from './index.ts';
+import { keepWasmAtBaseline, PgliteCompilers, type PgliteCompiler } from './storage/wasm-tiering.ts';
 import { defaultLogFormat, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
 import { waitUntilReady } from './wait-ready.ts';
 
@@ -129,6 +131,12 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, else json').choices(Object.values(LogFormats)))
     .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
+    .addOption(
+      new Option('--pglite-compiler <compiler>', 'how V8 compiles the embedded database: baseline keeps peak memory under 300 MB, optimizing runs bulk SQL faster at a ~600 MB peak (default: $ACS_PGLITE_COMPILER, else baseline)')
+        .choices(Object.values(PgliteCompilers))
+        .env('ACS_PGLITE_COMPILER')
+        .default(PgliteCompilers.baseline),
+    )
     .action(
       (flags: {
         host: string;
@@ -142,8 +150,11 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         logFormat?: LogFormat;
         logLevel: LogLevel;
         quiet: boolean;
+        pgliteCompiler: PgliteCompiler;
       }) => {
         const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
+        // Before the embedded database compiles its WebAssembly; nothing else here uses any.
+        if (!databaseUrl && flags.pgliteCompiler === PgliteCompilers.baseline) keepWasmAtBaseline();
         const terminal = Boolean(process.stdout.isTTY);
         const log: LogSettings = {
           format: flags.logFormat ?? defaultLogFormat(terminal),
