@@ -6,19 +6,10 @@ import { ApplicationFailure, TemporalFailure } from '@temporalio/common';
 import { msToNumber } from '@temporalio/common/lib/time.js';
 import { AcsApiError } from '../client/errors.ts';
 import { ServiceError, ToolkitError } from '../errors/catalogue.ts';
+import { ExitCodes, type ExitCode } from './exit-codes.ts';
 
-/** Exit codes of `teamctl`. */
-export const ExitCodes = {
-  /** Success; for `plan --detailed-exitcode`: in sync. */
-  ok: 0,
-  /** Any error. */
-  error: 1,
-  /** `plan --detailed-exitcode`: the plan has changes. */
-  changes: 2,
-  /** A wait ran out of time (`thread open --wait` got no reply). */
-  timedOut: 4,
-} as const;
-export type ExitCode = (typeof ExitCodes)[keyof typeof ExitCodes];
+export { ExitCodes } from './exit-codes.ts';
+export type { ExitCode } from './exit-codes.ts';
 
 /** One-line hints by stable code. */
 const HINTS: Record<string, string> = {

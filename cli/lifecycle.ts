@@ -34,7 +34,7 @@ import type { CliIo } from './io.ts';
 import { plain, renderApplied, renderAppliedSchedule, renderApplySummary, renderPlan } from './render.ts';
 import { applySchedulePlan, readSchedulePlan } from './schedule-plan.ts';
 import type { SchedulePlan } from './schedule-plan.ts';
-import { startSpinner } from './terminal.ts';
+import { startSpinner } from './spinner.ts';
 
 /** Engines of `apply` and `destroy`. */
 export const Engines = { local: 'local', temporal: 'temporal' } as const;
