@@ -10,7 +10,7 @@
  * organization key from the connection's keyring (`apiKeyEnv`, then `apiKeyEnvFallbacks`,
  * `activities/keyring.ts`), so an apply carries on when a key is rotated out under it.
  */
-import type { Organization, OrganizationDeletionPreview, Provider, Team, TeamDeletionPreview } from '../api/schemas.ts';
+import type { Organization, OrganizationDeletionPreview, Provider, Team, TeamDeletionPreview, TeamGraph } from '../api/schemas.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
 import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
@@ -23,6 +23,7 @@ import { activityContext } from './activity-context.ts';
 import { toApplicationFailure } from './failures.ts';
 import { createKeyring } from './keyring.ts';
 import { retrying } from './retrying.ts';
+import { mapBounded } from '../workflows/bounded.ts';
 import { ApplicationFailure } from '@temporalio/common';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
@@ -91,6 +92,37 @@ export interface StepInputs {
 
 /** One change as a call of the activity that makes it (`runSteps` carries several). */
 export type Step = { [K in keyof StepInputs]: { op: K; input: StepInputs[K] } }[keyof StepInputs];
+
+/**
+ * In a step's input, in place of an id: the id of what an earlier step of the same `runSteps` call
+ * made (its index in `steps`), so that one call can create a team and then its participants and
+ * edges. `runSteps` puts the id in before it runs the step.
+ */
+export interface ResultOf {
+  resultOf: number;
+}
+
+/** Whether `value` is a {@link ResultOf}. */
+function isResultOf(value: unknown): value is ResultOf {
+  return typeof value === 'object' && value !== null && Object.keys(value).length === 1 && typeof (value as ResultOf).resultOf === 'number';
+}
+
+/**
+ * A step's input with every {@link ResultOf} replaced by the id that step made. Errors: a
+ * reference to a step not run before this one (a bug in the caller's batch) throws.
+ */
+function resolveResults<T>(input: T, results: readonly EnsureResult[]): T {
+  if (isResultOf(input)) {
+    const made = results[input.resultOf];
+    if (!made) throw new Error(`runSteps: a step refers to the result of step ${input.resultOf}, which has not run before it`);
+    return made.id as T;
+  }
+  if (Array.isArray(input)) return input.map((item) => resolveResults(item, results)) as T;
+  if (typeof input === 'object' && input !== null) {
+    return Object.fromEntries(Object.entries(input).map(([key, value]) => [key, resolveResults(value, results)])) as T;
+  }
+  return input;
+}
 
 /** How the activities create, read back, patch and delete one kind of resource through the client. */
 interface Endpoint<B> {
@@ -270,8 +302,17 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
 
     /** Reads one team with its graph (agents, humans, edges). Read-only. Errors: `not_found`. */
     async readTeam(input: { connection: Connection; teamId: string }): Promise<ObservedTeam> {
-      const { agents, humans, edges, active_thread_count: _count, ...team } = await withClient(input.connection, (client) => client.getTeam(input.teamId));
-      return { team, agents, humans, edges };
+      return observedTeam(await withClient(input.connection, (client) => client.getTeam(input.teamId)));
+    },
+
+    /**
+     * Reads several teams with their graphs, at most `parallelism` (default 8) at once: one
+     * activity call for what `readTeam` reads one team at a time, so that re-reading a large
+     * organization costs a workflow a few markers instead of one per team. Read-only. Output: the
+     * graphs in the order of `teamIds`. Errors: `not_found` (a team deleted meanwhile).
+     */
+    async readTeams(input: { connection: Connection; teamIds: string[]; parallelism?: number }): Promise<ObservedTeam[]> {
+      return withClient(input.connection, (client) => mapBounded(input.teamIds, input.parallelism ?? 8, async (teamId) => observedTeam(await client.getTeam(teamId))));
     },
   };
 
@@ -322,7 +363,9 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * thousands. Each step is idempotent by business key, so a batch run again after a crash
      * adopts what it had made. Output: each step's result, in order. Errors: the first step
      * that fails for good, as a non-retryable `ApplicationFailure` of its code (its retries are
-     * spent); `maximumAttempts` bounds each step's attempts (default the policy's 10).
+     * spent); `maximumAttempts` bounds each step's attempts (default the policy's 10). A step's
+     * input may name, in place of an id, the result of an earlier step of the call
+     * ({@link ResultOf}): a team created by step 0 is the parent of the agents of steps 1 to 10.
      */
     async runSteps(input: { steps: Step[]; maximumAttempts?: number }): Promise<EnsureResult[]> {
       // A cancelled or timed-out activity stops retrying its step and makes no further step.
@@ -332,7 +375,8 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         if (signal?.aborted) throw signal.reason;
         const make = changes[step.op] as (stepInput: unknown) => Promise<EnsureResult>;
         try {
-          results.push(await retrying(() => make(step.input), { ...(input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}), ...(signal ? { signal } : {}) }));
+          const stepInput = resolveResults(step.input, results);
+          results.push(await retrying(() => make(stepInput), { ...(input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}), ...(signal ? { signal } : {}) }));
         } catch (error) {
           if (signal?.aborted) throw signal.reason;
           throw spent(error);
@@ -355,6 +399,12 @@ function spent(error: unknown): unknown {
 
 /** The activities of `apply`, as workflows see them (`import type` only). */
 export type ApplyActivities = ReturnType<typeof createApplyActivities>;
+
+/** A team's graph as the plan compares it (the read-only thread count left out). */
+function observedTeam(graph: TeamGraph): ObservedTeam {
+  const { agents, humans, edges, active_thread_count: _count, ...team } = graph;
+  return { team, agents, humans, edges };
+}
 
 /** A team deletion preview's counts (what is protected is read from the live graph: `plan/protection.ts`). */
 function teamCounts(preview: TeamDeletionPreview): Cascade {

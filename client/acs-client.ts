@@ -4,7 +4,15 @@
  * One method per route; results are typed by the Zod schemas of `api/schemas.ts`. Every error
  * is an {@link AcsApiError} (`status`, `code`, `requestId`). The API key is held in a private
  * field: it is sent as `X-API-Key` and never appears in a message, a log or `util.inspect`.
+ *
+ * Requests go through undici's `request` (the HTTP client Node's own `fetch` is built on, without
+ * the WHATWG layer): keep-alive connections from undici's global pool, one deadline per request.
+ * `fetch` costed ~5× the CPU per request of a plain `node:http` request; undici's `request` costs
+ * no more than that (docs/performance.md, "The client's CPU per request"), and on 2 cores shared
+ * with the service the client's CPU is the service's too.
  */
+import { STATUS_CODES } from 'node:http';
+import { request as undiciRequest } from 'undici';
 import type { z } from 'zod';
 import type {
   Agent,
@@ -38,7 +46,7 @@ import type {
   ThreadPage,
 } from '../api/schemas.ts';
 import { AcsApiError, NETWORK_ERROR } from './errors.ts';
-import type { RateLimitPacer } from './rate-limit-pacer.ts';
+import type { HeaderSource, RateLimitPacer } from './rate-limit-pacer.ts';
 
 /** Longest long poll of a thread page, in seconds (contract §5, "Thread page": `wait` is 0–30). */
 export const MAX_WAIT_SECONDS = 30;
@@ -49,7 +57,10 @@ export interface AcsClientOptions {
   baseUrl: string;
   /** Organization API key (`acs_org_…`). */
   apiKey: string;
-  /** `fetch` implementation; defaults to the global one. Tests pass a counting or failing one. */
+  /**
+   * A `fetch` to send requests with instead of undici's `request`: tests pass a counting or
+   * failing one. Timeouts, aborts and pacing behave the same either way.
+   */
   fetch?: typeof fetch;
   /** Per-request timeout in milliseconds (default 60,000; long polls add their `wait`). */
   timeoutMs?: number;
@@ -82,7 +93,7 @@ export type BodyOf<S extends z.ZodType> = z.input<S>;
 export class AcsClient {
   readonly baseUrl: string;
   readonly #apiKey: string;
-  readonly #fetch: typeof fetch;
+  readonly #fetch: typeof fetch | undefined;
   readonly #timeoutMs: number;
   readonly #userAgent: string;
   readonly #pacer: RateLimitPacer | undefined;
@@ -91,7 +102,7 @@ export class AcsClient {
   constructor(options: AcsClientOptions) {
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
     this.#apiKey = options.apiKey;
-    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#fetch = options.fetch;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
     this.#userAgent = options.userAgent ?? 'teamctl';
     this.#pacer = options.pacer;
@@ -407,29 +418,47 @@ export class AcsClient {
     if (options?.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
     const url = `${this.baseUrl}/api/v1${path}`;
     await this.#pace(method, path);
-    let response: Response;
+    const timeoutMs = this.#timeoutMs + extraTimeoutMs;
+    let answer: Answer;
     try {
-      response = await this.#fetch(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: options?.signal
-          ? AbortSignal.any([AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs), options.signal])
-          : AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs),
-      });
+      answer = await this.#send(method, url, headers, body === undefined ? undefined : JSON.stringify(body), timeoutMs, options?.signal);
     } catch (cause) {
       this.#pacer?.settle(Date.now(), 0, undefined);
       throw new AcsApiError({
         status: 0,
         code: NETWORK_ERROR,
-        message: `${method} ${path}: cannot reach ACS at ${this.baseUrl} (${describeNetworkFailure(cause, this.#timeoutMs + extraTimeoutMs)})`,
+        message: `${method} ${path}: cannot reach ACS at ${this.baseUrl} (${describeNetworkFailure(cause, timeoutMs)})`,
       });
     }
-    this.#pacer?.settle(Date.now(), response.status, response.headers);
-    const requestId = response.headers.get('x-request-id') ?? undefined;
-    const text = await response.text();
-    if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
-    throw errorFromResponse(method, path, response, text, requestId);
+    this.#pacer?.settle(Date.now(), answer.status, answer.headers);
+    const requestId = answer.headers.get('x-request-id') ?? undefined;
+    if (answer.status >= 200 && answer.status < 300) return (answer.text ? JSON.parse(answer.text) : undefined) as T;
+    throw errorFromResponse(method, path, answer, requestId);
+  }
+
+  /**
+   * Sends one request and reads its whole answer, within `timeoutMs` from now (the answer's body
+   * included) or until `signal` aborts. One timer and one abort controller per request: a timeout
+   * rejects with an error named `TimeoutError`, an abort with the signal's reason.
+   */
+  async #send(method: string, url: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, signal: AbortSignal | undefined): Promise<Answer> {
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(timeoutError(timeoutMs)), timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      if (this.#fetch) {
+        const response = await this.#fetch(url, { method, headers, body, signal: controller.signal });
+        return { status: response.status, statusText: response.statusText, headers: response.headers, text: await response.text() };
+      }
+      const response = await undiciRequest(url, { method, headers, body, signal: controller.signal });
+      const text = await response.body.text();
+      return { status: response.statusCode, statusText: STATUS_CODES[response.statusCode] ?? '', headers: headerSource(response.headers), text };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
   }
 
   /** Waits for the pacer's leave to send; a wait longer than `maxPaceWaitMs` becomes a 429 at once. */
@@ -482,10 +511,10 @@ const NETWORK_FAILURES: Record<string, string> = {
 };
 
 /**
- * The reason a `fetch` failed, in words: `connection refused`, `no such host`, `no answer within
+ * The reason a request failed, in words: `connection refused`, `no such host`, `no answer within
  * 60 s`, `TLS: certificate has expired`; the innermost error's message when its code is not
  * known (undici's `bad port`), never a bare class name such as `TypeError`.
- * Input: what `fetch` threw and the request's timeout in ms.
+ * Input: what the request threw (undici's `request` or a `fetch`) and the request's timeout in ms.
  */
 export function describeNetworkFailure(cause: unknown, timeoutMs: number): string {
   if (cause instanceof Error && cause.name === 'TimeoutError') return `no answer within ${Math.round(timeoutMs / 1000)} s`;
@@ -512,13 +541,35 @@ export function normalizeBaseUrl(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/(?:api\/)?v1$/, '');
 }
 
-function errorFromResponse(
-  method: string,
-  path: string,
-  response: Response,
-  text: string,
-  requestId: string | undefined,
-): AcsApiError {
+/** An answer as the client reads it, whichever way it was sent. */
+interface Answer {
+  status: number;
+  statusText: string;
+  headers: HeaderSource;
+  /** The whole body as text (empty for none). */
+  text: string;
+}
+
+/** undici's header object (lower-case names; a repeated header as an array) read as `Headers` are. */
+function headerSource(headers: Record<string, string | string[] | undefined>): HeaderSource {
+  return {
+    get(name: string): string | null {
+      const value = headers[name.toLowerCase()];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+  };
+}
+
+/** The error a request's deadline aborts it with (its name is what {@link describeNetworkFailure} reads). */
+function timeoutError(timeoutMs: number): Error {
+  const error = new Error(`no answer within ${timeoutMs} ms`);
+  error.name = 'TimeoutError';
+  return error;
+}
+
+function errorFromResponse(method: string, path: string, response: Answer, requestId: string | undefined): AcsApiError {
+  const text = response.text;
   let problem: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(text);

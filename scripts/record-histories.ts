@@ -11,6 +11,10 @@
  * examples/triage.yaml: triage to completion (a continued thread, a parallel group), its first
  * run when it continues as new, the human-in-the-loop approval answered, and one cancelled while
  * it waits.
+ *
+ * `npm run histories:record -- NAME… [--suffix=S]` writes only the named histories (the others
+ * still run when a named one needs their state), as NAME + S + `.json`: a changed workflow's new
+ * recordings beside the old ones, which must keep replaying (`patched()`).
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -41,6 +45,11 @@ if (!process.env.TEMPORAL_ADDRESS || !cli) {
   process.exit(2);
 }
 const root = join(import.meta.dirname, '..');
+const args = process.argv.slice(2);
+const suffix = args.find((a) => a.startsWith('--suffix='))?.slice('--suffix='.length) ?? '';
+const only = args.filter((a) => !a.startsWith('--'));
+/** Whether the history `name` is to be written. */
+const wanted = (name: string) => only.length === 0 || only.includes(name);
 const outDir = join(root, 'test/workflows/histories');
 const settings = loadTemporalSettings(process.env);
 
@@ -75,11 +84,12 @@ async function save(name: string, handle: WorkflowHandle, expectFailure = false)
   } catch (error) {
     if (!expectFailure) throw error;
   }
+  if (!wanted(name)) return;
   const json = execFileSync(cli!, ['workflow', 'show', '--workflow-id', workflowId, '--run-id', handle.firstExecutionRunId, '--address', settings.address, '--namespace', settings.namespace, '-o', 'json'], {
     maxBuffer: 64 << 20,
   }).toString();
-  writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify(JSON.parse(json), null, 1)}\n`);
-  process.stdout.write(`recorded ${name} (${(JSON.parse(json) as { events: unknown[] }).events.length} events)\n`);
+  writeFileSync(join(outDir, `${name}${suffix}.json`), `${JSON.stringify(JSON.parse(json), null, 1)}\n`);
+  process.stdout.write(`recorded ${name}${suffix} (${(JSON.parse(json) as { events: unknown[] }).events.length} events)\n`);
 }
 
 try {
@@ -104,6 +114,16 @@ try {
   const failing = withOrganizationName(example, 'recorded-failure');
   const unset = { ...failing, organization: { ...failing.organization, providerKeys: [{ provider: 'echo' as const, secretRef: '${env:RECORD_UNSET_VARIABLE}' }] } };
   await record('apply-fails-unresolved-secret', input(unset), true);
+  if (['pipeline-triage', 'pipeline-continue-as-new', 'pipeline-approval', 'pipeline-cancelled'].some(wanted)) await recordPipelines();
+} finally {
+  worker.shutdown();
+  await running;
+  await connection.close();
+  await server.close();
+}
+
+/** The pipelines' histories (examples/triage.yaml applied first). */
+async function recordPipelines(): Promise<void> {
 
   const triageFile = join(root, 'examples/triage.yaml');
   const triage = parseDefinition(readFileSync(triageFile, 'utf8').split('\nschedules:')[0]!.replace('name: acme-support', 'name: recorded-pipelines'), triageFile);
@@ -148,9 +168,4 @@ try {
   await waitingThread(cancelled, 'ask');
   await cancelled.cancel();
   await save('pipeline-cancelled', cancelled, true);
-} finally {
-  worker.shutdown();
-  await running;
-  await connection.close();
-  await server.close();
 }

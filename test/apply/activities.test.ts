@@ -104,4 +104,32 @@ describe('apply activities', () => {
     expect(scope.isDone()).toBe(true);
     expect(later.isDone()).toBe(false);
   });
+
+  it('runSteps: a step may name the id an earlier step of the call made (resultOf): a team, its two agents and their edge in one call', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const agent = (name: string) => ({ op: 'ensure' as const, input: { connection, kind: 'agent' as const, parentId: { resultOf: 0 } as unknown as string, fields: { name } as never } });
+    const steps = [
+      { op: 'ensure' as const, input: { connection, kind: 'team' as const, parentId: orgId, fields: { team_name: 'chained', description: '', deletion_protection: false } } },
+      agent('ann'),
+      agent('bob'),
+      { op: 'ensure' as const, input: { connection, kind: 'edge' as const, parentId: { resultOf: 0 } as unknown as string, fields: { participants: [{ resultOf: 1 }, { resultOf: 2 }] as unknown as [string, string] } } },
+    ];
+    const results = (await new MockActivityEnvironment().run(acts.runSteps, { steps })) as Array<{ id: string; outcome: string }>;
+    expect(results.map((r) => r.outcome)).toEqual(['created', 'created', 'created', 'created']);
+    const graph = await acts.readTeam({ connection, teamId: results[0]!.id });
+    expect(graph.agents.map((a) => a.agent_id).sort()).toEqual([results[1]!.id, results[2]!.id].sort());
+    expect(graph.edges).toHaveLength(1);
+    expect([...graph.edges[0]!.participants].sort()).toEqual([results[1]!.id, results[2]!.id].sort());
+  });
+
+  it('readTeams: reads several teams with their graphs in the order asked, as readTeam reads each', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const ids: string[] = [];
+    for (const name of ['r1', 'r2', 'r3']) ids.push((await acts.ensure({ connection, kind: 'team', parentId: orgId, fields: { team_name: name, description: '', deletion_protection: false } })).id);
+    const teams = (await new MockActivityEnvironment().run(acts.readTeams, { connection, teamIds: [ids[2]!, ids[0]!, ids[1]!], parallelism: 2 })) as Awaited<ReturnType<typeof acts.readTeams>>;
+    expect(teams.map((t) => t.team.team_name)).toEqual(['r3', 'r1', 'r2']);
+    expect(teams[0]).toEqual(await acts.readTeam({ connection, teamId: ids[2]! }));
+  });
 });
