@@ -225,13 +225,21 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
   // One pacer per service and key, shared by every activity of this process (a worker's or the CLI's).
   const pacers = new Map<string, RateLimitPacer>();
 
+  // One client per service, variable and key, made once: an apply makes thousands of calls.
+  const clients = new Map<string, AcsClient>();
+
   /** The client of one key: paced by that key's pacer (one per service and variable). */
   function keyClient(baseUrl: string, apiKeyEnv: string, apiKey: string): AcsClient {
+    const clientKey = `${baseUrl}\u0000${apiKeyEnv}\u0000${apiKey}`;
+    const known = clients.get(clientKey);
+    if (known) return known;
     const pacerKey = `${baseUrl}\u0000${apiKeyEnv}`;
     let pacer = pacers.get(pacerKey);
     if (!pacer) pacers.set(pacerKey, (pacer = new RateLimitPacer()));
     // Activities are short calls under a startToClose timeout: they fail fast rather than hang.
-    return new AcsClient({ baseUrl, apiKey, pacer, timeoutMs: 20_000, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+    const client = new AcsClient({ baseUrl, apiKey, pacer, timeoutMs: 20_000, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+    clients.set(clientKey, client);
+    return client;
   }
   // The organization key comes from the connection's keyring (activities/keyring.ts): a 401
   // runs the activity's calls again with the next key. Each activity is idempotent by business

@@ -382,7 +382,8 @@ function laneOf(change: Change): string {
  * batches in flight. The next batch is taken from the lane with the fewest batches in flight (the
  * least recently served among equals), in plan order within a lane. With `chained`, a batch then
  * takes, while it has room, the tasks of its lane whose unfinished dependencies are all in it,
- * each after those (the activity makes a batch's steps in order).
+ * each after those (the activity makes a batch's steps in order), and holds at most its share of
+ * the tasks not yet started (their count ÷ `limit`), so that the end of a run is not one long batch.
  * Returns true when every task ran, false when `shouldPause` stopped it first; raises the first
  * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
  */
@@ -430,21 +431,25 @@ async function runGraph(
     if (!best) return undefined;
     best.inFlight++;
     best.servedAt = started;
-    const batch = best.ready.splice(0, batchSize);
-    if (chained) chain(batch);
+    // Chained batches run their changes one after another, so the last ones of an apply would
+    // leave places idle while one long batch finishes: a batch takes at most its share of the
+    // changes not yet started, and shrinks towards one change as the apply ends.
+    const size = chained ? Math.min(batchSize, Math.max(1, Math.ceil((tasks.length - started) / limit))) : batchSize;
+    const batch = best.ready.splice(0, size);
+    if (chained) chain(batch, size);
     for (const task of batch) task.started = true;
     return { lane: best, batch };
   };
-  /** Adds to `batch`, in dependency order, the tasks of its lane whose unfinished dependencies are all in it. */
-  const chain = (batch: Task[]) => {
+  /** Adds to `batch`, up to `size` and in dependency order, the tasks of its lane whose unfinished dependencies are all in it. */
+  const chain = (batch: Task[], size: number) => {
     const lane = batch[0]?.lane;
     const inBatch = new Map<Task, number>();
-    for (let i = 0; i < batch.length && batch.length < batchSize; i++) {
+    for (let i = 0; i < batch.length && batch.length < size; i++) {
       for (const dependent of batch[i]!.dependents) {
         if (dependent.lane !== lane || dependent.started || batch.includes(dependent)) continue;
         const waitsInBatch = (inBatch.get(dependent) ?? 0) + 1;
         inBatch.set(dependent, waitsInBatch);
-        if (waitsInBatch === dependent.waitingFor && batch.length < batchSize) batch.push(dependent);
+        if (waitsInBatch === dependent.waitingFor && batch.length < size) batch.push(dependent);
       }
     }
   };

@@ -125,7 +125,7 @@ describe('apply orchestration', () => {
     const size = { teams: 3, agents: 4, humans: 1, edges: 3 };
     const desired = syntheticDefinition('chained', size);
     const { acts, log, batches, inputs } = recordingActivities();
-    const result = await orchestrateApply({ connection, desired, parallelism: 2 }, acts, { batchSize: 40, chainedBatches: true });
+    const result = await orchestrateApply({ connection, desired, parallelism: 1 }, acts, { batchSize: 40, chainedBatches: true });
     expect(result.applied).toHaveLength(resourceCount(size));
     // The organization, then one call per team: the team, its 5 participants, its 3 edges.
     expect(batches.map((b) => b.length)).toEqual([1, 9, 9, 9]);
@@ -156,6 +156,22 @@ describe('apply orchestration', () => {
       if (kind !== 'team') expect(log.indexOf(`end team ${team}`), line).toBeLessThan(log.indexOf(line));
       if (kind === 'edge') for (const p of path.split('/')[1]!.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
     }
+  });
+
+  it('orchestration: with chained batches, a batch holds at most its share of the changes not yet started, so the end of an apply is not one long call', async () => {
+    const size = { teams: 6, agents: 4, humans: 1, edges: 3 };
+    const desired = syntheticDefinition('chained-tail', size);
+    const { acts, batches } = recordingActivities();
+    const total = resourceCount(size);
+    const result = await orchestrateApply({ connection, desired, parallelism: 4 }, acts, { batchSize: 40, chainedBatches: true });
+    expect(result.applied).toHaveLength(total);
+    let startedBefore = 0;
+    for (const batch of batches) {
+      expect(batch.length).toBeLessThanOrEqual(Math.max(1, Math.ceil((total - startedBefore) / 4)));
+      startedBefore += batch.length;
+    }
+    expect(Math.max(...batches.map((b) => b.length))).toBe(9);
+    expect(batches.at(-1)!.length).toBe(1);
   });
 
   it('readObserved: with batched reads, the teams are read by readTeams calls of at most TEAMS_PER_READ teams, with at most `parallelism` reads in flight in all, in the organization\'s order', async () => {

@@ -196,7 +196,7 @@ describeTemporal('temporal engine', () => {
     }
   }, 180_000);
 
-  it('apply --engine temporal: a new team with its participants and edges is one local activity, and a re-apply reads every team with one readTeams call', async () => {
+  it('apply --engine temporal: at parallelism 1 a new team with its participants and edges is one local activity, and a re-apply reads every team with one readTeams call', async () => {
     const taskQueue = await queueWithWorker();
     const size = { teams: 3, agents: 4, humans: 1, edges: 4 };
     const desired = syntheticDefinition(`batched-${randomUUID()}`, size);
@@ -204,7 +204,8 @@ describeTemporal('temporal engine', () => {
       ((await temporal.workflow.getHandle(applyWorkflowId(desired.organization.name), runId).fetchHistory()).events ?? []).filter(
         (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
       ).length;
-    const first = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [inputFor(desired)] });
+    // At parallelism 1 no batch is split to keep more calls going at the end.
+    const first = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [inputFor(desired, { parallelism: 1 })] });
     expect((await first.result()).applied).toHaveLength(resourceCount(size));
     expect(await shape(client, desired.organization.name)).toEqual(await reference(desired));
     // readOrganization, the organization's create, then one call per team.
