@@ -252,18 +252,21 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
           sent = resumed;
         } else {
           const idempotencyKey = stepIdempotencyKey(input.runKey, input.stepId);
+          // A step that awaits the reply says so: the thread shows whose answer it awaits, and a
+          // provider agent the step speaks as leaves that answer to the run (contract addition).
+          const expects = input.awaitFromId !== undefined ? { expects_reply: true } : {};
           sent = await withKeyring(input.connection, async (client) => {
             if ('edgeId' in input.target) {
               const thread = await client.openThread(
                 input.target.edgeId,
-                { sender_agent_id: input.senderId, content: input.content, ...(input.target.subject ? { subject: input.target.subject } : {}) },
+                { sender_agent_id: input.senderId, content: input.content, ...(input.target.subject ? { subject: input.target.subject } : {}), ...expects },
                 { idempotencyKey },
               );
               const first = await client.getThread(thread.thread_id, { limit: 1 });
               const messageId = first.messages[0]!.message_id;
               return { threadId: thread.thread_id, messageId, after: messageId };
             }
-            const message = await client.appendMessage(input.target.threadId, { sender_agent_id: input.senderId, content: input.content }, { idempotencyKey });
+            const message = await client.appendMessage(input.target.threadId, { sender_agent_id: input.senderId, content: input.content, ...expects }, { idempotencyKey });
             return { threadId: input.target.threadId, messageId: message.message_id, after: message.message_id };
           });
           context?.heartbeat(sent);

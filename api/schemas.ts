@@ -124,16 +124,28 @@ export const CreateEdgeBody = z
   // Two different participants: the domain refuses the same id twice; `uniqueItems` documents it.
   .strictObject({ participants: z.tuple([Id, Id]).meta({ uniqueItems: true }) })
   .meta({ id: 'CreateEdgeBody' });
+/**
+ * Whether the writer waits for the other participant's answer (an addition to the contract): the
+ * thread then shows that participant in `awaiting_reply_from` until they write, and an agent with a
+ * provider leaves that one answer to whoever wrote the message through the API (a program such as
+ * a pipeline step speaking as the agent) rather than answering it itself.
+ */
+const ExpectsReply = z
+  .boolean()
+  .optional()
+  .describe('The writer waits for the other participant\'s answer (default false): the thread shows whose answer it awaits, and an agent with a provider that is the writer leaves that answer to the program that wrote as it.');
 export const OpenThreadBody = z.strictObject({
   sender_agent_id: Id,
   subject: Subject.optional(),
   content: Content,
   channel: Channel.optional(),
+  expects_reply: ExpectsReply,
 }).meta({ id: 'OpenThreadBody' });
 export const AppendMessageBody = z.strictObject({
   sender_agent_id: Id,
   content: Content,
   attachments: z.array(Id).max(100).optional(),
+  expects_reply: ExpectsReply,
 }).meta({ id: 'AppendMessageBody' });
 export const PutProviderKeyBody = z.strictObject({ api_key: trimmed(1, 4096) }).meta({ id: 'PutProviderKeyBody' });
 export const ThreadPageQuery = z.strictObject({
@@ -205,6 +217,7 @@ export const Thread = z.object({
   message_count: z.number().int(),
   unread_count: z.number().int(),
   channel: z.string(),
+  awaiting_reply_from: Id.nullable().describe('The participant whose answer the thread awaits: the recipient of the latest message that expects a reply, until they write; null when none.'),
   created_at: Timestamp,
 }).meta({ id: 'Thread' });
 export type Thread = z.infer<typeof Thread>;
@@ -215,6 +228,7 @@ export const Message = z.object({
   sender_id: Id,
   content: z.string(),
   attachments: z.array(Id),
+  expects_reply: z.boolean().describe('Whether the writer waits for the other participant\'s answer.'),
   sent_at: Timestamp,
 }).meta({ id: 'Message' });
 export type Message = z.infer<typeof Message>;

@@ -323,7 +323,7 @@ export class AcsClient {
   /** `POST /api/v1/edges/{edge_id}/threads` → 201 Thread. Errors: `not_a_participant`, `not_found`. */
   openThread(
     edgeId: string,
-    body: { sender_agent_id: string; content: string; subject?: string; channel?: string },
+    body: { sender_agent_id: string; content: string; subject?: string; channel?: string; expects_reply?: boolean },
     options?: PostOptions,
   ): Promise<Thread> {
     return this.request('POST', `/edges/${seg(edgeId)}/threads`, body, options);
@@ -350,7 +350,7 @@ export class AcsClient {
   /** `POST /api/v1/threads/{thread_id}/messages` → 201 Message. Errors: `not_a_participant`. */
   appendMessage(
     threadId: string,
-    body: { sender_agent_id: string; content: string; attachments?: string[] },
+    body: { sender_agent_id: string; content: string; attachments?: string[]; expects_reply?: boolean },
     options?: PostOptions,
   ): Promise<Message> {
     return this.request('POST', `/threads/${seg(threadId)}/messages`, body, options);

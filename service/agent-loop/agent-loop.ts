@@ -156,14 +156,20 @@ export async function claimWork(db: Queryable, limit: number, leaseSeconds: numb
 // `reply_to`; a mark that starts at 0 after the migration thus skips them) and every message
 // before one the agent wrote by hand (over MCP or REST, `reply_to` null: an external agent that
 // gets a provider does not answer its conversations again); both lookups read only the messages
-// after the mark.
+// after the mark. When that hand-written message expects a reply (`expects_reply`: a program such
+// as a pipeline step wrote it as the agent and waits for the answer), the first peer message after
+// it is that program's answer, not the agent's to answer: it is skipped (`asked`).
 const nextSql = `
   WITH spoke AS (
     SELECT COALESCE(max(h.seq), $2) AS seq FROM messages h
      WHERE h.thread_id = $1 AND h.seq > $2 AND h.sender_id = $3 AND h.reply_to IS NULL
+  ), asked AS (
+    SELECT min(p.seq) AS seq FROM spoke, messages h, messages p
+     WHERE h.thread_id = $1 AND h.seq = spoke.seq AND h.sender_id = $3 AND h.expects_reply
+       AND p.thread_id = $1 AND p.seq > spoke.seq AND p.sender_id <> $3
   ), next AS (
-    SELECT m.seq FROM messages m, spoke
-     WHERE m.thread_id = $1 AND m.seq > spoke.seq AND m.sender_id <> $3
+    SELECT m.seq FROM messages m, spoke, asked
+     WHERE m.thread_id = $1 AND m.seq > spoke.seq AND m.sender_id <> $3 AND m.seq IS DISTINCT FROM asked.seq
        AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
      ORDER BY m.seq LIMIT 1
   )
@@ -195,7 +201,8 @@ const parkSql = (due: Due): string => {
  * the oldest peer message after the mark with one provider reply posted as the agent's message
  * (`reply_to` set; one reply per incoming message, in order, also across restarts and processes),
  * records the reply's token usage, and moves the mark. Skipped, without a call: a message that ends
- * a run of `autoReplyLimit` automatic replies (ping-pong guard). Parked until woken: paused agents,
+ * a run of `autoReplyLimit` automatic replies (ping-pong guard), and the first answer to a message
+ * written as the agent through the API with `expects_reply` (the program that wrote it awaits it). Parked until woken: paused agents,
  * agents whose organization has no key for their provider or whose key was refused (a 401/403,
  * logged once per key), providers this process does not run. Parked until the next UTC day: agents
  * whose daily token budget is spent (logged once per day). At start, parked rows of agents whose

@@ -111,7 +111,7 @@ export async function listAgentThreads(
   const rows = await deps.db.query<ThreadRow & { seq: string }>(
     `SELECT * FROM (
        SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at, th.seq,
-              ${agentUnreadCount('$1::uuid')} AS unread_count
+              th.awaiting_reply_from, ${agentUnreadCount('$1::uuid')} AS unread_count
          FROM threads th JOIN edges e ON e.id = th.edge_id
          LEFT JOIN thread_reads r ON r.thread_id = th.id AND r.participant_id = $1::uuid
         WHERE ${onAgentEdge('$1::uuid')} AND ($2::uuid IS NULL OR th.edge_id = $2::uuid)
@@ -223,10 +223,11 @@ export async function readAgentThread(
 export async function sendAgentMessage(
   deps: DomainDeps,
   agent: AgentIdentity,
-  input: { thread_id: string; content: string; attachments?: string[] | undefined },
+  input: { thread_id: string; content: string; attachments?: string[] | undefined; expects_reply?: boolean | undefined },
 ): Promise<Message> {
   // One statement checks the agent is on the thread's edge and appends (threads.ts).
-  return appendMessageAsParticipant(deps, agent.orgId, input.thread_id, { sender_agent_id: agent.agentId, content: input.content, attachments: input.attachments }).catch(
+  const { thread_id, content, attachments, expects_reply } = input;
+  return appendMessageAsParticipant(deps, agent.orgId, thread_id, { sender_agent_id: agent.agentId, content, attachments, expects_reply }).catch(
     (error: unknown) => hideForeign(error, threadNotFound),
   );
 }
@@ -239,7 +240,7 @@ export async function sendAgentMessage(
 export async function openAgentThread(
   deps: DomainDeps,
   agent: AgentIdentity,
-  input: { edge_id: string; content: string; subject?: string | undefined; channel?: string | undefined },
+  input: { edge_id: string; content: string; subject?: string | undefined; channel?: string | undefined; expects_reply?: boolean | undefined },
 ): Promise<Thread> {
   await assertOnEdge(deps.db, agent.agentId, input.edge_id);
   return openThread(deps, callerOf(agent), input.edge_id, {
@@ -247,6 +248,7 @@ export async function openAgentThread(
     content: input.content,
     subject: input.subject,
     channel: input.channel,
+    expects_reply: input.expects_reply,
   }).catch((error: unknown) => hideForeign(error, edgeNotFound));
 }
 
@@ -256,7 +258,7 @@ export async function openAgentThread(
 // timestamps, and this order keeps each thread's messages in sequence, so a page cut at `limit`
 // always takes a prefix of each thread's unread messages and the read mark skips nothing.
 const unreadSql = `
-  SELECT id, thread_id, seq, sender_id, content, attachments, reply_to, sent_at FROM (
+  SELECT id, thread_id, seq, sender_id, content, attachments, reply_to, expects_reply, sent_at FROM (
     SELECT m.*, max(m.sent_at) OVER (PARTITION BY m.thread_id ORDER BY m.seq) AS arrived_at
       FROM threads th JOIN edges e ON e.id = th.edge_id
       LEFT JOIN thread_reads r ON r.thread_id = th.id AND r.participant_id = $1::uuid

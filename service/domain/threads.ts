@@ -12,7 +12,7 @@ import { participantTopic } from './notifier.ts';
 // recompute the counter when the reader is the opener.
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
-    th.opener_unread AS unread_count
+    th.opener_unread AS unread_count, th.awaiting_reply_from
   FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
 
 /** A stored thread with the unread count of whoever it is read for. */
@@ -26,6 +26,8 @@ export interface ThreadRow {
   message_count: number;
   created_at: Date;
   unread_count: number;
+  /** The participant whose answer the thread awaits (migration 0016), null when none. */
+  awaiting_reply_from: string | null;
 }
 
 /** A stored message row; `reply_to` is set on answers written by the agent loop. */
@@ -37,6 +39,8 @@ export interface MessageRow {
   content: string;
   attachments: string[];
   reply_to: string | null;
+  /** Whether the writer waits for the other participant's answer (migration 0016). */
+  expects_reply: boolean;
   sent_at: Date;
 }
 
@@ -50,6 +54,7 @@ export function toThread(row: ThreadRow): Thread {
     message_count: row.message_count,
     unread_count: row.unread_count,
     channel: row.channel,
+    awaiting_reply_from: row.awaiting_reply_from,
     created_at: iso(row.created_at),
   };
 }
@@ -62,6 +67,7 @@ export function toMessage(row: MessageRow): Message {
     sender_id: row.sender_id,
     content: row.content,
     attachments: row.attachments,
+    expects_reply: row.expects_reply,
     sent_at: iso(row.sent_at),
   };
 }
@@ -95,8 +101,17 @@ interface AppendChecks {
   keyId: string | null;
 }
 
+/** What an append may carry besides its content. */
+export interface AppendOptions {
+  attachments?: readonly string[] | undefined;
+  /** Set on the agent loop's answers: the message answered. */
+  replyTo?: string | undefined;
+  /** The writer waits for the other participant's answer (the thread then awaits it). */
+  expectsReply?: boolean | undefined;
+}
+
 /**
- * Runs `acs_append_message` (migration `0007_append_function`): checks (when `checks` is given)
+ * Runs `acs_append_message` (migrations `0007_append_function`, `0016_expects_reply`): checks (when `checks` is given)
  * and appends in one statement, so one round trip. The per-thread sequence number is the thread
  * row's `message_count` after its increment under the row lock, so messages of one thread have
  * one total order, commit in that order, and the opener's unread counter moves with them.
@@ -108,13 +123,13 @@ async function runAppend(
   threadId: string,
   senderId: string,
   content: string,
-  options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined },
+  options: AppendOptions,
   checks: AppendChecks | undefined,
 ): Promise<MessageRow> {
   if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
   const id = newId();
   const attachments = [...(options.attachments ?? [])];
-  const rows = await db.query<AppendOutcome>(`SELECT * FROM acs_append_message($1, $2, $3, $4, $5::jsonb, $6, $7, $8)`, [
+  const rows = await db.query<AppendOutcome>(`SELECT * FROM acs_append_message($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9)`, [
     id,
     threadId,
     senderId,
@@ -123,6 +138,7 @@ async function runAppend(
     options.replyTo ?? null,
     checks?.orgId ?? null,
     checks?.keyId ?? null,
+    options.expectsReply ?? false,
   ]);
   const result = rows[0];
   switch (result?.outcome) {
@@ -135,6 +151,7 @@ async function runAppend(
         content,
         attachments,
         reply_to: options.replyTo ?? null,
+        expects_reply: options.expectsReply ?? false,
         sent_at: result.message_sent_at!,
       };
     case 'invalid_api_key':
@@ -161,7 +178,7 @@ export async function insertMessage(
   threadId: string,
   senderId: string,
   content: string,
-  options: { attachments?: readonly string[] | undefined; replyTo?: string | undefined } = {},
+  options: AppendOptions = {},
 ): Promise<MessageRow> {
   return runAppend(tx, threadId, senderId, content, options, undefined);
 }
@@ -176,7 +193,7 @@ export async function openThread(
   deps: DomainDeps,
   caller: Caller,
   edgeId: string,
-  input: { sender_agent_id: string; content: string; subject?: string | undefined; channel?: string | undefined },
+  input: { sender_agent_id: string; content: string; subject?: string | undefined; channel?: string | undefined; expects_reply?: boolean | undefined },
 ): Promise<Thread> {
   const { threadId, participants } = await deps.db.transaction(async (tx) => {
     const edge = await getEdge(tx, caller, edgeId);
@@ -190,7 +207,7 @@ export async function openThread(
       input.subject ?? '',
       input.channel ?? 'web',
     ]);
-    await insertMessage(tx, id, input.sender_agent_id, input.content);
+    await insertMessage(tx, id, input.sender_agent_id, input.content, { expectsReply: input.expects_reply });
     return { threadId: id, participants: edge.participants };
   });
   deps.notifier.publish(threadId);
@@ -222,9 +239,9 @@ export async function appendMessage(
   deps: DomainDeps,
   caller: Caller,
   threadId: string,
-  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
+  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined; expects_reply?: boolean | undefined },
 ): Promise<Message> {
-  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, caller);
+  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments, expectsReply: input.expects_reply }, caller);
   deps.notifier.publish(threadId);
   return toMessage(row);
 }
@@ -241,10 +258,10 @@ export async function appendMessageAsParticipant(
   deps: DomainDeps,
   orgId: string,
   threadId: string,
-  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined },
+  input: { sender_agent_id: string; content: string; attachments?: string[] | undefined; expects_reply?: boolean | undefined },
 ): Promise<Message> {
   const checks: AppendChecks = { orgId, keyId: null };
-  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments }, checks);
+  const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments, expectsReply: input.expects_reply }, checks);
   deps.notifier.publish(threadId);
   return toMessage(row);
 }

@@ -121,6 +121,37 @@ describe('agent loop', () => {
     const quiet = await h.call('GET', `/api/v1/threads/${threadId}?after=${messages.at(-1)!.message_id}&wait=1`);
     expect([...messages, ...quiet.body.messages].map((m: Msg) => m.content)).toEqual(['question one', 'answer one, by hand', 'question two', 'echo: question two']);
   });
+
+  it('agent loop: the answer to a message written as the agent with expects_reply is left to the program that awaits it; later messages are answered', async () => {
+    const h = await startHarness();
+    cleanups.push(() => h.server.close());
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    const ids = await buildTeam(h, { provider: 'echo' });
+    // A pipeline step speaking as the agent asks the human and waits for her answer.
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.agentId, content: 'May we roll out v2?', expects_reply: true });
+    const threadId: string = thread.body.thread_id;
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'approve' });
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'and thanks' });
+    // The loop answers in order: had it answered 'approve', its answer would come before this one.
+    const messages = await waitForThread(h, threadId, (ms) => ms.some((m) => m.content === 'echo: and thanks'));
+    expect(messages.map((m) => m.content)).toEqual(['May we roll out v2?', 'approve', 'and thanks', 'echo: and thanks']);
+  });
+
+  it('agent loop: a re-ask with expects_reply leaves the next answer to the program too, and a message without it does not', async () => {
+    const h = await startHarness();
+    cleanups.push(() => h.server.close());
+    await h.call('PUT', `/organizations/${h.orgId}/api-keys/echo`, { api_key: 'k' });
+    const ids = await buildTeam(h, { provider: 'echo' });
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.agentId, content: 'approve or reject?', expects_reply: true });
+    const threadId: string = thread.body.thread_id;
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'maybe' });
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.agentId, content: 'please answer approve or reject', expects_reply: true });
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'approve' });
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.agentId, content: 'noted' });
+    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'bye' });
+    const messages = await waitForThread(h, threadId, (ms) => ms.some((m) => m.content === 'echo: bye'));
+    expect(messages.map((m) => m.content)).toEqual(['approve or reject?', 'maybe', 'please answer approve or reject', 'approve', 'noted', 'bye', 'echo: bye']);
+  });
 });
 
 // PGlite runs one transaction at a time, so only PostgreSQL can hold the loop between its claim of

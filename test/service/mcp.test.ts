@@ -125,8 +125,8 @@ describe('MCP endpoint: tools', () => {
   it('tools/list: input schemas are the REST bodies without the sender (the key fixes it), unknown arguments refused', async () => {
     const { tools } = await bot.listTools();
     const input = (name: string) => tools.find((t) => t.name === name)!.inputSchema as { properties: Record<string, any>; required?: string[]; additionalProperties?: boolean };
-    expect(Object.keys(input('send_message').properties).sort()).toEqual(['attachments', 'content', 'thread_id']);
-    expect(Object.keys(input('open_thread').properties).sort()).toEqual(['channel', 'content', 'edge_id', 'subject']);
+    expect(Object.keys(input('send_message').properties).sort()).toEqual(['attachments', 'content', 'expects_reply', 'thread_id']);
+    expect(Object.keys(input('open_thread').properties).sort()).toEqual(['channel', 'content', 'edge_id', 'expects_reply', 'subject']);
     expect(Object.keys(input('read_thread').properties).sort()).toEqual(['after', 'limit', 'thread_id']);
     expect(input('wait_for_messages').required).toContain('timeout_seconds');
     expect(input('wait_for_messages').properties.timeout_seconds).toMatchObject({ minimum: 0, maximum: 30 });

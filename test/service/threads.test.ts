@@ -32,6 +32,33 @@ describe('threads', () => {
     }
   });
 
+  it('threads: a message that expects a reply names its recipient in awaiting_reply_from until the recipient writes', async () => {
+    const team = await buildTeam(h);
+    const opened = await h.call('POST', `/api/v1/edges/${team.edgeId}/threads`, { sender_agent_id: team.agentId, content: 'approve?', expects_reply: true });
+    expect(opened.status).toBe(201);
+    expect(opened.body.awaiting_reply_from).toBe(team.humanId);
+    const id: string = opened.body.thread_id;
+    const first = (await h.call('GET', `/api/v1/threads/${id}`)).body;
+    expect(first.messages[0]).toMatchObject({ content: 'approve?', expects_reply: true });
+    // A message of the asker's that expects nothing leaves the question open.
+    await h.call('POST', `/api/v1/threads/${id}/messages`, { sender_agent_id: team.agentId, content: 'anyone?' });
+    expect((await h.call('GET', `/api/v1/threads/${id}`)).body.awaiting_reply_from).toBe(team.humanId);
+    const answer = await h.call('POST', `/api/v1/threads/${id}/messages`, { sender_agent_id: team.humanId, content: 'yes' });
+    expect(answer.body.expects_reply).toBe(false);
+    expect((await h.call('GET', `/api/v1/threads/${id}`)).body.awaiting_reply_from).toBeNull();
+    const listed = (await h.call('GET', `/api/v1/edges/${team.edgeId}/threads`)).body.threads;
+    expect(listed[0]).toMatchObject({ thread_id: id, awaiting_reply_from: null });
+    // The human may expect an answer of the agent in turn.
+    await h.call('POST', `/api/v1/threads/${id}/messages`, { sender_agent_id: team.humanId, content: 'your turn', expects_reply: true });
+    expect((await h.call('GET', `/api/v1/threads/${id}`)).body.awaiting_reply_from).toBe(team.agentId);
+  });
+
+  it('threads: expects_reply must be a boolean', async () => {
+    const res = await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'x', expects_reply: 'yes' });
+    expect(res.status).toBe(400);
+    expect(res.body.errors[0].path).toBe('expects_reply');
+  });
+
   it('threads: GET with after returns only later messages', async () => {
     const res = await h.call('GET', `/v1/threads/${threadId}?after=${messageIds[1]}`);
     expect(res.body.messages.map((m: { content: string }) => m.content)).toEqual(['m2', 'm3', 'm4']);
