@@ -13,19 +13,15 @@
  * {@link runAcsServer} returns.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import {
-  adminApproveAccessRequest,
-  adminErrorOutput,
-  adminIssueKey,
-  adminListAccessRequests,
-  adminRejectAccessRequest,
-  type AdminStorage,
-} from './admin/admin-actions.ts';
+import type { AdminStorage } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
-import { startServer, type ServerOptions } from './index.ts';
+import type { ServerOptions } from './index.ts';
 import { keepWasmAtBaseline, PgliteCompilers, type PgliteCompiler } from './storage/wasm-tiering.ts';
 import { defaultLogFormat, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
-import { waitUntilReady } from './wait-ready.ts';
+
+// What a command runs is imported when it runs: `acs-server --version` and `--help` load neither
+// the service (Fastify, PGlite, the API's schemas) nor the operator actions.
+const adminActions = () => import('./admin/admin-actions.ts');
 
 function integer(min: number, max: number) {
   return (value: string): number => {
@@ -40,6 +36,7 @@ function integer(min: number, max: number) {
  * code: 0 once closed, 1 when closing failed. Errors: rejects when the service cannot start.
  */
 async function serveUntilSignal(options: ServerOptions, quiet: boolean): Promise<number> {
+  const { startServer } = await import('./index.ts');
   const server = await startServer(options);
   if (!quiet) process.stdout.write(`acs-server listening on ${server.url}\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
@@ -81,7 +78,7 @@ async function runAdmin(action: () => Promise<unknown>): Promise<number> {
     process.stdout.write(JSON.stringify(await action(), null, 2) + '\n');
     return 0;
   } catch (error) {
-    process.stderr.write(JSON.stringify(adminErrorOutput(error)) + '\n');
+    process.stderr.write(JSON.stringify((await adminActions()).adminErrorOutput(error)) + '\n');
     return 1;
   }
 }
@@ -191,6 +188,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--timeout <seconds>', 'give up after this many seconds', integer(1, 86_400), 60)
     .action((flags: { devCredentials?: string; url?: string; timeout: number }) =>
       run(async () => {
+        const { waitUntilReady } = await import('./wait-ready.ts');
         const ready = await waitUntilReady({ credentialsFile: flags.devCredentials, url: flags.url, timeoutMs: flags.timeout * 1000 });
         process.stderr.write(`acs-server at ${ready.url} is ready${flags.devCredentials ? ` and accepts the key in ${flags.devCredentials}` : ''}\n`);
         return 0;
@@ -202,23 +200,23 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
 
   withStorageFlags(accessRequests.command('list').description('list access requests, oldest first'))
     .option('--status <status>', 'only requests with this status: pending, approved or rejected')
-    .action((flags: StorageFlags & { status?: string }) => run(() => runAdmin(() => adminListAccessRequests(storageOf(flags), flags.status))));
+    .action((flags: StorageFlags & { status?: string }) => run(() => runAdmin(async () => (await adminActions()).adminListAccessRequests(storageOf(flags), flags.status))));
 
   withStorageFlags(accessRequests.command('approve').description('create the requested organization; prints its first key once'))
     .argument('<request_id>', 'the access request')
-    .action((requestId: string, flags: StorageFlags) => run(() => runAdmin(() => adminApproveAccessRequest(storageOf(flags), requestId))));
+    .action((requestId: string, flags: StorageFlags) => run(() => runAdmin(async () => (await adminActions()).adminApproveAccessRequest(storageOf(flags), requestId))));
 
   withStorageFlags(accessRequests.command('reject').description('reject an access request'))
     .argument('<request_id>', 'the access request')
     .option('--reason <reason>', 'why (1-2000 characters)')
     .action((requestId: string, flags: StorageFlags & { reason?: string }) =>
-      run(() => runAdmin(() => adminRejectAccessRequest(storageOf(flags), requestId, flags.reason))),
+      run(() => runAdmin(async () => (await adminActions()).adminRejectAccessRequest(storageOf(flags), requestId, flags.reason))),
     );
 
   withStorageFlags(admin.command('keys').description('organization keys').command('issue').description('issue a key for an existing organization; prints it once'))
     .requiredOption('--org <org_id>', 'the organization')
     .option('--name <name>', 'a name for the key')
-    .action((flags: StorageFlags & { org: string; name?: string }) => run(() => runAdmin(() => adminIssueKey(storageOf(flags), flags.org, flags.name))));
+    .action((flags: StorageFlags & { org: string; name?: string }) => run(() => runAdmin(async () => (await adminActions()).adminIssueKey(storageOf(flags), flags.org, flags.name))));
 
   return program;
 }
