@@ -47,6 +47,39 @@ export interface ObservedOrganization {
   providerKeys: ObservedProviderKey[];
   /** Every team of the organization, without its graph. */
   teams: Team[];
+  /**
+   * With `teamGraphs` asked: the graphs of the first teams of `teams`, in that order, as many as
+   * fit in the byte budget (see {@link GraphRead}); the others are read with `readTeams`.
+   */
+  graphs?: ObservedTeam[];
+}
+
+/**
+ * How many team graphs one read call returns: it reads up to `maxTeams` at once, `parallelism`
+ * requests in flight, and returns the first of them, in order, while their JSON stays within
+ * `maxBytes` (at least one), so that a call's result stays below Temporal's 2 MB per payload
+ * whatever the teams hold.
+ */
+export interface GraphRead {
+  parallelism: number;
+  maxTeams: number;
+  maxBytes: number;
+}
+
+/**
+ * Reads the graphs of up to `read.maxTeams` of `teamIds` and returns the first, in order, that fit
+ * in `read.maxBytes` of JSON (at least one).
+ */
+async function readGraphs(client: AcsClient, teamIds: readonly string[], read: GraphRead): Promise<ObservedTeam[]> {
+  const graphs = await mapBounded(teamIds.slice(0, read.maxTeams), read.parallelism, async (teamId) => observedTeam(await client.getTeam(teamId)));
+  let bytes = 0;
+  let keep = 0;
+  while (keep < graphs.length) {
+    bytes += JSON.stringify(graphs[keep]).length;
+    if (keep > 0 && bytes > read.maxBytes) break;
+    keep++;
+  }
+  return graphs.slice(0, keep);
 }
 
 /** The bodies a create sends, by kind (the desired fields, `plan/types.ts`). */
@@ -259,11 +292,13 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     /**
      * Reads what the key can see of the definition's organization: the organization (by name),
      * its provider keys (each compared with the desired secret's hint, resolved here), and its
-     * teams without their graphs (`readTeam` reads those). Read-only. Raises `unresolved_secret`
-     * before any request when a secret reference does not resolve (unless `compareProviderKeys` is
-     * false: then the keys are listed, not compared).
+     * teams without their graphs (`readTeam` reads those), and with `teamGraphs` the graphs of its
+     * first teams as well ({@link GraphRead}: one call for the whole live state of a small
+     * organization). Read-only. Raises `unresolved_secret` before any request when a secret
+     * reference does not resolve (unless `compareProviderKeys` is false: then the keys are listed,
+     * not compared).
      */
-    async readOrganization(input: { connection: Connection; desired: DesiredState; compareProviderKeys?: boolean }): Promise<ObservedOrganization> {
+    async readOrganization(input: { connection: Connection; desired: DesiredState; compareProviderKeys?: boolean; teamGraphs?: GraphRead }): Promise<ObservedOrganization> {
       // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
       let hints: Map<string, string>;
       try {
@@ -280,7 +315,9 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
           const hint = hints.get(k.provider);
           return { provider: k.provider, key_hint: k.key_hint, matchesDesired: hint === undefined ? undefined : hint === k.key_hint };
         });
-        return { organization: org, providerKeys, teams };
+        if (!input.teamGraphs) return { organization: org, providerKeys, teams };
+        const graphs = teams.length > 0 ? await readGraphs(client, teams.map((t) => t.team_id), input.teamGraphs) : [];
+        return { organization: org, providerKeys, teams, graphs };
       });
     },
 
@@ -314,13 +351,14 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     },
 
     /**
-     * Reads several teams with their graphs, at most `parallelism` (default 8) at once: one
-     * activity call for what `readTeam` reads one team at a time, so that re-reading a large
-     * organization costs a workflow a few markers instead of one per team. Read-only. Output: the
-     * graphs in the order of `teamIds`. Errors: `not_found` (a team deleted meanwhile).
+     * Reads several teams with their graphs: one activity call for what `readTeam` reads one team
+     * at a time, so that re-reading a large organization costs a workflow a few markers instead of
+     * one per team. With `read` ({@link GraphRead}), the first of `teamIds` that fit its budget
+     * (the caller asks again for the rest); without, all of them, 8 at a time. Read-only. Output:
+     * the graphs in the order of `teamIds`. Errors: `not_found` (a team deleted meanwhile).
      */
-    async readTeams(input: { connection: Connection; teamIds: string[]; parallelism?: number }): Promise<ObservedTeam[]> {
-      return withClient(input.connection, (client) => mapBounded(input.teamIds, input.parallelism ?? 8, async (teamId) => observedTeam(await client.getTeam(teamId))));
+    async readTeams(input: { connection: Connection; teamIds: string[]; read?: GraphRead }): Promise<ObservedTeam[]> {
+      return withClient(input.connection, (client) => readGraphs(client, input.teamIds, input.read ?? { parallelism: 8, maxTeams: input.teamIds.length, maxBytes: Infinity }));
     },
   };
 

@@ -19,7 +19,7 @@ import { destroyPlan } from '../plan/destroy.ts';
 import { computePlan, knownIds, matchState, participantKey } from '../plan/plan.ts';
 import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
 import { selectChanges } from '../plan/selection.ts';
-import type { Change, CreateChange, DeleteChange, DesiredState, ObservedState, UpdateChange } from '../plan/types.ts';
+import type { Change, CreateChange, DeleteChange, DesiredState, ObservedState, ObservedTeam, UpdateChange } from '../plan/types.ts';
 import { mapBounded } from './bounded.ts';
 
 /** Input of an apply: where the service is (a key *reference*) and the desired state. */
@@ -75,8 +75,14 @@ export const DEFAULT_TEMPORAL_BATCH_SIZE = 20;
  */
 export const DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE = 40;
 
-/** Most teams read by one `readTeams` call ({@link OrchestrationOptions.batchedReads}): its result stays far below Temporal's 2 MB per payload. */
-export const TEAMS_PER_READ = 50;
+/** Most teams one read call reads ({@link OrchestrationOptions.batchedReads}). */
+export const TEAMS_PER_READ = 100;
+
+/**
+ * Most JSON bytes of team graphs one read call returns ({@link OrchestrationOptions.batchedReads}):
+ * half of Temporal's 2 MB per payload, whatever the teams hold (one team more is read again later).
+ */
+export const READ_BYTES = 1_000_000;
 
 /** The activities the orchestration needs (a subset of {@link ApplyActivities}). */
 export type OrchestratedActivities = Pick<ApplyActivities, 'readOrganization' | 'readTeam' | 'runSteps'> & Partial<Pick<ApplyActivities, 'readTeams'>>;
@@ -122,9 +128,10 @@ export interface OrchestrationOptions {
   /** Attempts of each change (default: the retry policy's). */
   retry?: { maximumAttempts?: number };
   /**
-   * Read the teams' graphs with `readTeams`, up to {@link TEAMS_PER_READ} teams a call, instead of
-   * one `readTeam` call per team (the Temporal workflow: a no-op re-apply of 100 teams costs 3
-   * local activities instead of 101). Needs `acts.readTeams`.
+   * Read the teams' graphs with the organization (`readOrganization`'s `teamGraphs`) and then
+   * `readTeams`, up to {@link TEAMS_PER_READ} teams and {@link READ_BYTES} a call, instead of one
+   * `readTeam` call per team (the Temporal workflow: a no-op re-apply of 100 teams is one local
+   * activity instead of 101). Needs `acts.readTeams`.
    */
   batchedReads?: boolean;
   /**
@@ -150,19 +157,43 @@ export async function readObserved(
   compareProviderKeys = true,
   batchedReads = false,
 ): Promise<ObservedState> {
+  if (batchedReads && acts.readTeams) return readObservedInBatches(acts as typeof acts & Required<Pick<OrchestratedActivities, 'readTeams'>>, connection, desired, limit, compareProviderKeys);
   const org = await acts.readOrganization({ connection, desired, compareProviderKeys });
-  const ids = org.teams.map((team) => team.team_id);
-  if (!batchedReads || !acts.readTeams || ids.length === 0) {
-    const teams = await mapBounded(ids, limit, (teamId) => acts.readTeam({ connection, teamId }));
-    return { organization: org.organization, providerKeys: org.providerKeys, teams };
-  }
-  // The calls share the parallelism: at most `limit` reads in flight in all.
+  const teams = await mapBounded(org.teams, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
+  return { organization: org.organization, providerKeys: org.providerKeys, teams };
+}
+
+/**
+ * {@link readObserved} in few calls: the organization with the graphs of its first teams, then
+ * the rest in calls of up to {@link TEAMS_PER_READ} teams, `limit` requests in flight in all; a
+ * call that returns fewer teams than asked (its byte budget) is followed by one for the others.
+ */
+async function readObservedInBatches(
+  acts: Pick<OrchestratedActivities, 'readOrganization'> & Required<Pick<OrchestratedActivities, 'readTeams'>>,
+  connection: Connection,
+  desired: DesiredState,
+  limit: number,
+  compareProviderKeys: boolean,
+): Promise<ObservedState> {
+  const read = (parallelism: number) => ({ parallelism, maxTeams: TEAMS_PER_READ, maxBytes: READ_BYTES });
+  const org = await acts.readOrganization({ connection, desired, compareProviderKeys, teamGraphs: read(limit) });
+  const graphs = org.graphs ?? [];
+  const rest = org.teams.slice(graphs.length).map((team) => team.team_id);
   const chunks: string[][] = [];
-  for (let i = 0; i < ids.length; i += TEAMS_PER_READ) chunks.push(ids.slice(i, i + TEAMS_PER_READ));
-  const calls = Math.min(limit, chunks.length);
-  const readTeams = acts.readTeams;
-  const parts = await mapBounded(chunks, calls, (teamIds) => readTeams({ connection, teamIds, parallelism: Math.max(1, Math.floor(limit / calls)) }));
-  return { organization: org.organization, providerKeys: org.providerKeys, teams: parts.flat() };
+  for (let i = 0; i < rest.length; i += TEAMS_PER_READ) chunks.push(rest.slice(i, i + TEAMS_PER_READ));
+  const calls = Math.max(1, Math.min(limit, chunks.length));
+  const share = Math.max(1, Math.floor(limit / calls));
+  const parts = await mapBounded(chunks, calls, async (teamIds) => {
+    const out: ObservedTeam[] = [];
+    for (let left = teamIds; left.length > 0; ) {
+      const got = await acts.readTeams({ connection, teamIds: left, read: read(share) });
+      if (got.length === 0) throw new Error('apply: readTeams returned no team');
+      out.push(...got);
+      left = left.slice(got.length);
+    }
+    return out;
+  });
+  return { organization: org.organization, providerKeys: org.providerKeys, teams: [...graphs, ...parts.flat()] };
 }
 
 /**

@@ -123,13 +123,30 @@ describe('apply activities', () => {
     expect([...graph.edges[0]!.participants].sort()).toEqual([results[1]!.id, results[2]!.id].sort());
   });
 
-  it('readTeams: reads several teams with their graphs in the order asked, as readTeam reads each', async () => {
+  it('readTeams: reads several teams with their graphs in the order asked, as readTeam reads each, and stops at its byte budget (at least one team)', async () => {
     const acts = createApplyActivities({ env });
     const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
     const ids: string[] = [];
     for (const name of ['r1', 'r2', 'r3']) ids.push((await acts.ensure({ connection, kind: 'team', parentId: orgId, fields: { team_name: name, description: '', deletion_protection: false } })).id);
-    const teams = (await new MockActivityEnvironment().run(acts.readTeams, { connection, teamIds: [ids[2]!, ids[0]!, ids[1]!], parallelism: 2 })) as Awaited<ReturnType<typeof acts.readTeams>>;
+    const asked = [ids[2]!, ids[0]!, ids[1]!];
+    const teams = (await new MockActivityEnvironment().run(acts.readTeams, { connection, teamIds: asked, read: { parallelism: 2, maxTeams: 10, maxBytes: 1_000_000 } })) as Awaited<ReturnType<typeof acts.readTeams>>;
     expect(teams.map((t) => t.team.team_name)).toEqual(['r3', 'r1', 'r2']);
     expect(teams[0]).toEqual(await acts.readTeam({ connection, teamId: ids[2]! }));
+    const one = JSON.stringify(teams[0]).length;
+    // A budget of one team and a half: the first team, then the caller asks for the others.
+    expect((await acts.readTeams({ connection, teamIds: asked, read: { parallelism: 2, maxTeams: 10, maxBytes: Math.floor(one * 1.5) } })).map((t) => t.team.team_name)).toEqual(['r3']);
+    expect((await acts.readTeams({ connection, teamIds: asked, read: { parallelism: 2, maxTeams: 2, maxBytes: 1_000_000 } })).map((t) => t.team.team_name)).toEqual(['r3', 'r1']);
+    expect((await acts.readTeams({ connection, teamIds: asked, read: { parallelism: 2, maxTeams: 10, maxBytes: 1 } })).map((t) => t.team.team_name)).toEqual(['r3']);
+  });
+
+  it('readOrganization: with teamGraphs, the graphs of its first teams come with it', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const desired = { organization: { name: 'activity-tests', fields: {}, providerKeys: [] }, teams: [] } as unknown as Parameters<typeof acts.readOrganization>[0]['desired'];
+    const plain = await acts.readOrganization({ connection, desired });
+    expect(plain.graphs).toBeUndefined();
+    const withGraphs = await acts.readOrganization({ connection, desired, teamGraphs: { parallelism: 4, maxTeams: 2, maxBytes: 1_000_000 } });
+    expect(withGraphs.teams).toEqual(plain.teams);
+    expect(withGraphs.graphs!.map((g) => g.team.team_id)).toEqual(plain.teams.slice(0, 2).map((t) => t.team_id));
   });
 });

@@ -174,27 +174,35 @@ describe('apply orchestration', () => {
     expect(batches.at(-1)!.length).toBe(1);
   });
 
-  it('readObserved: with batched reads, the teams are read by readTeams calls of at most TEAMS_PER_READ teams, with at most `parallelism` reads in flight in all, in the organization\'s order', async () => {
-    const teams = Array.from({ length: 2 * TEAMS_PER_READ + 7 }, (_, i) => ({ team_id: `t${i}`, team_name: `team-${i}` }));
-    const calls: Array<{ teamIds: string[]; parallelism: number }> = [];
+  it('readObserved: with batched reads, the organization brings the graphs of its first teams, and the rest are read by readTeams calls of at most TEAMS_PER_READ teams, asking again past a call\'s budget, within `parallelism`, in the organization\'s order', async () => {
+    const teams = Array.from({ length: 2 * TEAMS_PER_READ + 57 }, (_, i) => ({ team_id: `t${i}`, team_name: `team-${i}` }));
+    const graph = (id: string) => ({ team: { team_id: id }, agents: [], humans: [], edges: [] });
+    const calls: Array<{ teamIds: string[]; read: { parallelism: number; maxTeams: number } }> = [];
+    let orgRead: { parallelism: number; maxTeams: number } | undefined;
     let inFlight = 0;
     let maxReadsInFlight = 0;
     const acts = {
-      readOrganization: async () => ({ organization: { org_id: 'o' }, providerKeys: [], teams }),
+      readOrganization: async (input: { teamGraphs: { parallelism: number; maxTeams: number } }) => {
+        orgRead = input.teamGraphs;
+        return { organization: { org_id: 'o' }, providerKeys: [], teams, graphs: teams.slice(0, 30).map((t) => graph(t.team_id)) };
+      },
       readTeam: async () => {
         throw new Error('readTeam is not used with batched reads');
       },
-      readTeams: async (input: { teamIds: string[]; parallelism: number }) => {
+      readTeams: async (input: { teamIds: string[]; read: { parallelism: number; maxTeams: number } }) => {
         calls.push(input);
-        inFlight += Math.min(input.parallelism, input.teamIds.length);
+        inFlight += input.read.parallelism;
         maxReadsInFlight = Math.max(maxReadsInFlight, inFlight);
         await new Promise((r) => setTimeout(r, 5));
-        inFlight -= Math.min(input.parallelism, input.teamIds.length);
-        return input.teamIds.map((id) => ({ team: { team_id: id }, agents: [], humans: [], edges: [] }));
+        inFlight -= input.read.parallelism;
+        // A budget that holds 60 teams: a longer call is answered in part.
+        return input.teamIds.slice(0, Math.min(60, input.read.maxTeams)).map(graph);
       },
     } as unknown as OrchestratedActivities;
     const observed = await readObserved(acts, connection, syntheticDefinition('reads', { teams: 1, agents: 1, humans: 0, edges: 0 }), 8, true, true);
-    expect(calls.map((c) => c.teamIds.length)).toEqual([TEAMS_PER_READ, TEAMS_PER_READ, 7]);
+    expect(orgRead).toMatchObject({ parallelism: 8, maxTeams: TEAMS_PER_READ });
+    // 257 teams: 30 with the organization, then 227 in chunks of 100, 100 and 27, a chunk of 100 asked again for its last 40.
+    expect(calls.map((c) => c.teamIds.length).sort((a, b) => b - a)).toEqual([100, 100, 40, 40, 27]);
     expect(maxReadsInFlight).toBeLessThanOrEqual(8);
     expect(observed.teams.map((t) => t.team.team_id)).toEqual(teams.map((t) => t.team_id));
   });
