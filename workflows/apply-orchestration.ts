@@ -148,6 +148,8 @@ export interface OrchestrationOptions {
  * graphs of all its teams (those the definition does not name are deleted), read in parallel (at
  * most `limit` at once). `compareProviderKeys` false (destroy) reads the provider keys without
  * resolving the definition's secrets: nothing will be set, so they need not be there.
+ * `batchedReads` (the Temporal workflow): in a few calls instead of one per team
+ * ({@link OrchestrationOptions.batchedReads}). Errors: the activities'.
  */
 export async function readObserved(
   acts: Pick<OrchestratedActivities, 'readOrganization' | 'readTeam' | 'readTeams'>,

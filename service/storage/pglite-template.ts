@@ -159,6 +159,7 @@ export class TemplateMemoryFS extends MemoryFS {
     this.#template = template;
   }
 
+  /** Copies the template into PGDATA once PGlite's module exists (PGlite calls it before it looks for a database). */
   override async initialSyncFs(): Promise<void> {
     await super.initialSyncFs();
     const mod = (this.pg as PGlite).Module;

@@ -5,9 +5,9 @@
  * with its optimising one (TurboFan). One function of PGlite 0.5's postgres (~105 KB of code)
  * takes TurboFan ~600 MB of compiler memory for about a second, once per process, as soon as it
  * is hot — during the migrations at start. With optimisation off the embedded server's peak
- * memory stays under 300 MB; the cost is SQL that runs long loops (an `INSERT … SELECT` of
- * 100,000 rows: ~1.5× the CPU), while the service's requests (single-row writes, indexed reads)
- * cost the same within the noise (docs/performance.md, "Memory of the embedded database").
+ * memory stays under 300 MB; the cost is CPU: ~1.9× for SQL that runs long loops (an
+ * `INSERT … SELECT` of 100,000 rows), ~1.1× for the service's requests (single-row writes,
+ * indexed reads) (docs/performance.md, "Memory of the embedded database").
  */
 import v8 from 'node:v8';
 
