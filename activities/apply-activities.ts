@@ -17,6 +17,7 @@ import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
 import { resolveSecret, secretHint } from '../definitions/secrets.ts';
 import { diffFields, patchOf } from '../plan/plan.ts';
 import type { DeletionPreviews } from '../plan/cascades.ts';
+import { runPlan, type PlanRequest } from '../plan/run-plan.ts';
 import type { AgentWire, Cascade, DesiredState, HumanWire, ObservedProviderKey, ObservedTeam, OrganizationWire, TeamWire } from '../plan/types.ts';
 import type { Connection } from './connection.ts';
 import { activityContext } from './activity-context.ts';
@@ -52,6 +53,11 @@ export interface ObservedOrganization {
    * fit in the byte budget (see {@link GraphRead}); the others are read with `readTeams`.
    */
   graphs?: ObservedTeam[];
+  /**
+   * With `inSyncFor` asked and every team's graph read: true when that plan over the live state
+   * has no change; the provider keys, teams and graphs are then left out (nothing needs them).
+   */
+  inSync?: boolean;
 }
 
 /**
@@ -298,7 +304,14 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * reference does not resolve (unless `compareProviderKeys` is false: then the keys are listed,
      * not compared).
      */
-    async readOrganization(input: { connection: Connection; desired: DesiredState; compareProviderKeys?: boolean; teamGraphs?: GraphRead }): Promise<ObservedOrganization> {
+    async readOrganization(input: {
+      connection: Connection;
+      desired: DesiredState;
+      compareProviderKeys?: boolean;
+      teamGraphs?: GraphRead;
+      /** The rest of the plan's request (selection, destroy): with it, a live state that needs no change comes back as `inSync` alone. */
+      inSyncFor?: Omit<PlanRequest, 'desired'>;
+    }): Promise<ObservedOrganization> {
       // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
       let hints: Map<string, string>;
       try {
@@ -317,6 +330,10 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         });
         if (!input.teamGraphs) return { organization: org, providerKeys, teams };
         const graphs = teams.length > 0 ? await readGraphs(client, teams.map((t) => t.team_id), input.teamGraphs) : [];
+        // A live state that needs nothing: the workflow records one small result instead of every graph.
+        if (input.inSyncFor && graphs.length === teams.length && runPlan({ ...input.inSyncFor, desired: input.desired }, { organization: org, providerKeys, teams: graphs }).length === 0) {
+          return { organization: org, providerKeys: [], teams: [], inSync: true };
+        }
         return { organization: org, providerKeys, teams, graphs };
       });
     },

@@ -354,8 +354,8 @@ async function historyOf(client: Client, workflowId: string, firstRunId: string)
     stats.maxBytesPerRun = Math.max(stats.maxBytesPerRun, bytes);
     for (const event of events) {
       if (event.activityTaskScheduledEventAttributes) stats.activities++;
-      // A local activity leaves one marker (its result) and no activity events.
-      if (event.markerRecordedEventAttributes) stats.localActivities++;
+      // A local activity leaves one marker (its result) and no activity events; patch markers are not activities.
+      if (event.markerRecordedEventAttributes?.markerName === 'core_local_activity') stats.localActivities++;
       if (event.workflowTaskCompletedEventAttributes) stats.workflowTasks++;
       const fields: Array<[string, Parameters<typeof payloadBytes>[0]]> = [
         ['input', event.workflowExecutionStartedEventAttributes?.input],

@@ -15,10 +15,9 @@ import { ApplicationFailure } from '@temporalio/common';
 import type { ApplyActivities, EnsureResult, ResultOf, Step } from '../activities/apply-activities.ts';
 import type { Connection } from '../activities/connection.ts';
 import { dependencies } from '../plan/dependencies.ts';
-import { destroyPlan } from '../plan/destroy.ts';
-import { computePlan, knownIds, matchState, participantKey } from '../plan/plan.ts';
+import { knownIds, matchState, participantKey } from '../plan/plan.ts';
 import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
-import { selectChanges } from '../plan/selection.ts';
+import { runPlan, type PlanRequest } from '../plan/run-plan.ts';
 import type { Change, CreateChange, DeleteChange, DesiredState, ObservedState, ObservedTeam, UpdateChange } from '../plan/types.ts';
 import { mapBounded } from './bounded.ts';
 
@@ -159,10 +158,20 @@ export async function readObserved(
   compareProviderKeys = true,
   batchedReads = false,
 ): Promise<ObservedState> {
-  if (batchedReads && acts.readTeams) return readObservedInBatches(acts as typeof acts & Required<Pick<OrchestratedActivities, 'readTeams'>>, connection, desired, limit, compareProviderKeys);
+  if (batchedReads && acts.readTeams) {
+    const read = await readObservedInBatches(acts as typeof acts & Required<Pick<OrchestratedActivities, 'readTeams'>>, connection, desired, limit, compareProviderKeys);
+    if ('inSync' in read) throw new Error('apply: readObserved asked for the whole live state but got an in-sync answer');
+    return read;
+  }
   const org = await acts.readOrganization({ connection, desired, compareProviderKeys });
   const teams = await mapBounded(org.teams, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
   return { organization: org.organization, providerKeys: org.providerKeys, teams };
+}
+
+/** The answer of a read that found the live state needing no change (`inSyncFor`). */
+interface InSync {
+  inSync: true;
+  organization: ObservedState['organization'];
 }
 
 /**
@@ -176,9 +185,11 @@ async function readObservedInBatches(
   desired: DesiredState,
   limit: number,
   compareProviderKeys: boolean,
-): Promise<ObservedState> {
+  inSyncFor?: Omit<PlanRequest, 'desired'>,
+): Promise<ObservedState | InSync> {
   const read = (parallelism: number) => ({ parallelism, maxTeams: TEAMS_PER_READ, maxBytes: READ_BYTES });
-  const org = await acts.readOrganization({ connection, desired, compareProviderKeys, teamGraphs: read(limit) });
+  const org = await acts.readOrganization({ connection, desired, compareProviderKeys, teamGraphs: read(limit), ...(inSyncFor ? { inSyncFor } : {}) });
+  if (org.inSync) return { inSync: true, organization: org.organization };
   const graphs = org.graphs ?? [];
   const rest = org.teams.slice(graphs.length).map((team) => team.team_id);
   const chunks: string[][] = [];
@@ -203,9 +214,7 @@ async function readObservedInBatches(
  * narrowed to its `--target`/`--exclude` selection. The CLI shows the same plan before asking.
  */
 export function planOf(input: Pick<ApplyInput, 'desired' | 'targets' | 'excludes' | 'destroy'>, observed: ObservedState): Change[] {
-  const selection = { targets: input.targets, excludes: input.excludes };
-  if (input.destroy) return destroyPlan(input.desired, observed, selection);
-  return selectChanges(computePlan(input.desired, observed).changes, selection).changes;
+  return runPlan(input, observed);
 }
 
 /**
@@ -243,7 +252,19 @@ interface Task {
 export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActivities, options: OrchestrationOptions = {}): Promise<OrchestrationResult> {
   const { connection, desired } = input;
   const limit = Math.max(1, input.parallelism ?? DEFAULT_PARALLELISM);
-  const observed = await readObserved(acts, connection, desired, limit, !input.destroy, options.batchedReads ?? false);
+  let observed: ObservedState;
+  if (options.batchedReads && acts.readTeams) {
+    // The read itself says when nothing is to change: a no-op records no graph at all.
+    const read = await readObservedInBatches(acts as typeof acts & Required<Pick<OrchestratedActivities, 'readTeams'>>, connection, desired, limit, !input.destroy, {
+      targets: input.targets,
+      excludes: input.excludes,
+      destroy: input.destroy,
+    });
+    if ('inSync' in read) return { orgId: read.organization?.org_id ?? '', applied: [], complete: true };
+    observed = read;
+  } else {
+    observed = await readObserved(acts, connection, desired, limit, !input.destroy);
+  }
   const changes = planOf(input, observed);
   assertApproved(changes, input.approvedDeletes);
   // The CLI refused these already; the live state may have changed since (or the caller is not the CLI).

@@ -3,6 +3,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
+import { applyLocally } from '../../engine/local-engine.ts';
+import { syntheticDefinition } from '../support/synthetic.ts';
 import { startServer } from '../../service/index.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
@@ -148,5 +150,23 @@ describe('apply activities', () => {
     const withGraphs = await acts.readOrganization({ connection, desired, teamGraphs: { parallelism: 4, maxTeams: 2, maxBytes: 1_000_000 } });
     expect(withGraphs.teams).toEqual(plain.teams);
     expect(withGraphs.graphs!.map((g) => g.team.team_id)).toEqual(plain.teams.slice(0, 2).map((t) => t.team_id));
+  });
+
+  it('readOrganization: asked with inSyncFor, a live state that needs no change comes back as inSync alone, and one that does with its graphs', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const desired = syntheticDefinition(`in-sync-${Date.now()}`, { teams: 2, agents: 2, humans: 0, edges: 1 });
+    await applyLocally({ connection, desired }, acts);
+    const read = { parallelism: 4, maxTeams: 100, maxBytes: 1_000_000 };
+    const inSync = await acts.readOrganization({ connection, desired, teamGraphs: read, inSyncFor: {} });
+    expect(inSync).toMatchObject({ inSync: true, teams: [], providerKeys: [] });
+    expect(inSync.organization?.org_name).toBe(desired.organization.name);
+    expect(inSync.graphs).toBeUndefined();
+    const drifted = { ...desired, teams: desired.teams.map((t, i) => (i === 0 ? { ...t, fields: { ...t.fields, description: 'changed' } } : t)) };
+    const outOfSync = await acts.readOrganization({ connection, desired: drifted, teamGraphs: read, inSyncFor: {} });
+    expect(outOfSync.inSync).toBeUndefined();
+    expect(outOfSync.graphs).toHaveLength(2);
+    // A selection that leaves the drifted team out is in sync again.
+    expect((await acts.readOrganization({ connection, desired: drifted, teamGraphs: read, inSyncFor: { targets: [`team/${desired.teams[1]!.name}`] } })).inSync).toBe(true);
   });
 });

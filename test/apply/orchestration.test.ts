@@ -207,6 +207,29 @@ describe('apply orchestration', () => {
     expect(observed.teams.map((t) => t.team.team_id)).toEqual(teams.map((t) => t.team_id));
   });
 
+  it('orchestration: with batched reads, a read that finds the live state in sync ends the run with no change, no plan and no further call', async () => {
+    const desired = syntheticDefinition('in-sync', { teams: 2, agents: 2, humans: 0, edges: 1 });
+    const asked: unknown[] = [];
+    const acts = {
+      readOrganization: async (input: { inSyncFor?: unknown }) => {
+        asked.push(input.inSyncFor);
+        return { organization: { org_id: 'o-1' }, providerKeys: [], teams: [], inSync: true };
+      },
+      readTeam: async () => {
+        throw new Error('no team is read when the live state is in sync');
+      },
+      readTeams: async () => {
+        throw new Error('no team is read when the live state is in sync');
+      },
+      runSteps: async () => {
+        throw new Error('nothing is changed when the live state is in sync');
+      },
+    } as unknown as OrchestratedActivities;
+    const result = await orchestrateApply({ connection, desired, targets: ['team/team-0'] }, acts, { batchedReads: true, chainedBatches: true });
+    expect(result).toEqual({ orgId: 'o-1', applied: [], complete: true });
+    expect(asked).toEqual([{ targets: ['team/team-0'] }]);
+  });
+
   it('orchestration: a failed change stops new starts, lets those in flight finish, never starts what waited for it, and raises the failure', async () => {
     const desired = syntheticDefinition('failing', { teams: 3, agents: 2, edges: 1 });
     const { acts, log } = recordingActivities({ failOn: 'team team-001' });
