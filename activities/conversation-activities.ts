@@ -18,6 +18,7 @@ import { createHash } from 'node:crypto';
 import type { Message } from '../api/schemas.ts';
 import { AcsClient, MAX_WAIT_SECONDS } from '../client/acs-client.ts';
 import { participantNames } from '../client/team-names.ts';
+import { ApplicationFailure } from '@temporalio/common';
 import { edgeKey } from '../definitions/pipeline-graph.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { activityContext } from './activity-context.ts';
@@ -35,6 +36,8 @@ export interface ResolvedTeam {
   participants: Record<string, string>;
   /** {@link edgeKey} of two participant names → edge id. */
   edges: Record<string, string>;
+  /** Names of the team's humans (absent in runs recorded before it was read). */
+  humans?: string[];
 }
 
 /** Where a step writes: a new thread on an edge, or an existing thread. */
@@ -69,11 +72,16 @@ export interface ConverseResult {
   reply: StepReply | null;
 }
 
-/** What `converse` heartbeats: the sent message and the wait's cursor. */
-interface ConverseCursor {
+/**
+ * What `converse` heartbeats: the sent message and the wait's cursor, and the step it is for
+ * (`teamctl runs show` reads the thread of a waiting step from it, as soon as the message is sent).
+ */
+export interface ConverseCursor {
   threadId: string;
   messageId: string;
   after: string | null;
+  /** The step's key (absent in heartbeats of activities started before it was added). */
+  stepId?: string;
 }
 
 /**
@@ -209,8 +217,9 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
 
     /**
      * Reads a team of an organization by names (`GET /organizations`, `/teams`, the team graph).
-     * Output: the team id, participant ids by name and edge ids by {@link edgeKey} of their two
-     * participants' names. Errors: `not_applied` (no such organization or team), `keys_refused`.
+     * Output: the team id, participant ids by name, edge ids by {@link edgeKey} of their two
+     * participants' names, and the names of its humans. Errors: `not_applied` (no such
+     * organization or team), `keys_refused`.
      */
     async resolveTeam(input: { connection: Connection; organization: string; team: string }): Promise<ResolvedTeam> {
       return call(() =>
@@ -226,7 +235,7 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
             const [a, b] = edge.participants.map((id) => names.get(id));
             if (a !== undefined && b !== undefined) edges[edgeKey(a, b)] = edge.edge_id;
           }
-          return { teamId: team.team_id, participants: Object.fromEntries([...names].map(([id, name]) => [name, id])), edges };
+          return { teamId: team.team_id, participants: Object.fromEntries([...names].map(([id, name]) => [name, id])), edges, humans: graph.humans.map((h) => h.name) };
         }),
       );
     },
@@ -236,12 +245,13 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
      * (`POST /edges/{edge_id}/threads`) or a message in a thread (`POST /threads/{id}/messages`)
      * — with an `Idempotency-Key` made from the run's business key and the step id, never the
      * attempt (contract §1), then waits for the first message from `awaitFromId` after it.
-     * Heartbeats `{ threadId, messageId, after }`: a retried attempt (a worker died, a poll
+     * Heartbeats `{ threadId, messageId, after, stepId }`: a retried attempt (a worker died, a poll
      * failed) does not send again and resumes waiting at the last cursor, so no message is ever
      * sent twice, even after the service's 24 h idempotency window. Output: the thread, the sent
      * message and the reply (null when none is awaited). Errors: `timed_out` (non-retryable) at
-     * `deadline`, `not_a_participant`, `not_found`, `keys_refused`; a cancelled activity stops
-     * within a heartbeat and sends nothing more.
+     * `deadline`, with details `[{ threadId, messageId }]` of the message sent;
+     * `not_a_participant`, `not_found`, `keys_refused`; a cancelled activity stops within a
+     * heartbeat and sends nothing more.
      */
     async converse(input: ConverseInput): Promise<ConverseResult> {
       const context = activityContext();
@@ -269,13 +279,23 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
             const message = await client.appendMessage(input.target.threadId, { sender_agent_id: input.senderId, content: input.content, ...expects }, { idempotencyKey });
             return { threadId: input.target.threadId, messageId: message.message_id, after: message.message_id };
           });
+          sent = { ...sent, stepId: input.stepId };
           context?.heartbeat(sent);
         }
         if (input.awaitFromId === undefined) return { threadId: sent.threadId, messageId: sent.messageId, reply: null };
-        const reply = await waitFor(
-          { connection: input.connection, threadId: sent.threadId, after: sent.after, fromId: input.awaitFromId, deadline: input.deadline ?? Date.now() },
-          (after) => ({ ...sent, after }),
-        );
+        let reply: Message;
+        try {
+          reply = await waitFor(
+            { connection: input.connection, threadId: sent.threadId, after: sent.after, fromId: input.awaitFromId, deadline: input.deadline ?? Date.now() },
+            (after) => ({ ...sent, after }),
+          );
+        } catch (error) {
+          // The message went out: the failure says where, so the run can show the step's thread.
+          if (error instanceof ToolkitError && error.code === 'timed_out') {
+            throw ApplicationFailure.create({ type: error.code, message: error.message, nonRetryable: true, details: [{ threadId: sent.threadId, messageId: sent.messageId }] });
+          }
+          throw error;
+        }
         return { threadId: sent.threadId, messageId: sent.messageId, reply: { messageId: reply.message_id, senderId: reply.sender_id, content: reply.content } };
       });
     },

@@ -15,6 +15,15 @@
  *    all completed, wall time, the worker's RSS (sampled from /proc), and the messages on the
  *    service counted against the 4 that each run sends from dana.
  *
+ * 4. Pipelines that decide: history events per loop iteration and per map item (goal ≤ 8 per
+ *    awaited reply: the 6 of a step plus the expression work, which runs in the workflow and
+ *    should cost nothing), each awaited step with a typed reply and a `when`, on the in-process
+ *    worker; and a map of M items (default 1,000) on a child `teamctl worker`, its list the typed
+ *    reply of an external planner (the bench answers as it): wall time, the whole chain's history
+ *    (events, bytes, continue-as-new), the worker's peak RSS, and dana's messages counted (one
+ *    per item). `BENCH_CONVERSATIONS_PARTS=4` runs this part alone; it has its own section in
+ *    docs/performance.md. `BENCH_CONVERSATIONS_MAP_ITEMS` overrides M (quick: 100).
+ *
  * acs-server runs in this process (in memory, agent loop tick 100 ms, rate limit off), as in
  * test/workflows/pipelines.test.ts; every part has an organization (and key) of its own, so the
  * requests of one part are told from another's by their key. `BENCH_QUICK=1`: W = 65 s and
@@ -36,6 +45,7 @@ import { createConversationActivities } from '../activities/conversation-activit
 import { AcsClient } from '../client/acs-client.ts';
 import { runCli } from '../cli/program.ts';
 import { loadDefinitionFile } from '../definitions/load.ts';
+import { flatSteps } from '../definitions/pipeline-graph.ts';
 import type { PipelineDefinition } from '../definitions/pipeline-schema.ts';
 import { runPipelineLocally } from '../engine/local-engine.ts';
 import { newRunId, startPipelineRun } from '../engine/temporal-runs.ts';
@@ -60,6 +70,17 @@ const example = join(root, 'examples', 'triage.yaml');
 const LONG_POLL_SECONDS = 30;
 const REQUESTS_GOAL = 120;
 const EVENTS_GOAL = 6;
+/** Goal of part 4: a step of a loop or a map, with its expression work. */
+const DECIDE_EVENTS_GOAL = 8;
+/** The parts to run (1–4; default all). */
+const parts = new Set((process.env.BENCH_CONVERSATIONS_PARTS ?? '1,2,3,4').split(',').map((p) => Number(p.trim())));
+/** Items of part 4's big map. */
+const mapItems = Number(process.env.BENCH_CONVERSATIONS_MAP_ITEMS) || (quick ? 100 : 1_000);
+/** Iterations and items of part 4's small loop and map. */
+const LOOP_ITERATIONS = 5;
+const SMALL_MAP_ITEMS = 20;
+/** Items of the big map in flight at once. */
+const MAP_CONCURRENCY = 20;
 
 if (!process.env.TEMPORAL_ADDRESS) {
   log('bench:conversations: TEMPORAL_ADDRESS is not set; run it through `bash scripts/with-temporal.sh --install -- npm run bench:conversations`');
@@ -180,7 +201,7 @@ export interface HistoryAttribution {
  */
 export function attributeHistory(events: HistoryEvent[], pipeline: PipelineDefinition): HistoryAttribution {
   const awaited = new Map<string, boolean>();
-  for (const entry of pipeline.steps) for (const step of 'parallel' in entry ? entry.parallel : [entry]) awaited.set(step.id, step.awaitReply !== false);
+  for (const step of flatSteps(pipeline)) awaited.set(step.id, step.awaitReply !== false);
   const ownerOf = new Map<number, string>();
   const counts = new Map<string, number>();
   const scheduledAt = new Map<string, number>();
@@ -277,7 +298,7 @@ async function measureWait(engine: WaitResult['engine'], org: BenchOrg, start: (
   // A timer may fire a fraction of a millisecond early: the window must be W s, not a hair less.
   while (performance.now() < answerAt) await sleep(Math.max(1, answerAt - performance.now()));
   const answered = performance.now();
-  await org.client.appendMessage(threadId, { sender_agent_id: org.ids['dana']!, content: 'approved' });
+  await org.client.appendMessage(threadId, { sender_agent_id: org.ids['dana']!, content: 'approve' });
   const { result, history } = await finish();
   const requests = requestsByKey.get(org.apiKey) ?? [];
   const window = requests.filter((r) => r.at >= first.at && r.at < answered);
@@ -498,6 +519,252 @@ async function concurrentPipelines(client: Client, server: Server, org: BenchOrg
 }
 
 // ---------------------------------------------------------------------------------------------
+// 4. Pipelines that decide.
+
+/** The team and pipelines of part 4: dana (human), the echo triager, the external planner. */
+function decideDefinition(name: string): string {
+  const items = JSON.stringify(Array.from({ length: SMALL_MAP_ITEMS }, (_, i) => i + 1));
+  return `apiVersion: teamctl/v1
+organization:
+  name: ${name}
+  providerKeys:
+    echo: \${env:ECHO_PROVIDER_KEY}
+teams:
+  - name: desk
+    agents:
+      - { name: triager, provider: echo }
+      - { name: planner }
+    humans:
+      - { name: dana }
+    edges: [[dana, triager], [dana, planner]]
+pipelines:
+  - name: loop
+    team: desk
+    steps:
+      - loop:
+          id: rounds
+          maxIterations: ${LOOP_ITERATIONS + 5}
+          until: "iteration == ${LOOP_ITERATIONS - 1} && steps.ask.status == 'completed'"
+          steps:
+            - id: ask
+              when: "iteration >= 0"
+              from: dana
+              to: triager
+              content: "Round {{ iteration }}"
+              reply: { schema: { type: string, pattern: "^echo: Round" } }
+    output: "{{ steps.rounds.iterations }}"
+  - name: map
+    team: desk
+    steps:
+      - map:
+          id: each
+          items: "${items}"
+          maxConcurrency: 4
+          steps:
+            - id: ask
+              when: "item > 0"
+              from: dana
+              to: triager
+              content: "Item {{ item }}"
+              reply: { schema: { type: string, pattern: "^echo: Item" } }
+    output: "{{ steps.each.status }}"
+  - name: big-map
+    team: desk
+    steps:
+      - id: plan
+        from: dana
+        to: planner
+        content: "List the tickets to handle, as a JSON list."
+        timeout: 1h
+        reply: { schema: { type: array, minItems: 1, maxItems: 1000, items: { type: string } } }
+      - map:
+          id: each
+          items: "steps.plan.value"
+          as: ticket
+          maxConcurrency: ${MAP_CONCURRENCY}
+          steps:
+            - id: handle
+              from: dana
+              to: triager
+              content: "Handle {{ ticket }}"
+    output: "{{ steps.each.status }}"
+`;
+}
+
+/** Part 4's figures. */
+export interface DecideResult {
+  loop: HistoryAttribution & { iterations: number };
+  map: HistoryAttribution & { items: number };
+  big: {
+    items: number;
+    completed: boolean;
+    failure: string | null;
+    wallSeconds: number;
+    /** Seconds from the list's arrival to the run's end. */
+    mapSeconds: number;
+    runs: number;
+    events: number;
+    historyBytes: number;
+    /** The chain's events ÷ items. */
+    eventsPerItem: number;
+    rssIdle: number;
+    rssPeak: number;
+    hwm: number;
+    workerCpuSeconds: number;
+    danaMessages: number;
+    threads: number;
+  };
+}
+
+/** Applies part 4's definition to an organization of its own (key in `activityEnv`). */
+async function decideOrg(server: Server, work: string): Promise<BenchOrg> {
+  const name = `bench-decide-${randomUUID().slice(0, 8)}`;
+  const { api_key: apiKey } = await server.provisionOrganization(name);
+  const file = join(work, 'decide.yaml');
+  await writeFile(file, decideDefinition(name));
+  const out: string[] = [];
+  const env = { ...process.env, ACS_API_KEY: apiKey, ECHO_PROVIDER_KEY: ECHO_KEY, ACS_BASE_URL: server.url };
+  const code = await runCli(['apply', '-f', file], { env, isTTY: false, stdout: (t) => void out.push(t), stderr: (t) => void out.push(t) });
+  if (code !== 0) throw new Error(`apply of the decide definition failed (${code}):\n${out.join('\n')}`);
+  const client = new AcsClient({ baseUrl: server.url, apiKey });
+  const org = (await client.listOrganizations()).find((o) => o.org_name === name)!;
+  const team = (await client.listTeams(org.org_id)).find((t) => t.team_name === 'desk')!;
+  const graph = await client.getTeam(team.team_id);
+  const ids = Object.fromEntries([...graph.agents.map((a) => [a.name, a.agent_id]), ...graph.humans.map((h) => [h.name, h.human_id])]);
+  const keyEnv = 'BENCH_KEY_DECIDE';
+  activityEnv[keyEnv] = apiKey;
+  return { name, apiKey, keyEnv, client, pipelines: (await loadDefinitionFile(file)).pipelines, ids, edgeIds: graph.edges.map((e) => e.edge_id) };
+}
+
+/**
+ * Part 4: a loop of {@link LOOP_ITERATIONS} and a map of {@link SMALL_MAP_ITEMS} on the
+ * in-process worker, their histories attributed as part 2's; then the big map on a child worker.
+ */
+async function decideParts(client: Client, server: Server, org: BenchOrg, target: { settings: ReturnType<typeof loadTemporalSettings>; taskQueue: string }, worker: WorkerChild, childQueue: string): Promise<DecideResult> {
+  const input = (pipeline: string, keyEnv = org.keyEnv): PipelineRunInput => ({
+    connection: { baseUrl: server.url, apiKeyEnv: keyEnv },
+    organization: org.name,
+    pipeline: org.pipelines.find((p) => p.name === pipeline)!,
+    inputs: {},
+  });
+  const history = async (pipeline: string) => {
+    const runId = newRunId(org.name, pipeline);
+    await startPipelineRun(input(pipeline), runId, target);
+    await client.workflow.getHandle<typeof pipelineWorkflow>(runId).result();
+    return attributeHistory((await client.workflow.getHandle(runId).fetchHistory()).events ?? [], org.pipelines.find((p) => p.name === pipeline)!);
+  };
+  log(`4a. history of a loop of ${LOOP_ITERATIONS} and a map of ${SMALL_MAP_ITEMS} (typed replies, when)`);
+  const loop = { ...(await history('loop')), iterations: LOOP_ITERATIONS };
+  const map = { ...(await history('map')), items: SMALL_MAP_ITEMS };
+  log(`  loop: ${loop.total} events, ${loop.fixed} fixed, ${n(loop.perAwaited, 2)} per iteration; map: ${map.total} events, ${map.fixed} fixed, ${n(map.perAwaited, 2)} per item`);
+
+  log(`4b. a map of ${mapItems} items on a child teamctl worker`);
+  await worker.ready;
+  await sleep(2000);
+  const rssIdle = memoryOf(worker.pid).rss;
+  let rssPeak = rssIdle;
+  const sampler = setInterval(() => (rssPeak = Math.max(rssPeak, memoryOf(worker.pid).rss || 0)), 100);
+  const cpuBefore = cpuOf(worker.pid);
+  const runId = newRunId(org.name, 'big-map');
+  const started = performance.now();
+  await client.workflow.start(pipelineWorkflow, { taskQueue: childQueue, workflowId: runId, args: [input('big-map', 'ACS_API_KEY')] });
+  // The planner answers the list once dana has asked for it.
+  const planner = org.ids['planner']!;
+  const planThread = await (async () => {
+    for (;;) {
+      for (const edge of org.edgeIds) {
+        for (const t of await org.client.listThreads(edge)) {
+          const page = await org.client.getThread(t.thread_id, { limit: 5 });
+          if (page.messages.some((m) => m.content.startsWith('List the tickets'))) return t.thread_id;
+        }
+      }
+      await sleep(100);
+    }
+  })();
+  const listed = performance.now();
+  const tickets = Array.from({ length: mapItems }, (_, i) => `T-${String(i + 1).padStart(4, '0')}`);
+  await org.client.appendMessage(planThread, { sender_agent_id: planner, content: `\`\`\`json\n${JSON.stringify(tickets)}\n\`\`\`` });
+  let completed = false;
+  let failure: string | null = null;
+  try {
+    await client.workflow.getHandle<typeof pipelineWorkflow>(runId).result();
+    completed = true;
+  } catch (error) {
+    failure = String((error as Error)?.message ?? error);
+  }
+  const ended = performance.now();
+  clearInterval(sampler);
+  rssPeak = Math.max(rssPeak, memoryOf(worker.pid).rss || 0);
+  const { hwm } = memoryOf(worker.pid);
+  const workerCpuSeconds = cpuOf(worker.pid) - cpuBefore;
+  let runs = 0;
+  let events = 0;
+  let historyBytes = 0;
+  for await (const info of client.workflow.list({ query: `WorkflowId = '${runId}'` })) {
+    runs += 1;
+    events += info.historyLength ?? 0;
+    historyBytes += info.historySize ?? 0;
+  }
+  // dana's messages of this run: the question to the planner, and one per ticket, each in a thread of its own.
+  const dana = org.ids['dana']!;
+  const all = (await Promise.all(org.edgeIds.map((e) => org.client.listThreads(e)))).flat();
+  let danaMessages = 0;
+  let ownThreads = 0;
+  await mapLimit(all, 16, async (t) => {
+    const page = await org.client.getThread(t.thread_id, { limit: 200 });
+    if (!/^(Handle T-|List the tickets)/.test(page.messages[0]?.content ?? '')) return;
+    ownThreads += 1;
+    danaMessages += page.messages.filter((m) => m.sender_id === dana).length;
+  });
+  const threads = { length: ownThreads };
+  const big = {
+    items: mapItems,
+    completed,
+    failure,
+    wallSeconds: (ended - started) / 1000,
+    mapSeconds: (ended - listed) / 1000,
+    runs,
+    events,
+    historyBytes,
+    eventsPerItem: events / mapItems,
+    rssIdle,
+    rssPeak,
+    hwm,
+    workerCpuSeconds,
+    danaMessages,
+    threads: threads.length,
+  };
+  log(
+    `  ${completed ? 'completed' : `failed: ${failure}`} in ${n(big.wallSeconds, 1)} s (${n(big.mapSeconds, 1)} s after the list); ${runs} runs in the chain, ${events} events, ${mib(historyBytes)}; ` +
+      `worker RSS ${mib(rssIdle)} idle, ${mib(rssPeak)} peak; dana's messages ${danaMessages} in ${threads.length} threads`,
+  );
+  return { loop, map, big };
+}
+
+/** The markdown of part 4 (its own section of docs/performance.md). */
+export function renderDecideReport(facts: { date: string; load: number[] }, d: DecideResult): string {
+  const b = d.big;
+  const lines = [
+    '## Pipelines that decide: history per loop iteration and per map item, a map of 1,000 items',
+    '',
+    `Measured ${facts.date} (code ${revision()}) on ${cpuModel()}, ${os.availableParallelism()} cores, ${n(os.totalmem() / 2 ** 30, 1)} GiB RAM, Node ${process.version}, Temporal dev server ${temporalVersion()}; load average ${facts.load.map((l) => n(l, 2)).join(' / ')} at the start. **Preliminary: the machine was shared with other work** (the lead reruns it on a quiet one). acs-server (in memory, agent loop tick 100 ms, rate limit off) runs in the bench process with an in-process worker for the histories; the big map goes to a child \`teamctl worker\` (SDK defaults).`,
+    '',
+    `Method. A loop of ${d.loop.iterations} iterations and a map of ${d.map.items} items (4 at once), each iteration or item one step to the echo triager with a \`when\` and a typed reply (\`{type: string, pattern: …}\`, checked by ajv in the workflow), the loop's \`until\` a CEL expression; their histories are attributed as above (per awaited reply = (total − fixed) ÷ replies). Then \`big-map\`: dana asks the external planner for the list (a typed reply: a JSON array of up to 1,000 strings), the bench answers as the planner with ${n(b.items)} ticket ids in a \`\`\`json block, and a map over them (${MAP_CONCURRENCY} at once) sends each to the echo triager in a thread of its own and awaits the reply; the whole chain of the run (continue-as-new included) is read from Temporal's visibility (history length and size per run), the worker's RSS from /proc every 100 ms, and dana's messages counted on every thread of the team.`,
+    '',
+    '| measurement | goal | result | |',
+    '|---|---|---|---|',
+    `| history events per loop iteration (typed reply, \`when\`, \`until\`) | ≤ ${DECIDE_EVENTS_GOAL} | **${n(d.loop.perAwaited, 2)}** = (${d.loop.total} events − ${d.loop.fixed} fixed) ÷ ${d.loop.iterations} | ${verdict(d.loop.perAwaited, DECIDE_EVENTS_GOAL)} |`,
+    `| history events per map item (typed reply, \`when\`, 4 at once) | ≤ ${DECIDE_EVENTS_GOAL} | **${n(d.map.perAwaited, 2)}** = (${d.map.total} events − ${d.map.fixed} fixed) ÷ ${d.map.items} (items whose completions one workflow task takes together share its 3 events) | ${verdict(d.map.perAwaited, DECIDE_EVENTS_GOAL)} |`,
+    `| a map of ${n(b.items)} items on one worker: completed | yes | **${b.completed ? 'yes' : `no: ${b.failure}`}** | ${b.completed ? 'met' : '**missed**'} |`,
+    `| … wall time | – | ${n(b.wallSeconds, 1)} s from the start, ${n(b.mapSeconds, 1)} s from the list's arrival (${n(b.items / b.mapSeconds, 1)} items/s) | |`,
+    `| … history | – | ${n(b.events)} events in ${b.runs} run${b.runs === 1 ? '' : 's'} of the chain (${b.runs - 1} continue-as-new), ${mib(b.historyBytes)}; ${n(b.eventsPerItem, 2)} events per item | |`,
+    `| … worker RSS | – | ${mib(b.rssIdle)} idle after start-up, **${mib(b.rssPeak)}** peak during the run (VmHWM ${mib(b.hwm)}); CPU ${n(b.workerCpuSeconds, 1)} s | |`,
+    `| … messages from dana on the service | ${n(b.items + 1)} (the question, one per item) | **${n(b.danaMessages)}** in ${n(b.threads)} threads | ${b.danaMessages === b.items + 1 && b.threads === b.items + 1 ? 'met' : '**missed**'} |`,
+  ];
+  return lines.join('\n');
+}
+
+// ---------------------------------------------------------------------------------------------
 // Report.
 
 const n = (value: number, digits = 0) =>
@@ -602,13 +869,18 @@ const client = new Client({ connection, namespace: settings.namespace });
 let childWorker: WorkerChild | undefined;
 let inProcess: { shutdown(): void; running: Promise<void> } | undefined;
 let report = '';
+let decideReport = '';
+let decideWorker: WorkerChild | undefined;
 try {
-  const [waitTemporal, waitLocal, triageOrg, concurrentOrg] = await Promise.all(
-    ['wait-temporal', 'wait-local', 'triage', 'concurrent'].map((label) => organization(server, work, label)),
-  );
-  // Started first: its bundling overlaps the other parts.
+  const [waitTemporal, waitLocal, triageOrg, concurrentOrg] = parts.has(1) || parts.has(2) || parts.has(3)
+    ? await Promise.all(['wait-temporal', 'wait-local', 'triage', 'concurrent'].map((label) => organization(server, work, label)))
+    : [];
+  const decide = parts.has(4) ? await decideOrg(server, work) : undefined;
+  // Started first: their bundling overlaps the other parts.
   const concurrentQueue = `bench-conversations-child-${randomUUID()}`;
-  childWorker = spawnWorkerChild(concurrentQueue, concurrentOrg!.apiKey);
+  if (parts.has(3)) childWorker = spawnWorkerChild(concurrentQueue, concurrentOrg!.apiKey);
+  const decideQueue = `bench-conversations-decide-${randomUUID()}`;
+  if (decide) decideWorker = spawnWorkerChild(decideQueue, decide.apiKey);
 
   const taskQueue = `bench-conversations-${randomUUID()}`;
   const workerStarted = performance.now();
@@ -618,47 +890,55 @@ try {
   log(`bench:conversations: in-process worker started in ${startSeconds.toFixed(1)} s`);
   const target = { settings, taskQueue };
 
-  // 2. A triage run alone, for a history without load.
-  log('2. history of a triage run');
-  const triageRun = newRunId(triageOrg!.name, 'triage');
-  await startPipelineRun(runInput(server, triageOrg!, 'triage'), triageRun, target);
-  await client.workflow.getHandle<typeof pipelineWorkflow>(triageRun).result();
-  const triage = attributeHistory((await client.workflow.getHandle(triageRun).fetchHistory()).events ?? [], triageOrg!.pipelines.find((p) => p.name === 'triage')!);
-  log(`  ${triage.total} events, ${triage.fixed} fixed, ${triage.perAwaited} per awaited reply; own ${triage.steps.map((s) => `${s.id} ${s.own}`).join(', ')}; span ${stepSpans(triage)}`);
+  if (parts.has(1) && parts.has(2) && parts.has(3)) {
+    // 2. A triage run alone, for a history without load.
+    log('2. history of a triage run');
+    const triageRun = newRunId(triageOrg!.name, 'triage');
+    await startPipelineRun(runInput(server, triageOrg!, 'triage'), triageRun, target);
+    await client.workflow.getHandle<typeof pipelineWorkflow>(triageRun).result();
+    const triage = attributeHistory((await client.workflow.getHandle(triageRun).fetchHistory()).events ?? [], triageOrg!.pipelines.find((p) => p.name === 'triage')!);
+    log(`  ${triage.total} events, ${triage.fixed} fixed, ${triage.perAwaited} per awaited reply; own ${triage.steps.map((s) => `${s.id} ${s.own}`).join(', ')}; span ${stepSpans(triage)}`);
 
-  // 1. Both engines wait at once: the counts are told apart by key.
-  log(`1. requests while waiting ${waitSeconds} s for dana (Temporal and local engine at once)`);
-  const waits = await Promise.all([
-    measureWait('temporal', waitTemporal!, async () => {
-      const runId = newRunId(waitTemporal!.name, 'approval');
-      await startPipelineRun(runInput(server, waitTemporal!, 'approval'), runId, target);
-      return async () => {
-        const handle = client.workflow.getHandle<typeof pipelineWorkflow>(runId);
-        const result = await handle.result();
-        return { result, history: (await handle.fetchHistory()).events ?? [] };
-      };
-    }),
-    measureWait('local', waitLocal!, async () => {
-      const running = runPipelineLocally(
-        { ...runInput(server, waitLocal!, 'approval'), runKey: `local/${waitLocal!.name}/approval/${randomUUID()}` },
-        createConversationActivities({ env: activityEnv, fetch: countingFetch }),
-      );
-      running.catch(() => undefined);
-      return async () => ({ result: await running });
-    }),
-  ]);
+    // 1. Both engines wait at once: the counts are told apart by key.
+    log(`1. requests while waiting ${waitSeconds} s for dana (Temporal and local engine at once)`);
+    const waits = await Promise.all([
+      measureWait('temporal', waitTemporal!, async () => {
+        const runId = newRunId(waitTemporal!.name, 'approval');
+        await startPipelineRun(runInput(server, waitTemporal!, 'approval'), runId, target);
+        return async () => {
+          const handle = client.workflow.getHandle<typeof pipelineWorkflow>(runId);
+          const result = await handle.result();
+          return { result, history: (await handle.fetchHistory()).events ?? [] };
+        };
+      }),
+      measureWait('local', waitLocal!, async () => {
+        const running = runPipelineLocally(
+          { ...runInput(server, waitLocal!, 'approval'), runKey: `local/${waitLocal!.name}/approval/${randomUUID()}` },
+          createConversationActivities({ env: activityEnv, fetch: countingFetch }),
+        );
+        running.catch(() => undefined);
+        return async () => ({ result: await running });
+      }),
+    ]);
 
-  // 3. Concurrent runs on the child worker.
-  log(`3. ${concurrentRuns} concurrent triage runs on a child teamctl worker`);
-  await childWorker.ready;
-  // Let the worker settle after start-up before its idle RSS is read.
-  await sleep(2000);
-  const concurrent = await concurrentPipelines(client, server, concurrentOrg!, childWorker, concurrentQueue);
-  log(`  dana's messages ${concurrent.danaMessages} (expected ${4 * concurrent.runs}) in ${concurrent.threads} threads; runs off ${concurrent.runsOff}; events ${concurrent.events.min}–${concurrent.events.max}`);
+    // 3. Concurrent runs on the child worker.
+    log(`3. ${concurrentRuns} concurrent triage runs on a child teamctl worker`);
+    await childWorker!.ready;
+    // Let the worker settle after start-up before its idle RSS is read.
+    await sleep(2000);
+    const concurrent = await concurrentPipelines(client, server, concurrentOrg!, childWorker!, concurrentQueue);
+    log(`  dana's messages ${concurrent.danaMessages} (expected ${4 * concurrent.runs}) in ${concurrent.threads} threads; runs off ${concurrent.runsOff}; events ${concurrent.events.min}–${concurrent.events.max}`);
+    await childWorker!.stop();
 
-  report = renderReport({ date: new Date().toISOString().slice(0, 10), load, startSeconds }, waits, triage, concurrent);
+    report = renderReport({ date: new Date().toISOString().slice(0, 10), load, startSeconds }, waits, triage, concurrent);
+  }
+  if (decide) {
+    const result = await decideParts(client, server, decide, target, decideWorker!, decideQueue);
+    decideReport = renderDecideReport({ date: new Date().toISOString().slice(0, 10), load }, result);
+  }
 } finally {
   await childWorker?.stop();
+  await decideWorker?.stop();
   if (inProcess) {
     inProcess.shutdown();
     await inProcess.running;
@@ -670,21 +950,33 @@ try {
 
 const BEGIN = '<!-- bench-conversations:start -->';
 const END = '<!-- bench-conversations:end -->';
-let written = 'printed only (quick run)';
+const DECIDE_BEGIN = '<!-- bench-conversations-decide:start -->';
+const DECIDE_END = '<!-- bench-conversations-decide:end -->';
+const written: string[] = [];
 if (outPath) {
-  await writeFile(outPath, `${report}\n`);
-  written = `written to ${outPath}`;
+  await writeFile(outPath, `${[report, decideReport].filter(Boolean).join('\n\n')}\n`);
+  written.push(`written to ${outPath}`);
 } else if (!quick) {
-  await writeMarkedSection(
-    join(root, 'docs', 'performance.md'),
-    BEGIN,
-    END,
-    report,
-    '\n# Durable conversations (teamctl pipelines)\n\nWhat a pipeline step that waits for a reply costs. Produced by `npm run bench:conversations` (run it through `scripts/with-temporal.sh --install --`).',
-  );
-  written = 'written to docs/performance.md';
+  const performance = join(root, 'docs', 'performance.md');
+  if (report) {
+    await writeMarkedSection(
+      performance,
+      BEGIN,
+      END,
+      report,
+      '\n# Durable conversations (teamctl pipelines)\n\nWhat a pipeline step that waits for a reply costs. Produced by `npm run bench:conversations` (run it through `scripts/with-temporal.sh --install --`).',
+    );
+    written.push('parts 1–3 written to docs/performance.md');
+  }
+  if (decideReport) {
+    await writeMarkedSection(performance, DECIDE_BEGIN, DECIDE_END, decideReport, '\n# Pipelines that decide\n\nWhat loops, maps and typed replies cost. Produced by `npm run bench:conversations` (part 4; `BENCH_CONVERSATIONS_PARTS=4` runs it alone).');
+    written.push('part 4 written to docs/performance.md');
+  }
+} else {
+  written.push('printed only (quick run)');
 }
 log('');
-log(report);
+if (report) log(report);
+if (decideReport) log(decideReport);
 log('');
-log(`bench:conversations: done in ${((performance.now() - startedAt) / 60_000).toFixed(1)} min; ${written}`);
+log(`bench:conversations: done in ${((performance.now() - startedAt) / 60_000).toFixed(1)} min; ${written.join('; ')}`);

@@ -2,8 +2,8 @@
  * What the benchmarks share about where they run: the CPU's name, admin queries to PostgreSQL,
  * measuring a process, and writing their part of docs/performance.md.
  */
-import { spawn } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { readFile, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import pg from 'pg';
@@ -12,6 +12,40 @@ import pg from 'pg';
 export function cpuModel(): string {
   const cpuinfo = existsSync('/proc/cpuinfo') ? readFileSync('/proc/cpuinfo', 'utf8') : '';
   return /model name\s*:\s*(.+)/.exec(cpuinfo)?.[1]?.trim() ?? os.cpus()[0]?.model ?? 'unknown';
+}
+
+/**
+ * The directory of the installed PostgreSQL binaries (Debian's newest `/usr/lib/postgresql/N/bin`),
+ * `''` when `initdb` and `pg_ctl` are on the PATH elsewhere, undefined when there are none.
+ */
+export function postgresBinDir(): string | undefined {
+  const dirs = existsSync('/usr/lib/postgresql')
+    ? readdirSync('/usr/lib/postgresql')
+        .sort((a, b) => Number(b) - Number(a))
+        .map((v) => `/usr/lib/postgresql/${v}/bin`)
+    : [];
+  for (const dir of dirs) if (existsSync(`${dir}/initdb`) && existsSync(`${dir}/pg_ctl`)) return dir;
+  const found = spawnSync('sh', ['-c', 'command -v initdb && command -v pg_ctl'], { encoding: 'utf8' });
+  return found.status === 0 ? '' : undefined;
+}
+
+/** The `pgbench` binary (`ACS_POSTGRES_BIN_DIR`, the installed PostgreSQL's, or the PATH's), if any. */
+export function pgbenchPath(): string | undefined {
+  const dir = process.env.ACS_POSTGRES_BIN_DIR || postgresBinDir();
+  if (dir && existsSync(`${dir}/pgbench`)) return `${dir}/pgbench`;
+  const found = spawnSync('sh', ['-c', 'command -v pgbench'], { encoding: 'utf8' });
+  return found.status === 0 ? found.stdout.trim() : undefined;
+}
+
+/**
+ * With no PostgreSQL URL given (`ACS_BENCH_DATABASE_URL`, `ACS_POSTGRES_URL`) but PostgreSQL
+ * installed, runs the calling script again next to a throwaway cluster (scripts/with-postgres.sh)
+ * and exits with its status; otherwise returns.
+ */
+export function rerunNextToPostgres(root: string): void {
+  if (process.env.ACS_BENCH_DATABASE_URL || process.env.ACS_POSTGRES_URL || postgresBinDir() === undefined) return;
+  const child = spawnSync('bash', [`${root}/scripts/with-postgres.sh`, '--', process.execPath, ...process.execArgv, ...process.argv.slice(1)], { stdio: 'inherit', cwd: root });
+  process.exit(child.status ?? 1);
 }
 
 /** Runs one statement on its own connection to `url` (CREATE/DROP DATABASE, SHOW, scratch tables). */

@@ -11,37 +11,18 @@
  * Not part of the tests: numbers depend on the machine.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, readdirSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { runBackend, startServerProcess, type BackendResult, type BenchPlan } from './scenarios.ts';
 import { renderReport, writeReport, type Machine, type PgbenchResult } from './report.ts';
-import { adminQuery, cpuModel } from './host.ts';
+import { adminQuery, cpuModel, pgbenchPath, rerunNextToPostgres } from './host.ts';
 
 const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
 
-function postgresBinDir(): string | undefined {
-  const dirs = existsSync('/usr/lib/postgresql')
-    ? readdirSync('/usr/lib/postgresql')
-        .sort((a, b) => Number(b) - Number(a))
-        .map((v) => `/usr/lib/postgresql/${v}/bin`)
-    : [];
-  for (const dir of dirs) if (existsSync(`${dir}/initdb`) && existsSync(`${dir}/pg_ctl`)) return dir;
-  const found = spawnSync('sh', ['-c', 'command -v initdb && command -v pg_ctl'], { encoding: 'utf8' });
-  return found.status === 0 ? '' : undefined;
-}
-
 // No URL given but PostgreSQL is installed: run this script again next to a throwaway cluster.
-if (!process.env.ACS_BENCH_DATABASE_URL && !process.env.ACS_POSTGRES_URL && postgresBinDir() !== undefined) {
-  const child = spawnSync('bash', [join(root, 'scripts/with-postgres.sh'), '--', process.execPath, ...process.execArgv, ...process.argv.slice(1)], {
-    stdio: 'inherit',
-    cwd: root,
-  });
-  process.exit(child.status ?? 1);
-}
-
+rerunNextToPostgres(root);
 const adminUrl = process.env.ACS_BENCH_DATABASE_URL || process.env.ACS_POSTGRES_URL || undefined;
 const quick = process.env.BENCH_QUICK === '1';
 // A partial run would write '–' over the phases it skipped.
@@ -65,12 +46,6 @@ const plan: BenchPlan = {
 if (plan.held < wantedHeld) log(`bench: open-file limit ${fdLimit} allows only ${plan.held} held polls (raise ulimit -n for ${wantedHeld})`);
 
 
-function pgbenchPath(): string | undefined {
-  const dir = process.env.ACS_POSTGRES_BIN_DIR || postgresBinDir();
-  if (dir && existsSync(`${dir}/pgbench`)) return `${dir}/pgbench`;
-  const found = spawnSync('sh', ['-c', 'command -v pgbench'], { encoding: 'utf8' });
-  return found.status === 0 ? found.stdout.trim() : undefined;
-}
 
 // The append statement alone, without the service: one organization, key, team, two humans,
 // an edge and 32 threads made in SQL; pgbench client i appends to thread i (as the service's
@@ -111,7 +86,7 @@ async function runPgbench(url: string, dir: string): Promise<PgbenchResult[]> {
   const append = join(dir, 'append.sql');
   await writeFile(
     append,
-    `SELECT acs_append_message(gen_random_uuid(), t.thread_id, t.sender, 'message', '[]'::jsonb, NULL, t.org_id, t.key_id) FROM bench_threads t WHERE t.n = :client_id % 32;\n`,
+    `SELECT acs_append_message(gen_random_uuid(), t.thread_id, t.sender, 'message', '[]'::jsonb, NULL, t.org_id, t.key_id, false) FROM bench_threads t WHERE t.n = :client_id % 32;\n`,
   );
   const tps = (script: string, clients: number): number => {
     const out = execFileSync(binary, ['-n', '-f', script, '-T', String(plan.seconds), '-c', String(clients), '-j', String(Math.min(clients, 2)), url], {

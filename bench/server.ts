@@ -26,12 +26,15 @@ const dataDir = process.env.BENCH_DATA_DIR;
 // server gets the handle the bench opened; PostgreSQL gets a second pool of its own.
 let db: Db;
 let server: Awaited<ReturnType<typeof startServer>>;
+// No rate limit and no bound on held waits that a measurement reaches (10,000 held polls on one
+// key); webhook receivers of the events benchmark listen on loopback.
+const options = { port: 0, rateLimit: false as const, heldWaits: { perProcess: 100_000, perKey: 100_000 }, webhooks: { allowPrivate: true } };
 if (backend === 'postgres' && databaseUrl) {
-  server = await startServer({ databaseUrl, port: 0, rateLimit: false });
+  server = await startServer({ databaseUrl, ...options });
   db = await openDb({ databaseUrl });
 } else if (backend === 'pglite' && dataDir) {
   db = await openDb({ dataDir });
-  server = await startServer({ db, dataDir, port: 0, rateLimit: false });
+  server = await startServer({ db, dataDir, ...options });
 } else {
   throw new Error('bench/server.ts: set BENCH_BACKEND=postgres with BENCH_DATABASE_URL, or pglite with BENCH_DATA_DIR');
 }

@@ -38,6 +38,10 @@ const HINTS: Record<string, string> = {
   forbidden: 'a key may not delete its own organization: use a key of the organization that provisioned it',
   not_approved: 'read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI)',
   timed_out: 'try a longer --wait, or check that the peer is running',
+  reply_invalid: 'the step re-asked and the replies still did not fit: see them with teamctl runs show RUN (or thread show THREAD); loosen the schema, raise attempts, or say in the content what shape to answer in',
+  loop_exhausted: 'raise maxIterations, or make until reachable; teamctl runs show RUN shows every iteration',
+  expression_failed: 'the expression is named in the message: check the fields it reads (teamctl runs show RUN shows each entry\'s value); use has(x.f) for a field that may be missing',
+  invalid_input: 'the rendered text must spell a number (or true/false) for that input of the sub-pipeline',
 };
 
 /** What the CLI prints and returns for an error. */

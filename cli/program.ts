@@ -35,6 +35,7 @@ const COMMANDS: ReadonlyArray<{ names: readonly string[]; load: () => Promise<Re
   { names: ['schedules'], load: async () => (await import('./commands/schedules.ts')).registerSchedules },
   { names: ['thread'], load: async () => (await import('./commands/thread.ts')).registerThread },
   { names: ['keys'], load: async () => (await import('./commands/keys.ts')).registerKeys },
+  { names: ['humans'], load: async () => (await import('./commands/humans.ts')).registerHumans },
   { names: ['worker'], load: async () => (await import('./commands/worker.ts')).registerWorker },
   { names: ['mcp'], load: async () => (await import('./commands/mcp.ts')).registerMcp },
   { names: ['config'], load: async () => (await import('./commands/config.ts')).registerConfig },

@@ -45,7 +45,22 @@ import type {
   Thread,
   ThreadPage,
 } from '../api/schemas.ts';
+import type { SignInLink } from '../api/session-schemas.ts';
+import type {
+  CreatedWebhook,
+  CreateWebhookBody,
+  DeliveryList,
+  DeliveryStatus,
+  Event,
+  EventPage,
+  PatchWebhookBody,
+  RotatedWebhookSecret,
+  RotateWebhookSecretBody,
+  Webhook,
+  WebhookDelivery,
+} from '../api/events.ts';
 import { AcsApiError, NETWORK_ERROR } from './errors.ts';
+import { readEventStream, type EventStreamRequest } from './event-stream.ts';
 import type { HeaderSource, RateLimitPacer } from './rate-limit-pacer.ts';
 
 /** Longest long poll of a thread page, in seconds (contract §5, "Thread page": `wait` is 0–30). */
@@ -394,6 +409,104 @@ export class AcsClient {
   /** `DELETE /api/v1/agents/{agent_id}/mcp-keys/{key_id}`: revokes the key at once. Errors: `not_found` (agent or key). */
   revokeMcpKey(agentId: string, keyId: string): Promise<{ revoked: true; key_id: string }> {
     return this.request('DELETE', `/agents/${seg(agentId)}/mcp-keys/${seg(keyId)}`);
+  }
+
+  /**
+   * `POST /api/v1/humans/{human_id}/sign-in-links` → 201 a one-time sign-in link of the human
+   * for the console (contract §10): `{url, expires_at, human_id}`; the URL works once, for
+   * `ttlSeconds` (60–604800, default 900). Errors: `not_found` (human), `invalid_request`.
+   */
+  createSignInLink(humanId: string, options: { ttlSeconds?: number } = {}): Promise<SignInLink> {
+    return this.request('POST', `/humans/${seg(humanId)}/sign-in-links`, options.ttlSeconds === undefined ? {} : { ttl_seconds: options.ttlSeconds });
+  }
+
+  // ---- events and webhooks (contract §9) ------------------------------------------------------
+
+  /**
+   * `GET /api/v1/organizations/{org_id}/events`: events after the seq `after` (absent: from the
+   * oldest kept), oldest first, of `types` (`message.*` for a family) and `teamId`; pass
+   * `next_after` as the next `after`. `wait` (seconds, 0–30) holds the request until an event comes.
+   * Errors: `events_expired` (410: `after` is older than the oldest event kept), `invalid_cursor`,
+   * `not_found`, `too_many_waits` (429).
+   */
+  listEvents(
+    orgId: string,
+    query: { after?: number; limit?: number; wait?: number; types?: readonly string[]; teamId?: string } = {},
+    options?: { signal?: AbortSignal },
+  ): Promise<EventPage> {
+    const params = new URLSearchParams();
+    if (query.after !== undefined) params.set('after', String(query.after));
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.wait !== undefined) params.set('wait', String(query.wait));
+    if (query.types?.length) params.set('types', query.types.join(','));
+    if (query.teamId) params.set('team_id', query.teamId);
+    const qs = params.size > 0 ? `?${params}` : '';
+    return this.request('GET', `/organizations/${seg(orgId)}/events${qs}`, undefined, options, (query.wait ?? 0) * 1000);
+  }
+
+  /**
+   * `GET /api/v1/organizations/{org_id}/events/stream` as an async iterator of events, in seq
+   * order, from `after` (absent: from now), reconnecting from the last event received when the
+   * connection drops (client/event-stream.ts). Ends when `signal` aborts.
+   * Errors (thrown by the iterator): `events_expired`, `invalid_cursor`, `not_found`, `too_many_waits`.
+   */
+  streamEvents(orgId: string, request: EventStreamRequest = {}): AsyncGenerator<Event> {
+    return readEventStream(
+      // A stream held open for a long time: its per-request CPU does not matter, fetch's streaming body does.
+      { fetch: this.#fetch ?? globalThis.fetch, url: `${this.baseUrl}/api/v1/organizations/${seg(orgId)}/events/stream`, headers: { 'x-api-key': this.#apiKey, 'user-agent': this.#userAgent } },
+      request,
+    );
+  }
+
+  /**
+   * `POST /api/v1/organizations/{org_id}/webhooks` → 201 the webhook with its `secret` (shown only
+   * here and by rotation). Errors: `webhook_url_refused`, `webhook_limit`, `invalid_request`.
+   */
+  createWebhook(orgId: string, body: BodyOf<typeof CreateWebhookBody>, options?: PostOptions): Promise<CreatedWebhook> {
+    return this.request('POST', `/organizations/${seg(orgId)}/webhooks`, body, options);
+  }
+
+  /** `GET /api/v1/organizations/{org_id}/webhooks`: the organization's webhooks, without secrets. */
+  async listWebhooks(orgId: string): Promise<Webhook[]> {
+    return (await this.request<{ webhooks: Webhook[] }>('GET', `/organizations/${seg(orgId)}/webhooks`)).webhooks;
+  }
+
+  /** `GET /api/v1/webhooks/{webhook_id}`. Errors: `not_found`. */
+  getWebhook(webhookId: string): Promise<Webhook> {
+    return this.request('GET', `/webhooks/${seg(webhookId)}`);
+  }
+
+  /** `PATCH /api/v1/webhooks/{webhook_id}` (`url`, `events`, `description`, `status`). Errors: `not_found`, `webhook_url_refused`. */
+  updateWebhook(webhookId: string, body: BodyOf<typeof PatchWebhookBody>): Promise<Webhook> {
+    return this.request('PATCH', `/webhooks/${seg(webhookId)}`, body);
+  }
+
+  /** `DELETE /api/v1/webhooks/{webhook_id}`: the webhook and its delivery log. Errors: `not_found`. */
+  deleteWebhook(webhookId: string): Promise<{ deleted: true; webhook_id: string }> {
+    return this.request('DELETE', `/webhooks/${seg(webhookId)}`);
+  }
+
+  /**
+   * `POST /api/v1/webhooks/{webhook_id}/rotate-secret`: a new secret (given or generated, shown only
+   * here); the previous one still signs for `grace_seconds` (default 86400). Errors: `not_found`.
+   */
+  rotateWebhookSecret(webhookId: string, body: BodyOf<typeof RotateWebhookSecretBody> = {}, options?: PostOptions): Promise<RotatedWebhookSecret> {
+    return this.request('POST', `/webhooks/${seg(webhookId)}/rotate-secret`, body, options);
+  }
+
+  /** `GET /api/v1/webhooks/{webhook_id}/deliveries`: the delivery log, newest event first. Errors: `not_found`, `invalid_cursor`. */
+  listWebhookDeliveries(webhookId: string, query: { status?: DeliveryStatus; limit?: number; after?: string } = {}): Promise<DeliveryList> {
+    const params = new URLSearchParams();
+    if (query.status) params.set('status', query.status);
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    if (query.after) params.set('after', query.after);
+    const qs = params.size > 0 ? `?${params}` : '';
+    return this.request('GET', `/webhooks/${seg(webhookId)}/deliveries${qs}`);
+  }
+
+  /** `POST /api/v1/webhooks/{webhook_id}/deliveries/{delivery_id}/retry` → 202: the event is sent again now, once. Errors: `not_found`. */
+  retryWebhookDelivery(webhookId: string, deliveryId: string, options?: PostOptions): Promise<WebhookDelivery> {
+    return this.request('POST', `/webhooks/${seg(webhookId)}/deliveries/${seg(deliveryId)}/retry`, undefined, options);
   }
 
   // ---- transport ----------------------------------------------------------------------------

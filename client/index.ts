@@ -2,3 +2,4 @@
 export { AcsClient } from './acs-client.ts';
 export type { AcsClientOptions, BodyOf, PostOptions } from './acs-client.ts';
 export { AcsApiError, NETWORK_ERROR } from './errors.ts';
+export type { EventStreamRequest } from './event-stream.ts';

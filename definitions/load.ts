@@ -9,8 +9,9 @@
  * - encoding: invalid UTF-8 is refused with the byte offset (and line and column) of the first
  *   bad byte;
  * - one document per file: a second `---` document gets our message, not the library's;
- * - nesting deeper than {@link MAX_NESTING} levels (a definition needs 7) is refused at its
- *   first too-deep node, before anything recursive walks the data;
+ * - nesting deeper than {@link MAX_NESTING} levels (a definition rarely needs more than 16: a
+ *   reply schema of a step in a map in a loop) is refused at its first too-deep node, before
+ *   anything recursive walks the data;
  * - aliases: more than {@link MAX_ALIAS_COUNT} uses of anchors (the `yaml` library's
  *   `maxAliasCount`) is refused as an alias bomb; quoted values are cut to a few dozen
  *   characters in messages, and at most {@link MAX_REPORTED_PROBLEMS} problems are listed.
@@ -27,7 +28,7 @@ import { locate } from './yaml-positions.ts';
 /** Largest definition file read by default: 1 MiB (`--max-file-size`, `TEAMCTL_MAX_FILE_SIZE`). */
 export const DEFAULT_MAX_DEFINITION_BYTES = 1024 * 1024;
 
-/** Deepest nesting of mappings and lists accepted; a definition needs 7 (a step of a parallel group). */
+/** Deepest nesting of mappings and lists accepted; a definition rarely needs more than 16 (a reply schema of a step in a map in a loop). */
 export const MAX_NESTING = 32;
 
 /** Most alias uses (`*anchor`) expanded; more is an alias bomb (the `yaml` library's `maxAliasCount`). */
@@ -164,7 +165,7 @@ export function parseDefinition(text: string, file: string): Definition {
   if (deepFlow >= 0) {
     const before = text.slice(0, deepFlow);
     const line = before.split('\n').length;
-    throw fileProblem(file, `nested deeper than ${MAX_NESTING} levels (a definition needs at most 7); refused`, line, deepFlow - before.lastIndexOf('\n'));
+    throw fileProblem(file, `nested deeper than ${MAX_NESTING} levels (a definition rarely needs more than 16); refused`, line, deepFlow - before.lastIndexOf('\n'));
   }
   const lineCounter = new LineCounter();
   // prettyErrors off: the message stays one line; the place is computed below like any other.
@@ -176,7 +177,7 @@ export function parseDefinition(text: string, file: string): Definition {
         let message = error.message;
         if (error.code === 'MULTIPLE_DOCS') message = 'one document per file: a second YAML document starts here (after ---); put it in a file of its own';
         // The parser recurses into flow collections ([[[…); it reports its stack running out as an error.
-        else if (/call stack/i.test(error.message)) message = `nested deeper than the parser can follow (a definition needs at most 7 levels; the limit is ${MAX_NESTING}); refused`;
+        else if (/call stack/i.test(error.message)) message = `nested deeper than the parser can follow (a definition rarely needs more than 16 levels; the limit is ${MAX_NESTING}); refused`;
         return { file, line, column: col, path: '', message };
       }),
     );
@@ -184,7 +185,7 @@ export function parseDefinition(text: string, file: string): Definition {
   const deep = tooDeep(doc);
   if (deep) {
     const { line, col } = lineCounter.linePos(deep.range?.[0] ?? 0);
-    throw fileProblem(file, `nested deeper than ${MAX_NESTING} levels (a definition needs at most 7); refused`, line, col);
+    throw fileProblem(file, `nested deeper than ${MAX_NESTING} levels (a definition rarely needs more than 16); refused`, line, col);
   }
 
   let data: unknown;
@@ -198,7 +199,7 @@ export function parseDefinition(text: string, file: string): Definition {
   if (isAlias(doc.contents)) throw fileProblem(file, 'the document is an alias; expected a mapping with apiVersion, organization and teams');
 
   const located = (problems: PathProblem[]): DefinitionProblem[] =>
-    problems.map((p) => ({ file, ...locate(doc, lineCounter, p.path, p.target), path: formatPath(p.path), message: p.message }));
+    problems.map((p) => ({ file, ...locate(doc, lineCounter, p.path, p.target, p.offset === undefined ? undefined : { offset: p.offset, source: text }), path: formatPath(p.path), message: p.message }));
 
   const result = DefinitionSchema.safeParse(data);
   if (!result.success) {

@@ -5,11 +5,35 @@
  */
 import { Cron } from 'croner';
 import { closestMatch } from './did-you-mean.ts';
-import { edgeKey, flatSteps, isParallelGroup, peerOf, threadEnds } from './pipeline-graph.ts';
-import type { PipelineDefinition, PipelineStep, ScheduleDefinition } from './pipeline-schema.ts';
+import { createRequire } from 'node:module';
+import type * as Expressions from './expressions.ts';
+import { edgeKey, entryId, entryKind, flatSteps, isLoop, isMap, isParallelGroup, isRun, isSleep, isStep, peerOf, reachablePipelines, threadEnds, walkEntries } from './pipeline-graph.ts';
+import type { EntryKind } from './pipeline-graph.ts';
+import type { InputType, InputValue, PipelineDefinition, PipelineEntry, PipelineStep, RunEntry, ScheduleDefinition } from './pipeline-schema.ts';
+import { coerceInput } from './pipeline-inputs.ts';
 import type { PathProblem, PathSegment } from './problems.ts';
+import type * as ReplySchemas from './reply-schema.ts';
 import type { Definition, TeamDefinition } from './schema.ts';
 import { templateReferences } from './template.ts';
+
+const requireHere = createRequire(import.meta.url);
+/** The extension of this module's siblings: `.ts` in a checkout, `.js` in the built package. */
+const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+let libraries: Pick<typeof Expressions, 'scanExpression'> & Pick<typeof ReplySchemas, 'compileReplySchema'> | undefined;
+
+/**
+ * The CEL parser and the JSON Schema compiler, loaded when a definition first has an expression
+ * or a typed reply: they take 0.1–0.25 s to load, which every command reading a definition
+ * without them (plan, apply, most validates) is spared. Synchronous (`require` of an ES module,
+ * Node ≥ 22.12), as the checks are.
+ */
+function checkers(): NonNullable<typeof libraries> {
+  libraries ??= {
+    scanExpression: (requireHere(`./expressions${EXTENSION}`) as typeof Expressions).scanExpression,
+    compileReplySchema: (requireHere(`./reply-schema${EXTENSION}`) as typeof ReplySchemas).compileReplySchema,
+  };
+  return libraries;
+}
 
 /** `(did you mean "x"?)` or nothing. */
 function didYouMean(name: string, candidates: Iterable<string>): string {
@@ -17,63 +41,149 @@ function didYouMean(name: string, candidates: Iterable<string>): string {
   return match === undefined ? '' : ` (did you mean ${JSON.stringify(match)}?)`;
 }
 
-/** What the steps before a step left behind: their ids, and which of them await a reply. */
-interface StepScope {
-  /** Steps that have finished when this one starts, by id. */
-  done: Map<string, PipelineStep>;
-  /** Members of the same parallel group (running at the same time). */
-  siblings: Set<string>;
+/** The fields `steps.ID` has, by the kind of entry ID names. */
+const FIELDS: Record<EntryKind, readonly string[]> = {
+  step: ['reply', 'value', 'status', 'error', 'thread_id'],
+  parallel: [],
+  loop: ['status', 'error', 'iterations'],
+  map: ['status', 'error', 'results'],
+  run: ['status', 'error', 'value', 'reply', 'run_id'],
+  sleep: ['status', 'error'],
+};
+/** Fields whose value has fields of its own (a typed reply, an error, a map's results). */
+const DEEP_FIELDS = new Set(['value', 'error', 'results']);
+
+/** An entry with an id, as later entries see it. */
+interface Known {
+  kind: EntryKind;
+  step?: PipelineStep;
 }
 
-/** Checks one template field of a step (or the output) against what is in scope. */
-function checkTemplate(
-  text: string | undefined,
-  path: PathSegment[],
-  inputs: Set<string>,
-  scope: StepScope,
-  problems: PathProblem[],
-): void {
+/** What an entry can name when it runs. */
+interface Scope {
+  /** Entries that have finished when this one starts, by id. */
+  done: Map<string, Known>;
+  /** Entries of map bodies met so far, by id → the map's id: not visible outside their map. */
+  inMaps: Map<string, string>;
+  /** Members of the same parallel group (running at the same time). */
+  siblings: Set<string>;
+  /**
+   * Entries of the loops around that come later in their body: an expression or a template may
+   * name them (their previous iteration's; pending, with null values, in the first), a `thread:`
+   * may not (no thread is there in the first iteration).
+   */
+  previous: Map<string, Known>;
+  /** Loops around the entry (innermost last). */
+  loops: string[];
+  /** Item names of the maps around the entry, innermost last. */
+  items: string[];
+}
+
+/** What a pipeline's checks share. */
+interface Context {
+  pipeline: PipelineDefinition;
+  inputs: Set<string>;
+  /** Every entry id of the pipeline (to tell a later entry from an unknown one). */
+  allIds: Set<string>;
+  problems: PathProblem[];
+}
+
+/** Why `steps.ID` cannot be used where `scope` holds; undefined when it can. */
+function unknownStep(id: string, scope: Scope, ctx: Context, forThread = false): string | undefined {
+  if (scope.done.has(id)) return undefined;
+  if (scope.previous.has(id)) return forThread ? `step ${JSON.stringify(id)} runs later in the loop's body: its thread is not there in the first iteration` : undefined;
+  if (scope.siblings.has(id)) return `step ${JSON.stringify(id)} runs in the same parallel group, so its reply is not there yet`;
+  const map = scope.inMaps.get(id);
+  if (map !== undefined) return `${JSON.stringify(id)} runs inside map ${JSON.stringify(map)}, once per item: use steps.${map}.results (a list, one entry per item)`;
+  if (ctx.allIds.has(id)) return `step ${JSON.stringify(id)} is not a step before this one`;
+  // `steps.follow-up` in CEL reads as `steps.follow - up`.
+  const dashed = [...scope.done.keys()].find((known) => known.startsWith(`${id}-`));
+  if (dashed !== undefined) return `step ${JSON.stringify(id)} is not a step before this one (an id with a dash is written steps['${dashed}'] in an expression)`;
+  return `step ${JSON.stringify(id)} is not a step before this one${didYouMean(id, scope.done.keys())}`;
+}
+
+/** Why `steps.ID.FIELD…` cannot be used; undefined when it can. */
+function badStepReference(id: string, rest: readonly string[], scope: Scope, ctx: Context): string | undefined {
+  const missing = unknownStep(id, scope, ctx);
+  if (missing) return missing;
+  const known = scope.done.get(id) ?? scope.previous.get(id)!;
+  const [field] = rest;
+  if (field === undefined) return undefined;
+  const fields = FIELDS[known.kind];
+  if (!fields.includes(field)) {
+    return `unknown field ${JSON.stringify(field)} of ${known.kind === 'step' ? 'a step' : `a ${known.kind}`}; use ${fields.slice(0, -1).join(', ')} or ${fields.at(-1)}${didYouMean(field, fields)}`;
+  }
+  if (rest.length > 1 && !DEEP_FIELDS.has(field)) return `${field} of ${JSON.stringify(id)} has no fields (${rest.slice(1).join('.')})`;
+  if (known.step && !known.step.awaitReply && (field === 'reply' || field === 'value')) return `step ${JSON.stringify(id)} has awaitReply: false, so it has no ${field}`;
+  return undefined;
+}
+
+/** The names an expression or a template may start with here, for messages. */
+function namesHere(scope: Scope): string {
+  const names = ['inputs', 'steps', ...(scope.loops.length > 0 ? ['iteration'] : []), ...scope.items];
+  return `${names.slice(0, -1).join(', ')} and ${names.at(-1)}`;
+}
+
+/** Checks a reference `root.segments…` (an expression's or a template's); pushes a problem when it is wrong. */
+function checkReference(root: string, segments: readonly string[], scope: Scope, ctx: Context, report: (message: string, offset: number) => void, offsets: readonly number[]): void {
+  if (root === 'inputs') {
+    const [name] = segments;
+    if (name !== undefined && !ctx.inputs.has(name)) report(`unknown input ${JSON.stringify(name)}${didYouMean(name, ctx.inputs)}`, offsets[0] ?? 0);
+  } else if (root === 'steps') {
+    const [id, ...rest] = segments;
+    if (id === undefined) return;
+    const problem = badStepReference(id, rest, scope, ctx);
+    // An unknown step is reported where its id is; a bad field where the field is.
+    if (problem) report(problem, problem.startsWith('unknown field') || problem.includes('has no') ? (offsets[1] ?? offsets[0] ?? 0) : (offsets[0] ?? 0));
+  } else if (root === 'iteration') {
+    if (scope.loops.length === 0) report('iteration is only known inside a loop', -1);
+    else if (segments.length > 0) report('iteration is a number; it has no fields', offsets[0] ?? -1);
+  } else if (!scope.items.includes(root)) {
+    const candidates = ['inputs', 'steps', ...(scope.loops.length > 0 ? ['iteration'] : []), ...scope.items];
+    report(`unknown name ${JSON.stringify(root)}${didYouMean(root, candidates)}; this can use ${namesHere(scope)}`, -1);
+  }
+}
+
+/** Checks one template field against what is in scope. */
+function checkTemplate(text: string | undefined, path: PathSegment[], scope: Scope, ctx: Context): void {
   if (text === undefined) return;
   const scan = templateReferences(text);
   if (!scan.ok) {
-    problems.push({ path, target: 'value', message: scan.message });
+    ctx.problems.push({ path, target: 'value', message: scan.message });
     return;
   }
-  for (const { name } of scan.references) {
-    const parts = name.split('.');
+  for (const { name, offset, inSection } of scan.references) {
+    const [root, ...segments] = name.split('.') as [string, ...string[]];
+    // Inside a section a name may be relative to the section's item (`{{#steps.m.results}}{{ handle.reply }}{{/…}}`).
+    if (inSection && root !== 'inputs' && root !== 'steps') continue;
     const shown = `{{ ${name} }}`;
-    if (parts[0] === 'inputs' && parts.length === 2) {
-      if (!inputs.has(parts[1]!)) problems.push({ path, target: 'value', message: `${shown}: unknown input ${JSON.stringify(parts[1])}${didYouMean(parts[1]!, inputs)}` });
-    } else if (parts[0] === 'steps' && parts.length === 3) {
-      const [, id, field] = parts as [string, string, string];
-      const step = scope.done.get(id);
-      if (!step) {
-        const why = scope.siblings.has(id)
-          ? 'runs in the same parallel group, so its reply is not there yet'
-          : `is not a step before this one${didYouMean(id, scope.done.keys())}`;
-        problems.push({ path, target: 'value', message: `${shown}: step ${JSON.stringify(id)} ${why}` });
-      } else if (field === 'reply') {
-        if (!step.awaitReply) problems.push({ path, target: 'value', message: `${shown}: step ${JSON.stringify(id)} has awaitReply: false, so it has no reply` });
-      } else if (field !== 'thread_id') {
-        problems.push({ path, target: 'value', message: `${shown}: unknown field ${JSON.stringify(field)} of a step; use reply or thread_id${didYouMean(field, ['reply', 'thread_id'])}` });
-      }
-    } else {
-      problems.push({ path, target: 'value', message: `${shown}: unknown reference; use {{ inputs.NAME }}, {{ steps.ID.reply }} or {{ steps.ID.thread_id }}` });
-    }
+    checkReference(root, segments, scope, ctx, (message) => ctx.problems.push({ path, target: 'value', offset, message: `${shown}: ${message}` }), []);
   }
 }
 
-/** Checks a step's participants, its thread and its templates. */
-function checkStep(
-  step: PipelineStep,
-  path: PathSegment[],
-  team: TeamDefinition | undefined,
-  edges: Set<string>,
-  ends: Map<string, readonly [string, string]>,
-  inputs: Set<string>,
-  scope: StepScope,
-  problems: PathProblem[],
-): void {
+/** Checks one expression (`when`, `until`, `items`): it parses, and names only what is in scope. */
+function checkExpression(text: string | undefined, path: PathSegment[], scope: Scope, ctx: Context): void {
+  if (text === undefined) return;
+  const scan = checkers().scanExpression(text);
+  if (!scan.ok) {
+    ctx.problems.push({ path, target: 'value', offset: scan.offset, message: scan.message });
+    return;
+  }
+  for (const reference of scan.references) {
+    checkReference(
+      reference.root,
+      reference.segments.map((s) => s.name),
+      scope,
+      ctx,
+      (message, offset) => ctx.problems.push({ path, target: 'value', offset: offset < 0 ? reference.offset : offset, message }),
+      reference.segments.map((s) => s.offset),
+    );
+  }
+}
+
+/** Checks a step's participants, its thread, its typed reply and its templates. */
+function checkStep(step: PipelineStep, path: PathSegment[], team: TeamDefinition | undefined, edges: Set<string>, ends: Map<string, readonly [string, string]>, scope: Scope, ctx: Context): void {
+  const { problems } = ctx;
   const names = team ? new Set([...team.agents.map((a) => a.name), ...team.humans.map((h) => h.name)]) : undefined;
   const known = (field: 'from' | 'to', name: string): boolean => {
     if (!names || names.has(name)) return true;
@@ -93,9 +203,11 @@ function checkStep(
     }
   } else {
     const parent = step.thread!;
-    if (!scope.done.has(parent)) {
-      const why = scope.siblings.has(parent) ? 'runs in the same parallel group, so its thread is not there yet' : `is not a step before this one${didYouMean(parent, scope.done.keys())}`;
-      problems.push({ path: [...path, 'thread'], target: 'value', message: `step ${JSON.stringify(parent)} ${why}` });
+    const missing = unknownStep(parent, scope, ctx, true);
+    if (missing) {
+      problems.push({ path: [...path, 'thread'], target: 'value', message: missing.replace('so its reply is not there yet', 'so its thread is not there yet') });
+    } else if (scope.done.get(parent)!.kind !== 'step') {
+      problems.push({ path: [...path, 'thread'], target: 'value', message: `${JSON.stringify(parent)} is a ${scope.done.get(parent)!.kind}, not a step: it has no thread` });
     } else {
       const threadEnd = ends.get(parent);
       if (threadEnd && fromKnown && peerOf(threadEnd, step.from) === undefined) {
@@ -105,8 +217,125 @@ function checkStep(
     if (step.subject !== undefined) problems.push({ path: [...path, 'subject'], target: 'key', message: 'a step that continues a thread has no subject (the thread has one)' });
   }
   if (!step.awaitReply && step.timeout !== undefined) problems.push({ path: [...path, 'timeout'], target: 'key', message: 'timeout applies to the wait for a reply; this step has awaitReply: false' });
-  checkTemplate(step.subject, [...path, 'subject'], inputs, scope, problems);
-  checkTemplate(step.content, [...path, 'content'], inputs, scope, problems);
+  if (step.reply !== undefined) {
+    if (!step.awaitReply) problems.push({ path: [...path, 'reply'], target: 'key', message: 'a typed reply needs a reply to check; this step has awaitReply: false' });
+    const compiled = checkers().compileReplySchema(step.reply.schema);
+    if (!compiled.ok) problems.push({ path: [...path, 'reply', 'schema'], target: 'value', message: `invalid JSON Schema: ${compiled.message}` });
+  }
+  checkTemplate(step.subject, [...path, 'subject'], scope, ctx);
+  checkTemplate(step.content, [...path, 'content'], scope, ctx);
+}
+
+/**
+ * A `run` input as `inputProblems` checks it: a template stands for a value of the input's type
+ * (its text is known once rendered, and turned into that type then); a literal string that
+ * spells a number or a boolean is one, as the run will turn it.
+ */
+function literalInput(value: InputValue, type: InputType | undefined): unknown {
+  if (typeof value !== 'string' || type === undefined || type === 'string') return value;
+  if (/\{\{/.test(value)) return type === 'number' ? 0 : false;
+  const converted = coerceInput(value, type);
+  return converted === undefined ? value : converted;
+}
+
+/** Checks a `run` entry: the pipeline it names and the inputs it gives. */
+function checkRun(entry: RunEntry, path: PathSegment[], definition: Definition, scope: Scope, ctx: Context): void {
+  const { run } = entry;
+  const target = definition.pipelines.find((p) => p.name === run.pipeline);
+  if (!target) {
+    ctx.problems.push({ path: [...path, 'pipeline'], target: 'value', message: `unknown pipeline ${JSON.stringify(run.pipeline)}${didYouMean(run.pipeline, definition.pipelines.map((p) => p.name))}` });
+  } else if (run.pipeline === ctx.pipeline.name || Object.hasOwn(reachablePipelines(definition.pipelines, run.pipeline), ctx.pipeline.name)) {
+    ctx.problems.push({ path: [...path, 'pipeline'], target: 'value', message: `pipeline ${JSON.stringify(run.pipeline)} runs ${JSON.stringify(ctx.pipeline.name)} again (directly or through others): sub-pipelines cannot form a cycle` });
+  } else {
+    const given: Record<string, unknown> = {};
+    for (const [name, value] of Object.entries(run.inputs)) given[name] = literalInput(value, target.inputs[name]?.type);
+    for (const problem of inputProblems(target, given)) {
+      ctx.problems.push({ path: problem.name === undefined ? [...path, 'inputs'] : [...path, 'inputs', problem.name], target: problem.name === undefined ? 'value' : 'key', message: problem.message });
+    }
+  }
+  for (const [name, value] of Object.entries(run.inputs)) if (typeof value === 'string') checkTemplate(value, [...path, 'inputs', name], scope, ctx);
+}
+
+/** What checking a list of entries needs besides the scope. */
+interface ListContext extends Context {
+  definition: Definition;
+  team: TeamDefinition | undefined;
+  edges: Set<string>;
+  ends: Map<string, readonly [string, string]>;
+  firstUse: Map<string, string>;
+}
+
+/** Records an entry's id, reporting a duplicate. */
+function claimId(id: string, path: PathSegment[], ctx: ListContext): void {
+  const first = ctx.firstUse.get(id);
+  if (first !== undefined) ctx.problems.push({ path: [...path, 'id'], target: 'value', message: `duplicate step id ${JSON.stringify(id)} (first used at ${first})` });
+  else ctx.firstUse.set(id, path.slice(2).join('.').replace(/\.(\d+)/g, '[$1]'));
+}
+
+/**
+ * Checks a list of entries in order (the pipeline's `steps`, or a body). Each entry sees the
+ * ones before it; a loop's body ids stay visible after the loop (their latest iteration), a map's
+ * do not (only `steps.MAP.results`). Output: the scope after the list.
+ */
+function checkEntries(entries: readonly PipelineEntry[], base: PathSegment[], scope: Scope, ctx: ListContext): Scope {
+  let current = scope;
+  entries.forEach((entry, i) => {
+    const path = [...base, i];
+    const here: Scope = { ...current, siblings: new Set() };
+    checkExpression(entry.when, [...path, 'when'], here, ctx);
+    const done = new Map(current.done);
+    const inMaps = new Map(current.inMaps);
+    if (isParallelGroup(entry)) {
+      const siblings = new Set(entry.parallel.map((s) => s.id));
+      entry.parallel.forEach((step, j) => {
+        const memberPath = [...path, 'parallel', j];
+        claimId(step.id, memberPath, ctx);
+        siblings.delete(step.id);
+        checkExpression(step.when, [...memberPath, 'when'], { ...here, siblings }, ctx);
+        checkStep(step, memberPath, ctx.team, ctx.edges, ctx.ends, { ...here, siblings }, ctx);
+        siblings.add(step.id);
+      });
+      for (const step of entry.parallel) if (!done.has(step.id)) done.set(step.id, { kind: 'step', step });
+    } else if (isLoop(entry)) {
+      const bodyPath = [...path, 'loop'];
+      claimId(entry.loop.id, bodyPath, ctx);
+      const previous = new Map(here.previous);
+      // Every entry of the body but those inside its maps (one per item, not visible outside the map).
+      for (const { entry: member } of walkEntries(entry.loop.steps).filter((w) => !w.enclosing.some(isMap))) {
+        const id = entryId(member);
+        if (id !== undefined) previous.set(id, { kind: entryKind(member), ...(isStep(member) ? { step: member } : {}) });
+      }
+      const inner = checkEntries(entry.loop.steps, [...bodyPath, 'steps'], { ...here, previous, loops: [...here.loops, entry.loop.id] }, ctx);
+      checkExpression(entry.loop.until, [...bodyPath, 'until'], inner, ctx);
+      for (const [id, known] of inner.done) done.set(id, known);
+      for (const [id, map] of inner.inMaps) inMaps.set(id, map);
+      done.set(entry.loop.id, { kind: 'loop' });
+    } else if (isMap(entry)) {
+      const bodyPath = [...path, 'map'];
+      claimId(entry.map.id, bodyPath, ctx);
+      checkExpression(entry.map.items, [...bodyPath, 'items'], here, ctx);
+      if (here.items.includes(entry.map.as)) {
+        ctx.problems.push({ path: [...bodyPath, 'as'], target: 'value', message: `${JSON.stringify(entry.map.as)} is already the item of an enclosing map; give this one another name with as:` });
+      }
+      const inner = checkEntries(entry.map.steps, [...bodyPath, 'steps'], { ...here, items: [...here.items, entry.map.as] }, ctx);
+      for (const [id] of inner.done) if (!here.done.has(id)) inMaps.set(id, entry.map.id);
+      for (const [id, map] of inner.inMaps) inMaps.set(id, map);
+      done.set(entry.map.id, { kind: 'map' });
+    } else if (isRun(entry)) {
+      claimId(entry.run.id, [...path, 'run'], ctx);
+      checkRun(entry, [...path, 'run'], ctx.definition, here, ctx);
+      done.set(entry.run.id, { kind: 'run' });
+    } else if (isSleep(entry)) {
+      claimId(entry.sleep.id, [...path, 'sleep'], ctx);
+      done.set(entry.sleep.id, { kind: 'sleep' });
+    } else {
+      claimId(entry.id, path, ctx);
+      checkStep(entry, path, ctx.team, ctx.edges, ctx.ends, here, ctx);
+      if (!done.has(entry.id)) done.set(entry.id, { kind: 'step', step: entry });
+    }
+    current = { ...current, done, inMaps };
+  });
+  return current;
 }
 
 /** Checks one pipeline. */
@@ -116,33 +345,32 @@ function checkPipeline(pipeline: PipelineDefinition, p: number, definition: Defi
   if (!team) {
     problems.push({ path: [...base, 'team'], target: 'value', message: `unknown team ${JSON.stringify(pipeline.team)}${didYouMean(pipeline.team, definition.teams.map((t) => t.name))}` });
   }
-  const edges = new Set((team?.edges ?? []).map(([a, b]) => edgeKey(a, b)));
-  const inputs = new Set(Object.keys(pipeline.inputs));
-  const steps = flatSteps(pipeline);
-  const ends = threadEnds(steps);
-
-  const firstUse = new Map<string, string>();
-  const done = new Map<string, PipelineStep>();
-  pipeline.steps.forEach((entry, i) => {
-    const members = isParallelGroup(entry) ? entry.parallel.map((s, j) => ({ step: s, path: [...base, 'steps', i, 'parallel', j] })) : [{ step: entry, path: [...base, 'steps', i] }];
-    const siblings = new Set(members.map((m) => m.step.id));
-    for (const { step, path } of members) {
-      const first = firstUse.get(step.id);
-      if (first !== undefined) problems.push({ path: [...path, 'id'], target: 'value', message: `duplicate step id ${JSON.stringify(step.id)} (first used at ${first})` });
-      else firstUse.set(step.id, path.slice(2).join('.').replace(/\.(\d+)/g, '[$1]'));
-      siblings.delete(step.id);
-      checkStep(step, path, team, edges, ends, inputs, { done, siblings }, problems);
-      siblings.add(step.id);
-    }
-    for (const { step } of members) if (!done.has(step.id)) done.set(step.id, step);
-  });
-  checkTemplate(pipeline.output, [...base, 'output'], inputs, { done, siblings: new Set() }, problems);
+  const all = walkEntries(pipeline.steps);
+  const ctx: ListContext = {
+    pipeline,
+    definition,
+    team,
+    edges: new Set((team?.edges ?? []).map(([a, b]) => edgeKey(a, b))),
+    ends: threadEnds(flatSteps(pipeline)),
+    inputs: new Set(Object.keys(pipeline.inputs)),
+    allIds: new Set(all.flatMap((w) => entryIdList(w.entry))),
+    firstUse: new Map(),
+    problems,
+  };
+  const after = checkEntries(pipeline.steps, [...base, 'steps'], { done: new Map(), inMaps: new Map(), siblings: new Set(), previous: new Map(), loops: [], items: [] }, ctx);
+  checkTemplate(pipeline.output, [...base, 'output'], after, ctx);
 
   for (const [name, input] of Object.entries(pipeline.inputs)) {
     if (input.default !== undefined && typeof input.default !== input.type) {
       problems.push({ path: [...base, 'inputs', name, 'default'], target: 'value', message: `default of input ${JSON.stringify(name)} must be a ${input.type}` });
     }
   }
+}
+
+/** The id of an entry as a list (a parallel group has none of its own). */
+function entryIdList(entry: PipelineEntry): string[] {
+  const id = entryId(entry);
+  return id === undefined ? [] : [id];
 }
 
 /** Checks one schedule against its pipeline. */
@@ -200,13 +428,18 @@ export function inputProblems(pipeline: Pick<PipelineDefinition, 'name' | 'input
 
 /**
  * Checks the pipelines and schedules of a definition that passed the schema. Output: the
- * problems with paths into the document (empty when there are none): pipeline and schedule names
- * unique; a pipeline's team in the file; steps with unique ids, known participants, an edge
- * between `from` and `to`, `thread` naming an earlier step whose thread `from` is in; template
- * references to declared inputs and to earlier steps only (not later ones, not parallel siblings,
- * not the reply of a step that awaits none); `timeout` only where a reply is awaited; schedules
- * with exactly one of cron and every, a valid cron expression and time zone, a known pipeline and
- * inputs it accepts. Raises nothing.
+ * problems with paths into the document, and for a name inside an expression or a template its
+ * offset there (empty when there are none): pipeline and schedule names unique; a pipeline's team
+ * in the file; entries with ids unique in the whole pipeline (bodies included), known
+ * participants, an edge between `from` and `to`, `thread` naming an earlier step whose thread
+ * `from` is in; every expression (`when`, `until`, `items`) parses as CEL; expressions and
+ * templates name only declared inputs, earlier entries (not later ones, not parallel siblings,
+ * not the steps inside a map from outside it, not the reply of a step that awaits none), fields
+ * that entry has, `iteration` inside a loop and the item inside a map; every typed reply's schema
+ * compiles (JSON Schema 2020-12) on a step that awaits a reply; `timeout` only where a reply is
+ * awaited; `run` naming another pipeline of the file, without a cycle, with inputs it accepts;
+ * schedules with exactly one of cron and every, a valid cron expression and time zone, a known
+ * pipeline and inputs it accepts. Raises nothing.
  */
 export function checkPipelines(definition: Definition): PathProblem[] {
   const problems: PathProblem[] = [];

@@ -34,6 +34,11 @@ export interface PathProblem {
   path: PathSegment[];
   target: ProblemTarget;
   message: string;
+  /**
+   * Where in the value at `path` the problem is (0-based, in the value's text): a name inside an
+   * expression or a template. The located column then points at it, not at the value's start.
+   */
+  offset?: number;
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;

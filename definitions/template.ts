@@ -11,6 +11,8 @@ import Mustache from 'mustache';
 export interface TemplateReference {
   name: string;
   offset: number;
+  /** Inside a section (`{{#list}}…{{/list}}`), where a name may be relative to the section's item. */
+  inSection: boolean;
 }
 
 /** What {@link templateReferences} found: the names, or why the template cannot be parsed. */
@@ -31,27 +33,33 @@ export function templateReferences(template: string): TemplateScan {
     return { ok: false, message: `invalid template: ${(error as Error).message}` };
   }
   const references: TemplateReference[] = [];
-  const walk = (list: unknown[][]): string | undefined => {
+  const walk = (list: unknown[][], inSection: boolean): string | undefined => {
     for (const token of list) {
       const [kind, name, start] = token as [string, string, number];
       if (kind === '>') return `invalid template: partials ({{> ${name}}}) are not supported`;
-      if (VARIABLE_KINDS.has(kind)) references.push({ name, offset: start });
+      if (VARIABLE_KINDS.has(kind)) references.push({ name, offset: start, inSection });
       if (Array.isArray(token[4])) {
-        const problem = walk(token[4] as unknown[][]);
+        const problem = walk(token[4] as unknown[][], true);
         if (problem) return problem;
       }
     }
     return undefined;
   };
-  const problem = walk(tokens);
+  const problem = walk(tokens, false);
   return problem ? { ok: false, message: problem } : { ok: true, references };
 }
 
+/** A value as text in a message: strings as they are, maps and lists as JSON (`{{ steps.classify.value }}`). */
+function asText(value: unknown): string {
+  return value !== null && typeof value === 'object' ? JSON.stringify(value) : String(value);
+}
+
 /**
- * Renders a template over `view` (plain data: `{ inputs, steps }`). Values are inserted as they
- * are (no HTML escaping); a missing name renders empty, which `validate` rules out beforehand.
- * Output: the text. Raises Mustache's parse error for an invalid template.
+ * Renders a template over `view` (plain data: `{ inputs, steps, iteration, item }`). Values are
+ * inserted as they are (no HTML escaping), maps and lists as JSON; a missing name or a null
+ * renders empty (`validate` rules out unknown names beforehand). Output: the text. Raises
+ * Mustache's parse error for an invalid template.
  */
 export function renderTemplate(template: string, view: Record<string, unknown>): string {
-  return Mustache.render(template, view, {}, { escape: (value: unknown) => String(value) });
+  return Mustache.render(template, view, {}, { escape: asText });
 }

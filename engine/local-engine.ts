@@ -10,8 +10,8 @@ import { withRetries } from '../activities/retrying.ts';
 import type { RetryOptions } from '../activities/retrying.ts';
 import { orchestrateApply } from '../workflows/apply-orchestration.ts';
 import type { ApplyInput, ApplyResult, OrchestratedActivities, ProgressListener } from '../workflows/apply-orchestration.ts';
-import { initialState, orchestratePipeline, settleRunning, StepStatuses } from '../workflows/pipeline-orchestration.ts';
-import type { PipelineActivities, PipelineResult, PipelineRunInput, StepProgress } from '../workflows/pipeline-orchestration.ts';
+import type { PipelineActivities, PipelineResult, PipelineRunInput, ProgressEvent } from '../workflows/pipeline-orchestration.ts';
+import { setTimeout as delay } from 'node:timers/promises';
 
 /** Changes per activity call on the local engine: one, so progress shows change by change. */
 export const LOCAL_BATCH_SIZE = 1;
@@ -36,27 +36,43 @@ export async function applyLocally(
 /**
  * Runs a pipeline in-process: the same orchestration as `pipelineWorkflow`, the activities called
  * directly under the same retry policy, waits held in this process (nothing survives it; the
- * Temporal engine is the durable one). `input.runKey` is the run's business key for idempotency
- * keys (the CLI makes a fresh one per run). Output: {@link PipelineResult}. Raises the first
- * failing step's error (an `ApplicationFailure` typed by the stable code, e.g. `timed_out`).
+ * Temporal engine is the durable one). A `sleep` is a timer of this process; a `run` entry runs
+ * its sub-pipeline here too, with the run id `<this run's key>/<entry key>` as its business key.
+ * `input.runKey` is the run's business key for idempotency keys (the CLI makes a fresh one per
+ * run). `onProgress` hears every change of an entry, sub-pipelines' entries included (their
+ * location starts with `{ run: ID }`). Output: {@link PipelineResult}. Raises the first failing
+ * entry's error (an `ApplicationFailure` typed by the stable code, e.g. `timed_out`,
+ * `reply_invalid`).
  */
 export async function runPipelineLocally(
   input: PipelineRunInput & { runKey: string },
   acts: PipelineActivities,
-  options: { retry?: RetryOptions; onProgress?: (step: StepProgress) => void } = {},
+  options: { retry?: RetryOptions; onProgress?: (event: ProgressEvent) => void } = {},
 ): Promise<PipelineResult> {
-  const state = initialState(input.pipeline);
-  try {
-    const outcome = await orchestratePipeline(input, withRetries(acts, options.retry), state, {
-      now: () => Date.now(),
-      runKey: input.runKey,
-      ...(options.onProgress ? { onProgress: options.onProgress } : {}),
-    });
-    // Without shouldPause the orchestration always runs to its end.
-    if (!outcome.complete) throw new Error('a local pipeline run paused, which only a workflow asks for');
-    return outcome.result;
-  } catch (error) {
-    settleRunning(state, StepStatuses.failed);
-    throw error;
-  }
+  // Loaded here: the interpreter brings the CEL and JSON Schema libraries, which an apply (the
+  // other half of this module) and every other command are spared at start-up.
+  const { initialState, orchestratePipeline, settleRunning, StepStatuses } = await import('../workflows/pipeline-orchestration.ts');
+  const retrying = withRetries(acts, options.retry);
+  const run = async (runInput: PipelineRunInput & { runKey: string }, onProgress: ((event: ProgressEvent) => void) | undefined): Promise<PipelineResult> => {
+    const state = initialState(runInput.pipeline);
+    try {
+      const outcome = await orchestratePipeline(runInput, retrying, state, {
+        now: () => Date.now(),
+        runKey: runInput.runKey,
+        sleep: (ms) => delay(ms),
+        runChild: ({ runId, input: child }) => {
+          const prefix = runId.slice(runInput.runKey.length + 1);
+          return run({ ...child, runKey: runId }, onProgress && ((event) => onProgress({ ...event, location: [{ run: prefix }, ...event.location] })));
+        },
+        ...(onProgress ? { onProgress } : {}),
+      });
+      // Without shouldPause the orchestration always runs to its end.
+      if (!outcome.complete) throw new Error('a local pipeline run paused, which only a workflow asks for');
+      return outcome.result;
+    } catch (error) {
+      settleRunning(state, StepStatuses.failed);
+      throw error;
+    }
+  };
+  return run(input, options.onProgress);
 }

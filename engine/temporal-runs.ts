@@ -5,10 +5,13 @@
  * (`teamctl-run/<organization>/<schedule>-<time>`), so `runs list` shows them too.
  */
 import { randomBytes } from 'node:crypto';
+import { setTimeout as delay } from 'node:timers/promises';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Client, WorkflowExecutionDescription, WorkflowExecutionInfo } from '@temporalio/client';
+import { defaultPayloadConverter } from '@temporalio/common';
+import type { ConverseCursor } from '../activities/conversation-activities.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
-import type { PipelineProgress, PipelineResult, PipelineRunInput } from '../workflows/pipeline-orchestration.ts';
+import type { PipelineProgress, PipelineResult, PipelineRunInput, StepProgress } from '../workflows/pipeline-orchestration.ts';
 import { pipelineWorkflow, progressQuery } from '../workflows/pipeline-workflow.ts';
 import { assertWorkerPolls, withTemporalClient } from './temporal-engine.ts';
 import type { TemporalTarget } from './temporal-engine.ts';
@@ -38,10 +41,24 @@ export interface RunSummary {
   closed_at: string | null;
 }
 
+/** A step that waits for a person: where they answer, and the command that answers. */
+export interface WaitingStep {
+  /** The step's id, with the loops and map items around it (`rounds@1/verdict`). */
+  step: string;
+  thread_id: string;
+  from: string;
+  to: string;
+  /** `teamctl thread send THREAD --from NAME --content "…"`. */
+  answer_with: string;
+}
+
 /** A run with its steps (when its workflow could be queried) and result (when it completed). */
 export interface RunDetails extends RunSummary {
   pipeline: string | null;
+  /** The run's tree: entries, loop iterations, map items, sub-pipelines' steps. */
   steps: PipelineProgress['steps'] | null;
+  /** Steps waiting for a human of the team, with how the human answers. */
+  waiting: WaitingStep[];
   output: string | null;
   failure: string | null;
 }
@@ -77,8 +94,8 @@ export async function listPipelineRuns(target: TemporalTarget, organization: str
     // Visibility queries on the dev server's SQLite support STARTS_WITH; the type narrows to runs.
     const query = `WorkflowType = 'pipelineWorkflow' AND WorkflowId STARTS_WITH '${prefix.replace(/'/g, "\\'")}'`;
     for await (const info of client.workflow.list({ query })) {
-      // A chain continued as new lists each of its runs; show its latest only.
-      if (info.status.name === 'CONTINUED_AS_NEW') continue;
+      // A chain continued as new lists each of its runs; show its latest only. Sub-pipelines show under their parent.
+      if (info.status.name === 'CONTINUED_AS_NEW' || info.parentExecution) continue;
       runs.push(summary(info));
       if (runs.length >= limit) break;
     }
@@ -99,9 +116,77 @@ async function progressOf(client: Client, runId: string): Promise<PipelineProgre
 }
 
 /**
- * Shows one run: status and times, each step's state, thread and reply (from the `progress`
- * query), and the output or the failure once it ended. Errors: `run_not_found`,
- * `temporal_unreachable`.
+ * The cursors the `converse` activities of a running workflow heartbeat, by step key: the thread
+ * of a step is known from its first heartbeat, right after its message is sent, while the
+ * workflow learns it only once the reply came.
+ */
+function heartbeatThreads(description: WorkflowExecutionDescription): Map<string, string> {
+  const threads = new Map<string, string>();
+  for (const activity of description.raw.pendingActivities ?? []) {
+    if (activity.activityType?.name !== 'converse') continue;
+    const payload = activity.heartbeatDetails?.payloads?.[0];
+    if (!payload) continue;
+    try {
+      const cursor = defaultPayloadConverter.fromPayload<ConverseCursor>(payload);
+      // A re-ask's key is the step's key and `#N`.
+      if (cursor?.stepId && cursor.threadId) threads.set(cursor.stepId.replace(/#\d+$/, ''), cursor.threadId);
+    } catch {
+      // Not a cursor this version writes: the thread stays unknown until the step ends.
+    }
+  }
+  return threads;
+}
+
+/** The key of a step of the tree: its id under the loops and map items around it (`rounds@1/verdict`). */
+function stepKeys(steps: StepProgress[], prefix = ''): Array<{ key: string; step: StepProgress }> {
+  return steps.flatMap((step) => [
+    { key: `${prefix}${step.id}`, step },
+    ...(step.iterations ?? []).flatMap((it) => stepKeys(it.steps, `${prefix}${step.id}@${it.index}/`)),
+    ...(step.items ?? []).flatMap((item) => stepKeys(item.steps, `${prefix}${step.id}[${item.index}]/`)),
+  ]);
+}
+
+/** A value as one shell word (single-quoted when it needs to be). */
+function shellWord(text: string): string {
+  return /^[A-Za-z0-9_./:@=+-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
+}
+
+/**
+ * The steps of a tree that wait for a human (`humans`: the team's human names; undefined when
+ * the run does not say, then every awaited participant counts), with the command that answers.
+ */
+export function waitingSteps(steps: StepProgress[], humans: readonly string[] | undefined): WaitingStep[] {
+  return stepKeys(steps).flatMap(({ key, step }) => {
+    if (step.status !== 'running' || !step.awaiting || !step.thread_id || !step.from) return [];
+    if (humans && !humans.includes(step.awaiting)) return [];
+    return [{ step: key, thread_id: step.thread_id, from: step.from, to: step.awaiting, answer_with: `teamctl thread send ${step.thread_id} --from ${shellWord(step.awaiting)} --content '…'` }];
+  });
+}
+
+/**
+ * A run's tree as its workflow answers the `progress` query, completed with what only the server
+ * knows: the thread of a waiting step (from its activity's heartbeat) and the steps of its
+ * sub-pipelines (their own workflows, queried in turn, `depth` levels at most).
+ */
+async function runTree(client: Client, runId: string, description: WorkflowExecutionDescription, depth = 3): Promise<PipelineProgress | undefined> {
+  const progress = await progressOf(client, runId);
+  if (!progress) return undefined;
+  const threads = description.closeTime ? new Map<string, string>() : heartbeatThreads(description);
+  for (const { key, step } of stepKeys(progress.steps)) {
+    if (step.thread_id === null && step.status === 'running') step.thread_id = threads.get(key) ?? null;
+    if (step.kind === 'run' && step.run_id && depth > 0) {
+      const child = await client.workflow.getHandle(step.run_id).describe().catch(() => undefined);
+      if (child) step.steps = (await runTree(client, step.run_id, child, depth - 1))?.steps ?? [];
+    }
+  }
+  return progress;
+}
+
+/**
+ * Shows one run: status and times, its tree (each entry's state, thread, participants, reply and
+ * value; loop iterations, map items, sub-pipelines' steps; the thread of a waiting step as soon
+ * as its message is sent), the steps waiting for a person with how they answer, and the output or
+ * the failure once it ended. Errors: `run_not_found`, `temporal_unreachable`.
  */
 export async function describePipelineRun(runId: string, target: TemporalTarget): Promise<RunDetails> {
   return withTemporalClient(target.settings, async (client) => {
@@ -114,7 +199,7 @@ export async function describePipelineRun(runId: string, target: TemporalTarget)
       throw error;
     }
     if (description.type !== 'pipelineWorkflow') throw new ToolkitError('run_not_found', `${runId} is a ${description.type} workflow, not a pipeline run`);
-    const progress = await progressOf(client, runId);
+    const progress = await runTree(client, runId, description);
     let output: string | null = null;
     let failure: string | null = null;
     if (description.status.name === 'COMPLETED') output = (await handle.result()).output;
@@ -122,7 +207,52 @@ export async function describePipelineRun(runId: string, target: TemporalTarget)
       () => null,
       (error: unknown) => causeMessage(error),
     );
-    return { ...summary(description), pipeline: progress?.pipeline ?? null, steps: progress?.steps ?? null, output, failure };
+    const steps = progress?.steps ?? null;
+    return { ...summary(description), pipeline: progress?.pipeline ?? null, steps, waiting: steps ? waitingSteps(steps, progress?.humans) : [], output, failure };
+  });
+}
+
+/**
+ * Waits up to `timeoutMs` for a run to wait for a person (a step awaiting a human of the team,
+ * its message sent). Output: those steps with how to answer; empty when the run did not come to
+ * one in time (or ended). Errors: `temporal_unreachable`.
+ */
+export async function waitingForPeople(runId: string, target: TemporalTarget, timeoutMs = 10_000): Promise<WaitingStep[]> {
+  return withTemporalClient(target.settings, async (client) => {
+    const handle = client.workflow.getHandle<typeof pipelineWorkflow>(runId);
+    const deadline = Date.now() + timeoutMs;
+    for (;;) {
+      const description = await handle.describe().catch(() => undefined);
+      if (description?.closeTime) return [];
+      const tree = description && (await runTree(client, runId, description, 0));
+      const waiting = tree ? waitingSteps(tree.steps, tree.humans) : [];
+      if (waiting.length > 0 || Date.now() >= deadline) return waiting;
+      await delay(500);
+    }
+  });
+}
+
+/**
+ * Follows a run until it ends: every `everyMs` (default 1 s) its tree (as {@link describePipelineRun}
+ * draws it) goes to `onTree`, and once more at the end. Output: the run's result. Errors: as
+ * {@link pipelineRunResult}.
+ */
+export async function followPipelineRun(runId: string, target: TemporalTarget, onTree: (steps: StepProgress[]) => void, everyMs = 1_000): Promise<PipelineResult> {
+  return withTemporalClient(target.settings, async (client) => {
+    const handle = client.workflow.getHandle<typeof pipelineWorkflow>(runId);
+    let ended = false;
+    const result = handle.result().finally(() => (ended = true));
+    result.catch(() => undefined);
+    while (!ended) {
+      await Promise.race([result.catch(() => undefined), delay(everyMs)]);
+      if (ended) break;
+      const description = await handle.describe().catch(() => undefined);
+      const tree = description && (await runTree(client, runId, description, 1));
+      if (tree) onTree(tree.steps);
+    }
+    const done = await result;
+    onTree(done.steps);
+    return done;
   });
 }
 

@@ -9,11 +9,13 @@ export const ErrorCatalogue = {
   malformed_json: { status: 400, title: 'Malformed JSON' },
   invalid_request: { status: 400, title: 'Invalid request' },
   invalid_cursor: { status: 400, title: 'Invalid cursor' },
+  webhook_url_refused: { status: 400, title: 'Webhook URL refused' },
   unauthenticated: { status: 401, title: 'Unauthenticated' },
   invalid_api_key: { status: 401, title: 'Invalid API key' },
   wrong_key_type: { status: 403, title: 'Wrong key type' },
   forbidden: { status: 403, title: 'Forbidden' },
   not_a_participant: { status: 403, title: 'Not a participant' },
+  csrf_failed: { status: 403, title: 'CSRF check failed' },
   not_found: { status: 404, title: 'Not found' },
   route_not_found: { status: 404, title: 'Route not found' },
   method_not_allowed: { status: 405, title: 'Method not allowed' },
@@ -23,11 +25,14 @@ export const ErrorCatalogue = {
   in_use: { status: 409, title: 'In use' },
   deletion_protected: { status: 409, title: 'Deletion protected' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
+  webhook_limit: { status: 409, title: 'Webhook limit reached' },
+  events_expired: { status: 410, title: 'Events expired' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
   unknown_reference: { status: 422, title: 'Unknown reference' },
   idempotency_key_mismatch: { status: 422, title: 'Idempotency key mismatch' },
   rate_limited: { status: 429, title: 'Rate limited' },
+  too_many_waits: { status: 429, title: 'Too many held waits' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Unavailable' },
 } as const;
@@ -63,6 +68,14 @@ export const ToolkitErrorCodes = {
   run_not_found: 'run_not_found',
   /** A pipeline run ended without completing (failed or cancelled). */
   run_failed: 'run_failed',
+  /** A typed reply of a pipeline step did not fit its JSON Schema after all its attempts. */
+  reply_invalid: 'reply_invalid',
+  /** A pipeline loop ran its `maxIterations` without its `until` holding. */
+  loop_exhausted: 'loop_exhausted',
+  /** A pipeline expression (CEL) failed at run time or gave a value of the wrong type. */
+  expression_failed: 'expression_failed',
+  /** An input given to a sub-pipeline is not of the input's type once rendered. */
+  invalid_input: 'invalid_input',
   /** A team, participant or organization named on the command line does not exist where it was looked for. */
   name_not_found: 'name_not_found',
   /** The teamctl config file (contexts) cannot be read, is not YAML, or does not match its schema. */

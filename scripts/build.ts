@@ -18,7 +18,8 @@
  *
  * Last, the embedded database's template (`service/storage/pglite-template.ts`: the data
  * directory `initdb` makes) is made beside the built module, so an installed acs-server never runs
- * `initdb` itself. Exits with the first failing step's status.
+ * `initdb` itself; and the console's browser bundle is built into `dist/console/`
+ * (console/build.ts). Exits with the first failing step's status.
  */
 import { spawnSync } from 'node:child_process';
 import { rmSync } from 'node:fs';
@@ -50,4 +51,10 @@ if (compiled.status !== 0) {
   // V8's baseline compiler only: the step runs initdb once, optimising PGlite would only cost memory.
   const template = spawnSync(process.execPath, ['--liftoff-only', 'dist/service/storage/make-pglite-template.js'], { cwd: root, stdio: 'inherit' });
   process.exitCode = template.status ?? 1;
+  if (template.status === 0) {
+    // The console (console/build.ts): served by the installed acs-server from dist/console/.
+    const { buildConsole } = await import('../console/build.ts');
+    const info = await buildConsole(fileURLToPath(new URL('../dist/console', import.meta.url)));
+    process.stdout.write(`build: console ${info.script} (${(info.script_bytes / 1024).toFixed(1)} KiB) into dist/console/\n`);
+  }
 }

@@ -3,12 +3,13 @@
 # which builds dist/ first), installs the tarball into a temporary prefix (`npm install -g
 # --prefix`), and runs both commands from there on the project's Node 24 and on Node 22 (from
 # npm: `npx -p node@22`): --version, `teamctl validate` of an example, `acs-server start
-# --in-memory --port 0` with `acs-server wait`, an apply, a plan that finds nothing to do, and a
-# stop by SIGTERM that must end the server with status 0. With TEMPORAL_ADDRESS set (run it
-# inside scripts/with-temporal.sh) a `teamctl worker` from the package also runs a pipeline on
-# Temporal, which proves the worker bundles the installed workflow modules. On Node 20 the
-# commands must print the one line naming the Node they need. Nothing is left behind: the
-# temporary directory is removed and every process it started is stopped.
+# --in-memory --port 0` with `acs-server wait`, an apply, a plan that finds nothing to do, the
+# console's page and script (built into the package), and a stop by SIGTERM that must end the
+# server with status 0. With TEMPORAL_ADDRESS set (run it inside scripts/with-temporal.sh) a
+# `teamctl worker` from the package also runs a pipeline on Temporal, which proves the worker
+# bundles the installed workflow modules. On Node 20 the commands must print the one line naming
+# the Node they need. Nothing is left behind: the temporary directory is removed and every process
+# it started is stopped.
 #
 # Usage: bash scripts/pack-check.sh            (PACK_CHECK_NODES="24 22" by default)
 set -euo pipefail
@@ -74,6 +75,11 @@ check_on() {
   export ACS_BASE_URL=$base_url ACS_API_KEY=$api_key ECHO_PROVIDER_KEY=pack-check
   run_with "$node_dir" teamctl apply -f "$package/examples/triage.yaml" >/dev/null || fail "teamctl apply on Node $line"
   run_with "$node_dir" teamctl plan -f "$package/examples/triage.yaml" --detailed-exitcode >/dev/null || fail "teamctl plan after apply on Node $line"
+  # The console comes built in the package (dist/console/): its page names its script, which is served.
+  local script
+  script=$("$node" -e "fetch(process.argv[1] + '/inbox').then((r) => r.text()).then((t) => console.log((/src=\"(\/assets\/[^\"]+)\"/.exec(t) || [])[1] || ''))" "$base_url")
+  [ -n "$script" ] || fail "the installed acs-server serves no console page on Node $line"
+  "$node" -e "fetch(process.argv[1]).then((r) => process.exit(r.ok ? 0 : 1))" "$base_url$script" || fail "the installed acs-server does not serve the console's $script on Node $line"
 
   if [ -n "${TEMPORAL_ADDRESS:-}" ]; then
     say "Node $line: teamctl worker runs a pipeline on Temporal ($TEMPORAL_ADDRESS)"

@@ -8,13 +8,18 @@
  * Recorded: an apply that creates the example; the same apply again (a no-op); an apply that
  * deletes (approved) and renames; the destroy of that organization; a synthetic apply that
  * continues as new (its first run); an apply that fails (an unset secret). Pipelines of
- * examples/triage.yaml: triage to completion (a continued thread, a parallel group), its first
- * run when it continues as new, the human-in-the-loop approval answered, and one cancelled while
- * it waits.
+ * examples/triage.yaml as it was before pipelines decided: triage to completion (a continued
+ * thread, a parallel group), its first run when it continues as new, the human-in-the-loop
+ * approval answered, and one cancelled while it waits. Pipelines that decide ({@link DECIDE}):
+ * a typed reply answered once wrong (re-asked) then right, with the branch not taken skipped; a
+ * branch skipped on an input; a loop of 3 iterations; a map of 5 items; a sub-pipeline (the
+ * parent's history; the child is a workflow of its own); a sleep.
  *
- * `npm run histories:record -- NAME… [--suffix=S]` writes only the named histories (the others
- * still run when a named one needs their state), as NAME + S + `.json`: a changed workflow's new
- * recordings beside the old ones, which must keep replaying (`patched()`).
+ * Names given as arguments record only those (`npm run histories:record -- pipeline-loop-3`):
+ * histories of workflows that may still run somewhere are kept as they were, not recorded again
+ * with the current code. `--suffix=S` writes NAME + S + `.json`: a changed workflow's new
+ * recordings beside the old ones, which must keep replaying (`patched()`), e.g. the apply's
+ * `-batched` histories.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -35,9 +40,31 @@ import { createApplyActivities } from '../activities/apply-activities.ts';
 import { applyLocally } from '../engine/local-engine.ts';
 import type { ApplyInput } from '../workflows/apply-orchestration.ts';
 import { applyWorkflow } from '../workflows/apply-workflow.ts';
+import { reachablePipelines } from '../definitions/pipeline-graph.ts';
 import type { PipelineRunInput } from '../workflows/pipeline-orchestration.ts';
 import { pipelineWorkflow, progressQuery } from '../workflows/pipeline-workflow.ts';
 import type { WorkflowHandleWithFirstExecutionRunId as WorkflowHandle } from '@temporalio/client';
+
+/** The `approval` pipeline of examples/triage.yaml before it became a typed reply: pipeline-approval.json and pipeline-cancelled.json ran it. */
+const LEGACY_APPROVAL = `  - name: approval
+    team: intake
+    description: Human in the loop - the triager asks dana and waits, durably, for her answer
+    inputs:
+      change: { type: string }
+    steps:
+      - id: ask
+        from: triager
+        to: dana
+        subject: "Approve {{ inputs.change }}?"
+        content: "May we roll out {{ inputs.change }}? Please answer in this thread."
+        timeout: 7d
+      - id: confirm
+        thread: ask
+        from: triager
+        content: "Noted: {{ steps.ask.reply }}"
+        awaitReply: false
+    output: "{{ steps.ask.reply }}"
+`;
 
 const cli = process.env.TEMPORAL_CLI;
 if (!process.env.TEMPORAL_ADDRESS || !cli) {
@@ -45,11 +72,104 @@ if (!process.env.TEMPORAL_ADDRESS || !cli) {
   process.exit(2);
 }
 const root = join(import.meta.dirname, '..');
-const args = process.argv.slice(2);
-const suffix = args.find((a) => a.startsWith('--suffix='))?.slice('--suffix='.length) ?? '';
-const only = args.filter((a) => !a.startsWith('--'));
-/** Whether the history `name` is to be written. */
-const wanted = (name: string) => only.length === 0 || only.includes(name);
+/** The histories to record: all when no name is given. */
+const only = new Set(process.argv.slice(2).filter((a) => !a.startsWith('--')));
+const suffix = process.argv.slice(2).find((a) => a.startsWith('--suffix='))?.slice('--suffix='.length) ?? '';
+const wanted = (name: string) => only.size === 0 || only.has(name);
+
+/** The pipelines that decide, on the `intake` team of examples/triage.yaml (echo agents; dana answers by REST). */
+const DECIDE = `
+  - name: typed-reask
+    team: intake
+    steps:
+      - id: ask
+        from: triager
+        to: dana
+        content: "Ship it? Answer approve or reject."
+        reply: { schema: { enum: [approve, reject] } }
+      - id: go
+        when: "steps.ask.value == 'approve'"
+        thread: ask
+        from: triager
+        content: "Shipping."
+        awaitReply: false
+      - id: stop
+        when: "steps.ask.value == 'reject'"
+        thread: ask
+        from: triager
+        content: "Not shipping."
+        awaitReply: false
+    output: "{{ steps.ask.value }}"
+  - name: branch
+    team: intake
+    inputs:
+      urgent: { type: boolean, default: false }
+    steps:
+      - id: page
+        when: "inputs.urgent"
+        from: dana
+        to: triager
+        content: "Urgent!"
+      - id: queue
+        when: "!inputs.urgent"
+        from: dana
+        to: triager
+        content: "For the queue."
+    output: "{{ steps.queue.reply }}"
+  - name: loop-3
+    team: intake
+    steps:
+      - loop:
+          id: rounds
+          maxIterations: 5
+          until: "iteration == 2"
+          steps:
+            - id: draft
+              from: dana
+              to: summarizer
+              content: "Round {{ iteration }}"
+    output: "{{ steps.draft.reply }}"
+  - name: map-5
+    team: intake
+    steps:
+      - map:
+          id: each
+          items: "['a', 'b', 'c', 'd', 'e']"
+          maxConcurrency: 2
+          steps:
+            - id: handle
+              from: dana
+              to: triager
+              content: "Handle {{ item }}"
+    output: "{{ steps.each.status }}"
+  - name: announce
+    team: intake
+    inputs:
+      text: { type: string }
+    steps:
+      - id: tell
+        from: dana
+        to: summarizer
+        content: "Announce: {{ inputs.text }}"
+    output: "{{ steps.tell.reply }}"
+  - name: sub-pipeline
+    team: intake
+    steps:
+      - run:
+          id: notify
+          pipeline: announce
+          inputs: { text: "v2" }
+    output: "{{ steps.notify.value }}"
+  - name: sleep
+    team: intake
+    steps:
+      - sleep: { id: pause, for: 1s }
+      - id: after
+        from: dana
+        to: triager
+        content: "Awake"
+    output: "{{ steps.after.reply }}"
+`;
 const outDir = join(root, 'test/workflows/histories');
 const settings = loadTemporalSettings(process.env);
 
@@ -71,12 +191,14 @@ const input = (desired: DesiredState, extra: Partial<ApplyInput> = {}): ApplyInp
 });
 
 async function record(name: string, args: ApplyInput, expectFailure = false): Promise<void> {
+  if (!wanted(name)) return;
   const workflowId = `teamctl-apply/${args.desired.organization.name}`;
   await save(name, await client.workflow.start(applyWorkflow, { taskQueue, workflowId, args: [args] }), expectFailure);
 }
 
 /** Waits for the run (failing or not, as expected) and writes its first run's history. */
 async function save(name: string, handle: WorkflowHandle, expectFailure = false): Promise<void> {
+  if (!wanted(name)) return;
   const workflowId = handle.workflowId;
   try {
     await handle.result();
@@ -84,11 +206,11 @@ async function save(name: string, handle: WorkflowHandle, expectFailure = false)
   } catch (error) {
     if (!expectFailure) throw error;
   }
-  if (!wanted(name)) return;
   const json = execFileSync(cli!, ['workflow', 'show', '--workflow-id', workflowId, '--run-id', handle.firstExecutionRunId, '--address', settings.address, '--namespace', settings.namespace, '-o', 'json'], {
     maxBuffer: 64 << 20,
   }).toString();
-  writeFileSync(join(outDir, `${name}${suffix}.json`), `${JSON.stringify(JSON.parse(json), null, 1)}\n`);
+  // The workflow id goes with the events: a workflow that derives ids from its own (a child workflow's) replays only under it.
+  writeFileSync(join(outDir, `${name}${suffix}.json`), `${JSON.stringify({ workflowId, ...(JSON.parse(json) as object) }, null, 1)}\n`);
   process.stdout.write(`recorded ${name}${suffix} (${(JSON.parse(json) as { events: unknown[] }).events.length} events)\n`);
 }
 
@@ -114,58 +236,97 @@ try {
   const failing = withOrganizationName(example, 'recorded-failure');
   const unset = { ...failing, organization: { ...failing.organization, providerKeys: [{ provider: 'echo' as const, secretRef: '${env:RECORD_UNSET_VARIABLE}' }] } };
   await record('apply-fails-unresolved-secret', input(unset), true);
-  if (['pipeline-triage', 'pipeline-continue-as-new', 'pipeline-approval', 'pipeline-cancelled'].some(wanted)) await recordPipelines();
-} finally {
-  worker.shutdown();
-  await running;
-  await connection.close();
-  await server.close();
-}
-
-/** The pipelines' histories (examples/triage.yaml applied first). */
-async function recordPipelines(): Promise<void> {
 
   const triageFile = join(root, 'examples/triage.yaml');
-  const triage = parseDefinition(readFileSync(triageFile, 'utf8').split('\nschedules:')[0]!.replace('name: acme-support', 'name: recorded-pipelines'), triageFile);
-  await applyLocally(input(desiredState(triage)), createApplyActivities({ env }));
-  const run = (pipeline: string, inputs: Record<string, string>, extra: Partial<PipelineRunInput> = {}): PipelineRunInput => ({
-    connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' },
-    organization: 'recorded-pipelines',
-    pipeline: triage.pipelines.find((p) => p.name === pipeline)!,
-    inputs,
-    ...extra,
-  });
-  const start = (id: string, args: PipelineRunInput) => client.workflow.start(pipelineWorkflow, { taskQueue, workflowId: `teamctl-run/recorded-pipelines/${id}`, args: [args] });
-  await save('pipeline-triage', await start('triage', run('triage', { ticket: 'T-1' })));
-  await save('pipeline-continue-as-new', await start('triage-continued', run('triage', { ticket: 'T-2' }, { historyEventLimit: 8 })));
-
-  // The human's answer (and the cancellation) come once the step waits, as the progress query shows.
+  const triageText = readFileSync(triageFile, 'utf8').split('\nschedules:')[0]!;
+  // The approval as it was before pipelines decided: the histories recorded then used it.
+  const legacyApproval = triageText.slice(0, triageText.indexOf('  - name: approval')) + LEGACY_APPROVAL;
+  const triage = parseDefinition(legacyApproval.replace('name: acme-support', 'name: recorded-pipelines'), triageFile);
   const acs = new AcsClient({ baseUrl: server.url, apiKey: api_key });
-  const waitingThread = async (handle: WorkflowHandle, stepId: string): Promise<string> => {
+  /** Waits until a run's step waits, then gives the thread its message opened and dana's id. */
+  const waitingThread = async (handle: WorkflowHandle, stepId: string, org: string, marker: string): Promise<{ threadId: string; dana: string }> => {
     for (;;) {
       const progress = await handle.query(progressQuery).catch(() => undefined);
       const step = progress?.steps.find((s) => s.id === stepId);
       if (step?.status === 'running') {
-        const org = (await acs.listOrganizations()).find((o) => o.org_name === 'recorded-pipelines')!;
-        const team = (await acs.listTeams(org.org_id))[0]!;
+        const found = (await acs.listOrganizations()).find((o) => o.org_name === org)!;
+        const team = (await acs.listTeams(found.org_id))[0]!;
         const graph = await acs.getTeam(team.team_id);
         const dana = graph.humans.find((h) => h.name === 'dana')!.human_id;
         for (const edge of graph.edges) {
           for (const thread of await acs.listThreads(edge.edge_id)) {
             const page = await acs.getThread(thread.thread_id, { limit: 200 });
-            if (page.messages.some((m) => m.content.includes(`roll out ${handle.workflowId.split('/').at(-1)}`))) return `${thread.thread_id}\u0000${dana}`;
+            if (page.messages.some((m) => m.content.includes(marker))) return { threadId: thread.thread_id, dana };
           }
         }
       }
       await new Promise((resolve) => setTimeout(resolve, 200));
     }
   };
-  const approval = await start('approval', run('approval', { change: 'approval' }));
-  const [threadId, dana] = (await waitingThread(approval, 'ask')).split('\u0000') as [string, string];
-  await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approved' });
-  await save('pipeline-approval', approval);
-  const cancelled = await start('cancelled', run('approval', { change: 'cancelled' }));
-  await waitingThread(cancelled, 'ask');
-  await cancelled.cancel();
-  await save('pipeline-cancelled', cancelled, true);
+  /** Waits until a thread holds a message starting with `text` (the re-ask has been sent). */
+  const messageIn = async (threadId: string, text: string): Promise<void> => {
+    while (!(await acs.getThread(threadId, { limit: 200 })).messages.some((m) => m.content.startsWith(text))) await new Promise((resolve) => setTimeout(resolve, 200));
+  };
+
+  if (['pipeline-triage', 'pipeline-continue-as-new', 'pipeline-approval', 'pipeline-cancelled'].some(wanted)) {
+    await applyLocally(input(desiredState(triage)), createApplyActivities({ env }));
+    const run = (pipeline: string, inputs: Record<string, string>, extra: Partial<PipelineRunInput> = {}): PipelineRunInput => ({
+      connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' },
+      organization: 'recorded-pipelines',
+      pipeline: triage.pipelines.find((p) => p.name === pipeline)!,
+      inputs,
+      ...extra,
+    });
+    const start = (id: string, args: PipelineRunInput) => client.workflow.start(pipelineWorkflow, { taskQueue, workflowId: `teamctl-run/recorded-pipelines/${id}`, args: [args] });
+    if (wanted('pipeline-triage')) await save('pipeline-triage', await start('triage', run('triage', { ticket: 'T-1' })));
+    if (wanted('pipeline-continue-as-new')) await save('pipeline-continue-as-new', await start('triage-continued', run('triage', { ticket: 'T-2' }, { historyEventLimit: 8 })));
+    // The human's answer (and the cancellation) come once the step waits, as the progress query shows.
+    if (wanted('pipeline-approval')) {
+      const approval = await start('approval', run('approval', { change: 'approval' }));
+      const { threadId, dana } = await waitingThread(approval, 'ask', 'recorded-pipelines', 'roll out approval');
+      await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approved' });
+      await save('pipeline-approval', approval);
+    }
+    if (wanted('pipeline-cancelled')) {
+      const cancelled = await start('cancelled', run('approval', { change: 'cancelled' }));
+      await waitingThread(cancelled, 'ask', 'recorded-pipelines', 'roll out cancelled');
+      await cancelled.cancel();
+      await save('pipeline-cancelled', cancelled, true);
+    }
+  }
+
+  // Pipelines that decide.
+  const decide = parseDefinition(`${triageText.replace('name: acme-support', 'name: recorded-decide')}${DECIDE}`, 'decide.yaml');
+  await applyLocally(input(desiredState(decide)), createApplyActivities({ env }));
+  const runDecide = (pipeline: string, inputs: PipelineRunInput['inputs'] = {}): PipelineRunInput => {
+    const pipelines = reachablePipelines(decide.pipelines, pipeline);
+    return {
+      connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' },
+      organization: 'recorded-decide',
+      pipeline: decide.pipelines.find((p) => p.name === pipeline)!,
+      ...(Object.keys(pipelines).length ? { pipelines } : {}),
+      inputs,
+    };
+  };
+  const startDecide = (pipeline: string, inputs: PipelineRunInput['inputs'] = {}) =>
+    client.workflow.start(pipelineWorkflow, { taskQueue, workflowId: `teamctl-run/recorded-decide/${pipeline}`, args: [runDecide(pipeline, inputs)] });
+  if (wanted('pipeline-typed-reask')) {
+    const typed = await startDecide('typed-reask');
+    const { threadId, dana } = await waitingThread(typed, 'ask', 'recorded-decide', 'Ship it?');
+    // A misfit as a person types it: the step answers with what is expected, then waits again.
+    await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'Approved!' });
+    await messageIn(threadId, 'Your reply does not fit');
+    await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approve' });
+    await save('pipeline-typed-reask', typed);
+  }
+  if (wanted('pipeline-branch-skipped')) await save('pipeline-branch-skipped', await startDecide('branch'));
+  if (wanted('pipeline-loop-3')) await save('pipeline-loop-3', await startDecide('loop-3'));
+  if (wanted('pipeline-map-5')) await save('pipeline-map-5', await startDecide('map-5'));
+  if (wanted('pipeline-sub-pipeline')) await save('pipeline-sub-pipeline', await startDecide('sub-pipeline'));
+  if (wanted('pipeline-sleep')) await save('pipeline-sleep', await startDecide('sleep'));
+} finally {
+  worker.shutdown();
+  await running;
+  await connection.close();
+  await server.close();
 }

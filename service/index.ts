@@ -4,9 +4,17 @@ import type { ReplyProvider } from './agent-loop/providers/types.ts';
 import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
 import type { DomainDeps } from './domain/caller.ts';
 import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
+import { createEventHub } from './events/hub.ts';
+import { createHeldWaits, defaultHeldWaitLimits, type HeldWaitLimits } from './events/held-waits.ts';
+import { createWakeOneQueues } from './events/wake-one.ts';
+import { defaultRetentionMs, startPruner } from './events/retention.ts';
+import { defaultWebhookSettings, type WebhookSettings } from './events/webhooks/webhooks.ts';
+import { startWebhookWorker, type WebhookWorker } from './events/webhooks/worker.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 import { createSecretBox, resolveEncryptionKey } from './domain/secret-box.ts';
 import { buildApp } from './http/app.ts';
+import type { ConsoleAssets } from './http/console-assets.ts';
+import { createOidcClient } from './sessions/oidc.ts';
 import { rateLimitFromEnv, type RateLimitOptions } from './http/rate-limit.ts';
 import type { Db } from './storage/db.ts';
 import { openDb } from './storage/open-db.ts';
@@ -66,6 +74,35 @@ export interface ServerOptions {
    * `ACS_RATE_LIMIT` of `env` (requests a minute), else 1,200 a minute.
    */
   rateLimit?: RateLimitOptions | false;
+  /**
+   * The console's absolute base URL as people reach it (contract §10), e.g.
+   * `https://acs.example.com`: sign-in links, OpenID Connect redirects and the cookie's `Secure`
+   * attribute (set when https) derive from it. Default: the address the server listens on.
+   */
+  publicUrl?: string;
+  /**
+   * Sign-in through an OpenID Connect provider (contract §10): its issuer URL and this server's
+   * client id; the client secret is `ACS_OIDC_CLIENT_SECRET` of `env` unless given here.
+   */
+  oidc?: { issuer: string; clientId: string; clientSecret?: string };
+  /** Load (in a clone: build) the console's files at start instead of at the first visit (acs-server start does). */
+  prepareConsole?: boolean;
+  /**
+   * Bounds of held waits (long polls, MCP waits, event streams; issue 21): per process and per API
+   * key. Default: `ACS_MAX_HELD_WAITS` and `ACS_MAX_HELD_WAITS_PER_KEY` of `env`, else 10,000 and 1,000.
+   */
+  heldWaits?: Partial<HeldWaitLimits>;
+  /**
+   * How webhooks are delivered (contract §9): `allowPrivate` (`--webhook-allow-private`: http and
+   * non-public addresses too, for development and tests), `retrySchedule` (milliseconds,
+   * `--webhook-retry-schedule`), and for tests `resolve` (a stand-in resolver), `timeoutMs`,
+   * `concurrency`, `pollMs`. Default: contract §9's (events/webhooks/webhooks.ts).
+   */
+  webhooks?: Partial<WebhookSettings>;
+  /** How long events and finished deliveries are kept, in milliseconds (`--event-retention`); default 7 days (contract §9's floor). */
+  eventRetentionMs?: number;
+  /** Keep-alive period of event streams in milliseconds; default 15,000 (contract §9). */
+  streamKeepAliveMs?: number;
 }
 
 /** A running acs-server. */
@@ -86,6 +123,24 @@ export interface RunningServer {
   close(): Promise<void>;
 }
 
+/**
+ * `--public-url` checked and without a trailing slash: an absolute http(s) URL with no query or
+ * fragment. Errors: throws naming the flag.
+ */
+export function normalizePublicUrl(value: string): string {
+  let url: URL;
+  try {
+    url = new URL(value);
+  } catch {
+    throw new Error(`--public-url: not an absolute URL: ${value}`);
+  }
+  if (url.protocol !== 'http:' && url.protocol !== 'https:') throw new Error(`--public-url: must be http or https, got ${value}`);
+  if (url.search || url.hash || url.username || url.password) throw new Error(`--public-url: must have no query, fragment or credentials: ${value}`);
+  // The console and its sign-in routes are served at the root of the origin.
+  if (url.pathname !== '/') throw new Error(`--public-url: must have no path (the console is served at /): ${value}`);
+  return url.href.replace(/\/+$/, '');
+}
+
 /** A positive integer setting of the environment, or `fallback` when unset. Errors: throws naming the variable. */
 function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
   const value = env[name];
@@ -98,7 +153,8 @@ function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: 
 /**
  * Starts acs-server (contract §6): opens and migrates storage, serves HTTP, runs the agent loop.
  * Errors: rejects when storage cannot be opened, `ACS_ENCRYPTION_KEY` or a setting of the agent
- * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, or
+ * loop (`ACS_AGENT_CONCURRENCY`, `ACS_PROVIDER_TIMEOUT`, `ACS_AGENT_PROVIDERS`) is malformed, the
+ * public URL or the OpenID Connect settings are (`publicUrl`, `oidc`, `ACS_OIDC_CLIENT_SECRET`), or
  * the port is taken; nothing is left running then.
  */
 export async function startServer(options: ServerOptions = {}): Promise<RunningServer> {
@@ -115,24 +171,57 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   }
   const shutdown = new AbortController();
   let app: Awaited<ReturnType<typeof buildApp>> | undefined;
+  let hub: ReturnType<typeof createEventHub> | undefined;
+  let worker: WebhookWorker | undefined;
+  let pruner: ReturnType<typeof startPruner> | undefined;
   try {
-    const secrets = createSecretBox(await resolveEncryptionKey(options.env ?? process.env, dataDir));
-    const deps: DomainDeps = { db, notifier, secrets };
-    const adminToken = options.adminToken ?? (options.env ?? process.env).ACS_ADMIN_TOKEN;
-    const rateLimit = options.rateLimit ?? rateLimitFromEnv(options.env ?? process.env);
-    app = await buildApp({ deps, shutdown: shutdown.signal, logger: options.logger ?? false, adminToken, rateLimit });
+    const env = options.env ?? process.env;
+    const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
+    const events = createEventHub({ db, notifier, log: (message, error) => app?.log.error({ err: error }, message) });
+    hub = events;
+    const deps: DomainDeps = { db, events, inboxes: createWakeOneQueues(events), secrets };
+    const heldWaits = createHeldWaits({
+      perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
+      perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
+    });
+    const adminToken = options.adminToken ?? env.ACS_ADMIN_TOKEN;
+    const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
+    const settings: WebhookSettings = { ...defaultWebhookSettings, ...options.webhooks };
+    // The worker logs through the app's logger, which exists only once the app is built.
+    const logError = (message: string, error?: unknown) => app?.log.error({ err: error }, message);
+    worker = startWebhookWorker(deps, settings, logError);
+    pruner = startPruner(db, options.eventRetentionMs ?? defaultRetentionMs, logError);
+    const publicUrl = options.publicUrl === undefined ? undefined : normalizePublicUrl(options.publicUrl);
+    let listenUrl = '';
+    const oidc = options.oidc ? createOidcClient({ ...options.oidc, clientSecret: options.oidc.clientSecret ?? env.ACS_OIDC_CLIENT_SECRET ?? '' }) : undefined;
+    let consoleAssets: ConsoleAssets | undefined;
+    app = await buildApp({
+      deps,
+      shutdown: shutdown.signal,
+      logger: options.logger ?? false,
+      adminToken,
+      rateLimit,
+      publicUrl: () => publicUrl ?? listenUrl,
+      oidc,
+      onConsole: (assets) => (consoleAssets = assets),
+      heldWaits,
+      webhooks: worker,
+      streamKeepAliveMs: options.streamKeepAliveMs,
+    });
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();
     const port = typeof address === 'object' && address !== null ? address.port : options.port;
     const host = options.host ?? '127.0.0.1';
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
+    listenUrl = url;
+    // A console that cannot be built or read is logged and answers 503; the API serves on.
+    if (options.prepareConsole) await consoleAssets?.prepare().catch((error: unknown) => app?.log.error({ err: error }, 'the console could not be loaded'));
     let devCredentials: DevCredentials | undefined;
     if (devOrg && options.devCredentialsFile) {
       devCredentials = { base_url: url, ...devOrg };
       await writeDevCredentials(options.devCredentialsFile, devCredentials);
     }
-    const env = options.env ?? process.env;
     const loop = startAgentLoop({
       deps,
       tickMs: options.tickMs ?? 1000,
@@ -154,6 +243,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           shutdown.abort();
           await running.close();
           await loop.stop();
+          pruner?.close();
+          await worker?.close();
+          await hub?.close();
           await notifier.close();
           await db.close();
         })();
@@ -163,6 +255,9 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     shutdown.abort();
     await app?.close().catch(() => {});
+    pruner?.close();
+    await worker?.close().catch(() => {});
+    await hub?.close().catch(() => {});
     await notifier.close().catch(() => {});
     await db.close().catch(() => {});
     throw error;

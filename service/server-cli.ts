@@ -3,8 +3,10 @@
  * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
- * [--dev-credentials FILE] [--rate-limit N] [--log-format] [--log-level] [--quiet]
- * [--pglite-compiler]` serves the API
+ * [--dev-credentials FILE] [--rate-limit N] [--max-held-waits N] [--max-held-waits-per-key N]
+ * [--event-retention D] [--webhook-allow-private] [--webhook-retry-schedule D,D,…] [--public-url URL]
+ * [--oidc-issuer URL --oidc-client-id ID] [--log-format] [--log-level] [--quiet]
+ * [--pglite-compiler]` serves the API and the console
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -13,6 +15,7 @@
  * {@link runAcsServer} returns.
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import ms from 'ms';
 import type { AdminStorage } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
 import type { ServerOptions } from './index.ts';
@@ -31,6 +34,26 @@ function integer(min: number, max: number) {
   };
 }
 
+/** A duration such as `500ms`, `5s`, `10m`, `2h`, `7d` (the `ms` package's notation), in milliseconds, at least `min`. */
+function duration(min: number) {
+  return (value: string): number => {
+    const parsed = ms(value.trim() as ms.StringValue);
+    if (typeof parsed !== 'number' || !Number.isFinite(parsed) || parsed < min) {
+      throw new InvalidArgumentError(`must be a duration of at least ${ms(min, { long: true })}, such as 5s, 10m, 2h or 7d`);
+    }
+    return parsed;
+  };
+}
+
+/** `--webhook-retry-schedule`: comma-separated durations (`1s,2s,5s`), each at least 10 ms; 1–20 of them. */
+export function parseRetrySchedule(value: string): number[] {
+  const parts = value.split(',').map((part) => part.trim());
+  if (parts.length === 0 || parts.length > 20 || parts.some((part) => part === '')) {
+    throw new InvalidArgumentError('must be 1 to 20 durations separated by commas, such as 1s,5s,30s');
+  }
+  return parts.map(duration(10));
+}
+
 /**
  * Starts the service and serves until SIGINT or SIGTERM, then closes it. Resolves with the exit
  * code: 0 once closed, 1 when closing failed. Errors: rejects when the service cannot start.
@@ -39,6 +62,7 @@ async function serveUntilSignal(options: ServerOptions, quiet: boolean): Promise
   const { startServer } = await import('./index.ts');
   const server = await startServer(options);
   if (!quiet) process.stdout.write(`acs-server listening on ${server.url}\n`);
+  if (!quiet) process.stdout.write(`acs-server console at ${options.publicUrl?.replace(/\/+$/, '') ?? server.url}/\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // The handlers stay after the first signal, so a second one while closing is ignored instead
     // of killing the process halfway through the close.
@@ -127,6 +151,14 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--tick-ms <ms>', 'agent loop period in milliseconds', integer(1, 3_600_000), 1000)
     .option('--dev-credentials <file>', 'provision the "dev" organization and write {base_url, api_key, org_id} to FILE once listening (acs-server wait waits for it)')
     .option('--rate-limit <n>', 'requests a minute per API key (default: $ACS_RATE_LIMIT, else 1200)', integer(1, 10_000_000))
+    .option('--public-url <url>', 'the console\'s address as people reach it, e.g. https://acs.example.com: sign-in links and OpenID redirects use it, and cookies are Secure when it is https (default: the address the server listens on)')
+    .option('--oidc-issuer <url>', 'sign people in to the console through this OpenID Connect provider (with --oidc-client-id and $ACS_OIDC_CLIENT_SECRET)')
+    .option('--oidc-client-id <id>', 'this server\'s client id at the OpenID Connect provider')
+    .option('--max-held-waits <n>', 'requests held waiting at once in this process: long polls, MCP waits, event streams (default: $ACS_MAX_HELD_WAITS, else 10000)', integer(1, 1_000_000))
+    .option('--max-held-waits-per-key <n>', 'requests held waiting at once per API key (default: $ACS_MAX_HELD_WAITS_PER_KEY, else 1000)', integer(1, 1_000_000))
+    .option('--event-retention <duration>', 'how long events and finished webhook deliveries are kept (the API promises 7d; shorter only for tests)', duration(1_000), 7 * 24 * 3600e3)
+    .option('--webhook-allow-private', 'let webhooks use http and reach loopback, private and link-local addresses (development and tests only)', false)
+    .option('--webhook-retry-schedule <delays>', 'delays before each retry of a failed webhook delivery, comma-separated (default 5s,5m,30m,2h,5h,10h,10h)', parseRetrySchedule)
     .addOption(new Option('--log-format <format>', 'log lines: pretty (for a person) or json (one object a line); default: pretty on a terminal, else json').choices(Object.values(LogFormats)))
     .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
@@ -146,6 +178,14 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         tickMs: number;
         devCredentials?: string;
         rateLimit?: number;
+        publicUrl?: string;
+        oidcIssuer?: string;
+        oidcClientId?: string;
+        maxHeldWaits?: number;
+        maxHeldWaitsPerKey?: number;
+        eventRetention: number;
+        webhookAllowPrivate: boolean;
+        webhookRetrySchedule?: number[];
         logFormat?: LogFormat;
         logLevel: LogLevel;
         quiet: boolean;
@@ -161,6 +201,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
           level: flags.quiet && LogLevels.indexOf(flags.logLevel) < LogLevels.indexOf('warn') ? 'warn' : flags.logLevel,
           color: terminal && !process.env.NO_COLOR,
         };
+        if ((flags.oidcIssuer === undefined) !== (flags.oidcClientId === undefined)) {
+          throw new InvalidArgumentError('--oidc-issuer and --oidc-client-id go together');
+        }
         return run(async () =>
           serveUntilSignal(
             {
@@ -172,6 +215,18 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               tickMs: flags.tickMs,
               ...(flags.devCredentials ? { devCredentialsFile: flags.devCredentials } : {}),
               ...(flags.rateLimit !== undefined ? { rateLimit: { max: flags.rateLimit, windowMs: 60_000 } } : {}),
+              ...(flags.publicUrl !== undefined ? { publicUrl: flags.publicUrl } : {}),
+              ...(flags.oidcIssuer !== undefined && flags.oidcClientId !== undefined ? { oidc: { issuer: flags.oidcIssuer, clientId: flags.oidcClientId } } : {}),
+              prepareConsole: true,
+              heldWaits: {
+                ...(flags.maxHeldWaits !== undefined ? { perProcess: flags.maxHeldWaits } : {}),
+                ...(flags.maxHeldWaitsPerKey !== undefined ? { perKey: flags.maxHeldWaitsPerKey } : {}),
+              },
+              eventRetentionMs: flags.eventRetention,
+              webhooks: {
+                allowPrivate: flags.webhookAllowPrivate,
+                ...(flags.webhookRetrySchedule ? { retrySchedule: flags.webhookRetrySchedule } : {}),
+              },
               logger: await loggerOptions(log),
             },
             flags.quiet,

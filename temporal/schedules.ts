@@ -21,6 +21,7 @@ import type { Definition } from '../definitions/schema.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { canonicalJson, onlyPausedChanges } from '../plan/schedules.ts';
 import type { DesiredSchedule, ObservedSchedule, ScheduleChange, ScheduleDocument } from '../plan/schedules.ts';
+import { reachablePipelines } from '../definitions/pipeline-graph.ts';
 import type { PipelineRunInput } from '../workflows/pipeline-orchestration.ts';
 import { pipelineWorkflow } from '../workflows/pipeline-workflow.ts';
 
@@ -107,10 +108,13 @@ export function desiredSchedules(definition: Pick<Definition, 'organization' | '
   const organization = definition.organization.name;
   return definition.schedules.map((schedule) => {
     const pipeline = definition.pipelines.find((p) => p.name === schedule.pipeline)!;
-    const input: PipelineRunInput = { connection, organization, pipeline, inputs: schedule.inputs };
+    // The sub-pipelines its `run` entries start travel with it (and count in its digest).
+    const pipelines = reachablePipelines(definition.pipelines, pipeline.name);
+    const hasSubPipelines = Object.keys(pipelines).length > 0;
+    const input: PipelineRunInput = { connection, organization, pipeline, ...(hasSubPipelines ? { pipelines } : {}), inputs: schedule.inputs };
     const document: ScheduleDocument = {
       pipeline: pipeline.name,
-      pipelineDigest: sha256(canonicalJson(pipeline)).slice(0, 12),
+      pipelineDigest: sha256(canonicalJson(hasSubPipelines ? { pipeline, pipelines } : pipeline)).slice(0, 12),
       description: schedule.description ?? null,
       cron: schedule.cron ?? null,
       every: schedule.every ?? null,
@@ -207,7 +211,7 @@ export async function exportSchedules(client: Client, organization: string): Pro
       paused: description.state.paused,
       inputs: d.inputs,
     });
-    if (!out.pipelines.some((p) => p.name === input.pipeline!.name)) out.pipelines.push(input.pipeline);
+    for (const pipeline of [input.pipeline, ...Object.values(input.pipelines ?? {})]) if (!out.pipelines.some((p) => p.name === pipeline.name)) out.pipelines.push(pipeline);
     if (!out.taskQueues.includes(d.taskQueue)) out.taskQueues.push(d.taskQueue);
   }
   return out;

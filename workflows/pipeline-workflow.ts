@@ -8,17 +8,27 @@
  *   the heartbeat timeout and the step resumes on another worker from its last cursor, without
  *   sending again (the message id is in the heartbeat, and the send carries an Idempotency-Key
  *   made from the workflow id and the step id).
- * - `progress` (query) answers each step's state and thread id.
+ * - Expressions (CEL) and typed replies (JSON Schema, ajv) are evaluated in the workflow itself:
+ *   both libraries are pure, deterministic JavaScript that the workflow sandbox runs (ajv's
+ *   generated validators included), so a `when`, an `until` or a reply check adds no history
+ *   event. A re-ask is one more `converse` activity in the same thread.
+ * - A `sleep` is a durable timer; a `run` entry is a child workflow (`pipelineWorkflow` again)
+ *   whose id is the run's business key, `/`, and the entry's key, so `runs show` finds it under
+ *   its parent; cancelling the run cancels it.
+ * - `progress` (query) answers the run's tree: each entry's state, thread id, reply and value,
+ *   loops with their iterations and maps with their items.
  * - Cancelling the run cancels the waiting activities; nothing more is sent, and the run ends
  *   cancelled with its steps so marked.
  * - Past `historyEventLimit` events (or when the server suggests it) the run continues as new
- *   between steps, carrying its state, so a pipeline that runs for weeks stays within limits.
+ *   between entries, between loop iterations and between map items (once the items in flight
+ *   are done), carrying its state, so a pipeline that runs for weeks, loops or maps over a
+ *   thousand items stays within limits.
  *
  * Changing this file changes how running histories replay: a change to the commands it issues
  * must be guarded with `patched()` (Temporal's patching), and `test/workflows/replay.test.ts`
  * replays recorded pipeline histories to catch one that is not.
  */
-import { continueAsNew, defineQuery, isCancellation, proxyActivities, setHandler, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, defineQuery, executeChild, isCancellation, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import { initialState, orchestratePipeline, RunStatuses, settleRunning, StepStatuses, stepList } from './pipeline-orchestration.ts';
 import type { ConverseInput } from '../activities/conversation-activities.ts';
 import type { PipelineActivities, PipelineProgress, PipelineResult, PipelineRunInput, RunStatus } from './pipeline-orchestration.ts';
@@ -49,7 +59,7 @@ const STEP_MARGIN_MS = 5 * 60_000;
 export async function pipelineWorkflow(input: PipelineRunInput): Promise<PipelineResult> {
   const state = input.carried ?? initialState(input.pipeline);
   let status: RunStatus = RunStatuses.running;
-  setHandler(progressQuery, () => ({ pipeline: input.pipeline.name, status, steps: stepList(input.pipeline, state) }));
+  setHandler(progressQuery, () => ({ pipeline: input.pipeline.name, status, steps: stepList(input.pipeline, state), ...(state.team?.humans ? { humans: state.team.humans } : {}) }));
 
   const retry = temporalRetryPolicy();
   const lookup = proxyActivities<PipelineActivities>({ startToCloseTimeout: '1 minute', retry });
@@ -72,6 +82,8 @@ export async function pipelineWorkflow(input: PipelineRunInput): Promise<Pipelin
       runKey: input.runKey ?? workflowInfo().workflowId,
       shouldPause: () => workflowInfo().historyLength >= limit || workflowInfo().continueAsNewSuggested,
       isCancellation,
+      sleep: (ms) => sleep(ms),
+      runChild: ({ runId, input: child }) => executeChild(pipelineWorkflow, { workflowId: runId, args: [child] }),
     });
   } catch (error) {
     const cancelled = isCancellation(error);

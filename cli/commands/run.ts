@@ -7,11 +7,13 @@ import { closestMatch } from '../../definitions/did-you-mean.ts';
 import type { InputValue, PipelineDefinition } from '../../definitions/pipeline-schema.ts';
 import { inputProblems } from '../../definitions/pipeline-semantics.ts';
 import { runPipelineLocally } from '../../engine/local-engine.ts';
-import type { RunDetails } from '../../engine/temporal-runs.ts';
+import type { RunDetails, WaitingStep } from '../../engine/temporal-runs.ts';
 import type { TemporalTarget } from '../../engine/temporal-engine.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import { DEFAULT_TASK_QUEUE, loadTemporalSettings } from '../../temporal/settings.ts';
+import { reachablePipelines } from '../../definitions/pipeline-graph.ts';
 import type { PipelineResult, PipelineRunInput, StepProgress } from '../../workflows/pipeline-orchestration.ts';
+import { entryLine, flattenTree, isFinished, locationLabel, renderTree } from '../run-tree.ts';
 import { resolveConnection } from '../context.ts';
 import { loadDesired } from '../desired.ts';
 import { ExitCodes } from '../errors.ts';
@@ -67,11 +69,9 @@ function findPipeline(pipelines: PipelineDefinition[], name: string, file: strin
   throw new ToolkitError('invalid_usage', `${file} has no pipeline named "${name}"${match ? ` (did you mean "${match}"?)` : known}`);
 }
 
-/** A step as one line: `✓ classify  thread T  reply: …` (the reply cut to one line of 200 characters). */
-function stepLine(step: Pick<StepProgress, 'id' | 'thread_id' | 'reply'> & { status?: string }): string {
-  const mark = step.status === undefined || step.status === 'completed' ? '✓' : step.status === 'running' ? '…' : step.status === 'pending' ? '·' : '✗';
-  const reply = step.reply === null ? '' : `  reply: ${step.reply.replace(/\s+/g, ' ').slice(0, 200)}`;
-  return `${mark} ${step.id}${step.status && step.status !== 'completed' ? ` (${step.status})` : ''}${step.thread_id ? `  thread ${step.thread_id}` : ''}${reply}`;
+/** How a person answers a waiting step, as one line. */
+function waitingLine(waiting: WaitingStep): string {
+  return `${waiting.to} answers step ${waiting.step} (thread ${waiting.thread_id}, from ${waiting.from}): ${waiting.answer_with}`;
 }
 
 /**
@@ -94,14 +94,14 @@ export function registerRun(program: Command, io: CliIo, run: Runner): void {
   connectionOptions(
     program
       .command('run')
-      .description('Run a pipeline of a definition file and print its output: each step sends a message and waits for the reply. Inputs are checked before anything is sent.')
+      .description('Run a pipeline of a definition file, printing each entry as it finishes, then its output: each step sends a message and waits for the reply. Inputs are checked before anything is sent.')
       .argument('<pipeline>', 'pipeline name')
       .requiredOption('-f, --file <path>', 'definition file (YAML)')
       .option('--input <key=value>', 'an input of the pipeline (repeatable)', collectInput)
       .addOption(new Option('--engine <engine>', 'where the run happens: in this process, or durably on Temporal').choices(Object.values(Engines)).default(Engines.local))
       .option('--task-queue <name>', 'Temporal task queue (engine temporal)', DEFAULT_TASK_QUEUE)
-      .option('--detach', 'engine temporal: print the run id once started, do not wait')
-      .option('--json', 'print {"run_id", "status", "output", "steps"} as JSON'),
+      .option('--detach', 'engine temporal: print the run id once started (and how a person answers the first step that waits for one), do not wait')
+      .option('--json', 'print {"run_id", "status", "output", "steps"} as JSON (steps: the tree of entries)'),
   ).action(
     (name: string, opts: { file: string; input?: string[]; engine: keyof typeof Engines; taskQueue: string; detach?: boolean; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
       run(async () => {
@@ -110,26 +110,54 @@ export function registerRun(program: Command, io: CliIo, run: Runner): void {
         const inputs = parseRunInputs(pipeline, opts.input ?? []);
         if (opts.detach && opts.engine !== Engines.temporal) throw new ToolkitError('invalid_usage', '--detach needs --engine temporal: a local run lives in this process');
         const connection = resolveConnection(opts, io.env);
-        const input: PipelineRunInput = { connection, organization: definition.organization.name, pipeline, inputs };
+        const pipelines = reachablePipelines(definition.pipelines, pipeline.name);
+        const input: PipelineRunInput = { connection, organization: definition.organization.name, pipeline, ...(Object.keys(pipelines).length ? { pipelines } : {}), inputs };
         let runId: string;
         let result: PipelineResult;
         if (opts.engine === Engines.temporal) {
-          const { newRunId, pipelineRunResult, startPipelineRun } = await temporalRuns();
+          const { followPipelineRun, newRunId, pipelineRunResult, startPipelineRun, waitingForPeople } = await temporalRuns();
           const target = temporalTarget(io, opts.taskQueue);
           runId = newRunId(definition.organization.name, pipeline.name);
           await startPipelineRun(input, runId, target);
           if (opts.detach) {
-            io.stdout(opts.json ? JSON.stringify({ run_id: runId, status: 'running' }, null, 2) : runId);
+            // The run id alone on stdout (scripts capture it); how a person answers, once the run waits for one.
+            const waiting = await waitingForPeople(runId, target);
+            if (opts.json) io.stdout(JSON.stringify({ run_id: runId, status: 'running', waiting }, null, 2));
+            else {
+              io.stdout(runId);
+              if (waiting.length > 0) waiting.forEach((w) => io.stderr(waitingLine(w)));
+              io.stderr(`Follow it with: teamctl runs show ${runId}${waiting.length ? '' : ' (it shows the thread and how to answer once a step waits for a person)'}`);
+            }
             return ExitCodes.ok;
           }
-          if (!opts.json) io.stderr(`Started run ${runId}; waiting (Ctrl-C stops waiting, not the run).`);
-          result = await pipelineRunResult(runId, target);
-          if (!opts.json) result.steps.forEach((s) => io.stdout(stepLine(s)));
+          if (opts.json) result = await pipelineRunResult(runId, target);
+          else {
+            io.stderr(`Started run ${runId}; waiting (Ctrl-C stops waiting, not the run).`);
+            const printed = new Set<string>();
+            const shown = new Set<string>();
+            result = await followPipelineRun(runId, target, (steps) => {
+              for (const { label, step } of flattenTree(steps)) {
+                const key = `${label}${step.id}`;
+                if (isFinished(step.status) && !printed.has(key)) {
+                  printed.add(key);
+                  io.stdout(`${label}${entryLine(step)}`);
+                }
+              }
+              // A step waiting for someone, once: where to answer.
+              for (const { label, step } of flattenTree(steps)) {
+                const key = `${label}${step.id}@${step.thread_id}`;
+                if (step.status === 'running' && step.awaiting && step.thread_id && !shown.has(key)) {
+                  shown.add(key);
+                  io.stderr(`${label}${entryLine(step)}`);
+                }
+              }
+            });
+          }
         } else {
           runId = `local/${definition.organization.name}/${pipeline.name}/${randomUUID()}`;
           result = await runPipelineLocally({ ...input, runKey: runId }, createConversationActivities({ env: io.env }), {
-            onProgress: (step) => {
-              if (!opts.json && step.status === 'completed') io.stdout(stepLine(step));
+            onProgress: ({ location, step }) => {
+              if (!opts.json && isFinished(step.status)) io.stdout(`${locationLabel(location)}${entryLine(step)}`);
             },
           });
         }
@@ -160,7 +188,7 @@ export function registerRun(program: Command, io: CliIo, run: Runner): void {
     );
   runs
     .command('show')
-    .description('Show a run: status, each step with its thread and reply, and the output or failure.')
+    .description('Show a run as a tree: status, each entry with its thread, participants and reply (loop iterations, map items, sub-pipelines, skipped and failed entries, replies asked again), how a person answers a step that waits for one, and the output or failure.')
     .argument('<run>', 'run id (as `run --detach` or `runs list` print it)')
     .option('--json', 'print the run as JSON')
     .action((runId: string, opts: { json?: boolean }) =>
@@ -172,8 +200,9 @@ export function registerRun(program: Command, io: CliIo, run: Runner): void {
           return ExitCodes.ok;
         }
         io.stdout(`${details.run_id}  ${details.status}${details.pipeline ? `  pipeline ${details.pipeline}` : ''}  started ${details.started_at}${details.closed_at ? `  ended ${details.closed_at}` : ''}`);
-        if (details.steps) details.steps.forEach((s) => io.stdout(`  ${stepLine(s)}`));
+        if (details.steps) renderTree(details.steps, '  ').forEach((line) => io.stdout(line));
         else io.stdout('  (steps unknown: no worker answered the progress query)');
+        details.waiting.forEach((w) => io.stdout(waitingLine(w)));
         if (details.output !== null) io.stdout(`output: ${details.output}`);
         if (details.failure !== null) io.stdout(`failure: ${details.failure}`);
         return ExitCodes.ok;

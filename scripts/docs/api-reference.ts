@@ -28,7 +28,7 @@ export interface OpenApiDocument {
 }
 
 /** What a credential is called in the docs (docs/api.md, "Authentication"). */
-const credentials: Record<string, string> = { orgKey: 'organization key', mcpKey: 'MCP key', adminToken: 'admin token' };
+const credentials: Record<string, string> = { orgKey: 'organization key', mcpKey: 'MCP key', adminToken: 'admin token', session: 'console session' };
 
 let served: Promise<OpenApiDocument> | undefined;
 

@@ -31,6 +31,10 @@ interface Node {
   propertyNames?: Node;
   items?: Node | Node[];
   anyOf?: Node[];
+  allOf?: Node[];
+  /** A reference into `definitions` (the schema of an entry of `steps`, used again inside loops and maps). */
+  $ref?: string;
+  definitions?: Record<string, Node>;
 }
 
 /** One table of the reference: a mapping of the file and where it is. */
@@ -74,6 +78,25 @@ const isMapping = (node: Node) => node.type === 'object' && node.properties !== 
 class Reference {
   readonly tables: Table[] = [];
   readonly #bySchema = new Map<string, Table>();
+  readonly #definitions: Record<string, Node>;
+
+  constructor(root: Node) {
+    this.#definitions = root.definitions ?? {};
+  }
+
+  /** `node` with a `$ref` followed (`#/definitions/NAME`, also as the one member of an `allOf`), keeping its own description. */
+  resolve(node: Node): Node {
+    if (node.allOf?.length === 1 && node.$ref === undefined) {
+      const { allOf, ...own } = node;
+      return { ...this.resolve(allOf[0]!), ...own };
+    }
+    if (node.$ref === undefined) return node;
+    const name = /^#\/definitions\/(.+)$/.exec(node.$ref)?.[1];
+    const target = name === undefined ? undefined : this.#definitions[name];
+    if (!target) throw new Error(`definitions reference: cannot follow ${node.$ref}`);
+    const { $ref: _ref, ...own } = node;
+    return { ...target, ...own };
+  }
 
   /** The table of mapping `node` found at `path`, made on first sight. */
   table(node: Node, path: string, variant?: string): Table {
@@ -89,7 +112,8 @@ class Reference {
   }
 
   /** Finds the mappings under a key's schema. */
-  visit(node: Node, path: string): void {
+  visit(raw: Node, path: string): void {
+    const node = this.resolve(raw);
     if (isMapping(node)) this.table(node, path);
     else if (node.type === 'array' && node.items && !Array.isArray(node.items)) this.visit(node.items, `${path}[]`);
     else if (node.anyOf) {
@@ -107,7 +131,8 @@ class Reference {
   }
 
   /** The type of a value, with its limits: `string, 1–100 characters`, `list of [teams[]](#…)`. */
-  type(node: Node): string {
+  type(raw: Node): string {
+    const node = this.resolve(raw);
     if (node.const !== undefined) return `the constant ${code(node.const)}`;
     if (node.enum) return `one of ${node.enum.map(code).join(', ')}`;
     if (node.anyOf) {
@@ -155,8 +180,9 @@ class Reference {
     const bound = node.minItems !== undefined && node.minItems > 0 && node.minItems !== node.maxItems ? `, at least ${node.minItems}` : '';
     if (Array.isArray(node.items)) return `a pair \`[${node.items.map((i) => i.type).join(', ')}]\` (${this.type(node.items[0]!).replace(/^string, /, '')} each)`;
     if (!node.items) return `list${bound}`;
-    if (node.items.anyOf) return `list of ${node.items.anyOf.map((n) => this.type(n)).join(' or ')}${bound}`;
-    return `list of ${this.type(node.items)}${bound}`;
+    const items = this.resolve(node.items);
+    if (items.anyOf) return `list of ${items.anyOf.map((n) => this.type(n)).join(' or ')}${bound}`;
+    return `list of ${this.type(items)}${bound}`;
   }
 
   /** The markdown of one table: its heading, what it is, one row per key. */
@@ -177,7 +203,7 @@ class Reference {
  * here when the definition schema grows one).
  */
 export function renderDefinitionReference(schema: Node = buildJsonSchema() as Node): string {
-  const reference = new Reference();
+  const reference = new Reference(schema);
   reference.table(schema, '');
   return reference.tables.map((t) => reference.render(t)).join('\n\n');
 }
@@ -185,7 +211,15 @@ export function renderDefinitionReference(schema: Node = buildJsonSchema() as No
 /** Keys of the schema whose description is empty, as `path.key` (the docs test requires none). */
 export function undescribedKeys(schema: Node = buildJsonSchema() as Node): string[] {
   const missing: string[] = [];
-  const walk = (node: Node, path: string) => {
+  const reference = new Reference(schema);
+  const seen = new Set<Node>();
+  const walk = (raw: Node, path: string) => {
+    const node = reference.resolve(raw);
+    // A recursive schema (the entries of a loop's body) is walked once.
+    if (raw.$ref !== undefined || raw.allOf !== undefined) {
+      if (seen.has(node) || [...seen].some((n) => JSON.stringify(n) === JSON.stringify(node))) return;
+      seen.add(node);
+    }
     for (const [name, child] of Object.entries(node.properties ?? {})) {
       const at = path ? `${path}.${name}` : name;
       if (!describe(child)) missing.push(at);

@@ -351,7 +351,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       if (failure.paid) await deps.db.transaction((tx) => recordUsage(tx, claim, agent, failure.paid!, null));
       return onFailure(claim, agent, failure, reason);
     }
-    if (await complete(claim, agent, incoming, reply)) deps.notifier.publish(claim.thread_id);
+    if (await complete(claim, agent, incoming, reply)) deps.events.announce(agent.org_id);
   }
 
   async function onFailure(claim: Claim, agent: AgentContext, failure: ProviderFailure, reason: string): Promise<void> {

@@ -18,7 +18,7 @@ import type { Queryable } from '../storage/db.ts';
 import type { McpIdentity } from './authentication.ts';
 import type { Caller, DomainDeps } from './caller.ts';
 import { toEdge, type EdgeRow } from './edges.ts';
-import { participantTopic } from './notifier.ts';
+import { recipientTopic } from '../events/hub.ts';
 import { getAgent } from './participants.ts';
 import { appendMessageAsParticipant, getThreadPage, openThread, toMessage, toThread, type MessageRow, type ThreadRow } from './threads.ts';
 
@@ -35,10 +35,13 @@ function callerOf(agent: AgentIdentity): Caller {
   return { orgId: agent.orgId, keyId: agent.keyId };
 }
 
-// This agent's unread count of thread `th`, whose read mark for the agent is `r` (LEFT JOINed).
-// The opener's is the thread's counter; anyone else's is counted from the mark, which costs one
-// index range over the unread messages only.
-const agentUnreadCount = (agent: string) => `
+/**
+ * SQL of a participant's unread count of thread `th`, whose read mark for the participant
+ * (`agent`: a SQL expression of its id) is `r` (LEFT JOINed). The opener's is the thread's
+ * counter; anyone else's is counted from the mark, which costs one index range over the unread
+ * messages only. Used for agents here and for the console's humans (person-reach.ts).
+ */
+export const agentUnreadCount = (agent: string) => `
   CASE WHEN th.opener_id = ${agent} THEN th.opener_unread
        ELSE (SELECT count(*)::int FROM messages m WHERE m.thread_id = th.id AND m.sender_id <> ${agent} AND m.seq > COALESCE(r.read_seq, 0))
   END`;
@@ -136,7 +139,8 @@ const upsertReadMarks = `
 
 /**
  * Moves the agent's read marks forward to the given messages, one per thread, and recomputes the
- * opener's unread counter of the threads the agent opened. Run inside `tx`. Output: the agent's
+ * opener's unread counter of the threads the agent opened. Run inside `tx`. (Any participant's
+ * marks, in fact: the console moves a human's with it, domain/person-reach.ts.) Output: the agent's
  * unread count of each thread it opened among them, after the move.
  *
  * The threads the agent opened are locked first (in id order, so two markers cannot deadlock):
@@ -145,7 +149,7 @@ const upsertReadMarks = `
  * snapshot) sees each of those messages. A recount in the statement that takes the lock would
  * count with a snapshot older than the lock and lose a racing append's message.
  */
-async function markRead(tx: Queryable, agentId: string, marks: ReadonlyArray<{ threadId: string; messageId: string }>): Promise<Map<string, number>> {
+export async function markRead(tx: Queryable, agentId: string, marks: ReadonlyArray<{ threadId: string; messageId: string }>): Promise<Map<string, number>> {
   const sorted = [...marks].sort((a, b) => (a.threadId < b.threadId ? -1 : a.threadId > b.threadId ? 1 : 0));
   const threadIds = sorted.map((m) => m.threadId);
   const opened = await tx.query<{ id: string }>(`SELECT id FROM threads WHERE id = ANY($1::uuid[]) AND opener_id = $2 ORDER BY id FOR UPDATE`, [threadIds, agentId]);
@@ -167,7 +171,7 @@ async function markRead(tx: Queryable, agentId: string, marks: ReadonlyArray<{ t
  * messages after the mark, in one statement (no counter to keep: only the opener has one).
  * Output: the agent's unread count of the thread.
  */
-async function markReadAsPeer(db: Queryable, agentId: string, threadId: string, messageId: string): Promise<number> {
+export async function markReadAsPeer(db: Queryable, agentId: string, threadId: string, messageId: string): Promise<number> {
   const rows = await db.query<{ unread_count: number }>(
     `WITH marked AS (${upsertReadMarks} RETURNING read_seq)
      SELECT count(*)::int AS unread_count FROM messages m
@@ -296,22 +300,20 @@ async function takeUnread(db: DomainDeps['db'], agent: AgentIdentity, threadId: 
   });
 }
 
-async function agentThreadIds(db: Queryable, agentId: string): Promise<string[]> {
-  const rows = await db.query<{ id: string }>(`SELECT th.id FROM threads th JOIN edges e ON e.id = th.edge_id WHERE ${onAgentEdge('$1::uuid')}`, [agentId]);
-  return rows.map((row) => row.id);
-}
-
 /**
  * `wait_for_messages` (contract §7): the agent's unread messages from its peers — on one of its
  * threads, or on all of them — at once when there are any, else the first that arrive within
  * `timeout_seconds` (0–30), else none; at most `limit`, oldest first, `has_more` when more are
  * unread. Returned messages are marked read for the agent.
  *
- * Waits on the same {@link Notifier} as the REST long poll, so nothing polls and appends through
- * any process wake it (LISTEN/NOTIFY on PostgreSQL): it listens on each of the agent's threads
- * and, for threads opened with the agent while it waits, on the agent's participant key. It
- * subscribes before it reads, so an append between the read and the wait is not missed. `signal`
- * (the client went away, the server stops) ends the wait early with what is there.
+ * Fed by the event log (events/hub.ts): the wait joins its agent's queue of waits, which the
+ * process's event hub feeds with the `message.created` events sent to the agent (a thread opened
+ * with the agent meanwhile included), through any process. However many waits of one agent are
+ * held, an event wakes only the oldest that wants it (events/wake-one.ts): a message is taken by
+ * one of them, and the others would read in vain (issue 21: 2,000 waits woken at once stalled the
+ * server). One that takes part of what is unread (`has_more`) wakes the next. The wait joins
+ * before it reads, so an append between the read and the wait is not missed. `signal` (the
+ * client went away, the server stops) ends the wait early with what is there.
  * Errors: `not_found` (a `thread_id` not on the agent's edges); `invalid_api_key` when messages
  * are there to take but the MCP key was revoked meanwhile (nothing is taken).
  */
@@ -323,53 +325,26 @@ export async function waitForAgentMessages(
 ): Promise<WaitForMessagesResult> {
   const threadId = input.thread_id;
   if (threadId !== undefined) await assertOnThread(deps.db, agent.agentId, threadId);
+  if (input.timeout_seconds <= 0 || signal?.aborted) return takeUnread(deps.db, agent, threadId, input.limit);
   const deadline = Date.now() + input.timeout_seconds * 1000;
-  const subscriptions = new Map<string, () => void>();
-  // Set by a notification: something was published since the last read began.
-  let published = false;
-  // Set when a thread was opened with the agent: its threads must be listed again.
-  let opened = false;
-  let wake: () => void = () => {};
-  const listen = (key: string, isParticipantKey: boolean) => {
-    if (subscriptions.has(key)) return;
-    const listener = () => {
-      if (isParticipantKey) opened = true;
-      published = true;
-      wake();
-    };
-    subscriptions.set(key, deps.notifier.subscribe(key, listener));
-  };
+  const member = await deps.inboxes.join(
+    agent.orgId,
+    recipientTopic(agent.agentId),
+    (event) => event.type === 'message.created' && (threadId === undefined || event.data.thread_id === threadId),
+  );
+  let leftBehind = false;
   try {
-    if (threadId !== undefined) {
-      listen(threadId, false);
-    } else {
-      listen(participantTopic(agent.agentId), true);
-      opened = true;
-    }
     for (;;) {
-      published = false;
-      if (opened) {
-        opened = false;
-        for (const id of await agentThreadIds(deps.db, agent.agentId)) listen(id, false);
-      }
       const taken = await takeUnread(deps.db, agent, threadId, input.limit);
-      const remaining = deadline - Date.now();
-      if (taken.messages.length > 0 || remaining <= 0 || signal?.aborted) return taken;
-      if (!published) {
-        await new Promise<void>((resolve) => {
-          const done = () => {
-            clearTimeout(timer);
-            signal?.removeEventListener('abort', done);
-            wake = () => {};
-            resolve();
-          };
-          const timer = setTimeout(done, remaining);
-          signal?.addEventListener('abort', done, { once: true });
-          wake = done;
-        });
+      if (taken.messages.length > 0) {
+        leftBehind = taken.has_more;
+        return taken;
       }
+      const remaining = deadline - Date.now();
+      if (remaining <= 0 || signal?.aborted) return taken;
+      await member.wait(remaining, signal);
     }
   } finally {
-    for (const unsubscribe of subscriptions.values()) unsubscribe();
+    member.leave(leftBehind);
   }
 }

@@ -1,5 +1,6 @@
+import type { EventHub } from '../events/hub.ts';
+import type { WakeOneQueues } from '../events/wake-one.ts';
 import type { Db } from '../storage/db.ts';
-import type { Notifier } from './notifier.ts';
 import type { SecretBox } from './secret-box.ts';
 
 /**
@@ -11,10 +12,15 @@ export interface Caller {
   keyId: string;
 }
 
-/** What every domain operation needs: storage, the message notifier and the secret box. */
+/**
+ * What every domain operation needs: storage, the event hub (the one reader of the event log:
+ * waits subscribe there, and a commit that wrote events announces it there), the queues of
+ * competing waiters (an agent's `wait_for_messages`) and the secret box.
+ */
 export interface DomainDeps {
   db: Db;
-  notifier: Notifier;
+  events: EventHub;
+  inboxes: WakeOneQueues;
   secrets: SecretBox;
 }
 

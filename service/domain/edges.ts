@@ -4,6 +4,7 @@ import type { Queryable } from '../storage/db.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { getTeam } from './teams.ts';
+import { appendEvent } from '../events/log.ts';
 
 /** A stored edge. */
 export interface EdgeRow {
@@ -41,15 +42,16 @@ export async function getEdge(db: Queryable, caller: Caller, edgeId: string): Pr
 }
 
 /**
- * Joins two distinct participants of a team (contract §4), in the order given.
+ * Joins two distinct participants of a team (contract §4), in the order given, and writes
+ * `edge.created` (contract §9).
  * Errors: `not_found` (team), `invalid_request` (the same participant twice),
  * `unknown_reference` (a participant not in the team), `conflict` (the unordered pair already
  * has an edge; `existing_id` names it).
  */
 export async function createEdge(deps: DomainDeps, caller: Caller, teamId: string, participants: [string, string]): Promise<Edge> {
   const [a, b] = participants;
-  return deps.db.transaction(async (tx) => {
-    await getTeam(tx, caller, teamId);
+  const created = await deps.db.transaction(async (tx) => {
+    const team = await getTeam(tx, caller, teamId);
     if (a === b) {
       throw new ServiceError('invalid_request', 'participants must be two different ids', {
         errors: [{ path: 'participants.1', message: 'must differ from participants.0' }],
@@ -79,8 +81,12 @@ export async function createEdge(deps: DomainDeps, caller: Caller, teamId: strin
       a,
       b,
     ]);
-    return toEdge(rows[0]!);
+    const edge = toEdge(rows[0]!);
+    await appendEvent(tx, { orgId: team.org_id, teamId, type: 'edge.created', data: edge });
+    return { edge, orgId: team.org_id };
   });
+  deps.events.announce(created.orgId);
+  return created.edge;
 }
 
 /** Lists a team's edges. Errors: `not_found` (team). */
@@ -89,10 +95,17 @@ export async function listEdges(deps: DomainDeps, caller: Caller, teamId: string
   return listEdgesOfTeam(deps.db, teamId);
 }
 
-/** Deletes an edge and, by cascade, its threads and messages. Errors: `not_found`. */
+/**
+ * Deletes an edge and, by cascade, its threads and messages; writes `edge.deleted` (contract §9).
+ * Errors: `not_found`.
+ */
 export async function deleteEdge(deps: DomainDeps, caller: Caller, edgeId: string): Promise<void> {
-  await deps.db.transaction(async (tx) => {
-    await getEdge(tx, caller, edgeId);
+  const orgId = await deps.db.transaction(async (tx) => {
+    const edge = await getEdge(tx, caller, edgeId);
+    const [team] = await tx.query<{ org_id: string }>(`SELECT org_id FROM teams WHERE id = $1`, [edge.team_id]);
     await tx.query(`DELETE FROM edges WHERE id = $1`, [edgeId]);
+    await appendEvent(tx, { orgId: team!.org_id, teamId: edge.team_id, type: 'edge.deleted', data: { edge_id: edgeId } });
+    return team!.org_id;
   });
+  deps.events.announce(orgId);
 }

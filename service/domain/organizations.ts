@@ -156,7 +156,7 @@ export async function previewOrganizationDeletion(deps: DomainDeps, caller: Call
 /**
  * Deletes an organization the caller reaches (contract §5 DELETE /organizations/{org_id}) and,
  * by cascade, its teams (with their agents, humans, edges, threads and messages), its keys, MCP
- * keys, provider keys, attachments and idempotency records. Its keys stop working at once in
+ * keys, provider keys, attachments, idempotency records, event log and webhooks. Its keys stop working at once in
  * this process (key-cache.ts). Nothing is deleted when any check fails.
  * Errors: `not_found` (unknown or out of reach); `forbidden` for the caller's own organization
  * (a key cannot delete the organization it belongs to: the organization that provisioned it can);
@@ -182,6 +182,10 @@ export async function deleteOrganization(deps: DomainDeps, caller: Caller, orgId
     }
     await tx.query(`DELETE FROM idempotency_keys WHERE scope = $1`, [orgId]);
     await tx.query(`DELETE FROM organizations WHERE id = $1`, [orgId]);
+    // The event log has no foreign key (migration 0011_events): it goes here, after the cascade,
+    // which waited for any append of the organization still committing.
+    await tx.query(`DELETE FROM events WHERE org_id = $1`, [orgId]);
+    await tx.query(`DELETE FROM event_counters WHERE org_id = $1`, [orgId]);
   });
   forgetOrganizationKeys(deps.db, orgId);
   return { deleted: true, org_id: orgId };

@@ -6,6 +6,7 @@ import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { lockDeletable } from './deletion.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { getTeam } from './teams.ts';
+import { appendEvent } from '../events/log.ts';
 
 /** The two kinds of team participant; agents and humans share names and edges. */
 export const ParticipantKinds = { agent: 'agent', human: 'human' } as const;
@@ -25,6 +26,8 @@ interface ParticipantRow {
   deletion_protection: boolean;
   max_tokens_per_day: number | null;
   created_at: Date;
+  /** The team's organization (only where the statement selects it: {@link findParticipant}). */
+  org_id?: string;
 }
 
 function toAgent(row: ParticipantRow): Agent {
@@ -69,7 +72,7 @@ export async function listHumansOfTeam(db: Queryable, teamId: string): Promise<H
 async function findParticipant(db: Queryable, caller: Caller, kind: ParticipantKind, id: string): Promise<ParticipantRow> {
   if (!isUuid(id)) throw new ServiceError('not_found', `${kind} not found`);
   const rows = await db.query<ParticipantRow>(
-    `SELECT p.* FROM participants p JOIN teams t ON t.id = p.team_id JOIN organizations o ON o.id = t.org_id
+    `SELECT p.*, t.org_id FROM participants p JOIN teams t ON t.id = p.team_id JOIN organizations o ON o.id = t.org_id
       WHERE p.id = $2 AND p.kind = $3 AND ${reaches('o', 1)}`,
     [caller.orgId, id, kind],
   );
@@ -120,13 +123,14 @@ function assertModelForProvider(provider: Provider | null | undefined, model: st
 /**
  * Adds an agent to a team; defaults: description "", provider null (external agent), model null,
  * instructions "", status active, deletion_protection false, max_tokens_per_day null (unlimited).
+ * Writes `agent.created` (contract §9).
  * Errors: `invalid_request` (a provider other than echo without a model), `not_found` (team),
  * `conflict` (name taken).
  */
 export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
   assertModelForProvider(input.provider, input.model);
-  return deps.db.transaction(async (tx) => {
-    await getTeam(tx, caller, teamId);
+  const agent = await deps.db.transaction(async (tx) => {
+    const team = await getTeam(tx, caller, teamId);
     await assertNameFree(tx, teamId, input.name);
     const rows = await tx.query<ParticipantRow>(
       `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day)
@@ -144,8 +148,12 @@ export async function createAgent(deps: DomainDeps, caller: Caller, teamId: stri
         input.max_tokens_per_day ?? null,
       ],
     );
-    return toAgent(rows[0]!);
+    const created = toAgent(rows[0]!);
+    await appendEvent(tx, { orgId: team.org_id, teamId, type: 'agent.created', data: created });
+    return { created, orgId: team.org_id };
   });
+  deps.events.announce(agent.orgId);
+  return agent.created;
 }
 
 /** Lists a team's agents. Errors: `not_found` (team). */
@@ -172,12 +180,12 @@ function updatedRow(rows: ParticipantRow[], kind: ParticipantKind): ParticipantR
 /**
  * Changes any agent field but ids (`deletion_protection` included, contract §4); `null` clears
  * provider, model or max_tokens_per_day. Parked work of the agent becomes due at once (an agent
- * made active, a budget raised: agent-work.ts).
+ * made active, a budget raised: agent-work.ts). Writes `agent.updated` (contract §9).
  * Errors: `not_found` (also when deleted meanwhile), `conflict`, `invalid_request` (the agent
  * would have a provider other than echo and no model).
  */
 export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: string, patch: AgentInput): Promise<Agent> {
-  return deps.db.transaction(async (tx) => {
+  const agent = await deps.db.transaction(async (tx) => {
     const found = await findParticipant(tx, caller, 'agent', agentId);
     if (patch.name !== undefined) await assertNameFree(tx, found.team_id, patch.name, agentId);
     // The UPDATE below writes every field, so the fields it keeps must be read under the row lock
@@ -196,26 +204,37 @@ export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: str
     );
     const updated = updatedRow(rows, 'agent');
     if (next.provider !== null) await wakeAgentWork(tx, agentId, { backfill: row.provider === null });
-    return toAgent(updated);
+    const changed = toAgent(updated);
+    await appendEvent(tx, { orgId: found.org_id!, teamId: found.team_id, type: 'agent.updated', data: changed });
+    return { changed, orgId: found.org_id! };
   });
+  deps.events.announce(agent.orgId);
+  return agent.changed;
 }
 
-/** Adds a human to a team; email defaults to null, deletion_protection to false. Errors: `not_found` (team), `conflict`. */
+/**
+ * Adds a human to a team; email defaults to null, deletion_protection to false. Writes
+ * `human.created` (contract §9). Errors: `not_found` (team), `conflict`.
+ */
 export async function createHuman(
   deps: DomainDeps,
   caller: Caller,
   teamId: string,
   input: { name: string; email?: string | null | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Human> {
-  return deps.db.transaction(async (tx) => {
-    await getTeam(tx, caller, teamId);
+  const human = await deps.db.transaction(async (tx) => {
+    const team = await getTeam(tx, caller, teamId);
     await assertNameFree(tx, teamId, input.name);
     const rows = await tx.query<ParticipantRow>(
       `INSERT INTO participants (id, team_id, kind, name, email, deletion_protection) VALUES ($1, $2, 'human', $3, $4, $5) RETURNING *`,
       [newId(), teamId, input.name, input.email ?? null, input.deletion_protection ?? false],
     );
-    return toHuman(rows[0]!);
+    const created = toHuman(rows[0]!);
+    await appendEvent(tx, { orgId: team.org_id, teamId, type: 'human.created', data: created });
+    return { created, orgId: team.org_id };
   });
+  deps.events.announce(human.orgId);
+  return human.created;
 }
 
 /** Lists a team's humans. Errors: `not_found` (team). */
@@ -230,7 +249,8 @@ export async function getHuman(deps: DomainDeps, caller: Caller, humanId: string
 }
 
 /**
- * Renames a human, changes the email (`null` clears it) or sets `deletion_protection`.
+ * Renames a human, changes the email (`null` clears it) or sets `deletion_protection`; writes
+ * `human.updated` (contract §9).
  * Errors: `not_found` (also when deleted meanwhile), `conflict`.
  */
 export async function updateHuman(
@@ -239,7 +259,7 @@ export async function updateHuman(
   humanId: string,
   patch: { name?: string | undefined; email?: string | null | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Human> {
-  return deps.db.transaction(async (tx) => {
+  const human = await deps.db.transaction(async (tx) => {
     const row = await findParticipant(tx, caller, 'human', humanId);
     if (patch.name !== undefined) await assertNameFree(tx, row.team_id, patch.name, humanId);
     // Each field the patch leaves out is kept by the statement itself, from the row as it is once
@@ -251,17 +271,21 @@ export async function updateHuman(
         WHERE id = $1 RETURNING *`,
       [humanId, patch.name ?? null, patch.email !== undefined, patch.email ?? null, patch.deletion_protection ?? null],
     );
-    return toHuman(updatedRow(rows, 'human'));
+    const changed = toHuman(updatedRow(rows, 'human'));
+    await appendEvent(tx, { orgId: row.org_id!, teamId: row.team_id, type: 'human.updated', data: changed });
+    return { changed, orgId: row.org_id! };
   });
+  deps.events.announce(human.orgId);
+  return human.changed;
 }
 
 /**
- * Deletes an agent or a human. Errors: `not_found`; `deletion_protected` (with `protected`) while
+ * Deletes an agent or a human and writes `agent.deleted` or `human.deleted` (contract §9). Errors: `not_found`; `deletion_protected` (with `protected`) while
  * its `deletion_protection` is true; `in_use` while it is on an edge (delete the edge first, so
  * that no thread loses a participant silently).
  */
 export async function deleteParticipant(deps: DomainDeps, caller: Caller, kind: ParticipantKind, id: string): Promise<void> {
-  await deps.db.transaction(async (tx) => {
+  const orgId = await deps.db.transaction(async (tx) => {
     const row = await findParticipant(tx, caller, kind, id);
     const team = await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [row.team_id]);
     if (team.length === 0) throw new ServiceError('not_found', `${kind} not found`);
@@ -270,5 +294,8 @@ export async function deleteParticipant(deps: DomainDeps, caller: Caller, kind: 
     const edges = await tx.query<{ id: string }>(`SELECT id FROM edges WHERE participant_a = $1 OR participant_b = $1 LIMIT 1`, [id]);
     if (edges[0]) throw new ServiceError('in_use', `the ${kind} is on edge ${edges[0].id}; delete the edge first`, { extra: { edge_id: edges[0].id } });
     await tx.query(`DELETE FROM participants WHERE id = $1`, [id]);
+    await appendEvent(tx, { orgId: row.org_id!, teamId: row.team_id, type: `${kind}.deleted`, data: { [`${kind}_id`]: id } });
+    return row.org_id!;
   });
+  deps.events.announce(orgId);
 }

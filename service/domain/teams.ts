@@ -6,6 +6,7 @@ import { deleteTeamAttachments } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { countCascade, lockDeletable, protectedResources } from './deletion.ts';
 import { iso, isUuid, newId } from './ids.ts';
+import { appendEvent } from '../events/log.ts';
 
 const selectTeam = `
   SELECT t.id, t.org_id, t.name, t.description, t.engine_id, t.deletion_protection, t.created_at,
@@ -62,7 +63,8 @@ async function assertTeamNameFree(db: Queryable, orgId: string, name: string, ex
 
 /**
  * Creates an empty team in `orgId` (contract §5); `description` defaults to "",
- * `deletion_protection` to false, and `engine_id` is assigned here.
+ * `deletion_protection` to false, and `engine_id` is assigned here. Writes `team.created` to the
+ * organization's event log in the same transaction (contract §9).
  * Errors: `not_found` (organization out of reach, or deleted meanwhile), `conflict` (team name
  * taken in the organization).
  */
@@ -72,7 +74,7 @@ export async function createTeam(
   orgId: string,
   input: { team_name: string; description?: string | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Team> {
-  const id = await deps.db.transaction(async (tx) => {
+  const team = await deps.db.transaction(async (tx) => {
     await assertOrganizationReachable(tx, caller, orgId);
     // Row lock on the organization serialises name checks of concurrent creations, and this
     // creation with the organization's deletion (which takes the same lock first).
@@ -88,9 +90,12 @@ export async function createTeam(
       newId(),
       input.deletion_protection ?? false,
     ]);
-    return teamId;
+    const created = await getTeam(tx, caller, teamId);
+    await appendEvent(tx, { orgId, teamId, type: 'team.created', data: created });
+    return created;
   });
-  return getTeam(deps.db, caller, id);
+  deps.events.announce(orgId);
+  return team;
 }
 
 /** Lists the teams of `orgId`, oldest first. Errors: `not_found` (organization out of reach). */
@@ -101,7 +106,8 @@ export async function listTeams(deps: DomainDeps, caller: Caller, orgId: string)
 }
 
 /**
- * Renames a team, changes its description or sets its `deletion_protection` (contract §4).
+ * Renames a team, changes its description or sets its `deletion_protection` (contract §4), and
+ * writes `team.updated` (contract §9).
  * Errors: `not_found` (also when deleted meanwhile), `conflict` (name taken).
  */
 export async function updateTeam(
@@ -110,11 +116,11 @@ export async function updateTeam(
   teamId: string,
   patch: { team_name?: string | undefined; description?: string | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Team> {
-  await deps.db.transaction(async (tx) => {
-    const team = await getTeam(tx, caller, teamId);
+  const team = await deps.db.transaction(async (tx) => {
+    const found = await getTeam(tx, caller, teamId);
     if (patch.team_name !== undefined) {
-      await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [team.org_id]);
-      await assertTeamNameFree(tx, team.org_id, patch.team_name, teamId);
+      await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [found.org_id]);
+      await assertTeamNameFree(tx, found.org_id, patch.team_name, teamId);
     }
     const updated = await tx.query(
       `UPDATE teams SET name = COALESCE($2, name), description = COALESCE($3, description),
@@ -123,8 +129,12 @@ export async function updateTeam(
     );
     // A deletion that held the row lock committed first: the team is gone.
     if (updated.length === 0) throw new ServiceError('not_found', 'team not found');
+    const changed = await getTeam(tx, caller, teamId);
+    await appendEvent(tx, { orgId: found.org_id, teamId, type: 'team.updated', data: changed });
+    return changed;
   });
-  return getTeam(deps.db, caller, teamId);
+  deps.events.announce(team.org_id);
+  return team;
 }
 
 /**
@@ -141,16 +151,20 @@ export async function previewTeamDeletion(deps: DomainDeps, caller: Caller, team
 
 /**
  * Deletes a team and, by cascade, its agents, humans, edges, threads and messages, and the
- * attachments its messages name that no other team's message names.
+ * attachments its messages name that no other team's message names; writes `team.deleted`
+ * (contract §9; nothing for what went with the team).
  * Errors: `not_found`; `deletion_protected` (with `protected`) when the team or one of its agents
  * or humans has deletion protection: then nothing is deleted.
  */
 export async function deleteTeam(deps: DomainDeps, caller: Caller, teamId: string): Promise<{ deleted: true; team_id: string }> {
-  await deps.db.transaction(async (tx) => {
-    await getTeam(tx, caller, teamId);
+  const orgId = await deps.db.transaction(async (tx) => {
+    const team = await getTeam(tx, caller, teamId);
     await lockDeletable(tx, { kind: 'team', id: teamId });
     await deleteTeamAttachments(tx, teamId);
     await tx.query(`DELETE FROM teams WHERE id = $1`, [teamId]);
+    await appendEvent(tx, { orgId: team.org_id, teamId, type: 'team.deleted', data: { team_id: teamId } });
+    return team.org_id;
   });
+  deps.events.announce(orgId);
   return { deleted: true, team_id: teamId };
 }

@@ -5,14 +5,17 @@ import { assertAttachmentsInOrganization } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { getEdge } from './edges.ts';
 import { iso, isUuid, newId } from './ids.ts';
-import { participantTopic } from './notifier.ts';
+import { threadTopic } from '../events/hub.ts';
 
 // unread_count: messages from the other participant after the opener's read mark (contract §4),
 // kept as a counter by insertMessage. The MCP tools move read marks (domain/agent-inbox.ts) and
 // recompute the counter when the reader is the opener.
+// `log_head` (where the organization's event log stood in the same snapshot) lets a long poll tell
+// whether it subscribed late (getThreadPage).
 const selectThread = `
   SELECT th.id, th.edge_id, th.team_id, th.opener_id, th.subject, th.channel, th.message_count, th.created_at,
-    th.opener_unread AS unread_count, th.awaiting_reply_from
+    th.opener_unread AS unread_count, th.awaiting_reply_from, t.org_id,
+    (SELECT c.last_seq FROM event_counters c WHERE c.org_id = t.org_id) AS log_head
   FROM threads th JOIN teams t ON t.id = th.team_id JOIN organizations o ON o.id = t.org_id`;
 
 /** A stored thread with the unread count of whoever it is read for. */
@@ -28,6 +31,10 @@ export interface ThreadRow {
   unread_count: number;
   /** The participant whose answer the thread awaits (migration 0016), null when none. */
   awaiting_reply_from: string | null;
+  /** The thread's organization (only where the statement selects it). */
+  org_id?: string;
+  /** Where the organization's event log stood when the row was read (only where selected). */
+  log_head?: string | number | null;
 }
 
 /** A stored message row; `reply_to` is set on answers written by the agent loop. */
@@ -92,6 +99,9 @@ interface AppendOutcome {
   thread_org: string | null;
 }
 
+/** A message just appended, with its thread's organization (whose event log got its `message.created`). */
+export type AppendedMessage = MessageRow & { org_id: string };
+
 /**
  * Who an append is checked for: the caller's organization reaches the thread and, when `keyId`
  * is not null, that organization key is still active.
@@ -125,7 +135,7 @@ async function runAppend(
   content: string,
   options: AppendOptions,
   checks: AppendChecks | undefined,
-): Promise<MessageRow> {
+): Promise<AppendedMessage> {
   if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
   const id = newId();
   const attachments = [...(options.attachments ?? [])];
@@ -153,6 +163,7 @@ async function runAppend(
         reply_to: options.replyTo ?? null,
         expects_reply: options.expectsReply ?? false,
         sent_at: result.message_sent_at!,
+        org_id: result.thread_org!,
       };
     case 'invalid_api_key':
       throw new ServiceError('invalid_api_key', 'the API key is not valid');
@@ -171,7 +182,9 @@ async function runAppend(
  * Appends a message inside `tx` and returns the stored row (agent loop, thread opening). The
  * per-thread sequence number is taken from the thread row's `message_count` under its row lock,
  * so messages of one thread have one total order even with concurrent writers. No access or
- * participant check: callers do them. Errors: `not_found` (no such thread), `unknown_reference`.
+ * participant check: callers do them. Its `message.created` event is written when `tx` commits
+ * (migration `0011_events`): announce it then (`deps.events.announce(org_id)`).
+ * Errors: `not_found` (no such thread), `unknown_reference`.
  */
 export async function insertMessage(
   tx: Queryable,
@@ -179,7 +192,7 @@ export async function insertMessage(
   senderId: string,
   content: string,
   options: AppendOptions = {},
-): Promise<MessageRow> {
+): Promise<AppendedMessage> {
   return runAppend(tx, threadId, senderId, content, options, undefined);
 }
 
@@ -195,7 +208,7 @@ export async function openThread(
   edgeId: string,
   input: { sender_agent_id: string; content: string; subject?: string | undefined; channel?: string | undefined; expects_reply?: boolean | undefined },
 ): Promise<Thread> {
-  const { threadId, participants } = await deps.db.transaction(async (tx) => {
+  const { threadId, orgId } = await deps.db.transaction(async (tx) => {
     const edge = await getEdge(tx, caller, edgeId);
     assertParticipant(edge.participants, input.sender_agent_id);
     const id = newId();
@@ -207,13 +220,11 @@ export async function openThread(
       input.subject ?? '',
       input.channel ?? 'web',
     ]);
-    await insertMessage(tx, id, input.sender_agent_id, input.content, { expectsReply: input.expects_reply });
-    return { threadId: id, participants: edge.participants };
+    const first = await insertMessage(tx, id, input.sender_agent_id, input.content, { expectsReply: input.expects_reply });
+    // thread.opened and message.created are written at the commit (migration 0011_events).
+    return { threadId: id, orgId: first.org_id };
   });
-  deps.notifier.publish(threadId);
-  // The peer's waiters (MCP wait_for_messages) do not know this thread yet: tell them by participant.
-  const peer = input.sender_agent_id === participants[0] ? participants[1] : participants[0];
-  deps.notifier.publish(participantTopic(peer));
+  deps.events.announce(orgId);
   return toThread(await getThreadRow(deps.db, caller, threadId));
 }
 
@@ -228,8 +239,8 @@ export async function listThreads(deps: DomainDeps, caller: Caller, edgeId: stri
 }
 
 /**
- * Appends a message to a thread (contract §5 POST /threads/{id}/messages) and wakes long polls on
- * it. One statement, one round trip: access, participant, attachment and key checks and the insert
+ * Appends a message to a thread (contract §5 POST /threads/{id}/messages) and announces its
+ * `message.created` event, which wakes the thread's long polls. One statement, one round trip: access, participant, attachment and key checks and the insert
  * run together in `acs_append_message`, which also re-checks the caller's key, so a key revoked by
  * another process cannot append even while this process still has it cached (http/auth.ts).
  * Output: the Message. Errors: `not_found` (thread), `not_a_participant`, `unknown_reference`
@@ -242,7 +253,7 @@ export async function appendMessage(
   input: { sender_agent_id: string; content: string; attachments?: string[] | undefined; expects_reply?: boolean | undefined },
 ): Promise<Message> {
   const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments, expectsReply: input.expects_reply }, caller);
-  deps.notifier.publish(threadId);
+  deps.events.announce(row.org_id);
   return toMessage(row);
 }
 
@@ -262,7 +273,7 @@ export async function appendMessageAsParticipant(
 ): Promise<Message> {
   const checks: AppendChecks = { orgId, keyId: null };
   const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments, expectsReply: input.expects_reply }, checks);
-  deps.notifier.publish(threadId);
+  deps.events.announce(row.org_id);
   return toMessage(row);
 }
 
@@ -273,28 +284,85 @@ export interface PageRequest {
   wait: number;
 }
 
-async function readPage(db: Queryable, caller: Caller, threadId: string, request: PageRequest): Promise<ThreadPage> {
-  const thread = await getThreadRow(db, caller, threadId);
-  let afterSeq = 0;
-  if (request.after !== undefined) {
-    const cursor = isUuid(request.after)
-      ? await db.query<{ seq: number }>(`SELECT seq FROM messages WHERE id = $1 AND thread_id = $2`, [request.after, threadId])
-      : [];
-    if (!cursor[0]) throw new ServiceError('invalid_cursor', 'after names no message of this thread');
-    afterSeq = cursor[0].seq;
-  }
-  const rows = await db.query<MessageRow>(`SELECT * FROM messages WHERE thread_id = $1 AND seq > $2 ORDER BY seq LIMIT $3`, [
-    threadId,
-    afterSeq,
-    request.limit + 1,
-  ]);
-  const messages = rows.slice(0, request.limit).map(toMessage);
+/** A page read, with what a long poll needs to wait on its thread. */
+interface ReadPage {
+  page: ThreadPage;
+  orgId: string;
+  /** Where the organization's log stood when the thread row was read. */
+  logHead: number;
+}
+
+// A page in one statement, so one round trip (a woken long poll answers after it): the thread
+// row (with where the organization's log stands), the cursor's seq, and the messages after it,
+// one row per message (the thread's columns repeated), or one row without a message when none.
+const pageSql = `
+  WITH th AS (${selectThread} WHERE th.id = $2 AND ${reaches('o', 1)}),
+       cur AS (SELECT m.seq FROM messages m WHERE $3::uuid IS NOT NULL AND m.id = $3::uuid AND m.thread_id = $2)
+  SELECT th.*, (SELECT seq FROM cur) AS cursor_seq,
+         m.id AS m_id, m.seq AS m_seq, m.sender_id AS m_sender_id, m.content AS m_content, m.attachments AS m_attachments,
+         m.reply_to AS m_reply_to, m.expects_reply AS m_expects_reply, m.sent_at AS m_sent_at
+    FROM th LEFT JOIN LATERAL (
+      SELECT * FROM messages m
+       WHERE m.thread_id = th.id AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM cur))
+         AND m.seq > COALESCE((SELECT seq FROM cur), 0)
+       ORDER BY m.seq LIMIT $4
+    ) m ON true
+   ORDER BY m.seq`;
+
+type PageRow = ThreadRow & { cursor_seq: number | null; m_id: string | null; m_seq: number; m_sender_id: string; m_content: string; m_attachments: string[]; m_reply_to: string | null; m_expects_reply: boolean; m_sent_at: Date };
+
+async function readPage(db: Queryable, caller: Caller, threadId: string, request: PageRequest): Promise<ReadPage> {
+  if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
+  if (request.after !== undefined && !isUuid(request.after)) throw new ServiceError('invalid_cursor', 'after names no message of this thread');
+  const rows = await db.query<PageRow>(pageSql, [caller.orgId, threadId, request.after ?? null, request.limit + 1]);
+  const thread = rows[0];
+  if (!thread) throw new ServiceError('not_found', 'thread not found');
+  if (request.after !== undefined && thread.cursor_seq === null) throw new ServiceError('invalid_cursor', 'after names no message of this thread');
+  const found = rows.filter((row) => row.m_id !== null);
+  const messages = found.slice(0, request.limit).map((row) =>
+    toMessage({
+      id: row.m_id!,
+      thread_id: threadId,
+      seq: row.m_seq,
+      sender_id: row.m_sender_id,
+      content: row.m_content,
+      attachments: row.m_attachments,
+      reply_to: row.m_reply_to,
+      expects_reply: row.m_expects_reply,
+      sent_at: row.m_sent_at,
+    }),
+  );
   return {
-    ...toThread(thread),
-    messages,
-    has_more: rows.length > request.limit,
-    next_after: messages.at(-1)?.message_id ?? request.after ?? null,
+    page: {
+      ...toThread(thread),
+      messages,
+      has_more: found.length > request.limit,
+      next_after: messages.at(-1)?.message_id ?? request.after ?? null,
+    },
+    orgId: thread.org_id!,
+    logHead: Number(thread.log_head ?? 0),
   };
+}
+
+// Long polls of one thread woken by the same event and asking for the same page share one read
+// (per storage, since tests run several servers in one process): 2,000 polls of a thread cost one
+// query per append, not 2,000. A read may be shared only by polls woken no later than it started,
+// so none of them gets a page read before the event that woke it (`seq`).
+const sharedReads = new WeakMap<object, Map<string, { seq: number; read: Promise<ReadPage> }>>();
+
+function readShared(deps: DomainDeps, caller: Caller, threadId: string, request: PageRequest, wokenBy: number): Promise<ReadPage> {
+  let reads = sharedReads.get(deps.db);
+  if (!reads) sharedReads.set(deps.db, (reads = new Map()));
+  const key = `${caller.orgId} ${threadId} ${request.after ?? ''} ${request.limit}`;
+  const running = reads.get(key);
+  if (running && running.seq >= wokenBy) return running.read;
+  const entry = { seq: wokenBy, read: readPage(deps.db, caller, threadId, request) };
+  reads.set(key, entry);
+  const forget = () => {
+    if (reads.get(key) === entry) reads.delete(key);
+  };
+  entry.read.then(forget, forget);
+  return entry.read;
 }
 
 /**
@@ -302,30 +370,54 @@ async function readPage(db: Queryable, caller: Caller, threadId: string, request
  * first, `has_more` and `next_after` (contract §5). With `wait` > 0 and nothing after `after`,
  * holds until a message is appended, `wait` seconds pass or `signal` aborts (server shutdown),
  * then answers with what is there (possibly an empty page).
+ *
+ * The wait is fed by the event log: the poll subscribes to its thread's events at the process's
+ * event hub (events/hub.ts), which reads each new event once for every waiter, and polls woken by
+ * the same event share one page read. Appends through any process wake it.
  * Errors: `not_found` (thread), `invalid_cursor` (`after` names no message of this thread).
  */
 export async function getThreadPage(deps: DomainDeps, caller: Caller, threadId: string, request: PageRequest, signal?: AbortSignal): Promise<ThreadPage> {
-  if (request.wait <= 0 || signal?.aborted) return readPage(deps.db, caller, threadId, request);
-  // Subscribe before the first read so an append between read and wait is not missed.
+  const first = await readPage(deps.db, caller, threadId, request);
+  if (request.wait <= 0 || signal?.aborted || first.page.messages.length > 0) return first.page;
+  const deadline = Date.now() + request.wait * 1000;
+  let wokenBy = 0;
   let wake: () => void = () => {};
-  let appended = false;
-  const woken = new Promise<void>((resolve) => {
-    wake = resolve;
-  });
-  const unsubscribe = deps.notifier.subscribe(threadId, () => {
-    appended = true;
+  const subscription = await deps.events.subscribe(first.orgId, threadTopic(threadId), (events) => {
+    if (!events.some((event) => event.type === 'message.created')) return;
+    wokenBy = Math.max(wokenBy, events.at(-1)!.seq);
     wake();
   });
-  const timer = setTimeout(wake, request.wait * 1000);
-  signal?.addEventListener('abort', wake, { once: true });
   try {
-    const first = await readPage(deps.db, caller, threadId, request);
-    if (first.messages.length > 0) return first;
-    if (!appended) await woken;
-    return await readPage(deps.db, caller, threadId, request);
+    // Events up to the subscription's head were committed before it; if the log moved since the
+    // first read, one of them may be this thread's: read again rather than wait for nothing.
+    if (subscription.head > first.logHead && wokenBy === 0) {
+      const again = await readPage(deps.db, caller, threadId, request);
+      if (again.page.messages.length > 0) return again.page;
+    }
+    for (;;) {
+      const remaining = deadline - Date.now();
+      if (wokenBy === 0) {
+        if (remaining <= 0 || signal?.aborted) return (await readPage(deps.db, caller, threadId, request)).page;
+        await new Promise<void>((resolve) => {
+          const done = () => {
+            clearTimeout(timer);
+            signal?.removeEventListener('abort', done);
+            wake = () => {};
+            resolve();
+          };
+          const timer = setTimeout(done, remaining);
+          signal?.addEventListener('abort', done, { once: true });
+          wake = done;
+        });
+        continue;
+      }
+      const seq = wokenBy;
+      wokenBy = 0;
+      const page = (await readShared(deps, caller, threadId, request, seq)).page;
+      // A message of this thread up to the cursor (appended before the poll began) wakes it too.
+      if (page.messages.length > 0) return page;
+    }
   } finally {
-    clearTimeout(timer);
-    unsubscribe();
-    signal?.removeEventListener('abort', wake);
+    subscription.unsubscribe();
   }
 }

@@ -1,8 +1,11 @@
 import { randomUUID } from 'node:crypto';
+import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { isUuid } from '../domain/ids.ts';
+import { createHeldWaits, heldWaitRetryAfterSeconds, type HeldWaits } from '../events/held-waits.ts';
+import { defaultWebhookSettings, type WebhookRuntime } from '../events/webhooks/webhooks.ts';
 import { requireApiKey } from './auth.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
@@ -15,6 +18,7 @@ import { accessRequestRoutes } from './routes/access-requests.ts';
 import { adminPrefix, adminRoutes } from './routes/admin.ts';
 import { attachmentRoutes } from './routes/attachments.ts';
 import { edgeRoutes } from './routes/edges.ts';
+import { eventRoutes } from './routes/events.ts';
 import { orgKeyRoutes } from './routes/keys.ts';
 import { mcpKeyRoutes } from './routes/mcp-keys.ts';
 import { organizationRoutes } from './routes/organizations.ts';
@@ -23,6 +27,12 @@ import { providerKeyRoutes, putProviderKeyRoute } from './routes/provider-keys.t
 import { teamRoutes } from './routes/teams.ts';
 import { threadRoutes } from './routes/threads.ts';
 import { usageRoutes } from './routes/usage.ts';
+import { meRoutes } from './routes/me/index.ts';
+import { browserSignInRoutes, signInLinkRoutes, signInOptionRoutes } from './routes/sign-in.ts';
+import { consoleRoutes, type ConsoleAssets } from './console-assets.ts';
+import type { ConsoleSettings } from './session-auth.ts';
+import type { OidcClient } from '../sessions/oidc.ts';
+import { webhookRoutes } from './routes/webhooks.ts';
 
 /** Request bodies over this size get 413 `payload_too_large` (contract §1). */
 export const bodyLimitBytes = 1024 * 1024;
@@ -41,6 +51,18 @@ export interface AppOptions {
   adminToken?: string | undefined;
   /** Per-key rate limit (contract §2); default 1,200 a minute; `false` turns it off. */
   rateLimit?: RateLimitOptions | false | undefined;
+  /** The console's public URL (links, cookies, OpenID redirects), read once the server listens (contract §10). */
+  publicUrl: () => string;
+  /** Sign-in through OpenID Connect, when configured (contract §10). */
+  oidc?: OidcClient | undefined;
+  /** Receives the console's files, so that the server can load them at start (http/console-assets.ts). */
+  onConsole?: ((assets: ConsoleAssets) => void) | undefined;
+  /** The bounds of held waits of this process (default: events/held-waits.ts). */
+  heldWaits?: HeldWaits | undefined;
+  /** Webhook settings and worker (default: contract §9's settings, no worker to tell). */
+  webhooks?: WebhookRuntime | undefined;
+  /** Keep-alive period of event streams in milliseconds (default 15,000). */
+  streamKeepAliveMs?: number | undefined;
 }
 
 /**
@@ -53,9 +75,18 @@ class RequestLineLog extends LogController {
 
   override requestCompleted(error: Error | null | undefined, request: FastifyRequest, reply: FastifyReply): void {
     const ms = Math.round(reply.elapsedTime * 10) / 10;
-    const fields = { method: request.method, url: request.url, status: reply.statusCode, ms, ...(error ? { err: error } : {}) };
-    request.log[error ? 'error' : 'info'](fields, `${request.method} ${request.url} ${reply.statusCode} ${ms} ms`);
+    const url = loggedUrl(request.url);
+    const fields = { method: request.method, url, status: reply.statusCode, ms, ...(error ? { err: error } : {}) };
+    request.log[error ? 'error' : 'info'](fields, `${request.method} ${url} ${reply.statusCode} ${ms} ms`);
   }
+}
+
+/**
+ * `url` as a log line may show it: the values of query parameters that carry secrets (a sign-in
+ * link's `token`, an OpenID Connect callback's `code` and `state`) replaced by `[redacted]`.
+ */
+export function loggedUrl(url: string): string {
+  return url.replace(/([?&](?:token|code|state)=)[^&#]*/gi, '$1[redacted]');
 }
 
 // A client's request id is echoed only when it is short printable ASCII, so logs stay clean.
@@ -73,6 +104,8 @@ const clientRequestId = /^[\x21-\x7e]{1,200}$/;
  */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const app = createFastify(options.logger);
+  // Cookies are the console's sessions (contract §10); parsed on every request, set by its routes.
+  await app.register(fastifyCookie);
   if (options.rateLimit !== false) await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit);
   installIdempotency(app, options.deps);
   installJsonBodies(app);
@@ -84,7 +117,16 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installUnroutedAnswers(app, registry);
   installOpenApi(app, registry);
   installHealth(app, options.deps);
-  await registerRoutes(app, { deps: options.deps, shutdown: options.shutdown }, options.adminToken);
+  const context: RouteContext = {
+    deps: options.deps,
+    shutdown: options.shutdown,
+    heldWaits: options.heldWaits ?? createHeldWaits(),
+    webhooks: options.webhooks ?? { settings: defaultWebhookSettings, changed: () => {} },
+    streamKeepAliveMs: options.streamKeepAliveMs,
+  };
+  const consoleSettings: ConsoleSettings = { publicUrl: options.publicUrl, adminToken: options.adminToken || undefined };
+  await registerRoutes(app, context, consoleSettings, options.oidc);
+  options.onConsole?.(consoleRoutes(app));
   return app;
 }
 
@@ -101,7 +143,7 @@ function createFastify(logOptions: AppOptions['logger']): FastifyInstance {
       : {
           ...(typeof logOptions === 'object' ? logOptions : {}),
           // Keys never reach a log line, whatever serializers a deployment adds.
-          redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'api_key'], censor: '[redacted]' },
+          redact: { paths: ['req.headers["x-api-key"]', 'req.headers.authorization', 'req.headers.cookie', 'req.headers["x-csrf-token"]', 'api_key'], censor: '[redacted]' },
         };
   return Fastify({
     logger,
@@ -194,6 +236,8 @@ function installErrorHandler(app: FastifyInstance): void {
     if (unexpected) request.log.error({ err: error }, 'unexpected error');
     // Storage trouble and shutdown are short-lived: tell clients when to retry (contract §2).
     if (problem.status === 503) reply.header('retry-after', '1');
+    // A held wait ends within 30 s; past the bound of held waits, come back in a few seconds.
+    if (problem.code === 'too_many_waits') reply.header('retry-after', String(heldWaitRetryAfterSeconds));
     return reply.code(problem.status).type('application/problem+json').send(problem);
   });
 }
@@ -237,23 +281,35 @@ function installHealth(app: FastifyInstance, deps: DomainDeps): void {
  * The routes: under each API prefix the keyed routes, the access requests (no key) and the MCP
  * endpoint (an MCP key); the admin routes when a token is set; the unprefixed provider-key PUT.
  */
-async function registerRoutes(app: FastifyInstance, context: RouteContext, adminToken: string | undefined): Promise<void> {
+async function registerRoutes(app: FastifyInstance, context: RouteContext, consoleSettings: ConsoleSettings, oidc: OidcClient | undefined): Promise<void> {
+  const adminToken = consoleSettings.adminToken;
   for (const prefix of apiPrefixes) {
     await app.register(
       async (api) => {
         requireApiKey(api, context.deps.db);
-        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes]) {
+        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes, eventRoutes, webhookRoutes]) {
           routesOf(api, context);
         }
+        signInLinkRoutes(api, context, consoleSettings);
       },
       { prefix },
     );
-    // Anyone may ask for access: no API key (contract §5).
-    await app.register(async (open) => accessRequestRoutes(open, context), { prefix });
+    // Anyone may ask for access: no API key (contract §5); the sign-in page asks what it offers.
+    await app.register(
+      async (open) => {
+        accessRequestRoutes(open, context);
+        signInOptionRoutes(open, consoleSettings, oidc);
+      },
+      { prefix },
+    );
     // The MCP endpoint takes an MCP key instead of an organization key (contract §7).
     await app.register(async (mcp) => mcpRoutes(mcp, context), { prefix });
+    // The console's routes take a person's session instead (contract §10).
+    await app.register(async (me) => meRoutes(me, context, consoleSettings), { prefix });
   }
-  if (adminToken) await app.register(async (admin) => adminRoutes(admin, context, adminToken), { prefix: adminPrefix });
+  // The pages a browser follows to sign in, at the root (contract §10).
+  await app.register(async (browser) => browserSignInRoutes(browser, context, consoleSettings, oidc));
+  if (adminToken) await app.register(async (admin) => adminRoutes(admin, context, consoleSettings), { prefix: adminPrefix });
   // The interface description gives this one route without a prefix (contract §1).
   await app.register(async (api) => {
     requireApiKey(api, context.deps.db);

@@ -3,6 +3,7 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { claimIdempotencyKey, hashRequestBody, releaseClaim, storeResponse, type IdempotencyTarget } from '../domain/idempotency.ts';
 import { callerOf } from './auth.ts';
+import { sessionScopeOf } from './session-auth.ts';
 
 /** The request header (contract §1) and the header that marks a replayed response. */
 export const idempotencyHeader = 'idempotency-key';
@@ -26,6 +27,9 @@ function routeOf(request: FastifyRequest): string | undefined {
 }
 
 function scopeOf(request: FastifyRequest): string {
+  // A console session's requests are its own: two people behind one address never share answers.
+  const session = sessionScopeOf(request);
+  if (session) return session;
   try {
     return callerOf(request).orgId;
   } catch {

@@ -3,7 +3,9 @@
  * the official SDK, stateless, answering with JSON (no SSE stream).
  */
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
-import type { FastifyInstance, FastifyRequest } from 'fastify';
+import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
+import { ServiceError } from '../../errors/catalogue.ts';
+import { McpToolNames } from '../../api/mcp-tools.ts';
 import { authenticateMcp } from '../domain/authentication.ts';
 import type { AgentIdentity } from '../domain/agent-inbox.ts';
 import type { RouteContext } from '../http/routes/context.ts';
@@ -51,6 +53,33 @@ function toWebRequest(request: FastifyRequest): Request {
   return new Request(`${transportOrigin}${request.url}`, { method: request.method, headers });
 }
 
+/** Whether a JSON-RPC message is a `wait_for_messages` call that may wait (`timeout_seconds` > 0). */
+function isWaitingCall(message: unknown): boolean {
+  if (typeof message !== 'object' || message === null) return false;
+  const { method, params } = message as { method?: unknown; params?: { name?: unknown; arguments?: { timeout_seconds?: unknown } } };
+  return method === 'tools/call' && params?.name === McpToolNames.wait_for_messages && Number(params.arguments?.timeout_seconds) > 0;
+}
+
+/**
+ * How many waits a request holds (issue 21, defect 1): a single message holds one when it is a
+ * `wait_for_messages` that may wait. A JSON-RPC batch may hold at most one: all the waits of a
+ * batch wait for the same agent's unread messages, which the first to find them takes, and the
+ * batch is answered only when its last call ends, so a second wait in a batch can only hold the
+ * answer back. Errors: `invalid_request` for a batch with more (nothing of it runs).
+ */
+export function waitsHeldBy(body: unknown): number {
+  if (!Array.isArray(body)) return isWaitingCall(body) ? 1 : 0;
+  const waits = body.filter(isWaitingCall).length;
+  if (waits > 1) {
+    throw new ServiceError(
+      'invalid_request',
+      `a JSON-RPC batch may hold at most one wait_for_messages with timeout_seconds > 0, this one holds ${waits}; send one wait (it returns every unread message up to its limit)`,
+      { errors: [{ path: '(body)', message: `${waits} waiting wait_for_messages calls in one batch; at most 1` }] },
+    );
+  }
+  return waits;
+}
+
 /**
  * Registers `POST /mcp` on `app` (an encapsulated plugin under an API prefix).
  *
@@ -69,15 +98,26 @@ function toWebRequest(request: FastifyRequest): Request {
  * - GET (a server-sent event stream) and DELETE (ending a session) mean nothing without
  *   sessions: like any method a path does not serve, they get 405 `method_not_allowed` with
  *   `Allow: POST` from the app's route registry, as the SDK's stateless examples answer 405.
- * - `wait_for_messages` ends early when the client goes away or the server stops.
+ * - `wait_for_messages` ends early when the client goes away or the server stops. A request that
+ *   may wait holds a place among its MCP key's and the process's held waits (429 `too_many_waits`
+ *   past either bound, before anything runs); a batch may hold one wait ({@link waitsHeldBy}).
  */
-export function mcpRoutes(app: FastifyInstance, { deps, shutdown }: RouteContext): void {
+export function mcpRoutes(app: FastifyInstance, { deps, shutdown, heldWaits }: RouteContext): void {
   app.addHook('onRequest', async (request) => {
     const header = request.headers['x-api-key'];
     agents.set(request, await authenticateMcp(deps.db, Array.isArray(header) ? header[0] : header));
   });
   app.post('/mcp', async (request, reply) => {
     const agent = agents.get(request)!;
+    const release = heldWaits.acquire(agent.keyId, waitsHeldBy(request.body));
+    try {
+      return await answer(request, reply, agent);
+    } finally {
+      release();
+    }
+  });
+
+  async function answer(request: FastifyRequest, reply: FastifyReply, agent: AgentIdentity): Promise<FastifyReply> {
     const gone = new AbortController();
     reply.raw.once('close', () => {
       if (!reply.raw.writableFinished) gone.abort();
@@ -95,5 +135,5 @@ export function mcpRoutes(app: FastifyInstance, { deps, shutdown }: RouteContext
     } finally {
       await server.close();
     }
-  });
+  }
 }

@@ -429,6 +429,248 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
        END $$`,
     ],
   },
+  {
+    // The organization event log (contract §9; service/events/). Every change that makes an event
+    // writes it in its own transaction (an acknowledged change always has its event); `seq`
+    // numbers an organization's events 1, 2, 3, … without gaps, in the order they became visible.
+    //
+    // Writers only insert (`acs_append_event`: no lock, so appends of one organization commit in
+    // parallel); the `seq` is given afterwards, to committed events only, by the sequencer
+    // (`acs_sequence_events`, service/events/sequencer.ts), which every process runs after its own
+    // commits. It numbers the events it can see, in write order (`n`), under the organization's
+    // counter row lock, held until it commits: one sequencer at a time per organization, each
+    // numbering after the previous one's numbers, which are visible before the next can start. So
+    // the sequenced events are always exactly 1…N, a reader walking `seq > after` misses nothing
+    // and sees nothing twice (docs/events.md), and an event of a transaction that began after
+    // another committed is numbered after that one's (the order of one thread's messages, of a
+    // client's requests). A process that dies before sequencing its commit leaves events without
+    // a seq, which any process's sweep numbers within seconds; readers never see unnumbered events.
+    //
+    // No foreign keys: deleting an organization deletes its log explicitly (domain/organizations.ts).
+    id: '0011_events',
+    statements: [
+      `CREATE TABLE event_counters (
+        org_id uuid PRIMARY KEY,
+        -- the last seq given
+        last_seq bigint NOT NULL
+      )`,
+      `CREATE TABLE events (
+        -- write order, over all organizations (a transaction that begins after another committed
+        -- writes after it); the sequencer numbers in this order
+        n bigserial PRIMARY KEY,
+        org_id uuid NOT NULL,
+        -- null until sequenced
+        seq bigint,
+        event_id uuid NOT NULL,
+        type text NOT NULL,
+        team_id uuid,
+        -- json, not jsonb: kept as written (the fields in the order the API writes them), and
+        -- cheaper to store; nothing queries inside it
+        data json NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE UNIQUE INDEX events_org_seq ON events (org_id, seq) WHERE seq IS NOT NULL`,
+      // What the sequencer looks for: a probe of an empty index when everything is numbered.
+      `CREATE INDEX events_unsequenced ON events (org_id, n) WHERE seq IS NULL`,
+      // Retention (service/events/retention.ts) deletes by age.
+      `CREATE INDEX events_created ON events (created_at)`,
+      // ISO 8601 UTC with milliseconds, as the API writes timestamps (contract §1).
+      `CREATE FUNCTION acs_iso(ts timestamptz) RETURNS text LANGUAGE sql IMMUTABLE AS $$
+         SELECT to_char(ts AT TIME ZONE 'UTC', 'YYYY-MM-DD"T"HH24:MI:SS.MS"Z"')
+       $$`,
+      // Writes one event of p_org, not yet numbered. Takes no lock: call it anywhere in a transaction.
+      `CREATE FUNCTION acs_append_event(p_org uuid, p_team uuid, p_type text, p_data json) RETURNS uuid
+       LANGUAGE sql AS $$
+         INSERT INTO events (org_id, event_id, type, team_id, data)
+         VALUES (p_org, gen_random_uuid(), p_type, p_team, p_data)
+         RETURNING event_id
+       $$`,
+      // Numbers up to p_limit committed events of p_org that have no seq yet, in write order, after
+      // the organization's last seq, and returns them. The first statement locks the counter row
+      // (held until this call's transaction commits); the second runs on a snapshot taken after
+      // that, so it sees every event the previous sequencer numbered (PL/pgSQL takes a snapshot
+      // per statement). Call it in a transaction of its own: its commit publishes the numbers.
+      `CREATE FUNCTION acs_sequence_events(p_org uuid, p_limit integer) RETURNS SETOF events
+       LANGUAGE plpgsql AS $$
+       DECLARE
+         v_last bigint;
+         v_count bigint;
+       BEGIN
+         -- Nothing to number (an organization deleted meanwhile included): no counter row written.
+         IF NOT EXISTS (SELECT 1 FROM events WHERE org_id = p_org AND seq IS NULL) THEN RETURN; END IF;
+         INSERT INTO event_counters AS c (org_id, last_seq) VALUES (p_org, 0)
+           ON CONFLICT (org_id) DO UPDATE SET last_seq = c.last_seq
+           RETURNING c.last_seq INTO v_last;
+         RETURN QUERY
+           WITH todo AS (
+             SELECT e.n, row_number() OVER (ORDER BY e.n) AS rn FROM events e
+              WHERE e.org_id = p_org AND e.seq IS NULL ORDER BY e.n LIMIT p_limit
+           ), numbered AS (
+             UPDATE events e SET seq = v_last + todo.rn FROM todo WHERE e.n = todo.n RETURNING e.*
+           )
+           SELECT * FROM numbered ORDER BY seq;
+         GET DIAGNOSTICS v_count = ROW_COUNT;
+         UPDATE event_counters SET last_seq = v_last + v_count WHERE org_id = p_org;
+       END $$`,
+      // thread.opened: the Thread as the API returns it after opening (its fields in the API's
+      // order, as every JSON object built here), plus the edge's two participants. A deferred
+      // trigger: it runs at commit, once the first message is in (message_count 1).
+      `CREATE FUNCTION acs_event_thread_opened() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         v record;
+       BEGIN
+         SELECT th.*, t.org_id, e.participant_a, e.participant_b INTO v
+           FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+          WHERE th.id = NEW.id;
+         -- Gone again within its own transaction: nothing happened.
+         IF NOT FOUND THEN RETURN NULL; END IF;
+         PERFORM acs_append_event(v.org_id, v.team_id, 'thread.opened', json_build_object(
+           'thread_id', v.id, 'edge_id', v.edge_id, 'team_id', v.team_id, 'subject', v.subject,
+           'message_count', v.message_count, 'unread_count', v.opener_unread, 'channel', v.channel,
+           'awaiting_reply_from', v.awaiting_reply_from, 'created_at', acs_iso(v.created_at),
+           'participants', json_build_array(v.participant_a, v.participant_b)));
+         RETURN NULL;
+       END $$`,
+      `CREATE CONSTRAINT TRIGGER threads_event AFTER INSERT ON threads DEFERRABLE INITIALLY DEFERRED
+       FOR EACH ROW EXECUTE FUNCTION acs_event_thread_opened()`,
+      // message.created: the Message plus its edge, team and recipient (the other participant).
+      // Deferred like thread.opened, so in a thread's opening its message is written (and
+      // numbered) after the thread; a trigger, so every insert path counts and an append stays one
+      // statement (acs_append_message).
+      `CREATE FUNCTION acs_event_message_created() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         v record;
+       BEGIN
+         SELECT th.team_id, th.edge_id, t.org_id, e.participant_a, e.participant_b INTO v
+           FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+          WHERE th.id = NEW.thread_id;
+         IF NOT FOUND THEN RETURN NULL; END IF;
+         PERFORM acs_append_event(v.org_id, v.team_id, 'message.created', json_build_object(
+           'message_id', NEW.id, 'thread_id', NEW.thread_id, 'sender_id', NEW.sender_id, 'content', NEW.content,
+           'attachments', NEW.attachments, 'expects_reply', NEW.expects_reply, 'sent_at', acs_iso(NEW.sent_at),
+           'edge_id', v.edge_id, 'team_id', v.team_id,
+           'recipient_id', CASE WHEN v.participant_a = NEW.sender_id THEN v.participant_b ELSE v.participant_a END));
+         RETURN NULL;
+       END $$`,
+      `CREATE CONSTRAINT TRIGGER messages_event AFTER INSERT ON messages DEFERRABLE INITIALLY DEFERRED
+       FOR EACH ROW EXECUTE FUNCTION acs_event_message_created()`,
+    ],
+  },
+  {
+    // Webhooks (contract §9; service/events/webhooks/). A webhook keeps its place in its
+    // organization's log (`cursor_seq`): whichever process dispatches creates one delivery row per
+    // matching event after it and moves it, in one transaction, so a dispatch that dies changes
+    // nothing and no event is skipped or dispatched twice. Deliveries are claimed with FOR UPDATE
+    // SKIP LOCKED and leased (next_attempt_at moves to the lease's end), so several processes
+    // attempt each one once, and one whose process died is attempted again when its lease ends.
+    id: '0012_webhooks',
+    statements: [
+      `CREATE TABLE webhooks (
+        id uuid PRIMARY KEY,
+        org_id uuid NOT NULL REFERENCES organizations(id) ON DELETE CASCADE,
+        url text NOT NULL,
+        -- event types, or families such as 'message.*'
+        events text[] NOT NULL,
+        description text NOT NULL DEFAULT '',
+        status text NOT NULL DEFAULT 'enabled' CHECK (status IN ('enabled', 'disabled')),
+        -- why it was disabled by the service (a 410 from the receiver); null when enabled or disabled by hand
+        disabled_reason text,
+        -- the signing secrets, sealed with the secret box; the previous one signs too until it expires
+        secret_sealed text NOT NULL,
+        previous_secret_sealed text,
+        previous_secret_expires_at timestamptz,
+        -- the seq up to which deliveries were created
+        cursor_seq bigint NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now()
+      )`,
+      `CREATE INDEX webhooks_org ON webhooks (org_id)`,
+      `CREATE TABLE webhook_deliveries (
+        id uuid PRIMARY KEY,
+        webhook_id uuid NOT NULL REFERENCES webhooks(id) ON DELETE CASCADE,
+        org_id uuid NOT NULL,
+        seq bigint NOT NULL,
+        event_id uuid NOT NULL,
+        event_type text NOT NULL,
+        status text NOT NULL DEFAULT 'pending' CHECK (status IN ('pending', 'delivered', 'failed')),
+        -- attempts made so far
+        attempt integer NOT NULL DEFAULT 0,
+        response_status integer,
+        error text,
+        duration_ms integer,
+        -- pending: when the next attempt is due (a claim moves it to its lease's end); else null
+        next_attempt_at timestamptz,
+        lease_token uuid,
+        -- a retry asked for by hand: one attempt, no schedule after it
+        manual boolean NOT NULL DEFAULT false,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        updated_at timestamptz NOT NULL DEFAULT now(),
+        UNIQUE (webhook_id, seq)
+      )`,
+      `CREATE INDEX webhook_deliveries_due ON webhook_deliveries (next_attempt_at) WHERE status = 'pending'`,
+      `CREATE INDEX webhook_deliveries_finished ON webhook_deliveries (updated_at) WHERE status <> 'pending'`,
+    ],
+  },
+  {
+    // People sign in to the console (contract §10): one-time sign-in links, server-side sessions
+    // (a person's: the humans it acts as; an operator's: the admin routes), and the state of an
+    // OpenID Connect login between the redirect to the provider and its callback. Secrets are
+    // stored as SHA-256 hashes only, as keys are.
+    id: '0013_sessions',
+    statements: [
+      `CREATE TABLE sign_in_links (
+        id uuid PRIMARY KEY,
+        token_hash text NOT NULL UNIQUE,
+        human_id uuid NOT NULL REFERENCES participants(id) ON DELETE CASCADE,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL,
+        -- set when the link is opened: a link works once
+        used_at timestamptz
+      )`,
+      `CREATE INDEX sign_in_links_expires ON sign_in_links(expires_at)`,
+      `CREATE TABLE sessions (
+        id uuid PRIMARY KEY,
+        token_hash text NOT NULL UNIQUE,
+        kind text NOT NULL CHECK (kind IN ('person', 'operator')),
+        -- how it was started: link, oidc, admin_token
+        method text NOT NULL,
+        csrf_token text NOT NULL,
+        -- the verified email of an OpenID Connect sign-in
+        email text,
+        -- an operator session ends when the admin token it was started with is no longer the server's
+        admin_token_hash text,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        last_used_at timestamptz NOT NULL DEFAULT now(),
+        -- the absolute end (created_at + 7 days); the idle end is last_used_at + 12 hours
+        expires_at timestamptz NOT NULL
+      )`,
+      `CREATE INDEX sessions_expires ON sessions(expires_at)`,
+      // The humans a person's session acts as. Deleting a human (or its team, or its organization)
+      // deletes its rows here, and the trigger below ends every session that held one.
+      `CREATE TABLE session_humans (
+        session_id uuid NOT NULL REFERENCES sessions(id) ON DELETE CASCADE,
+        human_id uuid NOT NULL REFERENCES participants(id) ON DELETE CASCADE,
+        PRIMARY KEY (session_id, human_id)
+      )`,
+      `CREATE INDEX session_humans_human ON session_humans(human_id)`,
+      `CREATE FUNCTION acs_end_sessions_of_deleted_human() RETURNS trigger LANGUAGE plpgsql AS $$
+      BEGIN
+        DELETE FROM sessions WHERE id = OLD.session_id;
+        RETURN NULL;
+      END $$`,
+      `CREATE TRIGGER session_humans_deleted AFTER DELETE ON session_humans
+        FOR EACH ROW EXECUTE FUNCTION acs_end_sessions_of_deleted_human()`,
+      `CREATE TABLE oidc_logins (
+        state_hash text PRIMARY KEY,
+        -- binds the login to the browser that started it (a cookie), against login CSRF
+        browser_hash text NOT NULL,
+        code_verifier text NOT NULL,
+        nonce text NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        expires_at timestamptz NOT NULL
+      )`,
+    ],
+  },
 ];
 
 /**

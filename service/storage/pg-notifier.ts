@@ -3,11 +3,11 @@ import pg from 'pg';
 import type { Notifier } from '../domain/notifier.ts';
 
 /**
- * The channel appends are announced on; the payload is the thread id. Announced by the appending
- * process after its transaction committed ({@link createPgNotifier}'s `publish`), so never for a
- * rolled-back append.
+ * The channel on which a process announces that an organization's event log grew; the payload is
+ * the organization id. Announced by the writing process after its transaction committed
+ * ({@link createPgNotifier}'s `publish`), so never for a rolled-back change.
  */
-export const MESSAGES_CHANNEL = 'acs_thread_messages';
+export const EVENTS_CHANNEL = 'acs_events';
 
 /** Options of {@link createPgNotifier}; the delays are in milliseconds. */
 export interface PgNotifierOptions {
@@ -19,13 +19,14 @@ export interface PgNotifierOptions {
   log?: (message: string) => void;
 }
 
-// Announcements not yet sent are kept while the connection is down, up to this many threads.
-const maxPendingThreads = 100_000;
+// Announcements not yet sent are kept while the connection is down, up to this many organizations.
+const maxPendingKeys = 100_000;
 
 /**
  * A {@link Notifier} for several acs-server processes on one PostgreSQL database: one dedicated
- * `pg` client per process LISTENs on {@link MESSAGES_CHANNEL}, and an in-process emitter fans
- * each notification out to the requests waiting on that thread, so thousands of held long polls
+ * `pg` client per process LISTENs on {@link EVENTS_CHANNEL}, and an in-process emitter fans
+ * each notification out to the process's event hub, which reads the organization's new events once
+ * for all its waiters, so thousands of held long polls
  * share one connection and nothing polls.
  *
  * `publish` (called once an append committed) wakes this process's waiters at once and sends a
@@ -34,7 +35,7 @@ const maxPendingThreads = 100_000;
  * transaction (it was, by an insert trigger, until migration `0007_append_function`): a
  * transaction that notifies holds a cluster-wide lock from before its commit until after it, so
  * every append waited for the previous one's commit and fsync, and appends did not scale with
- * clients (docs/performance.md). One NOTIFY statement is in flight at a time; threads published
+ * clients (docs/performance.md). One NOTIFY statement is in flight at a time; organizations published
  * meanwhile go out together in the next. If the process dies between an append's commit and its
  * NOTIFY, waiters in other processes see the message when their wait ends (at most 30 s) rather
  * than at once.
@@ -48,7 +49,7 @@ const maxPendingThreads = 100_000;
  */
 export async function createPgNotifier(databaseUrl: string, options: PgNotifierOptions = {}): Promise<Notifier> {
   const emitter = new EventEmitter();
-  // Every long poll adds a listener; thousands of waiters on one thread are expected, not a leak.
+  // One listener per organization the hub follows: thousands are expected, not a leak.
   emitter.setMaxListeners(0);
   const retryMs = options.retryMs ?? 100;
   const maxRetryMs = options.maxRetryMs ?? 5000;
@@ -57,22 +58,21 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
   let client: pg.Client | undefined;
   let retryTimer: NodeJS.Timeout | undefined;
   let delay = retryMs;
-  // Threads published but not yet announced to the other processes, and whether a NOTIFY is in flight.
+  // Organizations published but not yet announced to the other processes, and the NOTIFY in flight.
   const pending = new Set<string>();
   let sending: Promise<void> | undefined;
-  let flushScheduled = false;
 
   const wakeAll = () => {
     for (const name of emitter.eventNames()) emitter.emit(name);
   };
 
-  /** Sends one NOTIFY per pending thread in one statement, unless one is already in flight. */
+  /** Sends one NOTIFY per pending organization in one statement, unless one is already in flight. */
   function flush(): void {
     const target = client;
     if (sending || closed || target === undefined || pending.size === 0) return;
-    const threads = [...pending];
+    const keys = [...pending];
     pending.clear();
-    sending = target.query(`SELECT pg_notify($1, thread) FROM unnest($2::text[]) AS thread`, [MESSAGES_CHANNEL, threads]).then(
+    sending = target.query(`SELECT pg_notify($1, key) FROM unnest($2::text[]) AS key`, [EVENTS_CHANNEL, keys]).then(
       () => {
         sending = undefined;
         flush();
@@ -81,7 +81,7 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
         sending = undefined;
         // Most likely the connection dropped: keep them for the reconnect (which flushes), or
         // for the next publish if the connection is still there.
-        for (const thread of threads) if (pending.size < maxPendingThreads) pending.add(thread);
+        for (const key of keys) if (pending.size < maxPendingKeys) pending.add(key);
         log('notifier: NOTIFY failed; will retry');
       },
     );
@@ -96,9 +96,9 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
       // This process's own announcements come back on its LISTEN: its waiters were woken at publish.
       const own = (await next.query<{ pid: number }>(`SELECT pg_backend_pid() AS pid`)).rows[0]!.pid;
       next.on('notification', (message) => {
-        if (message.channel === MESSAGES_CHANNEL && message.payload && message.processId !== own) emitter.emit(message.payload);
+        if (message.channel === EVENTS_CHANNEL && message.payload && message.processId !== own) emitter.emit(message.payload);
       });
-      await next.query(`LISTEN ${MESSAGES_CHANNEL}`);
+      await next.query(`LISTEN ${EVENTS_CHANNEL}`);
     } catch (error) {
       await next.end().catch(() => {});
       throw error;
@@ -140,22 +140,16 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
   client = await connect();
 
   return {
-    publish(threadId) {
-      emitter.emit(threadId);
-      if (pending.size < maxPendingThreads) pending.add(threadId);
-      // After the current I/O callbacks: the append's response is written first, and the threads
-      // of every append that completes in this turn of the event loop share one NOTIFY.
-      if (!flushScheduled) {
-        flushScheduled = true;
-        setImmediate(() => {
-          flushScheduled = false;
-          flush();
-        });
-      }
+    publish(key) {
+      if (pending.size < maxPendingKeys) pending.add(key);
+      // At once, not after the response of the request that committed: the other processes' waiters
+      // need not wait for it. While one NOTIFY is in flight, the organizations announced meanwhile
+      // wait and go out together in the next.
+      flush();
     },
-    subscribe(threadId, listener) {
-      emitter.on(threadId, listener);
-      return () => emitter.off(threadId, listener);
+    subscribe(key, listener) {
+      emitter.on(key, listener);
+      return () => emitter.off(key, listener);
     },
     async close() {
       // Appends committed before the close are still announced to the other processes, unless

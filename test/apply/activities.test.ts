@@ -6,6 +6,7 @@ import { createApplyActivities } from '../../activities/apply-activities.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
 import { syntheticDefinition } from '../support/synthetic.ts';
 import { startServer } from '../../service/index.ts';
+import { quietLogger } from '../support/quiet-temporal.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let env: NodeJS.ProcessEnv;
@@ -48,7 +49,8 @@ describe('apply activities', () => {
   it('ensure: a 404 becomes a non-retryable ApplicationFailure of type not_found', async () => {
     const acts = createApplyActivities({ env });
     const input = { connection: { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' }, kind: 'team' as const, parentId: '00000000-0000-4000-8000-000000000000', fields: { team_name: 'x', description: '', deletion_protection: false } };
-    const error = await new MockActivityEnvironment().run(acts.ensure, input).catch((e: unknown) => e);
+    // A failure on purpose: the SDK's warning about it stays out of the report.
+    const error = await new MockActivityEnvironment(undefined, { logger: quietLogger }).run(acts.ensure, input).catch((e: unknown) => e);
     expect(error).toBeInstanceOf(ApplicationFailure);
     expect(error).toMatchObject({ type: 'not_found', nonRetryable: true });
   });

@@ -25,16 +25,16 @@ export interface Server {
 
 /**
  * Starts `node bin/acs-server.ts start --in-memory --port 0 --tick-ms 50 --dev-credentials FILE`
- * with `env` added to the environment (`ACS_AGENT_PROVIDERS=echo` unless `env` says otherwise), waits (up to 60 s) until FILE holds
+ * (and `args`) with `env` added to the environment (`ACS_AGENT_PROVIDERS=echo` unless `env` says otherwise), waits (up to 60 s) until FILE holds
  * `{base_url, api_key, org_id}` (contract §6) and returns them. Throws with the process output
  * when it exits or never writes the file.
  */
-export async function startServer(options: { env?: Record<string, string> } = {}): Promise<Server> {
+export async function startServer(options: { env?: Record<string, string>; args?: string[] } = {}): Promise<Server> {
   const dir = await mkdtemp(join(tmpdir(), 'acs-conformance-'));
   const file = join(dir, 'dev.json');
   const child: ChildProcess = spawn(
     join(repoRoot, 'node_modules', '.bin', 'node'),
-    ['bin/acs-server.ts', 'start', '--in-memory', '--port', '0', '--tick-ms', '50', '--dev-credentials', file],
+    ['bin/acs-server.ts', 'start', '--in-memory', '--port', '0', '--tick-ms', '50', '--dev-credentials', file, ...(options.args ?? [])],
     // The agent loop runs the echo provider only: an agent of a vendor's provider that a suite
     // creates must never call out to that vendor (ACS_AGENT_PROVIDERS, docs/operating-acs-server.md "Configuration").
     { cwd: repoRoot, env: { ...process.env, ACS_AGENT_PROVIDERS: 'echo', ...options.env }, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -166,16 +166,18 @@ function parseJson(text: string): unknown {
   }
 }
 
-/** Status of every error code of contract §2. */
+/** Status of every error code of contract §2 (and the two §9 adds: `webhook_url_refused`, `events_expired`). */
 export const ERROR_CODES: Readonly<Record<string, number>> = {
   malformed_json: 400,
   invalid_request: 400,
   invalid_cursor: 400,
+  webhook_url_refused: 400,
   unauthenticated: 401,
   invalid_api_key: 401,
   wrong_key_type: 403,
   forbidden: 403,
   not_a_participant: 403,
+  csrf_failed: 403,
   not_found: 404,
   route_not_found: 404,
   method_not_allowed: 405,
@@ -185,6 +187,7 @@ export const ERROR_CODES: Readonly<Record<string, number>> = {
   in_use: 409,
   deletion_protected: 409,
   idempotency_key_in_use: 409,
+  events_expired: 410,
   payload_too_large: 413,
   unsupported_media_type: 415,
   unknown_reference: 422,

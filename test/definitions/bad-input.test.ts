@@ -51,7 +51,7 @@ describe('definitions: every problem at once', () => {
       'x.yaml:11:9: teams[0].humans[0].emial: unknown key "emial" (did you mean "email"?)',
       'x.yaml:13:16: teams[0].edges[0][1]: unknown participant "trigaer" in team intake (did you mean "triager"?)',
       'x.yaml:20:13: pipelines[0].steps[0].to: unknown participant "nobody" in team intake',
-      'x.yaml:21:18: pipelines[0].steps[0].content: {{ inputs.x }}: unknown input "x"',
+      'x.yaml:21:19: pipelines[0].steps[0].content: {{ inputs.x }}: unknown input "x"',
     ]);
   });
 
@@ -135,7 +135,7 @@ describe('definitions: hostile files get a clear error naming the file', () => {
 
   it('nesting deeper than the limit is refused at the first node past it', () => {
     const lines = problemLines(yaml(...HEAD, `teams: ${'['.repeat(40)}${']'.repeat(40)}`));
-    expect(lines).toEqual(['x.yaml:4:39: nested deeper than 32 levels (a definition needs at most 7); refused']);
+    expect(lines).toEqual(['x.yaml:4:39: nested deeper than 32 levels (a definition rarely needs more than 16); refused']);
   });
 
   it('nesting too deep for the YAML parser is refused without a stack overflow', () => {

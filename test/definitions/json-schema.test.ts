@@ -12,7 +12,9 @@ const EXAMPLE = fileURLToPath(new URL('../../examples/acme-research.yaml', impor
  * email format is checked loosely, as editors do (the Zod schema has the strict check).
  */
 function validator() {
-  const ajv = new Ajv({ allErrors: true });
+  // A pipeline input's value is a string, number or boolean: a union of types, which JSON Schema
+  // allows and ajv's strict mode wants opted into (else it warns on every compile).
+  const ajv = new Ajv({ allErrors: true, allowUnionTypes: true });
   ajv.addKeyword('patternErrorMessage');
   ajv.addFormat('email', /^[^\s@]+@[^\s@]+$/);
   return ajv.compile(buildJsonSchema());

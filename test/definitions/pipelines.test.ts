@@ -2,6 +2,8 @@
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { loadDefinitionFile, parseDefinition } from '../../definitions/index.ts';
+import { evaluateCondition, evaluateExpression, evaluateList, ExpressionError, scanExpression } from '../../definitions/expressions.ts';
+import { checkReply, compileReplySchema, reaskMessage, stringOnly } from '../../definitions/reply-schema.ts';
 import { renderTemplate, templateReferences } from '../../definitions/template.ts';
 import { parseRunInputs } from '../../cli/commands/run.ts';
 import { problemLines, yaml } from './helpers.ts';
@@ -68,14 +70,14 @@ describe('definitions: pipelines', () => {
     );
     expect(problemLines(text)).toEqual([
       'x.yaml:17:13: pipelines[0].steps[0].to: unknown participant "trigaer" in team intake (did you mean "triager"?)',
-      'x.yaml:18:18: pipelines[0].steps[0].content: {{ inputs.tiket }}: unknown input "tiket" (did you mean "ticket"?)',
-      'x.yaml:18:18: pipelines[0].steps[0].content: {{ steps.b.reply }}: step "b" is not a step before this one',
-      'x.yaml:23:22: pipelines[0].steps[1].parallel[0].content: {{ steps.c.thread_id }}: step "c" runs in the same parallel group, so its reply is not there yet',
+      'x.yaml:18:19: pipelines[0].steps[0].content: {{ inputs.tiket }}: unknown input "tiket" (did you mean "ticket"?)',
+      'x.yaml:18:38: pipelines[0].steps[0].content: {{ steps.b.reply }}: step "b" is not a step before this one',
+      'x.yaml:23:23: pipelines[0].steps[1].parallel[0].content: {{ steps.c.thread_id }}: step "c" runs in the same parallel group, so its reply is not there yet',
       'x.yaml:26:17: pipelines[0].steps[1].parallel[1].to: no edge joins "dana" and "loner" in team intake; add [dana, loner] to its edges',
       'x.yaml:31:15: pipelines[0].steps[2].from: "summarizer" is not in the thread of step "c" (between dana and loner)',
-      'x.yaml:32:18: pipelines[0].steps[2].content: {{ steps.c.reply }}: step "c" has awaitReply: false, so it has no reply',
-      'x.yaml:32:18: pipelines[0].steps[2].content: {{ steps.b.foo }}: unknown field "foo" of a step; use reply or thread_id',
-      'x.yaml:32:18: pipelines[0].steps[2].content: {{ what }}: unknown reference; use {{ inputs.NAME }}, {{ steps.ID.reply }} or {{ steps.ID.thread_id }}',
+      'x.yaml:32:19: pipelines[0].steps[2].content: {{ steps.c.reply }}: step "c" has awaitReply: false, so it has no reply',
+      'x.yaml:32:39: pipelines[0].steps[2].content: {{ steps.b.foo }}: unknown field "foo" of a step; use reply, value, status, error or thread_id',
+      'x.yaml:32:57: pipelines[0].steps[2].content: {{ what }}: unknown name "what"; this can use inputs and steps',
       'x.yaml:33:13: pipelines[0].steps[3].id: duplicate step id "a" (first used at steps[0])',
     ]);
   });
@@ -133,8 +135,8 @@ describe('definitions: templates', () => {
     expect(templateReferences('a {{ inputs.x }} {{#steps.s.reply}}y{{/steps.s.reply}}')).toEqual({
       ok: true,
       references: [
-        { name: 'inputs.x', offset: 2 },
-        { name: 'steps.s.reply', offset: 17 },
+        { name: 'inputs.x', offset: 2, inSection: false },
+        { name: 'steps.s.reply', offset: 17, inSection: false },
       ],
     });
     expect(templateReferences('{{> other}}')).toEqual({ ok: false, message: 'invalid template: partials ({{> other}}) are not supported' });
@@ -156,5 +158,235 @@ describe('run: inputs', () => {
     expect(() => parseRunInputs(pipeline, ['n=four', 'b=yes', 'x=1', 'novalue'])).toThrow(
       'pipeline p: --input n: not a number: "four"; --input b: expected true or false, got "yes"; --input "novalue": expected KEY=VALUE; unknown input "x" of pipeline p (did you mean "n"?); missing required input "n" of pipeline p; missing required input "s" of pipeline p; nothing was sent',
     );
+  });
+});
+
+/** The team of DECIDE_HEAD: dana (human), triager, writer, reviewer (agents), each with an edge to dana; pipelines from line 10. */
+const DECIDE_HEAD = [
+  'apiVersion: teamctl/v1',
+  'organization: { name: acme }',
+  'teams:',
+  '  - name: desk',
+  '    agents: [{ name: triager }, { name: writer }, { name: reviewer }]',
+  '    humans: [{ name: dana }]',
+  '    edges: [[dana, triager], [dana, writer], [dana, reviewer]]',
+  'pipelines:',
+  '  - name: p',
+  '    team: desk',
+];
+
+describe('definitions: pipelines that decide', () => {
+  it('validate: the example of the issue validates, every construct included, with defaults filled in', () => {
+    const definition = parseDefinition(
+      yaml(
+        ...DECIDE_HEAD,
+        '    inputs: { doc: { type: string } }',
+        '    steps:',
+        '      - { id: classify, from: dana, to: triager, content: "{{ inputs.doc }}", reply: { schema: { type: object, properties: { urgent: { type: boolean } } } } }',
+        '      - { id: page, when: "steps.classify.value.urgent", from: dana, to: reviewer, content: "Urgent {{ steps.classify.value.category }}" }',
+        '      - loop:',
+        '          id: rounds',
+        '          maxIterations: 5',
+        "          until: \"steps.verdict.value == 'approve'\"",
+        '          steps:',
+        '            - { id: draft, from: dana, to: writer, content: "Round {{ iteration }} {{ steps.verdict.reply }}" }',
+        '            - { id: verdict, from: dana, to: reviewer, content: "{{ steps.draft.reply }}", reply: { schema: { enum: [approve, revise] } } }',
+        '      - map:',
+        '          id: per-item',
+        "          items: \"steps['classify'].value.urgent ? ['a'] : ['b', 'c']\"",
+        '          steps: [{ id: handle, from: dana, to: triager, content: "{{ item }} {{ steps.rounds.iterations }}" }]',
+        '      - { run: { id: notify, pipeline: q, inputs: { text: "{{ steps.verdict.value }}", n: "{{ steps.rounds.iterations }}" } }, onError: continue }',
+        '      - { sleep: { id: cool-off, for: 10m }, when: "steps.notify.status == \'failed\'" }',
+        '    output: "{{ steps.verdict.value }} {{ steps.per-item.status }}"',
+        '  - name: q',
+        '    team: desk',
+        '    inputs: { text: {}, n: { type: number } }',
+        '    steps: [{ id: a, from: dana, to: writer, content: "{{ inputs.text }} {{ inputs.n }}" }]',
+      ),
+      'x.yaml',
+    );
+    const steps = definition.pipelines[0]!.steps;
+    expect(steps[0]).toMatchObject({ id: 'classify', reply: { attempts: 3 } });
+    expect(steps[3]).toMatchObject({ map: { id: 'per-item', as: 'item', maxConcurrency: 4 } });
+    // No default is written for onError: a pinned definition (a schedule's) stays as it was.
+    expect(Object.hasOwn(steps[1]!, 'onError')).toBe(false);
+  });
+
+  it('validate: unknown names in expressions are reported at their own line and column, with did-you-mean, and so are fields a step does not have', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    inputs: { doc: {} }',
+      '    steps:',
+      '      - { id: classify, from: dana, to: triager, content: x }',
+      '      - id: page',
+      '        when: "steps.clasify.value.urgent && inputs.dco == \'x\' && steps.classify.valeu && foo"',
+      '        from: dana',
+      '        to: writer',
+      '        content: "{{ iteration }} {{ steps.classify.value.x }}"',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:15:22: pipelines[0].steps[1].when: step "clasify" is not a step before this one (did you mean "classify"?)',
+      'x.yaml:15:53: pipelines[0].steps[1].when: unknown input "dco"',
+      'x.yaml:15:82: pipelines[0].steps[1].when: unknown field "valeu" of a step; use reply, value, status, error or thread_id (did you mean "value"?)',
+      'x.yaml:15:91: pipelines[0].steps[1].when: unknown name "foo"; this can use inputs and steps',
+      'x.yaml:18:19: pipelines[0].steps[1].content: {{ iteration }}: iteration is only known inside a loop',
+    ]);
+  });
+
+  it('validate: an expression that does not parse, a schema that does not compile, a reply on a step that awaits none, and an id with a dash in CEL are each reported', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    steps:',
+      '      - { id: follow-up, from: dana, to: triager, content: x }',
+      '      - { id: b, when: "steps.follow-up.reply == ", from: dana, to: writer, content: x }',
+      '      - { id: c, when: "steps.follow-up.status == \'completed\'", from: dana, to: writer, content: x }',
+      '      - id: d',
+      '        from: dana',
+      '        to: reviewer',
+      '        content: x',
+      '        awaitReply: false',
+      '        reply: { schema: { enums: [a, b] } }',
+    );
+    const lines = problemLines(text);
+    expect(lines[0]).toMatch(/^x\.yaml:13:\d+: pipelines\[0\]\.steps\[1\]\.when: invalid expression: /);
+    expect(lines.slice(1)).toEqual([
+      'x.yaml:14:31: pipelines[0].steps[2].when: step "follow" is not a step before this one (an id with a dash is written steps[\'follow-up\'] in an expression)',
+      'x.yaml:14:38: pipelines[0].steps[2].when: unknown name "up"; this can use inputs and steps',
+      'x.yaml:20:9: pipelines[0].steps[3].reply: a typed reply needs a reply to check; this step has awaitReply: false',
+      'x.yaml:20:26: pipelines[0].steps[3].reply.schema: invalid JSON Schema: strict mode: unknown keyword: "enums"',
+    ]);
+  });
+
+  it('validate: steps inside a map are not visible outside it, a later step of a loop is named only for its previous iteration (not as a thread), item and iteration only where they exist, and a run cannot form a cycle', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    inputs: { n: { type: number } }',
+      '    steps:',
+      '      - map:',
+      '          id: m',
+      '          items: "[1, 2, item]"',
+      '          as: it',
+      '          steps:',
+      '            - { id: h, from: dana, to: triager, content: "{{ it }} {{ iteration }}" }',
+      '            - map: { id: inner, items: "[1]", as: it, steps: [{ id: i, from: dana, to: writer, content: x }] }',
+      '      - { id: after, from: dana, to: reviewer, content: "{{ steps.h.reply }} {{ steps.m.results }}" }',
+      '      - loop:',
+      '          id: l',
+      '          maxIterations: 2',
+      '          until: "steps.late.value == \'x\'"',
+      '          steps:',
+      '            - { id: early, from: dana, to: writer, content: "{{ steps.late.reply }}" }',
+      '            - { id: again, thread: late, from: dana, content: x }',
+      '            - { id: late, from: dana, to: reviewer, content: "{{ steps.early.reply }} {{ iteration }}" }',
+      '      - { run: { id: r, pipeline: q, inputs: { x: "1" } } }',
+      '  - name: q',
+      '    team: desk',
+      '    steps: [{ run: { id: back, pipeline: p, inputs: { n: "two" } } }]',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:15:26: pipelines[0].steps[0].map.items: unknown name "item"; this can use inputs and steps',
+      'x.yaml:18:68: pipelines[0].steps[0].map.steps[0].content: {{ iteration }}: iteration is only known inside a loop',
+      'x.yaml:19:51: pipelines[0].steps[0].map.steps[1].map.as: "it" is already the item of an enclosing map; give this one another name with as:',
+      'x.yaml:20:58: pipelines[0].steps[1].content: {{ steps.h.reply }}: "h" runs inside map "m", once per item: use steps.m.results (a list, one entry per item)',
+      'x.yaml:27:36: pipelines[0].steps[2].loop.steps[1].thread: step "late" runs later in the loop\'s body: its thread is not there in the first iteration',
+      'x.yaml:29:35: pipelines[0].steps[3].run.pipeline: pipeline "q" runs "p" again (directly or through others): sub-pipelines cannot form a cycle',
+      'x.yaml:32:42: pipelines[1].steps[0].run.pipeline: pipeline "p" runs "q" again (directly or through others): sub-pipelines cannot form a cycle',
+    ]);
+  });
+
+  it('validate: a run names a pipeline of the file and gives it inputs it accepts, literal ones of their type', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    steps:',
+      '      - { run: { id: r, pipeline: qq, inputs: {} } }',
+      '      - { run: { id: s, pipeline: q, inputs: { n: "two", extra: x } } }',
+      '  - name: q',
+      '    team: desk',
+      '    inputs: { n: { type: number }, flag: { type: boolean } }',
+      '    steps: [{ id: a, from: dana, to: writer, content: "{{ inputs.n }}" }]',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:12:35: pipelines[0].steps[0].run.pipeline: unknown pipeline "qq" (did you mean "q"?)',
+      'x.yaml:13:46: pipelines[0].steps[1].run.inputs: missing required input "flag" of pipeline q',
+      'x.yaml:13:48: pipelines[0].steps[1].run.inputs.n: input "n" must be a number',
+      'x.yaml:13:58: pipelines[0].steps[1].run.inputs.extra: unknown input "extra" of pipeline q',
+    ]);
+  });
+
+  it('validate: a loop needs maxIterations from 1 to 100, a map at most 100 at once, a sleep a duration, and a typo in an entry key gets did-you-mean', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    steps:',
+      '      - { loop: { id: l, maxIterations: 0, steps: [{ id: a, from: dana, to: writer, content: x }] } }',
+      '      - { map: { id: m, items: "[]", maxConcurrency: 500, steps: [{ id: b, from: dana, to: writer, content: x }] } }',
+      '      - { sleep: { id: s, for: forever } }',
+      '      - { sleep: { id: t, for: 1m }, onErorr: continue }',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:12:41: pipelines[0].steps[0].loop.maxIterations: Too small: expected number to be >=1',
+      'x.yaml:13:54: pipelines[0].steps[1].map.maxConcurrency: Too big: expected number to be <=100',
+      'x.yaml:14:32: pipelines[0].steps[2].sleep.for: must be a duration such as 30s, 10m, 2h or 7d (positive, at most 365d)',
+      'x.yaml:15:38: pipelines[0].steps[3].onErorr: unknown key "onErorr" (did you mean "onError"?)',
+    ]);
+  });
+});
+
+describe('definitions: expressions (CEL)', () => {
+  it('expressions: references name their root and constant fields with offsets; comprehension variables are not outside names', () => {
+    expect(scanExpression("steps.m.results.all(r, r.handle.status == 'completed') && size(steps['follow-up'].reply) > iteration")).toEqual({
+      ok: true,
+      references: [
+        { root: 'steps', offset: 0, segments: [{ name: 'm', offset: 6 }, { name: 'results', offset: 8 }] },
+        { root: 'steps', offset: 63, segments: [{ name: 'follow-up', offset: 69 }, { name: 'reply', offset: 82 }] },
+        { root: 'iteration', offset: 91, segments: [] },
+      ],
+    });
+    expect(scanExpression('steps.x ==')).toMatchObject({ ok: false, message: expect.stringMatching(/^invalid expression: /) });
+  });
+
+  it('expressions: JSON integers are CEL ints and other numbers doubles; results come back as JSON; a non-bool condition and a non-list are refused', () => {
+    const variables = { steps: { c: { value: { n: 3, f: 1.5, tags: ['a', 'b'] } } }, iteration: 2 };
+    expect(evaluateExpression('steps.c.value.n + 1', variables)).toBe(4);
+    expect(evaluateExpression("{'n': steps.c.value.f * 2.0, 'tags': steps.c.value.tags.map(t, t + '!'), 'i': iteration}", variables)).toEqual({ n: 3, tags: ['a!', 'b!'], i: 2 });
+    expect(() => evaluateExpression('steps.c.value.f + 1', variables)).toThrow(/no matching overload/);
+    expect(() => evaluateExpression('steps.d.value', variables)).toThrow(ExpressionError);
+    expect(evaluateCondition('has(steps.c.value.n) && !has(steps.c.value.m)', variables)).toBe(true);
+    expect(() => evaluateCondition("'yes'", variables)).toThrow('"\'yes\'" must be true or false, got the string "yes"');
+    expect(evaluateList("steps.c.value.n > 2 ? ['x'] : []", variables)).toEqual(['x']);
+    expect(() => evaluateList('steps.c.value', variables)).toThrow('must be a list, got a map');
+  });
+});
+
+describe('definitions: typed replies', () => {
+  const schema = { type: 'object', required: ['category', 'urgent'], properties: { category: { enum: ['bug', 'question', 'feature'] }, urgent: { type: 'boolean' } } };
+
+  it('typed replies: the whole text or its first ```json block is the value, and what does not fit is said as the validator says it', () => {
+    expect(checkReply('{"category": "bug", "urgent": true}', schema)).toEqual({ ok: true, value: { category: 'bug', urgent: true } });
+    expect(checkReply('Here:\n```json\n{"category": "question", "urgent": false}\n```\nThanks', schema)).toEqual({ ok: true, value: { category: 'question', urgent: false } });
+    expect(checkReply('{"category": "crash", "urgent": "no", "x": 1}', schema)).toEqual({ ok: false, problems: ['/category must be one of bug, question, feature', '/urgent must be boolean'] });
+    expect(checkReply('{"urgent": true}', schema)).toEqual({ ok: false, problems: ['the reply must have the property "category"'] });
+    const prose = checkReply('It is a bug.', schema);
+    expect(prose.ok).toBe(false);
+    expect(!prose.ok && prose.problems[0]).toMatch(/^the reply is not JSON \(.+\); answer with a JSON value, or put it in a ```json block$/);
+  });
+
+  it('typed replies: for a schema of strings only, a bare word counts, a JSON string too, and anything else is a string that must fit', () => {
+    const decision = { enum: ['approve', 'reject'] };
+    expect(stringOnly(decision)).toBe(true);
+    expect(stringOnly({ anyOf: [{ type: 'string' }, { const: 'x' }] })).toBe(true);
+    expect(stringOnly(schema)).toBe(false);
+    expect(checkReply(' approve\n', decision)).toEqual({ ok: true, value: 'approve' });
+    expect(checkReply('"reject"', decision)).toEqual({ ok: true, value: 'reject' });
+    expect(checkReply('true', decision)).toEqual({ ok: false, problems: ['the reply must be one of approve, reject'] });
+    expect(reaskMessage(['the reply must be one of approve, reject'], decision, 2, 3)).toBe(
+      'Your reply does not fit what this step expects:\n- the reply must be one of approve, reject\nPlease answer again (reply 2 of 3) with one of: approve, reject.',
+    );
+  });
+
+  it('typed replies: a schema compiles under 2020-12 with formats, and a $schema of another draft or an unknown keyword is refused', () => {
+    expect(compileReplySchema({ type: 'string', format: 'email' }).ok).toBe(true);
+    expect(checkReply('not-an-email', { type: 'string', format: 'email' })).toEqual({ ok: false, problems: ['the reply must match format "email"'] });
+    expect(compileReplySchema({ $schema: 'http://json-schema.org/draft-07/schema#' })).toMatchObject({ ok: false, message: expect.stringContaining('2020-12') });
+    expect(compileReplySchema({ type: 'object', requird: ['x'] })).toEqual({ ok: false, message: 'strict mode: unknown keyword: "requird"' });
   });
 });

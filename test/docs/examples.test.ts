@@ -2,7 +2,9 @@
  * The definitions the README and the user guide show are ones a user can copy: every YAML block
  * with a top-level `organization:` is a whole definition file and passes `teamctl validate`'s
  * checks as printed. Blocks without one are fragments (a pipeline, a schedule, a contexts file)
- * and are not read here.
+ * and are not read here, except on docs/pipelines.md: there every `pipelines:` block is one
+ * example of a construct, and validates appended to the page's first whole definition (the team
+ * they run on).
  */
 import { readdirSync } from 'node:fs';
 import { resolve } from 'node:path';
@@ -34,5 +36,21 @@ describe('docs: the definitions shown', () => {
 
   it.each(definitions.map((d) => [`${d.file} #${d.index + 1}`, d] as const))('docs: the definition in %s validates as printed', (_name, d) => {
     expect(() => parseDefinition(d.text, d.file)).not.toThrow();
+  });
+});
+
+const pipelinesPage = codeBlocks(marked.lexer(readPage('docs/pipelines.md').text)).filter((block) => block.lang === 'yaml');
+const team = pipelinesPage.find((block) => /^organization:/m.test(block.text))!;
+const constructs = pipelinesPage.filter((block) => /^pipelines:/m.test(block.text) && !/^organization:/m.test(block.text));
+
+describe('docs: the pipelines taught', () => {
+  it('docs/pipelines.md: one example of each construct (a typed reply, when, loop, map, run, sleep, onError), on the team the page shows', () => {
+    const all = constructs.map((block) => block.text).join('\n');
+    for (const construct of ['reply:', 'when:', 'loop:', 'map:', 'run:', 'sleep:', 'onError:', 'parallel:']) expect(all, construct).toContain(construct);
+    expect(team.text).not.toMatch(/^pipelines:/m);
+  });
+
+  it.each(constructs.map((block, index) => [`#${index + 1}`, block.text] as const))('docs/pipelines.md: example %s validates on the page\'s team', (_name, text) => {
+    expect(() => parseDefinition(`${team.text}\n${text}`, 'docs/pipelines.md')).not.toThrow();
   });
 });

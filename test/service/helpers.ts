@@ -81,21 +81,27 @@ async function startHarnessServer(options: ServerOptions): Promise<RunningServer
 /**
  * {@link startHarness} on storage the test opens itself and shares with the server (in memory, or
  * a fresh PostgreSQL database in the `postgres` project): the test can count rows, or act as
- * another process writing behind the server's back. `server.close()` closes it (and drops the
+ * another process writing behind the server's back. `setup.wrap` wraps the storage the server
+ * gets, `setup.options` are added to the server's. `server.close()` closes it (and drops the
  * database).
  */
-export async function startHarnessWithDb(name = 'acme'): Promise<Harness & { db: Db }> {
+export async function startHarnessWithDb<D extends Db = Db>(
+  name = 'acme',
+  setup: { wrap?: (db: Db) => D; options?: ServerOptions } = {},
+): Promise<Harness & { db: D }> {
   let database: TestDatabase | undefined;
-  let db: Db;
+  let opened: Db;
   if (postgresBackend) {
     database = await createTestDatabase(testDatabaseUrl!);
-    db = await openDb({ databaseUrl: database.url });
+    opened = await openDb({ databaseUrl: database.url });
   } else {
-    db = await openDb({ inMemory: true });
+    opened = await openDb({ inMemory: true });
   }
+  // `wrap` sees every statement the server runs (a counting Db, say).
+  const db = (setup.wrap ? setup.wrap(opened) : opened) as D;
   let server: RunningServer;
   try {
-    server = await startServer({ db, port: 0, tickMs: 20 });
+    server = await startServer({ db, port: 0, tickMs: 20, ...setup.options });
   } catch (error) {
     await db.close().catch(() => {});
     await database?.drop();

@@ -2,6 +2,8 @@ import { randomBytes, randomUUID } from 'node:crypto';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import Fastify from 'fastify';
 import { createLocalNotifier } from '../../service/domain/notifier.ts';
+import { createEventHub } from '../../service/events/hub.ts';
+import { createWakeOneQueues } from '../../service/events/wake-one.ts';
 import { createSecretBox } from '../../service/domain/secret-box.ts';
 import { installIdempotency } from '../../service/http/idempotency.ts';
 import { startServer, type RunningServer } from '../../service/index.ts';
@@ -143,7 +145,8 @@ describe('idempotency after a server error', () => {
   it('idempotency: a 5xx releases the key, so the retry runs the handler again and its answer is kept', async () => {
     const db = await openDb({ inMemory: true });
     const app = Fastify();
-    installIdempotency(app, { db, notifier: createLocalNotifier(), secrets: createSecretBox(randomBytes(32)) });
+    const events = createEventHub({ db, notifier: createLocalNotifier() });
+    installIdempotency(app, { db, events, inboxes: createWakeOneQueues(events), secrets: createSecretBox(randomBytes(32)) });
     let calls = 0;
     app.post('/flaky', async () => {
       calls += 1;
@@ -163,6 +166,7 @@ describe('idempotency after a server error', () => {
       expect(calls).toBe(2);
     } finally {
       await app.close();
+      await events.close();
       await db.close();
     }
   });

@@ -1,7 +1,7 @@
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
-import { createPgNotifier, MESSAGES_CHANNEL } from '../../service/storage/pg-notifier.ts';
+import { createPgNotifier, EVENTS_CHANNEL } from '../../service/storage/pg-notifier.ts';
 import { openPostgresDb } from '../../service/storage/postgres-db.ts';
 import { request } from './helpers.ts';
 
@@ -13,7 +13,7 @@ const adminUrl = process.env.ACS_TEST_DATABASE_URL;
 async function notify(databaseUrl: string, payload: string): Promise<void> {
   const client = new pg.Client({ connectionString: databaseUrl });
   await client.connect();
-  await client.query(`SELECT pg_notify($1, $2)`, [MESSAGES_CHANNEL, payload]);
+  await client.query(`SELECT pg_notify($1, $2)`, [EVENTS_CHANNEL, payload]);
   await client.end();
 }
 
@@ -131,14 +131,14 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
       });
       const killed = await admin.query(
         `SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
-        [`LISTEN ${MESSAGES_CHANNEL}`],
+        [`LISTEN ${EVENTS_CHANNEL}`],
       );
       expect(killed.rows.length).toBeGreaterThan(0);
       await woken;
       expect(wakes).toBe(1);
       const heard = new Promise<void>((resolve) => notifier.subscribe('later-thread', resolve));
       // The reconnect has happened (the wake comes after LISTEN), so this notification is heard.
-      await admin.query(`SELECT pg_notify($1, 'later-thread')`, [MESSAGES_CHANNEL]);
+      await admin.query(`SELECT pg_notify($1, 'later-thread')`, [EVENTS_CHANNEL]);
       await heard;
     } finally {
       await admin.end();
@@ -146,7 +146,7 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
     }
   });
 
-  it('postgres notifier: a rolled-back append wakes nobody and a committed one wakes its thread', async () => {
+  it('postgres notifier: a rolled-back append wakes nobody and a committed one wakes its organization', async () => {
     const notifier = await createPgNotifier(url);
     const [one] = servers as [RunningServer];
     try {
@@ -166,7 +166,7 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
       const woken = new Promise<void>((resolve) => {
         wake = resolve;
       });
-      notifier.subscribe(thread.body.thread_id, () => {
+      notifier.subscribe(org_id, () => {
         events.push('wake');
         wake();
       });
@@ -189,7 +189,7 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
       );
       await admin.query('ROLLBACK');
       // Notifications arrive in commit order: anything the rollback had sent would precede this.
-      await admin.query(`SELECT pg_notify($1, 'sentinel')`, [MESSAGES_CHANNEL]);
+      await admin.query(`SELECT pg_notify($1, 'sentinel')`, [EVENTS_CHANNEL]);
       await admin.end();
       await sentinel;
       await request(`${one.url}/api/v1/threads/${thread.body.thread_id}/messages`, 'POST', { sender_agent_id: bob.body.human_id, content: 'yes' }, h);

@@ -111,3 +111,32 @@ export async function startOpenAiStub(answer: (request: StubRequest) => StubAnsw
     },
   };
 }
+
+/**
+ * A rule of scripted replies: a request of `model` (any model when absent) whose last user
+ * message matches `match` gets the N-th reply of `replies`, N being how many user messages of its
+ * conversation match (so each thread follows the script on its own); past the end, the last one.
+ */
+export interface ScriptedRule {
+  model?: string;
+  match: RegExp;
+  replies: string[];
+}
+
+/**
+ * Answers by script, as a test of a conversation needs (an invalid reply, then a valid one;
+ * `revise` twice, then `approve`): the first rule that matches a request answers it (see
+ * {@link ScriptedRule}); a request no rule matches gets {@link echoCompletion}'s answer. The
+ * script is read from each request's own conversation, so concurrent threads and tests do not
+ * shift one another.
+ */
+export function scriptedCompletions(rules: readonly ScriptedRule[]): (request: StubRequest) => StubAnswer {
+  return (request) => {
+    const users = request.body.messages.filter((m) => m.role === 'user').map((m) => m.content);
+    const last = users.at(-1) ?? '';
+    const rule = rules.find((r) => (r.model === undefined || r.model === request.body.model) && r.match.test(last));
+    if (!rule) return echoCompletion(request);
+    const seen = users.filter((content) => rule.match.test(content)).length;
+    return completion(request.body.model, rule.replies[Math.min(seen, rule.replies.length) - 1]!);
+  };
+}

@@ -8,17 +8,17 @@
 import { spawn } from 'node:child_process';
 import { resolve } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
-import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { describe, it } from 'vitest';
 import type { ActivityDeps } from '../../activities/apply-activities.ts';
 import { loadTemporalSettings } from '../../temporal/settings.ts';
 import type { TemporalSettings } from '../../temporal/settings.ts';
 import { createWorker } from '../../worker/worker.ts';
+import { installQuietRuntime } from './quiet-temporal.ts';
 
 const repoRoot = resolve(import.meta.dirname, '..', '..');
 
 // Retried activities are the point of several tests; the SDK's warning for each would bury the report.
-Runtime.install({ logger: new DefaultLogger('ERROR') });
+installQuietRuntime();
 
 /** Whether a Temporal server was given to the tests. */
 export const hasTemporal = Boolean(process.env.TEMPORAL_ADDRESS);
@@ -38,7 +38,7 @@ export function describeTemporal(title: string, body: () => void): void {
       });
     });
   } else {
-    describe.skip(`${title} (skipped: TEMPORAL_ADDRESS is not set; run the tests through scripts/with-temporal.sh --install)`, body);
+    describe.skip(`${title} (skipped: needs a Temporal server, and TEMPORAL_ADDRESS is not set)`, body);
   }
 }
 

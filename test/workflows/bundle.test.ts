@@ -8,4 +8,11 @@ describe('workflow bundle', () => {
     expect(bundle.code).toContain('applyWorkflow');
     expect(bundle.code).toContain('orchestrateApply');
   }, 120_000);
+
+  it('workflow bundle: the pipeline workflow evaluates CEL and checks JSON Schemas itself (both libraries are in the bundle), and carries no Zod', async () => {
+    const bundle = await bundleWorkflowCode({ workflowsPath, logger: { trace() {}, debug() {}, info() {}, warn() {}, error() {}, log() {} } as never });
+    expect(bundle.code).toMatch(/node_modules\/@bufbuild\/cel\//);
+    expect(bundle.code).toMatch(/node_modules\/ajv\/dist\/2020\.js/);
+    expect(bundle.code).not.toMatch(/node_modules\/zod\//);
+  }, 120_000);
 });

@@ -194,12 +194,12 @@ describeTemporal('pipelines', () => {
     expect(await child.kill('SIGKILL')).toBe('SIGKILL');
     const taskQueueWorker = await startWorker(taskQueue, { env: org.env });
     stops.push(() => taskQueueWorker.stop());
-    await org.client.appendMessage(threadId, { sender_agent_id: people['dana']!, content: 'approved' });
+    await org.client.appendMessage(threadId, { sender_agent_id: people['dana']!, content: 'approve' });
     const result = await temporal.workflow.getHandle<(input: PipelineRunInput) => Promise<PipelineResult>>(runId).result();
-    expect(result.output).toBe('approved');
+    expect(result.output).toBe('approve');
     const sent = (await messages(org.client, threadId)).filter((m) => m.sender_id === people['triager']).map((m) => m.content);
     // The triager's own echo of dana's answer is the agent loop's; the pipeline sent the other two, once each.
-    expect(sent.filter((c) => !c.startsWith('echo:'))).toEqual(['May we roll out v2? Please answer in this thread.', 'Noted: approved']);
+    expect(sent.filter((c) => !c.startsWith('echo:'))).toEqual(['May we roll out v2? Answer approve or reject in this thread.', 'Approved: rolling out v2.']);
   }, 180_000);
 
   it('key rotation with grace 0 during a waiting step: the step carries on with the next key of the keyring', async () => {
@@ -218,10 +218,14 @@ describeTemporal('pipelines', () => {
     workerEnv['ACS_API_KEY_NEXT'] = rotated.api_key;
     const next = new AcsClient({ baseUrl: server.url, apiKey: rotated.api_key });
     const people = await ids(next, org.name);
-    await next.appendMessage(threadId, { sender_agent_id: people['dana']!, content: 'go ahead' });
+    await next.appendMessage(threadId, { sender_agent_id: people['dana']!, content: 'reject' });
     const result = await temporal.workflow.getHandle<(input: PipelineRunInput) => Promise<PipelineResult>>(runId).result();
-    expect(result.output).toBe('go ahead');
-    expect(result.steps.map((s) => s.id)).toEqual(['ask', 'confirm']);
+    expect(result.output).toBe('reject');
+    expect(result.steps.map((s) => [s.id, s.status])).toEqual([
+      ['ask', 'completed'],
+      ['go', 'skipped'],
+      ['stop', 'completed'],
+    ]);
   }, 120_000);
 
   it('every key of the keyring refused during a wait: the run fails at once with keys_refused, without retrying', async () => {
@@ -263,11 +267,11 @@ describeTemporal('pipelines', () => {
     expect(await runCli(['runs', 'show', runId, '--json'], cliIo(org.env, out))).toBe(0);
     const shown = JSON.parse(out.join('\n'));
     expect(shown.status).toBe('cancelled');
-    expect(shown.steps.map((s: { status: string }) => s.status)).toEqual(['cancelled', 'pending']);
+    expect(shown.steps.map((s: { status: string }) => s.status)).toEqual(['cancelled', 'pending', 'pending']);
     const threadId = await firstThread(org.client, org.name);
     const people = await ids(org.client, org.name);
     const sent = (await messages(org.client, threadId)).filter((m) => m.sender_id === people['triager']);
-    expect(sent.map((m) => m.content)).toEqual(['May we roll out v2? Please answer in this thread.']);
+    expect(sent.map((m) => m.content)).toEqual(['May we roll out v2? Answer approve or reject in this thread.']);
   }, 120_000);
 
   it('a pipeline past its history limit continues as new between steps and still sends each message once', async () => {

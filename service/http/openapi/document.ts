@@ -125,6 +125,7 @@ function normalizeSchema(value: unknown): unknown {
 function securityOf(route: RegisteredRoute): Security {
   if (route.doc?.security) return route.doc.security;
   if (route.path.startsWith('/admin/')) return 'adminToken';
+  if (route.path === '/me' || route.path.startsWith('/me/')) return 'session';
   return 'orgKey';
 }
 
@@ -140,7 +141,9 @@ const bodyMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  */
 function errorCodesOf(route: RegisteredRoute, security: Security): ErrorCode[] {
   const codes = new Set<ErrorCode>(['invalid_request', 'method_not_allowed', 'rate_limited', 'internal', 'unavailable']);
-  if (security === 'adminToken') codes.add('unauthenticated');
+  if (security === 'adminToken' || security === 'session') codes.add('unauthenticated');
+  // A session (a person's, or an operator's on /admin/v1) must send its CSRF token with every change (contract §10).
+  if ((security === 'session' || security === 'adminToken') && route.method !== 'GET') codes.add('csrf_failed');
   if (security === 'orgKey' || security === 'mcpKey') ['unauthenticated', 'invalid_api_key', 'wrong_key_type'].forEach((c) => codes.add(c as ErrorCode));
   if (route.path.includes(':')) codes.add('not_found');
   if (bodyMethods.has(route.method)) ['malformed_json', 'payload_too_large', 'unsupported_media_type'].forEach((c) => codes.add(c as ErrorCode));
@@ -208,6 +211,10 @@ function successResponse(route: RegisteredRoute, doc: RouteDoc | undefined, sche
   const success = doc?.success;
   const headers: JsonObject = { ...commonHeaders };
   if (route.method === 'POST') headers['Idempotent-Replayed'] = headerRef('Idempotent-Replayed');
+  if (success?.stream) {
+    for (const [name, description] of Object.entries(success.stream.headers)) headers[name] = { description, required: true, schema: { type: 'string' } };
+    return { description: success.description, headers, content: { 'text/event-stream': { schema: schemas.convert(success.stream.event, 'output') } } };
+  }
   if (success?.bytes) {
     for (const [name, description] of Object.entries(success.bytes.headers)) headers[name] = { description, required: true, schema: { type: 'string' } };
     return { description: success.description, headers, content: { [success.bytes.mediaType]: { schema: { type: 'string', format: 'binary' } } } };
@@ -254,7 +261,8 @@ function operationOf(route: RegisteredRoute, servers: JsonObject[] | undefined, 
 const securitySchemes: Record<Exclude<Security, 'none'>, JsonObject> = {
   orgKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An organization key (acs_org_…).' },
   mcpKey: { type: 'apiKey', in: 'header', name: 'X-API-Key', description: 'An MCP key (acs_mcp_…), bound to one agent.' },
-  adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ACS_ADMIN_TOKEN).' },
+  adminToken: { type: 'http', scheme: 'bearer', description: 'The operator token (ACS_ADMIN_TOKEN), or an operator session (POST /admin/v1/sign-in).' },
+  session: { type: 'apiKey', in: 'cookie', name: 'acs_session', description: "A console session (a sign-in link or OpenID Connect); changes need the session's X-CSRF-Token too." },
 };
 
 const serverDescriptions: Record<string, string> = {
@@ -308,7 +316,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, version: string): 
   // One entry per method and path, with every prefix it is served under.
   const operations = new Map<string, { route: RegisteredRoute; prefixes: string[] }>();
   for (const route of registry.routes) {
-    if (route.method === 'HEAD' || route.method === 'OPTIONS') continue;
+    if (route.method === 'HEAD' || route.method === 'OPTIONS' || !route.documented) continue;
     const key = `${route.method} ${route.path}`;
     const entry = operations.get(key) ?? { route, prefixes: [] };
     entry.prefixes.push(route.prefix);

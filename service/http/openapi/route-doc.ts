@@ -2,7 +2,7 @@ import type { z } from 'zod';
 import type { ErrorCode } from '../../../errors/catalogue.ts';
 
 /** Who may call a route: which credential the OpenAPI document names for it. */
-export const Securities = { orgKey: 'orgKey', mcpKey: 'mcpKey', adminToken: 'adminToken', none: 'none' } as const;
+export const Securities = { orgKey: 'orgKey', mcpKey: 'mcpKey', adminToken: 'adminToken', session: 'session', none: 'none' } as const;
 export type Security = (typeof Securities)[keyof typeof Securities];
 
 /**
@@ -17,12 +17,15 @@ export const Tags = {
   edges: 'Edges: two participants of a team who may talk. Threads live on edges.',
   threads: 'Threads and their messages; reading a thread page can long-poll for new messages.',
   attachments: 'Files a message can reference (5 MiB each, uploaded as base64).',
+  events: "The organization's event log: every change in order, read by page, long poll or Server-Sent Events.",
+  webhooks: 'Webhooks: events POSTed to a receiver, signed per Standard Webhooks, retried, with a delivery log.',
   usage: 'Tokens that provider agents spent, from the providers\' own counts, and the state of their daily budgets.',
   'provider-keys': 'LLM provider keys of an organization: write-only, only a hint is ever returned.',
   'org-keys': 'Organization API keys: created, rotated with a grace period, revoked. Secrets are shown once.',
   'mcp-keys': 'MCP keys: bound to one agent, for the MCP endpoint. Secrets are shown once.',
   mcp: 'The MCP endpoint: an external agent takes part in its threads through MCP tools, with its MCP key.',
   'access-requests': 'Asking for access without a key; an operator reviews the request.',
+  console: 'The console (people in a browser): sign-in links, and the routes a signed-in person reaches under /me with the acs_session cookie: their teams, their threads, the MCP keys of their external agents.',
   admin: 'Operator routes under /admin/v1: exist only when the server has an admin token (ACS_ADMIN_TOKEN).',
   service: 'Health, readiness and this document: no key needed.',
 } as const;
@@ -36,6 +39,11 @@ export interface SuccessDoc {
   schema?: z.ZodType;
   /** A non-JSON body: its media type (range) and the headers that come with it. */
   bytes?: { mediaType: string; headers: Record<string, string> };
+  /**
+   * A `text/event-stream` body: the schema of each of its events (`id`, `event`, `data`; OpenAPI
+   * 3.1 lets the media type's schema describe one event), and the headers that come with it.
+   */
+  stream?: { event: z.ZodType; headers: Record<string, string> };
 }
 
 /**

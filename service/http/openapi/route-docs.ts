@@ -49,6 +49,8 @@ import {
 } from '../../../api/schemas.ts';
 import { JsonRpcMessage, JsonRpcResponse } from '../../../api/mcp-tools.ts';
 import type { RouteDoc, SuccessDoc, Tag } from './route-doc.ts';
+import { sessionRouteDocs } from './session-route-docs.ts';
+import { eventRouteDocs } from './event-route-docs.ts';
 
 // Response shapes that only the routes define. Each is named (`.meta({ id })`), so it becomes a
 // component and generated clients get a type named after it.
@@ -94,6 +96,8 @@ function tagged(tag: Tag, entries: Entries): Record<string, RouteDoc> {
  * route with no entry here and for an entry with no route.
  */
 export const routeDocs: Readonly<Record<string, RouteDoc>> = {
+  // The console's routes (contract §10) are described beside their schemas.
+  ...sessionRouteDocs,
   ...tagged('service', {
     'GET /healthz': { operationId: 'getHealth', summary: 'The process is up', success: ok(Health, 'the process is up'), security: 'none' },
     'GET /readyz': {
@@ -307,6 +311,8 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       },
     },
   }),
+
+  ...eventRouteDocs,
 
   ...tagged('provider-keys', {
     'PUT /organizations/:org_id/api-keys/:provider': {

@@ -15,6 +15,11 @@ export interface RegisteredRoute {
   path: string;
   /** Undefined for a route nobody described (a test fails then). HEAD routes share their GET's. */
   doc: RouteDoc | undefined;
+  /**
+   * False for the pages of the console and of its sign-in flows (`config: { apiDocument: false }`):
+   * served, and answered 405 for other methods, but not API operations, so not in the document.
+   */
+  documented: boolean;
 }
 
 /**
@@ -38,12 +43,12 @@ export class RouteRegistry {
   }
 
   /** Records one route (called from the `onRoute` hook). Output: the record. */
-  add(method: string, url: string): RegisteredRoute {
+  add(method: string, url: string, documented = true): RegisteredRoute {
     const prefix = this.prefixes.find((p) => url === p || url.startsWith(`${p}/`)) ?? '';
     const path = url.slice(prefix.length) || '/';
     const doc = routeDocs[`${method} ${path}`] ?? (method === 'HEAD' ? routeDocs[`GET ${path}`] : undefined);
     const escaped = url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_][A-Za-z0-9_]*/g, '[^/]+');
-    const route = { method, url, prefix, path, doc, pattern: new RegExp(`^${escaped}$`) };
+    const route = { method, url, prefix, path, doc, documented, pattern: new RegExp(`^${escaped}$`) };
     this.#routes.push(route);
     return route;
   }
@@ -69,6 +74,11 @@ export function installRouteRegistry(app: FastifyInstance, prefixes: readonly st
   const registry = new RouteRegistry(prefixes);
   app.addHook('onRoute', (options) => {
     const methods = (Array.isArray(options.method) ? options.method : [options.method]).map((m) => String(m).toUpperCase());
+    // Pages (the console, its sign-in flows) take whatever query their page reads: no check.
+    if ((options.config as { apiDocument?: boolean } | undefined)?.apiDocument === false) {
+      for (const method of methods) registry.add(method, options.url, false);
+      return;
+    }
     // A route with several methods accepts what any of their docs names.
     const known = methods.flatMap((method) => Object.keys(registry.add(method, options.url).doc?.query?.shape ?? {}));
     const check: preValidationAsyncHookHandler = async (request) => rejectUnknownQuery(request.query, known);

@@ -10,9 +10,10 @@ import type { Params, RouteContext } from './context.ts';
  * Thread and message routes (contract §5): `POST /edges/{id}/threads` → 201 Thread;
  * `GET /edges/{id}/threads` → 200 `{threads}` newest first; `GET /threads/{id}?after&limit&wait`
  * → 200 thread page (long poll up to `wait` seconds); `POST /threads/{id}/messages` → 201 Message.
- * Errors: `not_found`, `not_a_participant`, `invalid_cursor`, `unknown_reference`, `invalid_request`.
+ * Errors: `not_found`, `not_a_participant`, `invalid_cursor`, `unknown_reference`, `invalid_request`,
+ * `too_many_waits` (a long poll past the bounds of held waits).
  */
-export function threadRoutes(app: FastifyInstance, { deps, shutdown }: RouteContext): void {
+export function threadRoutes(app: FastifyInstance, { deps, shutdown, heldWaits }: RouteContext): void {
   app.post<Params<'edge_id'>>('/edges/:edge_id/threads', async (request, reply) => {
     const body = parseInput(OpenThreadBody, request.body);
     return reply.code(201).send(await openThread(deps, callerOf(request), request.params.edge_id, body));
@@ -28,7 +29,14 @@ export function threadRoutes(app: FastifyInstance, { deps, shutdown }: RouteCont
       throw new ServiceError('invalid_cursor', 'after must be given once');
     }
     const query = parseInput(ThreadPageQuery, rest);
-    return getThreadPage(deps, callerOf(request), request.params.thread_id, { ...query, after }, shutdown);
+    const caller = callerOf(request);
+    // A long poll holds a place among the key's and the process's held waits (429 past them).
+    const release = query.wait > 0 ? heldWaits.acquire(caller.keyId) : () => {};
+    try {
+      return await getThreadPage(deps, caller, request.params.thread_id, { ...query, after }, shutdown);
+    } finally {
+      release();
+    }
   });
   app.post<Params<'thread_id'>>('/threads/:thread_id/messages', async (request, reply) => {
     const body = parseInput(AppendMessageBody, request.body);

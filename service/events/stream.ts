@@ -1,0 +1,133 @@
+/**
+ * An organization's events as Server-Sent Events (contract §9, `…/events/stream`; the WHATWG
+ * HTML "Server-sent events" format): each event as `id: <seq>`, `event: <type>`, `data: <the
+ * event JSON>`, a comment line at least every 15 s to keep the connection open, and resumption
+ * from `Last-Event-ID`.
+ *
+ * Reusable with a caller-supplied filter: besides the types and team of contract §9, `accept`
+ * decides per event (the console streams a person's threads only, contract §10). The stream
+ * first reads what it missed from storage (in pages), then goes on with the events the process's
+ * event hub hands it, so a live event costs no query per stream.
+ */
+import type { ServerResponse } from 'node:http';
+import { assertCursor, logBounds, matchesFilter, readEvents, type EventFilter, type StoredEvent } from './log.ts';
+import { allTopic, type EventHub } from './hub.ts';
+import type { Queryable } from '../storage/db.ts';
+
+/** Longest silence on a stream before a keep-alive comment (contract §9: at most 15 s). */
+export const defaultKeepAliveMs = 15_000;
+
+/** Bytes a slow client may leave unread before the stream is closed (it resumes with Last-Event-ID). */
+const maxBufferedBytes = 4 * 1024 * 1024;
+
+/** Events read per statement while catching up. */
+const catchUpPage = 500;
+
+/** What to stream. */
+export interface EventStreamOptions {
+  db: Queryable;
+  hub: EventHub;
+  orgId: string;
+  /** The events of contract §9's filters (types, team); applied in storage while catching up. */
+  filter: EventFilter;
+  /** A further test per event, for callers with a narrower view (the console: a person's threads). */
+  accept?: (event: StoredEvent) => boolean;
+  /** Start after this seq; undefined: with the events written from now on. */
+  after: number | undefined;
+  /** Keep-alive period in milliseconds (default {@link defaultKeepAliveMs}). */
+  keepAliveMs?: number;
+  /** Ends the stream (the server stops). */
+  signal: AbortSignal;
+}
+
+/**
+ * Checks where a stream may start before anything is sent, so a refusal is still an ordinary
+ * error response. Errors: `events_expired` (410, `oldest_seq`), `invalid_cursor`.
+ */
+export async function checkStreamStart(db: Queryable, orgId: string, after: number | undefined): Promise<void> {
+  if (after === undefined) return;
+  assertCursor(after, await logBounds(db, orgId));
+}
+
+// The hub hands the same event object to every stream of the process: it is serialized once.
+const frames = new WeakMap<StoredEvent, string>();
+
+/** One event as an SSE frame (serialized once per event object, however many streams send it). */
+export function sseFrame(event: StoredEvent): string {
+  let frame = frames.get(event);
+  if (frame === undefined) {
+    frame = `id: ${event.seq}\nevent: ${event.type}\ndata: ${JSON.stringify(event)}\n\n`;
+    frames.set(event, frame);
+  }
+  return frame;
+}
+
+/**
+ * Streams events on `res`, whose status and headers the caller has written (200,
+ * `text/event-stream`). Resolves when the stream ends: the client went away, `signal` aborted, the
+ * client read too slowly (more than 4 MiB left unread: closed, to be resumed), or reading failed
+ * (the stream is closed; a client resumes from its last id).
+ */
+export async function streamEvents(res: ServerResponse, options: EventStreamOptions): Promise<void> {
+  const { db, hub, orgId, filter } = options;
+  const accept = (event: StoredEvent) => matchesFilter(event, filter) && (options.accept?.(event) ?? true);
+  let cursor = 0;
+  let catchingUp = true;
+  const held: StoredEvent[] = [];
+  let finish: () => void = () => {};
+  const finished = new Promise<void>((resolve) => (finish = resolve));
+  let ended = false;
+  const end = () => {
+    if (ended) return;
+    ended = true;
+    clearInterval(keepAlive);
+    options.signal.removeEventListener('abort', end);
+    if (!res.writableEnded) res.end();
+    finish();
+  };
+  const write = (text: string) => {
+    if (ended) return;
+    res.write(text);
+    if (res.writableLength > maxBufferedBytes) end();
+  };
+  const send = (event: StoredEvent) => {
+    if (event.seq <= cursor) return;
+    cursor = event.seq;
+    if (accept(event)) write(sseFrame(event));
+  };
+  const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs ?? defaultKeepAliveMs);
+  res.once('close', end);
+  options.signal.addEventListener('abort', end, { once: true });
+  if (options.signal.aborted) end();
+
+  const subscription = await hub.subscribe(orgId, allTopic, (events) => {
+    if (catchingUp) held.push(...events);
+    else for (const event of events) send(event);
+  });
+  try {
+    // How long a client waits before it reconnects, and where the stream starts: a client that
+    // saw no event before it was cut off resumes from there (an `id:` without data would not be
+    // kept by every parser, so a comment says it).
+    // Events committed before the stream began are numbered (and then handed to the subscription).
+    await hub.settle(orgId);
+    cursor = options.after ?? subscription.head;
+    write(`retry: 2000\n: connected after ${cursor}\n\n`);
+    if (options.after !== undefined) {
+      for (;;) {
+        if (ended) return;
+        const page = await readEvents(db, orgId, cursor, catchUpPage, filter);
+        for (const event of page.events) if (options.accept?.(event) ?? true) write(sseFrame(event));
+        cursor = page.nextAfter;
+        if (!page.full) break;
+      }
+    }
+    catchingUp = false;
+    for (const event of held.splice(0)) send(event);
+    await finished;
+  } catch {
+    end();
+  } finally {
+    subscription.unsubscribe();
+    end();
+  }
+}

@@ -1,0 +1,103 @@
+/**
+ * Where webhooks may point (contract §9): an https URL whose host resolves to public addresses
+ * only. Checked when a webhook is created or its URL changed, and again at every delivery, where
+ * the connection is made to the very address that was checked (a lookup that refuses non-public
+ * answers), so a name that resolves differently by then (DNS rebinding) reaches nothing inside.
+ * `--webhook-allow-private` lifts both rules (development and tests).
+ */
+import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
+import { isIP } from 'node:net';
+import ipaddr from 'ipaddr.js';
+import { ServiceError } from '../../../errors/catalogue.ts';
+
+/** A `dns.lookup` with `{ all: true }`: every address of a host name. */
+export type ResolveHost = (hostname: string) => Promise<LookupAddress[]>;
+
+/** Resolves with the system resolver (as connections do), every address. */
+export const systemResolve: ResolveHost = (hostname) =>
+  new Promise((resolve, reject) => dnsLookup(hostname, { all: true, verbatim: true }, (error, addresses) => (error ? reject(error) : resolve(addresses))));
+
+/** What the guard allows and how it resolves names. */
+export interface UrlPolicy {
+  /** `--webhook-allow-private`: http and non-public addresses too. */
+  allowPrivate: boolean;
+  /** How host names are resolved (default {@link systemResolve}; tests pass a stand-in to play DNS rebinding). */
+  resolve?: ResolveHost | undefined;
+}
+
+/**
+ * Why `address` may not be reached, or undefined when it is a public unicast address: loopback,
+ * private (RFC 1918, unique local), link-local, carrier-grade NAT, multicast, unspecified,
+ * reserved and documentation ranges, and the IPv6 ranges that embed IPv4 ones (mapped, NAT64,
+ * 6to4, Teredo) are all refused, by their ipaddr.js range name.
+ */
+export function refusedAddress(address: string): string | undefined {
+  if (!ipaddr.isValid(address)) return 'not an IP address';
+  const parsed = ipaddr.process(address);
+  const range = parsed.range();
+  return range === 'unicast' ? undefined : range;
+}
+
+function refuse(url: string, why: string): ServiceError {
+  return new ServiceError('webhook_url_refused', `${url}: ${why}`, { errors: [{ path: 'url', message: why }] });
+}
+
+/** The host of a URL as connections use it (IPv6 literals without their brackets). */
+function hostOf(url: URL): string {
+  return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+}
+
+/**
+ * Checks that deliveries may go to `url` (contract §9): https, and its host an address, or a name
+ * resolving only to addresses, that {@link refusedAddress} allows; anything goes with
+ * `allowPrivate`. Errors: `webhook_url_refused` (400) naming why.
+ */
+export async function assertDeliverableUrl(url: string, policy: UrlPolicy): Promise<void> {
+  if (policy.allowPrivate) return;
+  const parsed = new URL(url);
+  if (parsed.protocol !== 'https:') throw refuse(url, 'must be https (http is taken only by a server started with --webhook-allow-private)');
+  if (parsed.username || parsed.password) throw refuse(url, 'must not carry credentials (user:password@)');
+  const host = hostOf(parsed);
+  if (isIP(host)) {
+    const why = refusedAddress(host);
+    if (why) throw refuse(url, `${host} is a ${why} address; webhooks may only reach public addresses`);
+    return;
+  }
+  let addresses: LookupAddress[];
+  try {
+    addresses = await (policy.resolve ?? systemResolve)(host);
+  } catch (error) {
+    throw refuse(url, `${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+  }
+  if (addresses.length === 0) throw refuse(url, `${host} does not resolve`);
+  for (const { address } of addresses) {
+    const why = refusedAddress(address);
+    if (why) throw refuse(url, `${host} resolves to ${address}, a ${why} address; webhooks may only reach public addresses`);
+  }
+}
+
+/**
+ * A `lookup` for `http.request` that resolves like {@link systemResolve} (or the policy's resolver)
+ * and fails the connection when any answer is not public, so the address connected to is one that
+ * was checked. IP literals never reach a lookup: {@link assertDeliverableUrl} checks them.
+ */
+export function guardedLookup(policy: UrlPolicy) {
+  return (hostname: string, options: { all?: boolean } | number, callback: (...args: unknown[]) => void): void => {
+    (policy.resolve ?? systemResolve)(hostname).then(
+      (addresses) => {
+        const bad = addresses.find(({ address }) => refusedAddress(address) !== undefined);
+        if (addresses.length === 0 || bad) {
+          const error = Object.assign(new Error(`webhook_url_refused: ${hostname} resolves to ${bad?.address ?? 'nothing'}${bad ? `, a ${refusedAddress(bad.address)} address` : ''}`), {
+            code: 'WEBHOOK_URL_REFUSED',
+          });
+          callback(error);
+          return;
+        }
+        const all = typeof options === 'object' && options.all === true;
+        if (all) callback(null, addresses);
+        else callback(null, addresses[0]!.address, addresses[0]!.family);
+      },
+      (error: unknown) => callback(error),
+    );
+  };
+}

@@ -1,0 +1,305 @@
+/**
+ * Webhooks of an organization (contract §9): created, listed, changed, deleted, their secrets
+ * rotated, and their delivery log read and retried. Deliveries themselves: dispatcher.ts and
+ * deliverer.ts. Secrets are sealed at rest with the secret box (like provider keys) and returned
+ * only by creation and rotation.
+ */
+import { ServiceError } from '../../../errors/catalogue.ts';
+import {
+  maxWebhooksPerOrganization,
+  type CreatedWebhook,
+  type DeliveryList,
+  type DeliveryStatus,
+  type RotatedWebhookSecret,
+  type Webhook,
+  type WebhookDelivery,
+  type WebhookStatus,
+} from '../../../api/events.ts';
+import { assertOrganizationReachable } from '../../domain/access-checks.ts';
+import { reaches, type Caller, type DomainDeps } from '../../domain/caller.ts';
+import { iso, isoOrNull, isUuid, newId } from '../../domain/ids.ts';
+import type { Queryable } from '../../storage/db.ts';
+import { headSeq } from '../log.ts';
+import { generateWebhookSecret } from './signing.ts';
+import { assertDeliverableUrl, type UrlPolicy } from './url-guard.ts';
+
+/** How deliveries are made; `acs-server start` flags (docs/operating-acs-server.md). */
+export interface WebhookSettings extends UrlPolicy {
+  /** Delays before the retries, in milliseconds (contract §9: 5 s, 5 min, 30 min, 2 h, 5 h, 10 h, 10 h). */
+  retrySchedule: readonly number[];
+  /** How long a receiver has to answer, in milliseconds (contract §9: 15 s). */
+  timeoutMs: number;
+  /** Deliveries in flight at once in this process. */
+  concurrency: number;
+  /** How often this process looks for deliveries due and events not dispatched yet, in milliseconds. */
+  pollMs: number;
+}
+
+/** The retry schedule of contract §9, in milliseconds. */
+export const defaultRetrySchedule: readonly number[] = [5e3, 5 * 60e3, 30 * 60e3, 2 * 3600e3, 5 * 3600e3, 10 * 3600e3, 10 * 3600e3];
+
+/** Settings by default: public https receivers only, contract §9's schedule. */
+export const defaultWebhookSettings: WebhookSettings = {
+  allowPrivate: false,
+  retrySchedule: defaultRetrySchedule,
+  timeoutMs: 15_000,
+  concurrency: 16,
+  pollMs: 5_000,
+};
+
+/** What webhook operations need beyond the domain: the settings, and whom to tell of a change. */
+export interface WebhookRuntime {
+  settings: WebhookSettings;
+  /** Called after a webhook of `orgId` was created or changed: this process starts dispatching its events. */
+  changed(orgId: string): void;
+}
+
+interface WebhookRow {
+  id: string;
+  org_id: string;
+  url: string;
+  events: string[];
+  description: string;
+  status: WebhookStatus;
+  disabled_reason: string | null;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  previous_secret_expires_at: Date | null;
+  cursor_seq: string;
+  created_at: Date;
+  updated_at: Date;
+}
+
+function toWebhook(row: WebhookRow): Webhook {
+  return {
+    webhook_id: row.id,
+    org_id: row.org_id,
+    url: row.url,
+    events: row.events,
+    description: row.description,
+    status: row.status,
+    disabled_reason: row.disabled_reason,
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+interface DeliveryRow {
+  id: string;
+  webhook_id: string;
+  seq: string;
+  event_id: string;
+  event_type: string;
+  status: DeliveryStatus;
+  attempt: number;
+  response_status: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+  updated_at: Date;
+}
+
+/** Maps a stored delivery to the delivery log's shape (contract §9). */
+export function toDelivery(row: DeliveryRow): WebhookDelivery {
+  return {
+    delivery_id: row.id,
+    webhook_id: row.webhook_id,
+    event_id: row.event_id,
+    seq: Number(row.seq),
+    event_type: row.event_type,
+    attempt: row.attempt,
+    status: row.status,
+    response_status: row.response_status,
+    error: row.error,
+    duration_ms: row.duration_ms,
+    next_attempt_at: isoOrNull(row.next_attempt_at),
+    created_at: iso(row.created_at),
+    updated_at: iso(row.updated_at),
+  };
+}
+
+/** The webhook `webhookId` if the caller reaches its organization. Errors: `not_found`. */
+async function findWebhook(db: Queryable, caller: Caller, webhookId: string, lock = false): Promise<WebhookRow> {
+  if (!isUuid(webhookId)) throw new ServiceError('not_found', 'webhook not found');
+  const rows = await db.query<WebhookRow>(
+    `SELECT w.* FROM webhooks w JOIN organizations o ON o.id = w.org_id WHERE w.id = $2 AND ${reaches('o', 1)}${lock ? ' FOR UPDATE OF w' : ''}`,
+    [caller.orgId, webhookId],
+  );
+  if (!rows[0]) throw new ServiceError('not_found', 'webhook not found');
+  return rows[0];
+}
+
+/**
+ * `POST /organizations/{org_id}/webhooks` (contract §9): a webhook for `events` of the
+ * organization, enabled, delivering the events written from now on. The secret is the one given
+ * or a new one, returned here (and by rotation) only.
+ * Errors: `not_found` (organization), `webhook_url_refused` (400: not https, or not public; see
+ * url-guard.ts), `webhook_limit` (409: 20 webhooks already).
+ */
+export async function createWebhook(
+  deps: DomainDeps,
+  runtime: WebhookRuntime,
+  caller: Caller,
+  orgId: string,
+  input: { url: string; events: string[]; description?: string | undefined; secret?: string | undefined },
+): Promise<CreatedWebhook> {
+  await assertOrganizationReachable(deps.db, caller, orgId);
+  await assertDeliverableUrl(input.url, runtime.settings);
+  const secret = input.secret ?? generateWebhookSecret();
+  const row = await deps.db.transaction(async (tx) => {
+    // The organization's row lock serialises the count below with concurrent creations.
+    const locked = await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [orgId]);
+    if (locked.length === 0) throw new ServiceError('not_found', 'organization not found');
+    const [{ n } = { n: 0 }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhooks WHERE org_id = $1`, [orgId]);
+    if (n >= maxWebhooksPerOrganization) {
+      throw new ServiceError('webhook_limit', `an organization may have at most ${maxWebhooksPerOrganization} webhooks; delete one first`, {
+        extra: { limit: maxWebhooksPerOrganization },
+      });
+    }
+    const rows = await tx.query<WebhookRow>(
+      `INSERT INTO webhooks (id, org_id, url, events, description, secret_sealed, cursor_seq)
+       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
+      [newId(), orgId, input.url, [...new Set(input.events)], input.description ?? '', deps.secrets.seal(secret), await headSeq(tx, orgId)],
+    );
+    return rows[0]!;
+  });
+  runtime.changed(orgId);
+  return { ...toWebhook(row), secret };
+}
+
+/** `GET /organizations/{org_id}/webhooks`: the organization's webhooks, oldest first, without secrets. Errors: `not_found`. */
+export async function listWebhooks(deps: DomainDeps, caller: Caller, orgId: string): Promise<Webhook[]> {
+  await assertOrganizationReachable(deps.db, caller, orgId);
+  const rows = await deps.db.query<WebhookRow>(`SELECT * FROM webhooks WHERE org_id = $1 ORDER BY created_at, id`, [orgId]);
+  return rows.map(toWebhook);
+}
+
+/** `GET /webhooks/{webhook_id}`. Errors: `not_found`. */
+export async function getWebhook(deps: DomainDeps, caller: Caller, webhookId: string): Promise<Webhook> {
+  return toWebhook(await findWebhook(deps.db, caller, webhookId));
+}
+
+/**
+ * `PATCH /webhooks/{webhook_id}` (contract §9): `url` (checked as at creation), `events`,
+ * `description`, `status`. Enabling a disabled webhook delivers the events written from then on:
+ * what was written while it was disabled is skipped (its pending deliveries resume).
+ * Errors: `not_found`, `webhook_url_refused`.
+ */
+export async function updateWebhook(
+  deps: DomainDeps,
+  runtime: WebhookRuntime,
+  caller: Caller,
+  webhookId: string,
+  patch: { url?: string | undefined; events?: string[] | undefined; description?: string | undefined; status?: WebhookStatus | undefined },
+): Promise<Webhook> {
+  if (patch.url !== undefined) await assertDeliverableUrl(patch.url, runtime.settings);
+  const row = await deps.db.transaction(async (tx) => {
+    const found = await findWebhook(tx, caller, webhookId, true);
+    const enabling = patch.status === 'enabled' && found.status === 'disabled';
+    const rows = await tx.query<WebhookRow>(
+      `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events), description = COALESCE($4, description),
+         status = COALESCE($5, status),
+         disabled_reason = CASE WHEN $5::text IS NULL THEN disabled_reason ELSE NULL END,
+         cursor_seq = CASE WHEN $6 THEN $7 ELSE cursor_seq END,
+         updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [
+        webhookId,
+        patch.url ?? null,
+        patch.events === undefined ? null : [...new Set(patch.events)],
+        patch.description ?? null,
+        patch.status ?? null,
+        enabling,
+        enabling ? await headSeq(tx, found.org_id) : 0,
+      ],
+    );
+    return rows[0]!;
+  });
+  runtime.changed(row.org_id);
+  return toWebhook(row);
+}
+
+/** `DELETE /webhooks/{webhook_id}`: the webhook and its delivery log. Errors: `not_found`. */
+export async function deleteWebhook(deps: DomainDeps, caller: Caller, webhookId: string): Promise<{ deleted: true; webhook_id: string }> {
+  await deps.db.transaction(async (tx) => {
+    await findWebhook(tx, caller, webhookId, true);
+    await tx.query(`DELETE FROM webhooks WHERE id = $1`, [webhookId]);
+  });
+  return { deleted: true, webhook_id: webhookId };
+}
+
+/**
+ * `POST /webhooks/{webhook_id}/rotate-secret` (contract §9): a new secret (the one given, or a
+ * new one) signs from now on; for `graceSeconds` (default 86,400; 0: not at all) the previous one
+ * signs beside it. Output: the new secret (shown only here) and until when the previous one signs.
+ * Errors: `not_found`.
+ */
+export async function rotateWebhookSecret(
+  deps: DomainDeps,
+  caller: Caller,
+  webhookId: string,
+  input: { secret?: string | undefined; grace_seconds?: number | undefined },
+): Promise<RotatedWebhookSecret> {
+  const secret = input.secret ?? generateWebhookSecret();
+  const grace = input.grace_seconds ?? 86_400;
+  const row = await deps.db.transaction(async (tx) => {
+    await findWebhook(tx, caller, webhookId, true);
+    const rows = await tx.query<WebhookRow>(
+      `UPDATE webhooks SET
+         previous_secret_sealed = CASE WHEN $3 > 0 THEN secret_sealed ELSE NULL END,
+         previous_secret_expires_at = CASE WHEN $3 > 0 THEN now() + make_interval(secs => $3) ELSE NULL END,
+         secret_sealed = $2, updated_at = now()
+       WHERE id = $1 RETURNING *`,
+      [webhookId, deps.secrets.seal(secret), grace],
+    );
+    return rows[0]!;
+  });
+  return { webhook_id: webhookId, secret, previous_secret_expires_at: isoOrNull(row.previous_secret_expires_at) };
+}
+
+/**
+ * `GET /webhooks/{webhook_id}/deliveries` (contract §9, "Delivery log"): the webhook's deliveries,
+ * newest event first, optionally of one status, `limit` per page after the delivery `after`.
+ * Errors: `not_found` (webhook, or an `after` that is not one of its deliveries).
+ */
+export async function listDeliveries(
+  deps: DomainDeps,
+  caller: Caller,
+  webhookId: string,
+  query: { status?: DeliveryStatus | undefined; limit: number; after?: string | undefined },
+): Promise<DeliveryList> {
+  await findWebhook(deps.db, caller, webhookId);
+  let before: string | null = null;
+  if (query.after !== undefined) {
+    const [cursor] = await deps.db.query<{ seq: string }>(`SELECT seq FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2`, [query.after, webhookId]);
+    if (!cursor) throw new ServiceError('invalid_cursor', 'after names no delivery of this webhook');
+    before = cursor.seq;
+  }
+  const rows = await deps.db.query<DeliveryRow>(
+    `SELECT * FROM webhook_deliveries WHERE webhook_id = $1 AND ($2::text IS NULL OR status = $2) AND ($3::bigint IS NULL OR seq < $3)
+      ORDER BY seq DESC LIMIT $4`,
+    [webhookId, query.status ?? null, before, query.limit + 1],
+  );
+  const page = rows.slice(0, query.limit).map(toDelivery);
+  return { deliveries: page, next_after: rows.length > query.limit ? page.at(-1)!.delivery_id : null };
+}
+
+/**
+ * `POST /webhooks/{webhook_id}/deliveries/{delivery_id}/retry` (contract §9): sends the event
+ * again now, once (no schedule after this attempt), whatever became of the delivery. While the
+ * webhook is disabled the attempt waits until it is enabled. Output: the delivery, pending.
+ * Errors: `not_found` (webhook or delivery).
+ */
+export async function retryDelivery(deps: DomainDeps, runtime: WebhookRuntime, caller: Caller, webhookId: string, deliveryId: string): Promise<WebhookDelivery> {
+  const webhook = await findWebhook(deps.db, caller, webhookId);
+  if (!isUuid(deliveryId)) throw new ServiceError('not_found', 'delivery not found');
+  const rows = await deps.db.query<DeliveryRow>(
+    `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), manual = true, lease_token = NULL, updated_at = now()
+      WHERE id = $1 AND webhook_id = $2 RETURNING *`,
+    [deliveryId, webhookId],
+  );
+  if (!rows[0]) throw new ServiceError('not_found', 'delivery not found');
+  runtime.changed(webhook.org_id);
+  return toDelivery(rows[0]);
+}

@@ -1,0 +1,349 @@
+/**
+ * Webhook deliveries of one process (contract §9): dispatching events to deliveries, then
+ * attempting them, across any number of processes on one database.
+ *
+ * - **Dispatch.** Each webhook keeps its place in its organization's log (`cursor_seq`). After
+ *   this process numbered new events of an organization with webhooks, and every
+ *   `pollMs` for whatever a dead process left, the webhooks behind the log are locked (`FOR UPDATE
+ *   SKIP LOCKED`: one process dispatches a webhook at a time, the others skip it), a delivery row
+ *   is inserted for each matching event after the cursor, and the cursor moves, in one
+ *   transaction: no event is skipped or dispatched twice.
+ * - **Delivery.** Due deliveries are claimed with `FOR UPDATE SKIP LOCKED` and leased (their
+ *   `next_attempt_at` moves to the lease's end), so each attempt is made by one process; a
+ *   process that dies mid-attempt leaves the delivery to be attempted again when the lease ends.
+ *   Pending deliveries are rows, so they survive restarts.
+ * - **Attempt.** A `POST` of the event JSON signed per Standard Webhooks (signing.ts), to the
+ *   checked address (url-guard.ts), answered within `timeoutMs`: 2xx is delivered; 410 disables
+ *   the webhook; anything else is retried after the next delay of the schedule, or after the
+ *   receiver's `Retry-After` on 429/503 when that is longer; after the last, failed.
+ */
+import http from 'node:http';
+import https from 'node:https';
+import { isIP } from 'node:net';
+import { VERSION } from '../../../api/version.ts';
+import type { DomainDeps } from '../../domain/caller.ts';
+import { newId } from '../../domain/ids.ts';
+import { toEvent, typeFilterSql, type EventRow } from '../log.ts';
+import { signDelivery } from './signing.ts';
+import { guardedLookup, refusedAddress } from './url-guard.ts';
+import type { WebhookRuntime, WebhookSettings } from './webhooks.ts';
+
+/** The most a `Retry-After` may push an attempt back: a day. */
+const maxRetryAfterMs = 24 * 3600e3;
+/** Events dispatched per webhook per transaction. */
+const dispatchBatch = 1_000;
+/** Bytes of a receiver's answer read (and dropped) at most. */
+const maxResponseBytes = 64 * 1024;
+
+/** A running webhook worker. */
+export interface WebhookWorker extends WebhookRuntime {
+  /** Dispatch and attempt what is due now (tests, and after a change). */
+  kick(): void;
+  /** Stops: no new attempt starts; attempts in flight are abandoned (their leases run out). */
+  close(): Promise<void>;
+}
+
+interface ClaimedRow extends EventRow {
+  delivery_id: string;
+  webhook_id: string;
+  attempt: number;
+  manual: boolean;
+  url: string;
+  secret_sealed: string;
+  previous_secret_sealed: string | null;
+  event_seq: string;
+  event_present: boolean;
+}
+
+/** What one attempt came to. */
+interface Outcome {
+  status: number | null;
+  error: string | null;
+  retryAfterMs: number | undefined;
+  durationMs: number;
+}
+
+/** `Retry-After` (seconds or an HTTP date) in milliseconds from now, if it says something. */
+export function parseRetryAfter(value: string | string[] | undefined, now = Date.now()): number | undefined {
+  const text = Array.isArray(value) ? value[0] : value;
+  if (text === undefined || text.trim() === '') return undefined;
+  if (/^\d+$/.test(text.trim())) return Number(text.trim()) * 1000;
+  const at = Date.parse(text);
+  return Number.isNaN(at) ? undefined : Math.max(0, at - now);
+}
+
+/**
+ * Starts the webhook worker of this process over `deps` with `settings`: dispatches after this
+ * process numbered new events (`deps.events.onSequenced`) and every `settings.pollMs`, and
+ * attempts deliveries as they fall due. `log` gets failures of its own (never a secret).
+ */
+export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, log: (message: string, error?: unknown) => void = () => {}): WebhookWorker {
+  const { db } = deps;
+  const token = newId();
+  let closed = false;
+  /** Organizations with enabled webhooks, as of the last look (and the changes made here since). */
+  let watched = new Set<string>();
+  const dispatching = new Map<string, { again: boolean }>();
+  let inFlight = 0;
+  let claiming = false;
+  let claimAgain = false;
+  let dueTimer: NodeJS.Timeout | undefined;
+  const attempts = new Set<Promise<void>>();
+
+  const stopAnnounces = deps.events.onSequenced((orgId) => {
+    if (watched.has(orgId)) dispatch(orgId);
+  });
+  const poll = setInterval(() => void sweep(), settings.pollMs);
+  poll.unref();
+  void sweep();
+
+  /** The periodic look: which organizations have webhooks, which webhooks are behind, what is due. */
+  async function sweep(): Promise<void> {
+    if (closed) return;
+    try {
+      const rows = await db.query<{ org_id: string; behind: boolean }>(
+        `SELECT w.org_id, bool_or(w.cursor_seq < COALESCE(c.last_seq, 0)) AS behind
+           FROM webhooks w LEFT JOIN event_counters c ON c.org_id = w.org_id
+          WHERE w.status = 'enabled' GROUP BY w.org_id`,
+      );
+      watched = new Set(rows.map((row) => row.org_id));
+      for (const row of rows) if (row.behind) dispatch(row.org_id);
+    } catch (error) {
+      if (!closed) log('webhooks: the periodic look failed', error);
+    }
+    claim();
+  }
+
+  /** Dispatches the events of `orgId` to deliveries; one run at a time per organization. */
+  function dispatch(orgId: string): void {
+    const running = dispatching.get(orgId);
+    if (running) {
+      running.again = true;
+      return;
+    }
+    const state = { again: true };
+    dispatching.set(orgId, state);
+    void (async () => {
+      try {
+        while (state.again && !closed) {
+          state.again = false;
+          if (await dispatchOnce(orgId)) state.again = true;
+        }
+      } catch (error) {
+        if (!closed) log('webhooks: dispatching failed; the next look retries', error);
+      } finally {
+        dispatching.delete(orgId);
+      }
+      claim();
+    })();
+  }
+
+  /** One transaction: the organization's webhooks that are behind, each moved up to a batch. Output: whether more may remain. */
+  async function dispatchOnce(orgId: string): Promise<boolean> {
+    return db.transaction(async (tx) => {
+      const [counter] = await tx.query<{ last_seq: string }>(`SELECT last_seq FROM event_counters WHERE org_id = $1`, [orgId]);
+      const head = Number(counter?.last_seq ?? 0);
+      const webhooks = await tx.query<{ id: string; events: string[]; cursor_seq: string }>(
+        `SELECT id, events, cursor_seq FROM webhooks WHERE org_id = $1 AND status = 'enabled' AND cursor_seq < $2 ORDER BY id FOR UPDATE SKIP LOCKED`,
+        [orgId, head],
+      );
+      let more = false;
+      for (const webhook of webhooks) {
+        const upTo = Math.min(head, Number(webhook.cursor_seq) + dispatchBatch);
+        if (upTo < head) more = true;
+        await tx.query(
+          `INSERT INTO webhook_deliveries (id, webhook_id, org_id, seq, event_id, event_type, next_attempt_at)
+           SELECT gen_random_uuid(), $1, e.org_id, e.seq, e.event_id, e.type, now()
+             FROM events e WHERE e.org_id = $2 AND e.seq > $3 AND e.seq <= $4 AND ${typeFilterSql(5)}
+           ON CONFLICT (webhook_id, seq) DO NOTHING`,
+          [webhook.id, orgId, webhook.cursor_seq, upTo, webhook.events],
+        );
+        await tx.query(`UPDATE webhooks SET cursor_seq = $2 WHERE id = $1`, [webhook.id, upTo]);
+      }
+      return more;
+    });
+  }
+
+  /** Claims as many due deliveries as there are free slots and attempts them; then sets the timer for the next due one. */
+  function claim(): void {
+    if (closed) return;
+    if (claiming) {
+      claimAgain = true;
+      return;
+    }
+    claiming = true;
+    void (async () => {
+      try {
+        do {
+          claimAgain = false;
+          const free = settings.concurrency - inFlight;
+          if (free <= 0) break;
+          const leaseSeconds = Math.ceil(settings.timeoutMs / 1000) + 15;
+          const rows = await db.query<ClaimedRow>(
+            `WITH picked AS (
+               SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+                WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.status = 'enabled'
+                ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED
+             ), leased AS (
+               UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $2), lease_token = $3,
+                      attempt = d.attempt + 1, updated_at = now()
+                 FROM picked WHERE d.id = picked.id
+               RETURNING d.id, d.webhook_id, d.org_id, d.seq, d.attempt, d.manual
+             )
+             SELECT l.id AS delivery_id, l.webhook_id, l.attempt, l.manual, l.seq AS event_seq, w.url, w.secret_sealed,
+                    CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END AS previous_secret_sealed,
+                    e.event_id IS NOT NULL AS event_present, e.org_id, e.seq, e.event_id, e.type, e.team_id, e.data, e.created_at
+               FROM leased l JOIN webhooks w ON w.id = l.webhook_id
+               LEFT JOIN events e ON e.org_id = l.org_id AND e.seq = l.seq`,
+            [free, leaseSeconds, token],
+          );
+          for (const row of rows) start(row);
+          if (rows.length === free) claimAgain = true;
+        } while (claimAgain && !closed);
+        await scheduleNextDue();
+      } catch (error) {
+        if (!closed) log('webhooks: claiming deliveries failed; the next look retries', error);
+      } finally {
+        claiming = false;
+      }
+    })();
+  }
+
+  /** Sets a timer for the earliest pending delivery (the periodic look catches the others' new ones). */
+  async function scheduleNextDue(): Promise<void> {
+    const [next] = await db.query<{ at: Date | null }>(`SELECT min(next_attempt_at) AS at FROM webhook_deliveries WHERE status = 'pending'`);
+    if (closed || !next?.at) return;
+    const delay = Math.max(0, new Date(next.at).getTime() - Date.now());
+    if (delay >= settings.pollMs) return;
+    if (dueTimer) clearTimeout(dueTimer);
+    dueTimer = setTimeout(() => {
+      dueTimer = undefined;
+      claim();
+    }, delay + 5);
+    dueTimer.unref();
+  }
+
+  function start(row: ClaimedRow): void {
+    inFlight += 1;
+    const attempt: Promise<void> = (async () => {
+      try {
+        const outcome = row.event_present ? await post(row) : { status: null, error: 'the event is no longer kept (retention)', retryAfterMs: undefined, durationMs: 0 };
+        await finish(row, outcome, row.event_present);
+      } catch (error) {
+        if (!closed) log('webhooks: recording an attempt failed; it is made again when its lease ends', error);
+      } finally {
+        inFlight -= 1;
+        claim();
+      }
+    })();
+    attempts.add(attempt);
+    void attempt.finally(() => attempts.delete(attempt));
+  }
+
+  /** Makes one attempt. Never throws: a failure is an outcome. */
+  async function post(row: ClaimedRow): Promise<Outcome> {
+    const started = performance.now();
+    const body = JSON.stringify(toEvent(row));
+    const secrets = [deps.secrets.open(row.secret_sealed), ...(row.previous_secret_sealed ? [deps.secrets.open(row.previous_secret_sealed)] : [])];
+    const headers = {
+      ...signDelivery(secrets, row.event_id, new Date(), body),
+      'content-type': 'application/json',
+      'content-length': String(Buffer.byteLength(body)),
+      'user-agent': `acs-server/${VERSION} (webhooks)`,
+    };
+    let url: URL;
+    try {
+      url = new URL(row.url);
+    } catch {
+      return { status: null, error: 'the URL cannot be parsed', retryAfterMs: undefined, durationMs: 0 };
+    }
+    if (!settings.allowPrivate) {
+      const host = url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
+      const refused = url.protocol !== 'https:' ? 'not https' : isIP(host) ? refusedAddress(host) : undefined;
+      if (refused) return { status: null, error: `webhook_url_refused: ${host} (${refused})`, retryAfterMs: undefined, durationMs: 0 };
+    }
+    const client = url.protocol === 'https:' ? https : http;
+    return new Promise<Outcome>((resolve) => {
+      const elapsed = () => Math.round(performance.now() - started);
+      const request = client.request(
+        url,
+        {
+          method: 'POST',
+          headers,
+          timeout: settings.timeoutMs,
+          ...(settings.allowPrivate ? {} : { lookup: guardedLookup(settings) as never }),
+        },
+        (response) => {
+          let read = 0;
+          response.on('data', (chunk: Buffer) => {
+            read += chunk.length;
+            if (read > maxResponseBytes) response.destroy();
+          });
+          const done = () =>
+            resolve({ status: response.statusCode ?? null, error: null, retryAfterMs: parseRetryAfter(response.headers['retry-after']), durationMs: elapsed() });
+          response.once('end', done);
+          response.once('close', done);
+          response.once('error', done);
+        },
+      );
+      // The whole attempt, not only an idle socket, has `timeoutMs`.
+      const deadline = setTimeout(() => request.destroy(Object.assign(new Error(`no answer within ${settings.timeoutMs} ms`), { code: 'ETIMEDOUT' })), settings.timeoutMs);
+      request.once('timeout', () => request.destroy(Object.assign(new Error(`no answer within ${settings.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
+      request.once('error', (error: NodeJS.ErrnoException) => {
+        const message = error.message.startsWith('webhook_url_refused') ? error.message : `${error.code ?? 'error'}: ${error.message}`;
+        resolve({ status: null, error: message.slice(0, 500), retryAfterMs: undefined, durationMs: elapsed() });
+      });
+      request.once('close', () => clearTimeout(deadline));
+      request.end(body);
+    });
+  }
+
+  /** Records an attempt's outcome (if the lease is still ours) and what happens next. */
+  async function finish(row: ClaimedRow, outcome: Outcome, eventPresent: boolean): Promise<void> {
+    const ok = outcome.status !== null && outcome.status >= 200 && outcome.status < 300;
+    const gone = outcome.status === 410;
+    const error = ok ? null : (outcome.error ?? `the receiver answered ${outcome.status}`);
+    let nextMs: number | undefined;
+    if (!ok && !gone && eventPresent && !row.manual && row.attempt <= settings.retrySchedule.length) {
+      nextMs = settings.retrySchedule[row.attempt - 1]!;
+      if ((outcome.status === 429 || outcome.status === 503) && outcome.retryAfterMs !== undefined) nextMs = Math.max(nextMs, Math.min(outcome.retryAfterMs, maxRetryAfterMs));
+    }
+    const status = ok ? 'delivered' : nextMs === undefined ? 'failed' : 'pending';
+    await db.transaction(async (tx) => {
+      const updated = await tx.query(
+        `UPDATE webhook_deliveries SET status = $3, response_status = $4, error = $5, duration_ms = $6,
+           next_attempt_at = CASE WHEN $7::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $7::float8 / 1000) END,
+           lease_token = NULL, updated_at = now()
+         WHERE id = $1 AND lease_token = $2 RETURNING 1`,
+        [row.delivery_id, token, status, outcome.status, error, outcome.durationMs, nextMs ?? null],
+      );
+      if (gone && updated.length > 0) {
+        await tx.query(`UPDATE webhooks SET status = 'disabled', disabled_reason = $2, updated_at = now() WHERE id = $1 AND status = 'enabled'`, [
+          row.webhook_id,
+          'the receiver answered 410 Gone',
+        ]);
+      }
+    });
+  }
+
+  return {
+    settings,
+    changed(orgId) {
+      watched.add(orgId);
+      dispatch(orgId);
+      claim();
+    },
+    kick() {
+      void sweep();
+    },
+    async close() {
+      closed = true;
+      clearInterval(poll);
+      if (dueTimer) clearTimeout(dueTimer);
+      stopAnnounces();
+      // Attempts in flight end on their own (within timeoutMs); their results are not recorded
+      // once storage closes, and their leases run out, so another start attempts them again.
+      await Promise.race([Promise.allSettled([...attempts]), new Promise((resolve) => setTimeout(resolve, 2_000).unref())]);
+    },
+  };
+}

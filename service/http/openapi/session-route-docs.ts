@@ -1,0 +1,182 @@
+import { z } from 'zod';
+import { CreatedMcpKey, McpKey, Message, Revoked, TeamGraph } from '../../../api/schemas.ts';
+import {
+  ConsoleSettings,
+  CreateSignInLinkBody,
+  MarkReadBody,
+  MarkReadResult,
+  Me,
+  MeAppendMessageBody,
+  MeEdgeList,
+  MeEventStreamQuery,
+  MeOpenThreadBody,
+  MeThread,
+  MeThreadList,
+  MeThreadListQuery,
+  MeThreadPage,
+  MeThreadPageQuery,
+  OperatorSession,
+  OperatorSignInBody,
+  SignedOut,
+  SignInLink,
+} from '../../../api/session-schemas.ts';
+import type { RouteDoc } from './route-doc.ts';
+
+const MeMcpKeyList = z.object({ mcp_keys: z.array(McpKey) }).meta({ id: 'MeMcpKeyList' });
+
+const ok = (schema: z.ZodType, description: string) => ({ status: 200, schema, description });
+const created = (schema: z.ZodType, description: string) => ({ status: 201, schema, description });
+
+/**
+ * The OpenAPI description of the console's routes (contract §10): sign-in links (organization
+ * key), what the sign-in page offers (no credential), the person's routes under `/me` (a
+ * session cookie) and the operator's session routes. Spread into `routeDocs` (route-docs.ts),
+ * keyed as it is. The browser's sign-in pages (`/sign-in/link`, `/sign-in/oidc…`) and the
+ * console's pages are not API operations and are not in the document.
+ */
+export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
+  'POST /humans/:human_id/sign-in-links': {
+    operationId: 'createSignInLink',
+    tag: 'console',
+    summary: 'A one-time sign-in link for a human',
+    description:
+      'The absolute `url` (from the server\'s public URL) signs its first opener in to the console as the human, until ' +
+      '`expires_at` (`ttl_seconds`, 60–604800, default 900). Opening it a second time, or after it expired, signs nobody in.',
+    body: CreateSignInLinkBody,
+    bodyOptional: true,
+    success: created(SignInLink, 'the link (its secret is in the URL, shown only here)'),
+  },
+  'GET /sign-in/options': {
+    operationId: 'getSignInOptions',
+    tag: 'console',
+    summary: "What the console's sign-in page offers",
+    description: 'Whether OpenID Connect sign-in is configured (and where it starts), and whether operators can sign in.',
+    success: ok(ConsoleSettings, 'the sign-in options'),
+    security: 'none',
+  },
+  'GET /me': {
+    operationId: 'getMe',
+    tag: 'console',
+    summary: "The session's humans, its CSRF token and when it ends",
+    success: ok(Me, 'the person signed in'),
+  },
+  'POST /me/sign-out': {
+    operationId: 'signOut',
+    tag: 'console',
+    summary: 'End this session',
+    description: 'The session ends at once, in every process; the cookie is cleared.',
+    success: ok(SignedOut, 'signed out'),
+  },
+  'GET /me/teams/:team_id': {
+    operationId: 'getMyTeam',
+    tag: 'console',
+    summary: "One of the person's teams with its agents, humans and edges (read-only)",
+    success: ok(TeamGraph, 'the team graph'),
+  },
+  'GET /me/threads': {
+    operationId: 'listMyThreads',
+    tag: 'console',
+    summary: "Threads on the person's edges, most recently active first",
+    description: "Each with the unread count of the person's human on it, the peer, the newest message and whether it awaits that human's answer.",
+    query: MeThreadListQuery,
+    success: ok(MeThreadList, 'the threads'),
+  },
+  'GET /me/threads/:thread_id': {
+    operationId: 'getMyThreadPage',
+    tag: 'console',
+    summary: "A page of one of the person's threads",
+    description: 'Up to `limit` messages strictly after `after`, oldest first. Reading moves no read mark (POST …/read does).',
+    query: MeThreadPageQuery,
+    success: ok(MeThreadPage, 'the thread with a page of its messages'),
+    errors: ['invalid_cursor'],
+  },
+  'POST /me/threads/:thread_id/read': {
+    operationId: 'markMyThreadRead',
+    tag: 'console',
+    summary: "Move the person's read mark forward",
+    description: 'Up to `message_id` (default: the newest message); a mark never moves back.',
+    body: MarkReadBody,
+    bodyOptional: true,
+    success: ok(MarkReadResult, "the human's unread count after"),
+  },
+  'POST /me/threads/:thread_id/messages': {
+    operationId: 'postMyMessage',
+    tag: 'console',
+    summary: "Reply as the person's human on the thread's edge",
+    description: 'The sender is fixed by the session and the thread, never by the body.',
+    body: MeAppendMessageBody,
+    success: created(Message, 'the new message'),
+  },
+  'GET /me/edges': {
+    operationId: 'listMyEdges',
+    tag: 'console',
+    summary: "The person's edges, each with the peer",
+    success: ok(MeEdgeList, 'the edges'),
+  },
+  'POST /me/edges/:edge_id/threads': {
+    operationId: 'openMyThread',
+    tag: 'console',
+    summary: "Open a thread on one of the person's edges",
+    description: "Its first message is from the person's human on the edge; the channel is `web`.",
+    body: MeOpenThreadBody,
+    success: created(MeThread, 'the new thread'),
+  },
+  'POST /me/agents/:agent_id/mcp-keys': {
+    operationId: 'createMyAgentMcpKey',
+    tag: 'console',
+    summary: "Connect an external agent of the person's teams: an MCP key (shown once)",
+    description: 'Only agents without a provider, of a team of the person, are reached; any other is `not_found`.',
+    success: created(CreatedMcpKey, 'the new key with its secret in mcp_key (shown only here)'),
+  },
+  'GET /me/agents/:agent_id/mcp-keys': {
+    operationId: 'listMyAgentMcpKeys',
+    tag: 'console',
+    summary: "An external agent's MCP keys",
+    success: ok(MeMcpKeyList, 'the MCP keys, without secrets'),
+  },
+  'DELETE /me/agents/:agent_id/mcp-keys/:key_id': {
+    operationId: 'revokeMyAgentMcpKey',
+    tag: 'console',
+    summary: "Revoke an external agent's MCP key",
+    success: ok(Revoked, 'the key is revoked'),
+  },
+  'GET /me/events/stream': {
+    operationId: 'streamMyEvents',
+    tag: 'console',
+    summary: "The organization's event stream, filtered to the person's threads",
+    description:
+      "text/event-stream as `GET /organizations/{org_id}/events/stream` gives it, with only the events of the person's threads: " +
+      '`thread.opened` on their edges, `message.created` from or to their humans. `org_id` names the organization when the ' +
+      "person's humans are in several (else 400). Resume with `Last-Event-ID` (or `after`). The stream ends with the session: at " +
+      'once when one of its humans is deleted, within 15 s of a sign-out elsewhere or its expiry.',
+    query: MeEventStreamQuery,
+    success: {
+      status: 200,
+      description: "The stream of the person's events (Server-Sent Events); it ends when the client closes it, the session ends or the server stops.",
+      bytes: { mediaType: 'text/event-stream', headers: { 'Cache-Control': 'no-store' } },
+    },
+    errors: ['invalid_cursor', 'events_expired', 'too_many_waits'],
+  },
+  'POST /admin/v1/sign-in': {
+    operationId: 'adminSignIn',
+    tag: 'admin',
+    summary: "Start an operator's session (the admin token as bearer)",
+    description: 'Sets the `acs_session` cookie of an operator session, which reaches the `/admin/v1` routes only.',
+    body: OperatorSignInBody,
+    bodyOptional: true,
+    success: ok(OperatorSession, 'the operator session'),
+    security: 'adminToken',
+  },
+  'GET /admin/v1/session': {
+    operationId: 'adminGetSession',
+    tag: 'admin',
+    summary: "The operator's session and its CSRF token",
+    success: ok(OperatorSession, 'the operator session'),
+  },
+  'POST /admin/v1/sign-out': {
+    operationId: 'adminSignOut',
+    tag: 'admin',
+    summary: "End the operator's session",
+    success: ok(SignedOut, 'signed out'),
+  },
+};

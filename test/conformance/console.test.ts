@@ -1,0 +1,524 @@
+/**
+ * Conformance of contract §10 (people sign in: the console), over the wire only: sign-in links
+ * (absolute, single use, bounds), the session cookie's attributes, what a session reaches (its
+ * human's teams and threads, nothing else: 404 as to another tenant), CSRF on every change,
+ * sign-out, deleting the human ending its sessions, the MCP keys of external agents, and the
+ * operator's session. Link and session expiry are proven in test/service/sessions.test.ts, which
+ * can move the clock of stored rows.
+ */
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { expectProblem, expectStatus } from './contract.ts';
+import { call, freshUuid, startServer, uniqueName, type Reply, type Server } from './server.ts';
+import { openStream } from '../support/sse.ts';
+
+const adminToken = `admin-${crypto.randomUUID()}`;
+
+let server: Server;
+let base: string;
+let key: string;
+
+/** What a test's fixtures are: two teams of one organization, dana in team A. */
+interface World {
+  teamA: string;
+  teamB: string;
+  dana: string;
+  erin: string;
+  triager: string;
+  scout: string;
+  outsider: string;
+  bob: string;
+  danaEdge: string;
+  erinEdge: string;
+  bEdge: string;
+  danaThread: string;
+  erinThread: string;
+  bThread: string;
+}
+
+async function post(path: string, body: unknown): Promise<Reply> {
+  const reply = await call(base, 'POST', path, { key, body });
+  expect(reply.status, `${path}: ${reply.text}`).toBeLessThan(300);
+  return reply;
+}
+
+/** Team A: dana–triager (echo), erin–triager, scout (external); team B: bob–outsider. A thread on each edge. */
+async function buildWorld(): Promise<World> {
+  const teamA = (await post(`/api/v1/organizations/${server.orgId}/teams`, { team_name: uniqueName('a') })).body.team_id;
+  const teamB = (await post(`/api/v1/organizations/${server.orgId}/teams`, { team_name: uniqueName('b') })).body.team_id;
+  const dana = (await post(`/api/v1/teams/${teamA}/humans`, { name: 'dana', email: 'dana@example.com' })).body.human_id;
+  const erin = (await post(`/api/v1/teams/${teamA}/humans`, { name: 'erin' })).body.human_id;
+  const triager = (await post(`/api/v1/teams/${teamA}/agents`, { name: 'triager' })).body.agent_id;
+  const scout = (await post(`/api/v1/teams/${teamA}/agents`, { name: 'scout' })).body.agent_id;
+  const bob = (await post(`/api/v1/teams/${teamB}/humans`, { name: 'bob' })).body.human_id;
+  const outsider = (await post(`/api/v1/teams/${teamB}/agents`, { name: 'outsider' })).body.agent_id;
+  const danaEdge = (await post(`/api/v1/teams/${teamA}/edges`, { participants: [dana, triager] })).body.edge_id;
+  const erinEdge = (await post(`/api/v1/teams/${teamA}/edges`, { participants: [erin, triager] })).body.edge_id;
+  const bEdge = (await post(`/api/v1/teams/${teamB}/edges`, { participants: [bob, outsider] })).body.edge_id;
+  const open = async (edge: string, from: string, subject: string) =>
+    (await post(`/api/v1/edges/${edge}/threads`, { sender_agent_id: from, subject, content: `about ${subject}` })).body.thread_id;
+  return {
+    teamA,
+    teamB,
+    dana,
+    erin,
+    triager,
+    scout,
+    outsider,
+    bob,
+    danaEdge,
+    erinEdge,
+    bEdge,
+    danaThread: await open(danaEdge, triager, 'for dana'),
+    erinThread: await open(erinEdge, triager, 'for erin'),
+    bThread: await open(bEdge, outsider, 'for bob'),
+  };
+}
+
+/** The cookie a response sets, as `name=value`, with its attributes as written. */
+function setCookie(reply: { headers: Headers }, name: string): { pair: string; attributes: string[] } | undefined {
+  for (const line of reply.headers.getSetCookie()) {
+    const [pair, ...attributes] = line.split(';').map((part) => part.trim());
+    if (pair?.startsWith(`${name}=`)) return { pair, attributes };
+  }
+  return undefined;
+}
+
+/** Opens a sign-in link as a browser would (no redirect followed). */
+async function open(url: string): Promise<Response> {
+  return fetch(url, { redirect: 'manual' });
+}
+
+/** A person's session: its cookie and CSRF token, from a fresh sign-in link of `humanId`. */
+async function signIn(humanId: string): Promise<{ cookie: string; csrf: string }> {
+  const link = (await post(`/api/v1/humans/${humanId}/sign-in-links`, {})).body;
+  const opened = await open(link.url);
+  const cookie = setCookie({ headers: opened.headers }, 'acs_session')!.pair;
+  const me = await call(base, 'GET', '/api/v1/me', { headers: { cookie } });
+  expectStatus(me, 200);
+  return { cookie, csrf: me.body.csrf_token };
+}
+
+/** A request with a session's cookie (and its CSRF token unless `csrf` is null). */
+function as(session: { cookie: string; csrf: string }, method: string, path: string, body?: unknown, csrf: string | null = session.csrf): Promise<Reply> {
+  return call(base, method, path, { body, headers: { cookie: session.cookie, ...(csrf === null ? {} : { 'x-csrf-token': csrf }) } });
+}
+
+beforeAll(async () => {
+  server = await startServer({ env: { ACS_ADMIN_TOKEN: adminToken } });
+  base = server.baseUrl;
+  key = server.apiKey;
+});
+afterAll(async () => {
+  await server?.stop();
+});
+
+describe('§10 sign-in links', () => {
+  let world: World;
+  beforeAll(async () => {
+    world = await buildWorld();
+  });
+
+  it('sign-in link: an organization key gets an absolute URL of this server that works for 900 s by default', async () => {
+    const before = Date.now();
+    const reply = await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key, body: {} });
+    expectStatus(reply, 201);
+    expect(reply.body.url.startsWith(`${base}/`)).toBe(true);
+    expect(new URL(reply.body.url).searchParams.get('token')).toMatch(/^acs_signin_[0-9A-Za-z]{40}$/);
+    const expires = Date.parse(reply.body.expires_at);
+    expect(expires).toBeGreaterThanOrEqual(before + 899_000);
+    expect(expires).toBeLessThanOrEqual(Date.now() + 901_000);
+    // Without a body too, and ttl_seconds within 60–604800.
+    expectStatus(await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key }), 201);
+    const week = await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key, body: { ttl_seconds: 604_800 } });
+    expectStatus(week, 201);
+    expect(Date.parse(week.body.expires_at)).toBeGreaterThan(Date.now() + 604_000_000);
+  });
+
+  it('sign-in link: a lifetime outside 60–604800 s, an unknown field, an unknown or foreign human are refused', async () => {
+    expectProblem(await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key, body: { ttl_seconds: 59 } }), 400, 'invalid_request');
+    expectProblem(await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key, body: { ttl_seconds: 604_801 } }), 400, 'invalid_request');
+    expectProblem(await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key, body: { human: 'x' } }), 400, 'invalid_request');
+    expectProblem(await call(base, 'POST', `/api/v1/humans/${freshUuid()}/sign-in-links`, { key, body: {} }), 404, 'not_found');
+    // An agent is no human; and without a key nothing is made.
+    expectProblem(await call(base, 'POST', `/api/v1/humans/${world.triager}/sign-in-links`, { key, body: {} }), 404, 'not_found');
+    expectProblem(await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key: null, body: {} }), 401, 'unauthenticated');
+    // Another organization's key does not reach dana.
+    const other = await call(base, 'POST', '/api/v1/organizations', { key, body: { org_name: uniqueName('other') } });
+    const otherKey = (await call(base, 'POST', `/api/v1/organizations/${other.body.org_id}/keys`, { key, body: {} })).body.api_key;
+    expectProblem(await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key: otherKey, body: {} }), 404, 'not_found');
+  });
+
+  it('sign-in link: the first opening signs in with an HttpOnly, SameSite=Lax cookie on path / (not Secure on http) and goes to the inbox; a second opening signs nobody in', async () => {
+    const link = (await post(`/api/v1/humans/${world.dana}/sign-in-links`, {})).body;
+    const first = await open(link.url);
+    expect(first.status).toBe(303);
+    expect(first.headers.get('location')).toBe('/inbox');
+    expect(first.headers.get('cache-control')).toBe('no-store');
+    const cookie = setCookie({ headers: first.headers }, 'acs_session');
+    expect(cookie?.pair).toMatch(/^acs_session=acs_session_[0-9A-Za-z]{40}$/);
+    const attributes = cookie!.attributes.map((a) => a.toLowerCase());
+    expect(attributes).toContain('httponly');
+    expect(attributes).toContain('samesite=lax');
+    expect(attributes).toContain('path=/');
+    expect(attributes).not.toContain('secure');
+    const me = await call(base, 'GET', '/api/v1/me', { headers: { cookie: cookie!.pair } });
+    expectStatus(me, 200);
+    expect(me.body.humans.map((h: { human_id: string }) => h.human_id)).toEqual([world.dana]);
+    expect(me.body.humans[0]).toMatchObject({ name: 'dana', email: 'dana@example.com', team_id: world.teamA, org_id: server.orgId });
+    expect(me.body.csrf_token).toMatch(/^[A-Za-z0-9_-]{40,}$/);
+    expect(me.body.method).toBe('link');
+    expect(Date.parse(me.body.expires_at) - Date.parse(me.body.created_at)).toBe(7 * 24 * 3600 * 1000);
+
+    const second = await open(link.url);
+    expect(second.status).toBe(303);
+    expect(second.headers.get('location')).toBe('/sign-in?error=link_invalid');
+    expect(setCookie({ headers: second.headers }, 'acs_session')).toBeUndefined();
+  });
+
+  it('sign-in link: a link opened twice at once signs in exactly one browser', async () => {
+    const link = (await post(`/api/v1/humans/${world.dana}/sign-in-links`, {})).body;
+    const openings = await Promise.all([open(link.url), open(link.url), open(link.url)]);
+    const signedIn = openings.filter((r) => setCookie({ headers: r.headers }, 'acs_session') !== undefined);
+    expect(signedIn).toHaveLength(1);
+  });
+
+  it('sign-in link: a made-up, truncated or missing token signs nobody in', async () => {
+    for (const query of ['?token=acs_signin_0000000000000000000000000000000000000000', '?token=acs_signin_', '', '?token=']) {
+      const reply = await open(`${base}/sign-in/link${query}`);
+      expect(reply.status).toBe(303);
+      expect(reply.headers.get('location')).toBe('/sign-in?error=link_invalid');
+      expect(setCookie({ headers: reply.headers }, 'acs_session')).toBeUndefined();
+    }
+  });
+});
+
+describe('§10 what a session reaches', () => {
+  let world: World;
+  let dana: { cookie: string; csrf: string };
+  beforeAll(async () => {
+    world = await buildWorld();
+    dana = await signIn(world.dana);
+  });
+
+  it("reach: the inbox lists the threads on the person's edges only, with the human's unread count and the peer", async () => {
+    const reply = await as(dana, 'GET', '/api/v1/me/threads');
+    expectStatus(reply, 200);
+    expect(reply.body.threads.map((t: { thread_id: string }) => t.thread_id)).toEqual([world.danaThread]);
+    expect(reply.body.threads[0]).toMatchObject({
+      thread_id: world.danaThread,
+      subject: 'for dana',
+      human_id: world.dana,
+      unread_count: 1,
+      peer: { participant_id: world.triager, kind: 'agent', name: 'triager' },
+      last_message: { sender_id: world.triager, content: 'about for dana' },
+    });
+  });
+
+  it("reach: another team's thread, another human's thread of the same team and unknown ids are 404, worded alike", async () => {
+    const details = new Set<string>();
+    for (const id of [world.bThread, world.erinThread, freshUuid(), 'not-a-uuid']) {
+      const read = await as(dana, 'GET', `/api/v1/me/threads/${id}`);
+      expectProblem(read, 404, 'not_found');
+      details.add(read.body.detail);
+      expectProblem(await as(dana, 'POST', `/api/v1/me/threads/${id}/messages`, { content: 'hello?' }), 404, 'not_found');
+      expectProblem(await as(dana, 'POST', `/api/v1/me/threads/${id}/read`, {}), 404, 'not_found');
+    }
+    expect(details.size).toBe(1);
+    // Nothing was written to those threads.
+    const page = await call(base, 'GET', `/api/v1/threads/${world.bThread}`, { key });
+    expect(page.body.message_count).toBe(1);
+  });
+
+  it("reach: the person's team graph is readable, another team's is 404; edges of others cannot be opened on", async () => {
+    const team = await as(dana, 'GET', `/api/v1/me/teams/${world.teamA}`);
+    expectStatus(team, 200);
+    expect(team.body.humans.map((h: { name: string }) => h.name).sort()).toEqual(['dana', 'erin']);
+    expect(team.body.edges).toHaveLength(2);
+    expectProblem(await as(dana, 'GET', `/api/v1/me/teams/${world.teamB}`), 404, 'not_found');
+    const edges = await as(dana, 'GET', '/api/v1/me/edges');
+    expect(edges.body.edges).toEqual([expect.objectContaining({ edge_id: world.danaEdge, human_id: world.dana, peer: { participant_id: world.triager, kind: 'agent', name: 'triager' } })]);
+    expectProblem(await as(dana, 'POST', `/api/v1/me/edges/${world.erinEdge}/threads`, { content: 'hi' }), 404, 'not_found');
+    expectProblem(await as(dana, 'POST', `/api/v1/me/edges/${world.bEdge}/threads`, { content: 'hi' }), 404, 'not_found');
+  });
+
+  it('reach: a session reaches no organization route: each is 404 to it, as to another tenant', async () => {
+    for (const path of [`/api/v1/teams/${world.teamA}`, `/api/v1/threads/${world.danaThread}`, '/api/v1/organizations', `/v1/humans/${world.dana}`]) {
+      expectProblem(await as(dana, 'GET', path), 404, 'not_found');
+    }
+    expectProblem(await as(dana, 'POST', `/api/v1/threads/${world.danaThread}/messages`, { sender_agent_id: world.dana, content: 'x' }), 404, 'not_found');
+    expectProblem(await as(dana, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, {}), 404, 'not_found');
+  });
+
+  it("reach: reading a thread pages its messages and moves no mark; marking it read zeroes the human's unread count", async () => {
+    const page = await as(dana, 'GET', `/api/v1/me/threads/${world.danaThread}`);
+    expectStatus(page, 200);
+    expect(page.body.messages.map((m: { content: string }) => m.content)).toEqual(['about for dana']);
+    expect(page.body.unread_count).toBe(1);
+    const marked = await as(dana, 'POST', `/api/v1/me/threads/${world.danaThread}/read`, {});
+    expectStatus(marked, 200);
+    expect(marked.body).toEqual({ thread_id: world.danaThread, unread_count: 0 });
+    const listed = await as(dana, 'GET', '/api/v1/me/threads?unread_only=true');
+    expect(listed.body).toEqual({ threads: [], has_more: false });
+  });
+
+  it("reach: a thread whose latest message expects dana's reply awaits her answer until she writes", async () => {
+    const asked = await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'Approve?', content: 'May we?', expects_reply: true });
+    const awaiting = async () =>
+      (await as(dana, 'GET', '/api/v1/me/threads')).body.threads.find((t: { thread_id: string }) => t.thread_id === asked.body.thread_id);
+    expect(await awaiting()).toMatchObject({ awaiting_reply: true, awaiting_reply_from: world.dana });
+    expect((await as(dana, 'GET', `/api/v1/me/threads/${asked.body.thread_id}`)).body.awaiting_reply).toBe(true);
+    // A message that expects no reply leaves the other threads as they were.
+    expect((await awaiting()).awaiting_reply).toBe(true);
+    expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${asked.body.thread_id}/messages`, { content: 'yes' }), 201);
+    expect(await awaiting()).toMatchObject({ awaiting_reply: false, awaiting_reply_from: null });
+    // And the other way: dana asks, the triager's answer is awaited, not hers.
+    expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${asked.body.thread_id}/messages`, { content: 'Did it work?', expects_reply: true }), 201);
+    expect(await awaiting()).toMatchObject({ awaiting_reply: false, awaiting_reply_from: world.triager });
+  });
+
+  it('reach: the inbox lists the most recently active first, at most `limit`, saying whether more follow', async () => {
+    const second = await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'newer', content: 'newer one' });
+    const page = await as(dana, 'GET', '/api/v1/me/threads?limit=1');
+    expectStatus(page, 200);
+    expect(page.body.threads.map((t: { thread_id: string }) => t.thread_id)).toEqual([second.body.thread_id]);
+    expect(page.body.has_more).toBe(true);
+    // A message makes an older thread the most recent again.
+    await post(`/api/v1/threads/${world.danaThread}/messages`, { sender_agent_id: world.triager, content: 'bump' });
+    expect((await as(dana, 'GET', '/api/v1/me/threads?limit=1')).body.threads[0].thread_id).toBe(world.danaThread);
+    expectProblem(await as(dana, 'GET', '/api/v1/me/threads?limit=0'), 400, 'invalid_request');
+    expectProblem(await as(dana, 'GET', '/api/v1/me/threads?limt=5'), 400, 'invalid_request');
+  });
+
+  it('reach: a reply is posted as the human of the session, whatever the body says; opening a thread is on channel web', async () => {
+    const sent = await as(dana, 'POST', `/api/v1/me/threads/${world.danaThread}/messages`, { content: 'Looks **good**' });
+    expectStatus(sent, 201);
+    expect(sent.body).toMatchObject({ sender_id: world.dana, content: 'Looks **good**', thread_id: world.danaThread });
+    // The sender is fixed by the route: naming one is an unknown field.
+    expectProblem(await as(dana, 'POST', `/api/v1/me/threads/${world.danaThread}/messages`, { content: 'x', sender_agent_id: world.erin }), 400, 'invalid_request');
+    const opened = await as(dana, 'POST', `/api/v1/me/edges/${world.danaEdge}/threads`, { subject: 'From the console', content: 'Hello triager' });
+    expectStatus(opened, 201);
+    expect(opened.body).toMatchObject({ subject: 'From the console', channel: 'web', human_id: world.dana, message_count: 1 });
+    const viaKey = await call(base, 'GET', `/api/v1/threads/${opened.body.thread_id}`, { key });
+    expect(viaKey.body.messages[0]).toMatchObject({ sender_id: world.dana, content: 'Hello triager' });
+  });
+});
+
+describe('§10 CSRF and the session cookie', () => {
+  let world: World;
+  let dana: { cookie: string; csrf: string };
+  beforeAll(async () => {
+    world = await buildWorld();
+    dana = await signIn(world.dana);
+  });
+
+  it('csrf: every change without X-CSRF-Token, or with another, is 403 csrf_failed and writes nothing', async () => {
+    const changes: Array<[string, string, unknown]> = [
+      ['POST', `/api/v1/me/threads/${world.danaThread}/messages`, { content: 'forged' }],
+      ['POST', `/api/v1/me/threads/${world.danaThread}/read`, {}],
+      ['POST', `/api/v1/me/edges/${world.danaEdge}/threads`, { content: 'forged' }],
+      ['POST', `/api/v1/me/agents/${world.scout}/mcp-keys`, {}],
+      ['DELETE', `/api/v1/me/agents/${world.scout}/mcp-keys/${freshUuid()}`, undefined],
+      ['POST', '/api/v1/me/sign-out', {}],
+    ];
+    for (const [method, path, body] of changes) {
+      expectProblem(await as(dana, method, path, body, null), 403, 'csrf_failed');
+      expectProblem(await as(dana, method, path, body, 'not-the-token'), 403, 'csrf_failed');
+    }
+    const page = await call(base, 'GET', `/api/v1/threads/${world.danaThread}`, { key });
+    expect(page.body.message_count).toBe(1);
+    expect((await as(dana, 'GET', '/api/v1/me/threads')).body.threads).toHaveLength(1);
+    expectStatus(await as(dana, 'GET', '/api/v1/me'), 200);
+  });
+
+  it('csrf: another session\'s token does not pass', async () => {
+    const other = await signIn(world.dana);
+    expect(other.csrf).not.toBe(dana.csrf);
+    expectProblem(await as(dana, 'POST', `/api/v1/me/threads/${world.danaThread}/messages`, { content: 'x' }, other.csrf), 403, 'csrf_failed');
+  });
+
+  it('session: without a cookie, or with a made-up one, the person routes are 401 unauthenticated', async () => {
+    expectProblem(await call(base, 'GET', '/api/v1/me'), 401, 'unauthenticated');
+    expectProblem(await call(base, 'GET', '/api/v1/me', { headers: { cookie: 'acs_session=acs_session_0000000000000000000000000000000000000000' } }), 401, 'unauthenticated');
+    // An organization key is no session.
+    expectProblem(await call(base, 'GET', '/api/v1/me/threads', { key }), 401, 'unauthenticated');
+  });
+
+  it('sign-out: ends the session at once and clears the cookie; the cookie then opens nothing', async () => {
+    const session = await signIn(world.dana);
+    const out = await as(session, 'POST', '/api/v1/me/sign-out', {});
+    expectStatus(out, 200);
+    expect(out.body).toEqual({ signed_out: true });
+    const cleared = setCookie(out, 'acs_session');
+    expect(cleared?.pair).toBe('acs_session=');
+    expectProblem(await as(session, 'GET', '/api/v1/me'), 401, 'unauthenticated');
+    // The other session of the same human goes on.
+    expectStatus(await as(dana, 'GET', '/api/v1/me'), 200);
+  });
+
+  it("session: deleting the human ends every session of it (the human's edges go first)", async () => {
+    const one = await signIn(world.erin);
+    const two = await signIn(world.erin);
+    expectStatus(await call(base, 'DELETE', `/api/v1/edges/${world.erinEdge}`, { key }), 200);
+    // Still a member without edges: the sessions live.
+    expectStatus(await as(one, 'GET', '/api/v1/me'), 200);
+    expectStatus(await call(base, 'DELETE', `/api/v1/humans/${world.erin}`, { key }), 200);
+    expectProblem(await as(one, 'GET', '/api/v1/me'), 401, 'unauthenticated');
+    expectProblem(await as(two, 'GET', '/api/v1/me/threads'), 401, 'unauthenticated');
+  });
+});
+
+describe("§10 the event stream of a person's threads", () => {
+  let world: World;
+  let dana: { cookie: string; csrf: string };
+  beforeAll(async () => {
+    world = await buildWorld();
+    dana = await signIn(world.dana);
+  });
+
+  it("stream: only the events of the person's threads arrive: their threads opened, messages from and to them", async () => {
+    const stream = await openStream(`${base}/api/v1/me/events/stream`, { cookie: dana.cookie });
+    expect(stream.status).toBe(200);
+    expect(stream.headers.get('content-type')).toMatch(/^text\/event-stream/);
+    try {
+      // Others' traffic first (erin's thread, another team's), then dana's.
+      await post(`/api/v1/threads/${world.erinThread}/messages`, { sender_agent_id: world.triager, content: 'for erin only' });
+      await post(`/api/v1/threads/${world.bThread}/messages`, { sender_agent_id: world.outsider, content: 'for bob only' });
+      await post(`/api/v1/edges/${world.erinEdge}/threads`, { sender_agent_id: world.erin, content: 'erin opens' });
+      await post(`/api/v1/threads/${world.danaThread}/messages`, { sender_agent_id: world.triager, content: 'for dana' });
+      const opened = await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'new one', content: 'opened for dana' });
+      expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${world.danaThread}/messages`, { content: 'from dana' }), 201);
+      const events = await stream.waitForEvents(4);
+      const seen = events.map((e) => [e.event, JSON.parse(e.data).data.content ?? JSON.parse(e.data).data.thread_id]);
+      expect(seen).toEqual([
+        ['message.created', 'for dana'],
+        ['thread.opened', opened.body.thread_id],
+        ['message.created', 'opened for dana'],
+        ['message.created', 'from dana'],
+      ]);
+      // Ids are the organization log's seqs, increasing: a reconnecting EventSource resumes from them.
+      const seqs = events.map((e) => Number(e.id));
+      expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+      // Resuming after the first event gives the rest, and nothing of the others' threads.
+      const resumed = await openStream(`${base}/api/v1/me/events/stream`, { cookie: dana.cookie, 'last-event-id': events[0]!.id! });
+      try {
+        expect((await resumed.waitForEvents(3)).map((e) => e.id)).toEqual(events.slice(1).map((e) => e.id));
+      } finally {
+        resumed.close();
+      }
+    } finally {
+      stream.close();
+    }
+  });
+
+  it("stream: without a session it is 401; an organization that is not the person's is 404", async () => {
+    expectProblem(await call(base, 'GET', '/api/v1/me/events/stream'), 401, 'unauthenticated');
+    expectProblem(await as(dana, 'GET', `/api/v1/me/events/stream?org_id=${freshUuid()}`), 404, 'not_found');
+  });
+
+  it("stream: it ends at once when the session's human is deleted", async () => {
+    const team = (await post(`/api/v1/organizations/${server.orgId}/teams`, { team_name: uniqueName('s') })).body.team_id;
+    const gus = (await post(`/api/v1/teams/${team}/humans`, { name: 'gus' })).body.human_id;
+    const session = await signIn(gus);
+    const stream = await openStream(`${base}/api/v1/me/events/stream`, { cookie: session.cookie });
+    expect(stream.status).toBe(200);
+    await call(base, 'DELETE', `/api/v1/humans/${gus}`, { key });
+    await stream.ended;
+    stream.close();
+  });
+});
+
+describe('§10 MCP keys of external agents', () => {
+  let world: World;
+  let dana: { cookie: string; csrf: string };
+  beforeAll(async () => {
+    world = await buildWorld();
+    dana = await signIn(world.dana);
+  });
+
+  it('connect: an external agent of the team gets a key shown once, listed without its secret, revoked at once', async () => {
+    const created = await as(dana, 'POST', `/api/v1/me/agents/${world.scout}/mcp-keys`, {});
+    expectStatus(created, 201);
+    expect(created.body.mcp_key).toMatch(/^acs_mcp_/);
+    const listed = await as(dana, 'GET', `/api/v1/me/agents/${world.scout}/mcp-keys`);
+    expect(listed.body.mcp_keys).toEqual([expect.objectContaining({ key_id: created.body.key_id, agent_id: world.scout, prefix: created.body.mcp_key.slice(0, 12) })]);
+    expect(JSON.stringify(listed.body)).not.toContain(created.body.mcp_key);
+    // The key works on the MCP endpoint, until it is revoked.
+    const whoami = () =>
+      call(base, 'POST', '/api/v1/mcp', {
+        key: created.body.mcp_key,
+        headers: { accept: 'application/json, text/event-stream' },
+        body: { jsonrpc: '2.0', id: 1, method: 'tools/call', params: { name: 'whoami', arguments: {} } },
+      });
+    expect((await whoami()).body.result.structuredContent.agent.agent_id).toBe(world.scout);
+    const revoked = await as(dana, 'DELETE', `/api/v1/me/agents/${world.scout}/mcp-keys/${created.body.key_id}`);
+    expectStatus(revoked, 200);
+    expect(revoked.body).toEqual({ revoked: true, key_id: created.body.key_id });
+    expect((await whoami()).status).toBe(401);
+    expect((await as(dana, 'GET', `/api/v1/me/agents/${world.scout}/mcp-keys`)).body.mcp_keys).toEqual([]);
+  });
+
+  it("connect: an agent with a provider, another team's agent, a human and an unknown id are 404", async () => {
+    await call(base, 'PATCH', `/api/v1/agents/${world.triager}`, { key, body: { provider: 'echo' } });
+    for (const id of [world.triager, world.outsider, world.dana, freshUuid()]) {
+      expectProblem(await as(dana, 'POST', `/api/v1/me/agents/${id}/mcp-keys`, {}), 404, 'not_found');
+      expectProblem(await as(dana, 'GET', `/api/v1/me/agents/${id}/mcp-keys`), 404, 'not_found');
+    }
+    expectProblem(await as(dana, 'DELETE', `/api/v1/me/agents/${world.scout}/mcp-keys/${freshUuid()}`), 404, 'not_found');
+  });
+});
+
+describe('§10 operators', () => {
+  it('operator: the admin token starts a session that reaches /admin/v1 only, with CSRF on changes', async () => {
+    expectProblem(await call(base, 'POST', '/admin/v1/sign-in', { body: {}, headers: { authorization: 'Bearer wrong' } }), 401, 'unauthenticated');
+    const signedIn = await call(base, 'POST', '/admin/v1/sign-in', { body: {}, headers: { authorization: `Bearer ${adminToken}` } });
+    expectStatus(signedIn, 200);
+    const cookie = setCookie(signedIn, 'acs_session')!;
+    expect(cookie.attributes.map((a) => a.toLowerCase())).toEqual(expect.arrayContaining(['httponly', 'samesite=lax', 'path=/']));
+    const operator = { cookie: cookie.pair, csrf: signedIn.body.csrf_token as string };
+
+    const request = await call(base, 'POST', '/api/v1/access-requests', { body: { email: 'new@example.com', org_name: uniqueName('req'), intended_use: 'testing' } });
+    expectStatus(request, 202);
+    const listed = await as(operator, 'GET', '/admin/v1/access-requests?status=pending');
+    expectStatus(listed, 200);
+    expect(listed.body.access_requests.map((r: { request_id: string }) => r.request_id)).toContain(request.body.request_id);
+    expectProblem(await as(operator, 'POST', `/admin/v1/access-requests/${request.body.request_id}/reject`, {}, null), 403, 'csrf_failed');
+    const rejected = await as(operator, 'POST', `/admin/v1/access-requests/${request.body.request_id}/reject`, { reason: 'test' });
+    expectStatus(rejected, 200);
+    expect(rejected.body.status).toBe('rejected');
+
+    // An operator session is no person's session, and reaches no organization route.
+    expectProblem(await as(operator, 'GET', '/api/v1/me'), 401, 'unauthenticated');
+    expectProblem(await as(operator, 'GET', '/api/v1/organizations'), 404, 'not_found');
+    // A person's session is no operator's.
+    const world = await buildWorld();
+    const dana = await signIn(world.dana);
+    expectProblem(await as(dana, 'GET', '/admin/v1/access-requests'), 401, 'unauthenticated');
+
+    expectStatus(await as(operator, 'POST', '/admin/v1/sign-out', {}), 200);
+    expectProblem(await as(operator, 'GET', '/admin/v1/access-requests'), 401, 'unauthenticated');
+  });
+});
+
+describe('§10 behind a public https URL', () => {
+  let secure: Server;
+  beforeAll(async () => {
+    secure = await startServer({ args: ['--public-url', 'https://console.example.test/'] });
+  });
+  afterAll(async () => {
+    await secure?.stop();
+  });
+
+  it('public URL: links name it, and the session cookie is Secure', async () => {
+    const team = await call(secure.baseUrl, 'POST', `/api/v1/organizations/${secure.orgId}/teams`, { key: secure.apiKey, body: { team_name: 'ops' } });
+    const human = await call(secure.baseUrl, 'POST', `/api/v1/teams/${team.body.team_id}/humans`, { key: secure.apiKey, body: { name: 'dana' } });
+    const link = await call(secure.baseUrl, 'POST', `/api/v1/humans/${human.body.human_id}/sign-in-links`, { key: secure.apiKey, body: { ttl_seconds: 60 } });
+    expectStatus(link, 201);
+    const url = new URL(link.body.url);
+    expect(`${url.origin}${url.pathname}`).toBe('https://console.example.test/sign-in/link');
+    // Opened through the server's own address (as a TLS-terminating proxy would forward it).
+    const opened = await open(`${secure.baseUrl}${url.pathname}${url.search}`);
+    expect(opened.status).toBe(303);
+    const cookie = setCookie({ headers: opened.headers }, 'acs_session')!;
+    expect(cookie.attributes.map((a) => a.toLowerCase())).toEqual(expect.arrayContaining(['httponly', 'samesite=lax', 'path=/', 'secure']));
+  });
+});
