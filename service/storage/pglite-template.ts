@@ -22,14 +22,22 @@
  */
 import { spawn } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync, statSync } from 'node:fs';
-import { cp, mkdir, mkdtemp, readFile, rename, rm, rmdir } from 'node:fs/promises';
+import { cp, mkdir, mkdtemp, readFile, rename, rm, rmdir, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { dirname, extname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { MemoryFS, type PGlite } from '@electric-sql/pglite';
 
-/** Bumped when what the template holds changes for the same PGlite (its `initdb` arguments, say). */
-const TEMPLATE_FORMAT = 1;
+/**
+ * Bumped when what the template holds changes for the same PGlite (its `initdb` arguments, its
+ * layout). A template is a directory holding `data/` (the data directory) and `dirs.json` (every
+ * directory of `data/`, empty ones included: npm packs no empty directory, and PostgreSQL needs
+ * them).
+ */
+const TEMPLATE_FORMAT = 2;
+
+/** The manifest of a template's directories, beside its `data/`. */
+const DIRS_FILE = 'dirs.json';
 
 /** Environment variable naming the cache directory of templates. */
 export const TEMPLATE_DIR_ENV = 'ACS_PGLITE_TEMPLATE_DIR';
@@ -52,7 +60,7 @@ export async function pgliteVersion(): Promise<string> {
   return pkg.version;
 }
 
-/** The template directory's name for a PGlite version, e.g. `pglite-0.5.16-f1`. */
+/** The template directory's name for a PGlite version, e.g. `pglite-0.5.16-f2`. */
 export function templateName(version: string): string {
   return `pglite-${version}-f${TEMPLATE_FORMAT}`;
 }
@@ -69,9 +77,25 @@ export function templateCacheDir(env: NodeJS.ProcessEnv = process.env): string {
   return join(cache, 'acs-server');
 }
 
-/** Whether `dir` holds a data directory (PostgreSQL's `PG_VERSION` file). */
-function isDataDir(dir: string): boolean {
-  return existsSync(join(dir, 'PG_VERSION'));
+/** Whether `dir` holds a template: its data directory (PostgreSQL's `PG_VERSION` file) and its manifest. */
+function isTemplate(dir: string): boolean {
+  return existsSync(join(dir, 'data', 'PG_VERSION')) && existsSync(join(dir, DIRS_FILE));
+}
+
+/** Every directory under `root`, as paths relative to it with `/`, parents before children. */
+function directoriesOf(root: string, relative = ''): string[] {
+  const out: string[] = [];
+  for (const entry of readdirSync(join(root, relative), { withFileTypes: true })) {
+    if (!entry.isDirectory()) continue;
+    const path = relative ? `${relative}/${entry.name}` : entry.name;
+    out.push(path, ...directoriesOf(root, path));
+  }
+  return out;
+}
+
+/** The directories a template's data directory has, from its manifest. */
+function templateDirectories(template: string): string[] {
+  return JSON.parse(readFileSync(join(template, DIRS_FILE), 'utf8')) as string[];
 }
 
 /**
@@ -85,12 +109,15 @@ export async function makeTemplate(dir: string): Promise<void> {
   await mkdir(dirname(dir), { recursive: true });
   const work = await mkdtemp(join(dirname(dir), '.making-'));
   try {
-    const pg = await PGlite.create({ dataDir: join(work, 'data'), initDbStartParams: INITDB_ARGS });
+    const template = join(work, 'template');
+    await mkdir(template);
+    const pg = await PGlite.create({ dataDir: join(template, 'data'), initDbStartParams: INITDB_ARGS });
     await pg.close();
+    await writeFile(join(template, DIRS_FILE), `${JSON.stringify(directoriesOf(join(template, 'data')))}\n`);
     try {
-      await rename(join(work, 'data'), dir);
+      await rename(template, dir);
     } catch (error) {
-      if (!isDataDir(dir)) throw error;
+      if (!isTemplate(dir)) throw error;
     }
   } finally {
     await rm(work, { recursive: true, force: true });
@@ -110,7 +137,7 @@ export async function makeTemplateInChild(dir: string): Promise<boolean> {
     child.on('error', () => resolve());
     child.on('exit', () => resolve());
   });
-  return isDataDir(dir);
+  return isTemplate(dir);
 }
 
 /**
@@ -122,7 +149,7 @@ export async function pgliteTemplate(env: NodeJS.ProcessEnv = process.env): Prom
   if (env[TEMPLATE_SWITCH_ENV] === 'off') return undefined;
   const name = templateName(await pgliteVersion());
   for (const dir of [shippedTemplateDir(), templateCacheDir(env)]) {
-    if (isDataDir(join(dir, name))) return join(dir, name);
+    if (isTemplate(join(dir, name))) return join(dir, name);
   }
   const dir = join(templateCacheDir(env), name);
   try {
@@ -142,7 +169,8 @@ export async function copyTemplate(template: string, dataDir: string): Promise<v
   if (existsSync(dataDir)) await rmdir(dataDir);
   const partial = `${dataDir}.partial-${process.pid}`;
   await rm(partial, { recursive: true, force: true });
-  await cp(template, partial, { recursive: true });
+  await cp(join(template, 'data'), partial, { recursive: true });
+  for (const directory of templateDirectories(template)) await mkdir(join(partial, directory), { recursive: true, mode: 0o700 });
   await rename(partial, dataDir);
 }
 
@@ -164,8 +192,10 @@ export class TemplateMemoryFS extends MemoryFS {
     await super.initialSyncFs();
     const mod = (this.pg as PGlite).Module;
     const fs = mod.FS;
+    const root = mod.ENV.PGDATA;
+    if (!fs.analyzePath(root).exists) fs.mkdirTree(root, 0o700);
+    for (const directory of templateDirectories(this.#template)) if (!fs.analyzePath(`${root}/${directory}`).exists) fs.mkdirTree(`${root}/${directory}`, 0o700);
     const copy = (from: string, to: string) => {
-      if (!fs.analyzePath(to).exists) fs.mkdirTree(to, 0o700);
       for (const entry of readdirSync(from)) {
         const source = join(from, entry);
         const target = `${to}/${entry}`;
@@ -173,6 +203,6 @@ export class TemplateMemoryFS extends MemoryFS {
         else fs.writeFile(target, readFileSync(source));
       }
     };
-    copy(this.#template, mod.ENV.PGDATA);
+    copy(join(this.#template, 'data'), root);
   }
 }
