@@ -267,8 +267,9 @@ async function createRate(server: ServerProcess, probe: CpuProbe, clients: numbe
  * (the apply's most common request, with the apply's bodies) into a team of each client's own:
  * plain `node:http` + `JSON.parse` (bench/client.ts, the floor's load generator), `AcsClient` as
  * teamctl sends (undici's `request`), and `AcsClient` over `fetch` (the transport before). Each
- * client first sends 100 requests unmeasured (JIT, connections). The server's own time is not in
- * this process's CPU; the bench process does nothing else meanwhile.
+ * client first sends 100 requests unmeasured (JIT, connections); then five rounds, each client
+ * in turn. The server's own time is not in this process's CPU; the bench process does nothing else
+ * meanwhile.
  */
 async function clientCpu(server: ServerProcess, count: number): Promise<ClientCpu[]> {
   const plain = createClient(server.url, server.apiKey);
@@ -286,15 +287,28 @@ async function clientCpu(server: ServerProcess, count: number): Promise<ClientCp
       return (teamId: string, i: number) => client.createAgent(teamId, body(i));
     })()],
   ];
-  const results: ClientCpu[] = [];
+  // Five rounds, the clients in turn within each: a change of the machine's load during the
+  // measurement falls on every client alike instead of on whichever ran then.
+  const teams = new Map<string, string>();
+  const used = new Map<string, number>();
   for (const [name, send] of clients) {
     const team = expectStatus(await plain.call('POST', `/organizations/${org}/teams`, { team_name: `${name}-${tag}` }), 201, 'create team').body.team_id as string;
+    teams.set(name, team);
+    used.set(name, 0);
     for (let i = 0; i < 100; i++) await send(team, i);
-    const before = process.cpuUsage();
-    for (let i = 100; i < 100 + count; i++) await send(team, i);
-    const used = process.cpuUsage(before);
-    results.push({ client: name, requests: count, microsPerRequest: (used.user + used.system) / count });
   }
+  const rounds = 5;
+  const perRound = Math.ceil(count / rounds);
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, send] of clients) {
+      const team = teams.get(name)!;
+      const before = process.cpuUsage();
+      for (let i = 0; i < perRound; i++) await send(team, 100 + round * perRound + i);
+      const cpu = process.cpuUsage(before);
+      used.set(name, used.get(name)! + cpu.user + cpu.system);
+    }
+  }
+  const results: ClientCpu[] = clients.map(([name]) => ({ client: name, requests: perRound * rounds, microsPerRequest: used.get(name)! / (perRound * rounds) }));
   plain.destroy();
   return results;
 }
