@@ -544,9 +544,8 @@ export class AcsClient {
       });
     }
     this.#pacer?.settle(Date.now(), answer.status, answer.headers);
-    const requestId = answer.headers.get('x-request-id') ?? undefined;
     if (answer.status >= 200 && answer.status < 300) return (answer.text ? JSON.parse(answer.text) : undefined) as T;
-    throw errorFromResponse(method, path, answer, requestId);
+    throw errorFromResponse(method, path, answer, answer.headers.get('x-request-id') ?? undefined);
   }
 
   /**
