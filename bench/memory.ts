@@ -132,7 +132,8 @@ async function measureDemo(env: NodeJS.ProcessEnv): Promise<DemoRun> {
       const { peak } = memoryOf(pid);
       if (!Number.isFinite(peak)) continue;
       const known = peaks.get(pid);
-      peaks.set(pid, { peak: Math.max(peak, known?.peak ?? 0), cmd: known?.cmd || cmdline(pid) });
+      // Read again each time: a process seen between its fork and its exec still shows its parent's command line.
+      peaks.set(pid, { peak: Math.max(peak, known?.peak ?? 0), cmd: cmdline(pid) || known?.cmd || '' });
     }
   };
   const timer = setInterval(sample, 20);
