@@ -275,7 +275,9 @@ async function clientCpu(server: ServerProcess, count: number): Promise<ClientCp
   const plain = createClient(server.url, server.apiKey);
   const tag = randomUUID().slice(0, 8);
   const org = expectStatus(await plain.call('POST', '/organizations', { org_name: `client-${tag}` }), 201, 'create organization').body.org_id as string;
-  const body = (i: number) => AgentFields.toWire({ name: `agent-${i}`, description: `agent ${i} of the client CPU measurement` });
+  // The bodies are made beforehand: the client's own CPU is what is measured, not the test data's.
+  const bodies = Array.from({ length: 100 + count + 5 }, (_, i) => AgentFields.toWire({ name: `agent-${i}`, description: `agent ${i} of the client CPU measurement` }));
+  const body = (i: number) => bodies[i]!;
   const clients: Array<[ClientCpu['client'], (teamId: string, i: number) => Promise<unknown>]> = [
     ['node-http', async (teamId, i) => expectStatus(await plain.call('POST', `/teams/${teamId}/agents`, body(i)), 201, 'create agent').body],
     ['acs-client', (() => {

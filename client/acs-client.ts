@@ -5,14 +5,14 @@
  * is an {@link AcsApiError} (`status`, `code`, `requestId`). The API key is held in a private
  * field: it is sent as `X-API-Key` and never appears in a message, a log or `util.inspect`.
  *
- * Requests go through undici's `request` (the HTTP client Node's own `fetch` is built on, without
- * the WHATWG layer): keep-alive connections from undici's global pool, one deadline per request.
- * `fetch` costed ~5× the CPU per request of a plain `node:http` request; undici's `request` costs
- * no more than that (docs/performance.md, "The client's CPU per request"), and on 2 cores shared
- * with the service the client's CPU is the service's too.
+ * Requests go straight to undici's dispatcher (the HTTP client Node's own `fetch` is built on,
+ * without the WHATWG layer or a body stream): keep-alive connections from undici's global pool,
+ * one deadline per request. `fetch` cost 2–5 × the CPU per request of a plain `node:http` request;
+ * a dispatch costs less than that (docs/performance.md, "What changed for issue 23"), and on 2
+ * cores shared with the service the client's CPU is the service's too.
  */
 import { STATUS_CODES } from 'node:http';
-import { request as undiciRequest } from 'undici';
+import { getGlobalDispatcher, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import type {
   Agent,
@@ -113,9 +113,12 @@ export class AcsClient {
   readonly #userAgent: string;
   readonly #pacer: RateLimitPacer | undefined;
   readonly #maxPaceWaitMs: number;
+  /** The base URL's origin and path, split once for undici (undefined: not a URL, which each request then reports). */
+  readonly #target: { origin: string; prefix: string } | undefined;
 
   constructor(options: AcsClientOptions) {
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
+    this.#target = URL.canParse(this.baseUrl) ? { origin: new URL(this.baseUrl).origin, prefix: new URL(this.baseUrl).pathname.replace(/\/+$/, '') } : undefined;
     this.#apiKey = options.apiKey;
     this.#fetch = options.fetch;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
@@ -529,12 +532,11 @@ export class AcsClient {
     };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (options?.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
-    const url = `${this.baseUrl}/api/v1${path}`;
     await this.#pace(method, path);
     const timeoutMs = this.#timeoutMs + extraTimeoutMs;
     let answer: Answer;
     try {
-      answer = await this.#send(method, url, headers, body === undefined ? undefined : JSON.stringify(body), timeoutMs, options?.signal);
+      answer = await this.#send(method, path, headers, body === undefined ? undefined : JSON.stringify(body), timeoutMs, options?.signal);
     } catch (cause) {
       this.#pacer?.settle(Date.now(), 0, undefined);
       throw new AcsApiError({
@@ -553,20 +555,19 @@ export class AcsClient {
    * included) or until `signal` aborts. One timer and one abort controller per request: a timeout
    * rejects with an error named `TimeoutError`, an abort with the signal's reason.
    */
-  async #send(method: string, url: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, signal: AbortSignal | undefined): Promise<Answer> {
+  async #send(method: string, path: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, signal: AbortSignal | undefined): Promise<Answer> {
+    if (!this.#fetch) {
+      if (!this.#target) throw new TypeError(`Invalid URL: ${this.baseUrl}`);
+      return dispatch(this.#target.origin, `${this.#target.prefix}/api/v1${path}`, method, headers, body, timeoutMs, signal);
+    }
     const controller = new AbortController();
     const timer = setTimeout(() => controller.abort(timeoutError(timeoutMs)), timeoutMs);
     const onAbort = () => controller.abort(signal?.reason);
     if (signal?.aborted) onAbort();
     else signal?.addEventListener('abort', onAbort, { once: true });
     try {
-      if (this.#fetch) {
-        const response = await this.#fetch(url, { method, headers, body, signal: controller.signal });
-        return { status: response.status, statusText: response.statusText, headers: response.headers, text: await response.text() };
-      }
-      const response = await undiciRequest(url, { method, headers, body, signal: controller.signal });
-      const text = await response.body.text();
-      return { status: response.statusCode, statusText: STATUS_CODES[response.statusCode] ?? '', headers: headerSource(response.headers), text };
+      const response = await this.#fetch(`${this.baseUrl}/api/v1${path}`, { method, headers, body, signal: controller.signal });
+      return { status: response.status, statusText: response.statusText, headers: response.headers, text: await response.text() };
     } finally {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
@@ -651,6 +652,76 @@ export function describeNetworkFailure(cause: unknown, timeoutMs: number): strin
  */
 export function normalizeBaseUrl(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/(?:api\/)?v1$/, '');
+}
+
+/**
+ * Sends one request through undici's global dispatcher (its keep-alive pool) and collects the
+ * whole answer, within `timeoutMs` from now or until `signal` aborts: the lowest level of undici,
+ * with no body stream and one promise per request. A timeout rejects with an error named
+ * `TimeoutError`, an abort with the signal's reason, a failure with undici's or the socket's
+ * error (`ECONNREFUSED`, …).
+ */
+function dispatch(
+  origin: string,
+  path: string,
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Answer> {
+  return new Promise<Answer>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    let controller: Dispatcher.DispatchController | undefined;
+    let abortedWith: Error | undefined;
+    const abort = (reason: Error) => {
+      abortedWith ??= reason;
+      if (controller) controller.abort(reason);
+      else {
+        // Still connecting: fail now; the request is cancelled as soon as undici starts it.
+        done();
+        reject(reason);
+      }
+    };
+    const timer = setTimeout(() => abort(timeoutError(timeoutMs)), timeoutMs);
+    const onAbort = () => abort(signal?.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'));
+    signal?.addEventListener('abort', onAbort, { once: true });
+    const done = () => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    };
+    let status = 0;
+    let responseHeaders: Record<string, string | string[] | undefined> = {};
+    const chunks: Buffer[] = [];
+    getGlobalDispatcher().dispatch(
+      { origin, path, method, headers, body: body ?? null },
+      {
+        onRequestStart(started) {
+          controller = started;
+          if (abortedWith) started.abort(abortedWith);
+        },
+        // Called again for each 1xx before the final answer: the last one counts.
+        onResponseStart(_controller, statusCode, received) {
+          status = statusCode;
+          responseHeaders = received as Record<string, string | string[] | undefined>;
+        },
+        onResponseData(_controller, chunk) {
+          chunks.push(chunk);
+        },
+        onResponseEnd() {
+          done();
+          resolve({ status, statusText: STATUS_CODES[status] ?? '', headers: headerSource(responseHeaders), text: Buffer.concat(chunks).toString('utf8') });
+        },
+        onResponseError(_controller, error) {
+          done();
+          reject(abortedWith ?? error);
+        },
+      },
+    );
+  });
 }
 
 /** An answer as the client reads it, whichever way it was sent. */

@@ -6,7 +6,7 @@
  * takes TurboFan ~600 MB of compiler memory for about a second, once per process, as soon as it
  * is hot — during the migrations at start. With optimisation off the embedded server's peak
  * memory stays under 300 MB; the cost is CPU: ~1.9× for SQL that runs long loops (an
- * `INSERT … SELECT` of 100,000 rows), ~1.1× for the service's requests (single-row writes,
+ * `INSERT … SELECT` of 100,000 rows), ~1.1–1.3× for the service's requests (single-row writes,
  * indexed reads) (docs/performance.md, "Memory of the embedded database").
  */
 import v8 from 'node:v8';
