@@ -73,7 +73,7 @@ export interface AcsClientOptions {
   /** Organization API key (`acs_org_…`). */
   apiKey: string;
   /**
-   * A `fetch` to send requests with instead of undici's `request`: tests pass a counting or
+   * A `fetch` to send requests with instead of undici's dispatcher: tests pass a counting or
    * failing one. Timeouts, aborts and pacing behave the same either way.
    */
   fetch?: typeof fetch;
@@ -552,8 +552,9 @@ export class AcsClient {
 
   /**
    * Sends one request and reads its whole answer, within `timeoutMs` from now (the answer's body
-   * included) or until `signal` aborts. One timer and one abort controller per request: a timeout
-   * rejects with an error named `TimeoutError`, an abort with the signal's reason.
+   * included) or until `signal` aborts: through undici's dispatcher ({@link dispatch}), or the
+   * `fetch` given. A timeout rejects with an error named `TimeoutError`, an abort with the
+   * signal's reason.
    */
   async #send(method: string, path: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, signal: AbortSignal | undefined): Promise<Answer> {
     if (!this.#fetch) {
@@ -627,7 +628,7 @@ const NETWORK_FAILURES: Record<string, string> = {
  * The reason a request failed, in words: `connection refused`, `no such host`, `no answer within
  * 60 s`, `TLS: certificate has expired`; the innermost error's message when its code is not
  * known (undici's `bad port`), never a bare class name such as `TypeError`.
- * Input: what the request threw (undici's `request` or a `fetch`) and the request's timeout in ms.
+ * Input: what the request threw (undici's dispatcher or a `fetch`) and the request's timeout in ms.
  */
 export function describeNetworkFailure(cause: unknown, timeoutMs: number): string {
   if (cause instanceof Error && cause.name === 'TimeoutError') return `no answer within ${Math.round(timeoutMs / 1000)} s`;
@@ -677,7 +678,12 @@ function dispatch(
     }
     let controller: Dispatcher.DispatchController | undefined;
     let abortedWith: Error | undefined;
-    const abort = (reason: Error) => {
+    const timer = setTimeout(() => abort(timeoutError(timeoutMs)), timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    function onAbort(): void {
+      abort(signal?.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'));
+    }
+    function abort(reason: Error): void {
       abortedWith ??= reason;
       if (controller) controller.abort(reason);
       else {
@@ -685,14 +691,11 @@ function dispatch(
         done();
         reject(reason);
       }
-    };
-    const timer = setTimeout(() => abort(timeoutError(timeoutMs)), timeoutMs);
-    const onAbort = () => abort(signal?.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'));
-    signal?.addEventListener('abort', onAbort, { once: true });
-    const done = () => {
+    }
+    function done(): void {
       clearTimeout(timer);
       signal?.removeEventListener('abort', onAbort);
-    };
+    }
     let status = 0;
     let responseHeaders: Record<string, string | string[] | undefined> = {};
     const chunks: Buffer[] = [];
