@@ -10,7 +10,7 @@
  * organization key from the connection's keyring (`apiKeyEnv`, then `apiKeyEnvFallbacks`,
  * `activities/keyring.ts`), so an apply carries on when a key is rotated out under it.
  */
-import type { Organization, OrganizationDeletionPreview, Provider, Team, TeamDeletionPreview } from '../api/schemas.ts';
+import type { Organization, OrganizationDeletionPreview, Provider, Team, TeamDeletionPreview, TeamGraph } from '../api/schemas.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
 import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
@@ -18,6 +18,7 @@ import { maskedKeyHint } from '../api/provider-key-hint.ts';
 import { resolveSecret, secretHint } from '../definitions/secrets.ts';
 import { diffFields, patchOf } from '../plan/plan.ts';
 import type { DeletionPreviews } from '../plan/cascades.ts';
+import { runPlan, type PlanRequest } from '../plan/run-plan.ts';
 import type { AgentWire, Cascade, DesiredState, HumanWire, ObservedProviderKey, ObservedTeam, OrganizationWire, TeamWire } from '../plan/types.ts';
 import type { Connection } from './connection.ts';
 import { activityContext } from './activity-context.ts';
@@ -25,6 +26,7 @@ import { toApplicationFailure } from './failures.ts';
 import { createKeyring } from './keyring.ts';
 import { retrying } from './retrying.ts';
 import type { RetryWait } from './retrying.ts';
+import { mapBounded } from '../workflows/bounded.ts';
 import { ApplicationFailure } from '@temporalio/common';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
@@ -50,6 +52,44 @@ export interface ObservedOrganization {
   providerKeys: ObservedProviderKey[];
   /** Every team of the organization, without its graph. */
   teams: Team[];
+  /**
+   * With `teamGraphs` asked: the graphs of the first teams of `teams`, in that order, as many as
+   * fit in the byte budget (see {@link GraphRead}); the others are read with `readTeams`.
+   */
+  graphs?: ObservedTeam[];
+  /**
+   * With `inSyncFor` asked and every team's graph read: true when that plan over the live state
+   * has no change; the provider keys, teams and graphs are then left out (nothing needs them).
+   */
+  inSync?: boolean;
+}
+
+/**
+ * How many team graphs one read call returns: it reads up to `maxTeams` at once, `parallelism`
+ * requests in flight, and returns the first of them, in order, while their JSON stays within
+ * `maxBytes` (at least one), so that a call's result stays below Temporal's 2 MB per payload
+ * whatever the teams hold.
+ */
+export interface GraphRead {
+  parallelism: number;
+  maxTeams: number;
+  maxBytes: number;
+}
+
+/**
+ * Reads the graphs of up to `read.maxTeams` of `teamIds` and returns the first, in order, that fit
+ * in `read.maxBytes` of JSON (at least one).
+ */
+async function readGraphs(client: AcsClient, teamIds: readonly string[], read: GraphRead): Promise<ObservedTeam[]> {
+  const graphs = await mapBounded(teamIds.slice(0, read.maxTeams), read.parallelism, async (teamId) => observedTeam(await client.getTeam(teamId)));
+  let bytes = 0;
+  let keep = 0;
+  while (keep < graphs.length) {
+    bytes += JSON.stringify(graphs[keep]).length;
+    if (keep > 0 && bytes > read.maxBytes) break;
+    keep++;
+  }
+  return graphs.slice(0, keep);
 }
 
 /** The bodies a create sends, by kind (the desired fields, `plan/types.ts`). */
@@ -95,6 +135,37 @@ export interface StepInputs {
 
 /** One change as a call of the activity that makes it (`runSteps` carries several). */
 export type Step = { [K in keyof StepInputs]: { op: K; input: StepInputs[K] } }[keyof StepInputs];
+
+/**
+ * In a step's input, in place of an id: the id of what an earlier step of the same `runSteps` call
+ * made (its index in `steps`), so that one call can create a team and then its participants and
+ * edges. `runSteps` puts the id in before it runs the step.
+ */
+export interface ResultOf {
+  resultOf: number;
+}
+
+/** Whether `value` is a {@link ResultOf}. */
+function isResultOf(value: unknown): value is ResultOf {
+  return typeof value === 'object' && value !== null && Object.keys(value).length === 1 && typeof (value as ResultOf).resultOf === 'number';
+}
+
+/**
+ * A step's input with every {@link ResultOf} replaced by the id that step made. Errors: a
+ * reference to a step not run before this one (a bug in the caller's batch) throws.
+ */
+function resolveResults<T>(input: T, results: readonly EnsureResult[]): T {
+  if (isResultOf(input)) {
+    const made = results[input.resultOf];
+    if (!made) throw new Error(`runSteps: a step refers to the result of step ${input.resultOf}, which has not run before it`);
+    return made.id as T;
+  }
+  if (Array.isArray(input)) return input.map((item) => resolveResults(item, results)) as T;
+  if (typeof input === 'object' && input !== null) {
+    return Object.fromEntries(Object.entries(input).map(([key, value]) => [key, resolveResults(value, results)])) as T;
+  }
+  return input;
+}
 
 /** How the activities create, read back, patch and delete one kind of resource through the client. */
 interface Endpoint<B> {
@@ -197,13 +268,21 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
   // One pacer per service and key, shared by every activity of this process (a worker's or the CLI's).
   const pacers = new Map<string, RateLimitPacer>();
 
+  // One client per service, variable and key, made once: an apply makes thousands of calls.
+  const clients = new Map<string, AcsClient>();
+
   /** The client of one key: paced by that key's pacer (one per service and variable). */
   function keyClient(baseUrl: string, apiKeyEnv: string, apiKey: string): AcsClient {
+    const clientKey = `${baseUrl}\u0000${apiKeyEnv}\u0000${apiKey}`;
+    const known = clients.get(clientKey);
+    if (known) return known;
     const pacerKey = `${baseUrl}\u0000${apiKeyEnv}`;
     let pacer = pacers.get(pacerKey);
     if (!pacer) pacers.set(pacerKey, (pacer = new RateLimitPacer()));
     // Activities are short calls under a startToClose timeout: they fail fast rather than hang.
-    return new AcsClient({ baseUrl, apiKey, pacer, timeoutMs: 20_000, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+    const client = new AcsClient({ baseUrl, apiKey, pacer, timeoutMs: 20_000, ...(deps.fetch ? { fetch: deps.fetch } : {}) });
+    clients.set(clientKey, client);
+    return client;
   }
   // The organization key comes from the connection's keyring (activities/keyring.ts): a 401
   // runs the activity's calls again with the next key. Each activity is idempotent by business
@@ -223,11 +302,20 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     /**
      * Reads what the key can see of the definition's organization: the organization (by name),
      * its provider keys (each compared with the desired secret's hint, resolved here), and its
-     * teams without their graphs (`readTeam` reads those). Read-only. Raises `unresolved_secret`
-     * before any request when a secret reference does not resolve (unless `compareProviderKeys` is
-     * false: then the keys are listed, not compared).
+     * teams without their graphs (`readTeam` reads those), and with `teamGraphs` the graphs of its
+     * first teams as well ({@link GraphRead}: one call for the whole live state of a small
+     * organization). Read-only. Raises `unresolved_secret` before any request when a secret
+     * reference does not resolve (unless `compareProviderKeys` is false: then the keys are listed,
+     * not compared).
      */
-    async readOrganization(input: { connection: Connection; desired: DesiredState; compareProviderKeys?: boolean }): Promise<ObservedOrganization> {
+    async readOrganization(input: {
+      connection: Connection;
+      desired: DesiredState;
+      compareProviderKeys?: boolean;
+      teamGraphs?: GraphRead;
+      /** The rest of the plan's request (selection, destroy): with it, a live state that needs no change comes back as `inSync` alone. */
+      inSyncFor?: Omit<PlanRequest, 'desired'>;
+    }): Promise<ObservedOrganization> {
       // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
       let hints: Map<string, string>;
       try {
@@ -246,7 +334,13 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
           const comparable = hint !== undefined && !(hint === maskedKeyHint && k.key_hint === maskedKeyHint);
           return { provider: k.provider, key_hint: k.key_hint, matchesDesired: comparable ? hint === k.key_hint : undefined };
         });
-        return { organization: org, providerKeys, teams };
+        if (!input.teamGraphs) return { organization: org, providerKeys, teams };
+        const graphs = teams.length > 0 ? await readGraphs(client, teams.map((t) => t.team_id), input.teamGraphs) : [];
+        // A live state that needs nothing: the workflow records one small result instead of every graph.
+        if (input.inSyncFor && graphs.length === teams.length && runPlan({ ...input.inSyncFor, desired: input.desired }, { organization: org, providerKeys, teams: graphs }).length === 0) {
+          return { organization: org, providerKeys: [], teams: [], inSync: true };
+        }
+        return { organization: org, providerKeys, teams, graphs };
       });
     },
 
@@ -276,8 +370,18 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
 
     /** Reads one team with its graph (agents, humans, edges). Read-only. Errors: `not_found`. */
     async readTeam(input: { connection: Connection; teamId: string }): Promise<ObservedTeam> {
-      const { agents, humans, edges, active_thread_count: _count, ...team } = await withClient(input.connection, (client) => client.getTeam(input.teamId));
-      return { team, agents, humans, edges };
+      return observedTeam(await withClient(input.connection, (client) => client.getTeam(input.teamId)));
+    },
+
+    /**
+     * Reads several teams with their graphs: one activity call for what `readTeam` reads one team
+     * at a time, so that re-reading a large organization costs a workflow a few markers instead of
+     * one per team. With `read` ({@link GraphRead}), the first of `teamIds` that fit its budget
+     * (the caller asks again for the rest); without, all of them, 8 at a time. Read-only. Output:
+     * the graphs in the order of `teamIds`. Errors: `not_found` (a team deleted meanwhile).
+     */
+    async readTeams(input: { connection: Connection; teamIds: string[]; read?: GraphRead }): Promise<ObservedTeam[]> {
+      return withClient(input.connection, (client) => readGraphs(client, input.teamIds, input.read ?? { parallelism: 8, maxTeams: input.teamIds.length, maxBytes: Infinity }));
     },
   };
 
@@ -328,7 +432,9 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * thousands. Each step is idempotent by business key, so a batch run again after a crash
      * adopts what it had made. Output: each step's result, in order. Errors: the first step
      * that fails for good, as a non-retryable `ApplicationFailure` of its code (its retries are
-     * spent); `maximumAttempts` bounds each step's attempts (default the policy's 10).
+     * spent); `maximumAttempts` bounds each step's attempts (default the policy's 10). A step's
+     * input may name, in place of an id, the result of an earlier step of the call
+     * ({@link ResultOf}): a team created by step 0 is the parent of the agents of steps 1 to 10.
      */
     async runSteps(input: { steps: Step[]; maximumAttempts?: number }): Promise<EnsureResult[]> {
       // A cancelled or timed-out activity stops retrying its step and makes no further step.
@@ -338,8 +444,9 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         if (signal?.aborted) throw signal.reason;
         const make = changes[step.op] as (stepInput: unknown) => Promise<EnsureResult>;
         try {
+          const stepInput = resolveResults(step.input, results);
           results.push(
-            await retrying(() => make(step.input), {
+            await retrying(() => make(stepInput), {
               ...(input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}),
               ...(signal ? { signal } : {}),
               ...(deps.onRetryWait ? { onWait: deps.onRetryWait } : {}),
@@ -367,6 +474,12 @@ function spent(error: unknown): unknown {
 
 /** The activities of `apply`, as workflows see them (`import type` only). */
 export type ApplyActivities = ReturnType<typeof createApplyActivities>;
+
+/** A team's graph as the plan compares it (the read-only thread count left out). */
+function observedTeam(graph: TeamGraph): ObservedTeam {
+  const { agents, humans, edges, active_thread_count: _count, ...team } = graph;
+  return { team, agents, humans, edges };
+}
 
 /** A team deletion preview's counts (what is protected is read from the live graph: `plan/protection.ts`). */
 function teamCounts(preview: TeamDeletionPreview): Cascade {

@@ -1,7 +1,8 @@
 /**
- * Rendering of `npm run bench:apply` (bench/apply.ts): one markdown section with the machine,
- * the service's create throughput (the floor's denominator) and, per backend, every apply run
- * against that floor. Pure: no I/O.
+ * Rendering of `npm run bench:apply` (bench/apply.ts): one markdown section with the machine, the
+ * goals checked in each of the runs (each ratio measured within one run, reported as the range over
+ * the runs), the client's CPU per request against a plain `node:http` client, and every apply of
+ * every run with its floor, CPU per process and Temporal history. Pure: no I/O.
  */
 
 /** Where the figures were measured. */
@@ -17,25 +18,13 @@ export interface ApplyMachine {
   date: string;
   /** The code measured: commit, and whether the apply's code had uncommitted changes. */
   revision: string;
-  /** 1-, 5- and 15-minute load averages when the run started: other work skews every figure. */
+  /** 1-, 5- and 15-minute load averages when the bench started: other work skews every figure. */
   load: number[];
   /** The same when it ended. */
   loadAtEnd: number[];
 }
 
-/** The service's create rate with `clients` loops, each on a team of its own (see bench/apply.ts). */
-export interface ThroughputResult {
-  /** `mix`: team, then its 10 agents, then its 20 edges, as an apply creates them; `agents`: agents only. */
-  shape: 'mix' | 'agents';
-  clients: number;
-  creates: number;
-  seconds: number;
-  perSecond: number;
-  /** CPU spent while measuring (the load generator is the bench process here). */
-  cpu: CpuSeconds;
-}
-
-/** CPU seconds spent during one run, per process (NaN: not measured). */
+/** CPU seconds spent during one measurement, per process (NaN: not measured). */
 export interface CpuSeconds {
   /** The bench process: load generator, local engine, or the in-process Temporal worker. */
   bench: number;
@@ -47,6 +36,16 @@ export interface CpuSeconds {
   postgres: number;
   /** The whole machine (all cores, busy time from /proc/stat). */
   machine: number;
+}
+
+/** The service's create rate with `clients` loops, each on teams of its own (see bench/apply.ts). */
+export interface ThroughputResult {
+  clients: number;
+  creates: number;
+  seconds: number;
+  perSecond: number;
+  /** CPU spent while measuring (the load generator is the bench process here). */
+  cpu: CpuSeconds;
 }
 
 /** The histories of one Temporal apply, over every run of its continue-as-new chain. */
@@ -88,21 +87,38 @@ export interface ApplyRun {
   problem: string;
 }
 
-/** One backend's figures. */
-export interface BackendApplyResult {
-  backend: 'pglite' | 'postgres';
-  throughput: ThroughputResult[];
-  runs: ApplyRun[];
+/** The client CPU of one way of sending the apply's requests: microseconds of the bench process per request. */
+export interface ClientCpu {
+  /** `node-http`: plain `node:http` + `JSON.parse` (bench/client.ts); `acs-client`: `AcsClient` as teamctl sends; `acs-client-fetch`: `AcsClient` over `fetch` (before). */
+  client: 'node-http' | 'acs-client' | 'acs-client-fetch';
+  requests: number;
+  microsPerRequest: number;
 }
 
-/** What was applied and how long each throughput measurement ran. */
+/** One run of one backend: a fresh server, its floor, the client CPU and the applies. */
+export interface BackendRun {
+  floor: ThroughputResult;
+  clientCpu: ClientCpu[];
+  applies: ApplyRun[];
+}
+
+/** One backend's runs. */
+export interface BackendApplyResult {
+  backend: 'pglite' | 'postgres';
+  runs: BackendRun[];
+}
+
+/** What was applied and how each run measured. */
 export interface ApplyPlan {
   teams: number;
   agents: number;
   edges: number;
   /** Creates of a fresh apply (organization included). */
   creates: number;
+  /** Seconds of the floor's rate measurement. */
   seconds: number;
+  /** Requests per client in the client CPU measurement. */
+  clientRequests: number;
   quick: boolean;
   /** Temporal worker: in this process (`in-process`) or skipped. */
   temporal: 'in-process' | 'skipped';
@@ -110,18 +126,55 @@ export interface ApplyPlan {
   workerStartSeconds: number;
 }
 
+/** The goals of issue 23, checked at the default parallelism (8). */
+export const Goals = {
+  /** Local engine's fresh apply ÷ the floor. */
+  localVsFloor: 1.1,
+  /** Temporal's apply ÷ the local engine's, fresh and no-op. */
+  temporalVsLocal: 1.15,
+  /** The client's CPU per request ÷ a plain `node:http` client's. */
+  clientVsPlain: 1,
+} as const;
+
 const n = (x: number, digits = 0) => (Number.isFinite(x) ? x.toLocaleString('en-US', { maximumFractionDigits: digits, minimumFractionDigits: digits }) : '–');
 const kib = (bytes: number) => `${n(bytes / 1024, 1)} KiB`;
 
-/** The create rate at 32 clients in the apply's shape: the floor's denominator. */
-export function floorRate(result: BackendApplyResult): number {
-  return result.throughput.find((t) => t.shape === 'mix' && t.clients === 32)?.perSecond ?? NaN;
+/** `min–max` of the finite values (the value alone when they agree at that precision; `–` for none). */
+export function range(values: number[], digits = 2): string {
+  const finite = values.filter(Number.isFinite);
+  if (finite.length === 0) return '–';
+  const lo = n(Math.min(...finite), digits);
+  const hi = n(Math.max(...finite), digits);
+  return lo === hi ? lo : `${lo}–${hi}`;
 }
 
-/**
- * CPU seconds per process (Temporal's only when `withTemporal`), then the machine's busy time in
- * all and per request (`per`), so runs of different sizes compare.
- */
+/** The floor of one apply: its requests at the service's create rate with 32 clients, seconds. */
+export function floorSeconds(run: BackendRun, apply: ApplyRun): number {
+  return (apply.gets + apply.mutations) / run.floor.perSecond;
+}
+
+/** The run's apply of `engine`, `kind` and `parallelism`, if measured. */
+function find(run: BackendRun, engine: ApplyRun['engine'], kind: ApplyRun['kind'], parallelism: number): ApplyRun | undefined {
+  return run.applies.find((a) => a.engine === engine && a.kind === kind && a.parallelism === parallelism);
+}
+
+/** The ratios of one run at `parallelism` (NaN where an apply was not measured). */
+export function ratios(run: BackendRun, parallelism: number) {
+  const local = find(run, 'local', 'fresh', parallelism);
+  const temporal = find(run, 'temporal', 'fresh', parallelism);
+  const localNoop = find(run, 'local', 'no-op', parallelism);
+  const temporalNoop = find(run, 'temporal', 'no-op', parallelism);
+  const plain = run.clientCpu.find((c) => c.client === 'node-http')?.microsPerRequest ?? NaN;
+  const client = run.clientCpu.find((c) => c.client === 'acs-client')?.microsPerRequest ?? NaN;
+  return {
+    localVsFloor: local ? local.wallSeconds / floorSeconds(run, local) : NaN,
+    temporalVsFloor: temporal ? temporal.wallSeconds / floorSeconds(run, temporal) : NaN,
+    temporalVsLocal: temporal && local ? temporal.wallSeconds / local.wallSeconds : NaN,
+    noopTemporalVsLocal: temporalNoop && localNoop ? temporalNoop.wallSeconds / localNoop.wallSeconds : NaN,
+    clientVsPlain: client / plain,
+  };
+}
+
 function cpuCell(cpu: CpuSeconds, per: number, withTemporal: boolean): string {
   const parts = [`bench ${n(cpu.bench, 1)}`, `server ${n(cpu.server, 1)}`];
   if (withTemporal && Number.isFinite(cpu.temporal)) parts.push(`temporal ${n(cpu.temporal, 1)}`);
@@ -135,95 +188,95 @@ function cpuCell(cpu: CpuSeconds, per: number, withTemporal: boolean): string {
 function historyCell(h: HistoryStats | undefined): string {
   if (!h) return '–';
   return (
-    `${n(h.events)} events in ${h.runs} run${h.runs === 1 ? '' : 's'} (${h.eventsPerRun.map((e) => n(e)).join(' + ')}); ` +
-    `${kib(h.bytes)} (max ${kib(h.maxBytesPerRun)}/run); largest payload ${kib(h.largestPayload)} (${h.largestPayloadAt}); ` +
+    `${n(h.events)} events in ${h.runs} run${h.runs === 1 ? '' : 's'}; ${kib(h.maxBytesPerRun)}/run; largest payload ${kib(h.largestPayload)} (${h.largestPayloadAt}); ` +
     `${n(h.activities)} activities, ${n(h.localActivities)} local activities, ${n(h.workflowTasks)} workflow tasks`
   );
-}
-
-/**
- * Renders the section: machine line, throughput table, then per backend one table of apply runs
- * with their floor ratios and (Temporal) their histories, and the goals checked against them.
- */
-export function renderApplyReport(machine: ApplyMachine, plan: ApplyPlan, results: BackendApplyResult[]): string {
-  const lines: string[] = [];
-  lines.push(`## Apply: ${n(plan.teams)} teams × ${plan.agents} agents × ${plan.edges} edges${plan.quick ? ' (BENCH_QUICK: smoke run, not the goal size)' : ''}`);
-  lines.push('');
-  lines.push(
-    `Measured ${machine.date} (code ${machine.revision}) on ${machine.cpu}, ${machine.cores} cores, ${n(machine.memoryGiB, 1)} GiB RAM, Node ${machine.node}` +
-      `${machine.postgres ? `, PostgreSQL ${machine.postgres}` : ' (no PostgreSQL: PGlite only)'}` +
-      `${machine.temporal ? `, Temporal dev server ${machine.temporal}` : ' (no Temporal server: local engine only)'}. ` +
-      `Load average (1/5/15 min) ${machine.load.map((l) => n(l, 2)).join(' / ')} at the start, ${machine.loadAtEnd.map((l) => n(l, 2)).join(' / ')} at the end; ` +
-      `"other" CPU below is the machine's busy time outside the probed processes, i.e. other work on the machine. ` +
-      `acs-server runs in a child process (rate limit off); the local engine, the load generator and ` +
-      `${plan.temporal === 'in-process' ? `the Temporal worker (in-process, started once in ${n(plan.workerStartSeconds, 1)} s, not counted)` : 'no Temporal worker'} run in the bench process; ` +
-      `everything shares the machine.`,
-  );
-  lines.push('');
-  lines.push(
-    `A fresh apply makes ${n(plan.creates)} creates (1 organization, ${n(plan.teams)} teams, ${n(plan.teams * plan.agents)} agents, ${n(plan.teams * plan.edges)} edges). ` +
-      `Floor = requests ÷ the service's create rate at 32 clients in the apply's shape (in a child organization of the key's, as the apply's; each client on a team of its own: ` +
-      `create the team, its ${plan.agents} agents one by one, its ${plan.edges} edges one by one, then the next team; ${plan.seconds} s after a warm-up). ` +
-      `Goals: wall ≤ 1.3 × floor on both backends; Temporal ≤ 1.5 × local at the same parallelism; history within Temporal's limits ` +
-      `(51,200 events and 50 MB per run, warnings at 10,240 events and 10 MB; 2 MB per payload).`,
-  );
-  lines.push('');
-  lines.push(`| create rate, per second | ${results.map((r) => label(r.backend)).join(' | ')} |`);
-  lines.push(`|---|${results.map(() => '---:').join('|')}|`);
-  const shapes = [...new Set(results.flatMap((r) => r.throughput.map((t) => `${t.shape}\u0000${t.clients}`)))];
-  for (const key of shapes) {
-    const [shape, clients] = key.split('\u0000') as ['mix' | 'agents', string];
-    const what = shape === 'mix' ? 'team + 10 agents + 20 edges per client' : 'agents only, one team per client';
-    lines.push(
-      `| ${what}, ${clients} clients${shape === 'mix' && clients === '32' ? ' (**floor**)' : ''} | ${results
-        .map((r) => {
-          const t = r.throughput.find((x) => x.shape === shape && String(x.clients) === clients);
-          return t ? `${n(t.perSecond)} (CPU ${cpuCell(t.cpu, t.creates, false)})` : '–';
-        })
-        .join(' | ')} |`,
-    );
-  }
-  for (const result of results) {
-    const rate = floorRate(result);
-    lines.push('');
-    lines.push(`### ${label(result.backend)}`);
-    lines.push('');
-    lines.push('| engine | parallelism | apply | wall, s | requests (GET + mutating, non-2xx) | floor, s | wall ÷ floor | Temporal ÷ local | CPU s during the run (per request) | history |');
-    lines.push('|---|---:|---|---:|---|---:|---:|---:|---|---|');
-    for (const run of result.runs) {
-      const requests = run.gets + run.mutations;
-      const floor = run.kind === 'fresh' ? requests / rate : NaN;
-      const local = result.runs.find((r) => r.engine === 'local' && r.kind === run.kind && r.parallelism === run.parallelism);
-      const vsLocal = run.engine === 'temporal' && local ? run.wallSeconds / local.wallSeconds : NaN;
-      lines.push(
-        `| ${run.engine} | ${run.parallelism} | ${run.kind}${run.problem ? ` ⚠ ${run.problem}` : ''} | ${n(run.wallSeconds, 2)} | ` +
-          `${n(requests)} (${n(run.gets)} + ${n(run.mutations)}, ${n(run.failed)}) | ${n(floor, 2)} | ${n(run.wallSeconds / floor, 2)} | ${n(vsLocal, 2)} | ` +
-          `${cpuCell(run.cpu, requests, run.engine === 'temporal')} | ${historyCell(run.history)} |`,
-      );
-    }
-  }
-  lines.push('');
-  lines.push(...goals(results));
-  return lines.join('\n');
 }
 
 function label(backend: BackendApplyResult['backend']): string {
   return backend === 'pglite' ? 'PGlite (data dir)' : 'PostgreSQL';
 }
 
-/** One line per goal and backend at the default parallelism (8): met or not, with the figure. */
-function goals(results: BackendApplyResult[]): string[] {
-  const out = ['Goals at the default parallelism (8):', ''];
+/** `k/N` runs whose value met `goal` (≤), with the range. */
+function verdict(values: number[], goal: number): string {
+  const finite = values.filter(Number.isFinite);
+  if (finite.length === 0) return 'not measured';
+  const met = finite.filter((v) => v <= goal).length;
+  return `**${range(finite)}** (goal ≤ ${goal}: met in ${met} of ${finite.length} runs)`;
+}
+
+/**
+ * Renders the section: machine and method; the goals with each run's ratio as a range; the summary
+ * table in the shape of issue 23's (seconds as ranges); the client's CPU per request; then every
+ * apply of every run.
+ */
+export function renderApplyReport(machine: ApplyMachine, plan: ApplyPlan, results: BackendApplyResult[], parallelism = 8): string {
+  const runs = Math.max(0, ...results.map((r) => r.runs.length));
+  const lines: string[] = [];
+  lines.push(`## Apply: ${n(plan.teams)} teams × ${plan.agents} agents × ${plan.edges} edges, ${runs} run${runs === 1 ? '' : 's'}${plan.quick ? ' (BENCH_QUICK: smoke run, not the goal size)' : ''}`);
+  lines.push('');
+  lines.push(
+    `Measured ${machine.date} (code ${machine.revision}) on ${machine.cpu}, ${machine.cores} cores, ${n(machine.memoryGiB, 1)} GiB RAM, Node ${machine.node}` +
+      `${machine.postgres ? `, PostgreSQL ${machine.postgres}` : ' (no PostgreSQL: PGlite only)'}` +
+      `${machine.temporal ? `, Temporal dev server ${machine.temporal}` : ' (no Temporal server: local engine only)'}. ` +
+      `Load average (1/5/15 min) ${machine.load.map((l) => n(l, 2)).join(' / ')} at the start, ${machine.loadAtEnd.map((l) => n(l, 2)).join(' / ')} at the end. ` +
+      `acs-server runs in a child process (rate limit off; PGlite with V8's optimising compiler, as before); the local engine, the load generator and ` +
+      `${plan.temporal === 'in-process' ? `the Temporal worker (in-process, started once in ${n(plan.workerStartSeconds, 1)} s, not counted)` : 'no Temporal worker'} run in the bench process; ` +
+      `everything shares the machine.`,
+  );
+  lines.push('');
+  lines.push(
+    `Each run starts a fresh server (a new data dir, a new database) and measures, in this order: the floor, the client's CPU per request, then a fresh apply of ${n(plan.creates)} creates ` +
+      `(1 organization, ${n(plan.teams)} teams, ${n(plan.teams * plan.agents)} agents, ${n(plan.teams * plan.edges)} edges) and a no-op re-apply on each engine, ` +
+      `so every ratio below compares figures of one run. Floor = the apply's requests ÷ the service's create rate at 32 clients in the apply's shape ` +
+      `(each client on teams of its own: create the team, its ${plan.agents} agents one by one, its ${plan.edges} edges one by one, then the next team; ${plan.seconds} s after a warm-up). ` +
+      `Client CPU = the bench process's CPU time per request over ${n(plan.clientRequests)} sequential creates with each client, in five rounds with the clients in turn.`,
+  );
+  lines.push('');
+  lines.push(`Goals at parallelism ${parallelism} (the default), each ratio from one run, the range over the runs:`);
+  lines.push('');
   for (const result of results) {
-    const rate = floorRate(result);
-    const fresh = (engine: ApplyRun['engine']) => result.runs.find((r) => r.engine === engine && r.kind === 'fresh' && r.parallelism === 8);
-    const local = fresh('local');
-    const temporal = fresh('temporal');
-    const ratio = (run: ApplyRun | undefined) => (run ? run.wallSeconds / ((run.gets + run.mutations) / rate) : NaN);
-    const verdict = (value: number, limit: number) => (Number.isFinite(value) ? `${n(value, 2)} (${value <= limit ? 'met' : 'missed'}, goal ≤ ${limit})` : 'not measured');
-    out.push(`- ${label(result.backend)}: local wall ÷ floor ${verdict(ratio(local), 1.3)}; Temporal wall ÷ floor ${verdict(ratio(temporal), 1.3)}; ` +
-      `Temporal ÷ local ${verdict(temporal && local ? temporal.wallSeconds / local.wallSeconds : NaN, 1.5)}` +
-      `${temporal?.history ? `; history max ${n(temporal.history.maxEventsPerRun)} events and ${kib(temporal.history.maxBytesPerRun)} per run, largest payload ${kib(temporal.history.largestPayload)} (${temporal.history.maxEventsPerRun <= 51_200 && temporal.history.maxBytesPerRun <= 50 * 2 ** 20 && temporal.history.largestPayload <= 2 * 2 ** 20 ? 'within the limits' : 'OVER a limit'})` : ''}.`);
+    const r = result.runs.map((run) => ratios(run, parallelism));
+    lines.push(
+      `- ${label(result.backend)}: local engine ÷ floor ${verdict(r.map((x) => x.localVsFloor), Goals.localVsFloor)}; ` +
+        `Temporal ÷ local engine, fresh ${verdict(r.map((x) => x.temporalVsLocal), Goals.temporalVsLocal)}, no-op ${verdict(r.map((x) => x.noopTemporalVsLocal), Goals.temporalVsLocal)}; ` +
+        `client CPU ÷ plain node:http ${verdict(r.map((x) => x.clientVsPlain), Goals.clientVsPlain)}.`,
+    );
   }
-  return out;
+  lines.push('');
+  // The summary in the shape of the issue's table.
+  const cell = (result: BackendApplyResult, pick: (run: BackendRun) => number, digits = 2) => range(result.runs.map(pick), digits);
+  const wall = (engine: ApplyRun['engine'], kind: ApplyRun['kind']) => (run: BackendRun) => find(run, engine, kind, parallelism)?.wallSeconds ?? NaN;
+  lines.push(`| parallelism ${parallelism}, ${runs} runs (min–max) | ${results.map((r) => label(r.backend)).join(' | ')} |`);
+  lines.push(`|---|${results.map(() => '---:').join('|')}|`);
+  lines.push(`| floor (service's create rate at 32 clients), s | ${results.map((r) => cell(r, (run) => { const a = find(run, 'local', 'fresh', parallelism) ?? run.applies[0]; return a ? floorSeconds(run, a) : NaN; })).join(' | ')} |`);
+  lines.push(`| local engine, fresh, s (× floor) | ${results.map((r) => `${cell(r, wall('local', 'fresh'))} (${cell(r, (run) => ratios(run, parallelism).localVsFloor)} ×)`).join(' | ')} |`);
+  lines.push(
+    `| Temporal, fresh, s (× floor, × local) | ${results.map((r) => `${cell(r, wall('temporal', 'fresh'))} (${cell(r, (run) => ratios(run, parallelism).temporalVsFloor)} × floor, ${cell(r, (run) => ratios(run, parallelism).temporalVsLocal)} × local)`).join(' | ')} |`,
+  );
+  lines.push(
+    `| no-op re-apply, local / Temporal, s (Temporal × local) | ${results.map((r) => `${cell(r, wall('local', 'no-op'))} / ${cell(r, wall('temporal', 'no-op'))} (${cell(r, (run) => ratios(run, parallelism).noopTemporalVsLocal)} ×)`).join(' | ')} |`,
+  );
+  lines.push(`| client CPU per request, µs: plain node:http + JSON / AcsClient (undici request) / AcsClient over fetch (before) | ${results
+    .map((r) => (['node-http', 'acs-client', 'acs-client-fetch'] as const).map((c) => cell(r, (run) => run.clientCpu.find((x) => x.client === c)?.microsPerRequest ?? NaN, 0)).join(' / '))
+    .join(' | ')} |`);
+  for (const result of results) {
+    lines.push('');
+    lines.push(`### ${label(result.backend)}: every apply`);
+    lines.push('');
+    lines.push('| run | engine | parallelism | apply | wall, s | requests (GET + mutating, non-2xx) | floor, s | wall ÷ floor | CPU s during the apply (per request) | history |');
+    lines.push('|---:|---|---:|---|---:|---|---:|---:|---|---|');
+    result.runs.forEach((run, i) => {
+      for (const apply of run.applies) {
+        const requests = apply.gets + apply.mutations;
+        const floor = apply.kind === 'fresh' ? floorSeconds(run, apply) : NaN;
+        lines.push(
+          `| ${i + 1} | ${apply.engine} | ${apply.parallelism} | ${apply.kind}${apply.problem ? ` ⚠ ${apply.problem}` : ''} | ${n(apply.wallSeconds, 2)} | ` +
+            `${n(requests)} (${n(apply.gets)} + ${n(apply.mutations)}, ${n(apply.failed)}) | ${n(floor, 2)} | ${n(apply.wallSeconds / floor, 2)} | ` +
+            `${cpuCell(apply.cpu, requests, apply.engine === 'temporal')} | ${historyCell(apply.history)} |`,
+        );
+      }
+    });
+  }
+  return lines.join('\n');
 }

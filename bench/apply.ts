@@ -1,23 +1,28 @@
 /**
  * `npm run bench:apply`: an apply of 100 teams × 10 agents × 20 edges (3,101 creates) on the local
  * engine and on Temporal, on PGlite and on PostgreSQL, against the floor: the requests it sends ÷
- * the service's own create rate at 32 concurrent clients. Also a no-op re-apply of each, and the
- * Temporal apply's history (events, bytes, runs of its continue-as-new chain, largest payload).
+ * the service's own create rate at 32 concurrent clients. Also a no-op re-apply of each, the
+ * Temporal apply's history (events, bytes, runs of its continue-as-new chain, largest payload), and
+ * the client's CPU per request beside a plain `node:http` client's. Everything is measured
+ * `BENCH_APPLY_RUNS` times (default 5), each run on a fresh server, so that every ratio compares
+ * figures of one run; the report gives each ratio's range over the runs and the machine.
  *
  *   bash scripts/with-temporal.sh --install -- bash scripts/with-postgres.sh --install -- npm run bench:apply
  *
  * PostgreSQL: `ACS_BENCH_DATABASE_URL` or `ACS_POSTGRES_URL` (a superuser URL; a scratch database
  * is created and dropped per run), else PGlite only (said so). Temporal: `TEMPORAL_ADDRESS` (and
  * the rest of temporal/settings.ts), else the local engine only (said so). `BENCH_QUICK=1`: 10
- * teams and 2 s rates (smoke run). `BENCH_APPLY_PARALLELISM` / `BENCH_APPLY_TEMPORAL_PARALLELISM`:
- * comma-separated parallelisms of the local / Temporal applies (default 8,16,32 / 8,32; `none`
- * for none). `BENCH_APPLY_BACKENDS`: `pglite`, `postgres` or both (default).
- * `BENCH_APPLY_OUT`: a file to write the markdown to instead; by default a full run replaces the
- * part of docs/performance.md between the `bench-apply` markers (a quick run only prints).
+ * teams, 2 s rates, one run (smoke run). `BENCH_APPLY_PARALLELISM` / `BENCH_APPLY_TEMPORAL_PARALLELISM`:
+ * comma-separated parallelisms of the local / Temporal applies (default 8 / 8; `none` for none).
+ * `BENCH_APPLY_BACKENDS`: `pglite`, `postgres` or both (default). `BENCH_APPLY_OUT`: a file to
+ * write the markdown to instead; by default a full run replaces the part of docs/performance.md
+ * between the `bench-apply` markers (a quick run only prints).
  *
  * acs-server runs in a child process (bench/server.ts, rate limit off) so that it does not share an
  * event loop with the engine; the Temporal worker runs in this process, like the local engine.
- * Not part of the tests: numbers depend on the machine.
+ * Requests are counted by an interceptor on undici's global dispatcher, which the client sends
+ * through, so the client measured is the one teamctl runs. Not part of the tests: numbers depend on
+ * the machine.
  */
 import { spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -27,12 +32,13 @@ import os from 'node:os';
 import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
+import { Agent, DecoratorHandler, setGlobalDispatcher, type Dispatcher } from 'undici';
+import { AcsClient } from '../client/acs-client.ts';
 import { createApplyActivities } from '../activities/apply-activities.ts';
 import { applyLocally } from '../engine/local-engine.ts';
 import { applyWorkflowId } from '../engine/temporal-engine.ts';
 import { AgentFields } from '../api/schemas.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
-import { isMutating } from '../test/support/fetch.ts';
 import { resourceCount, syntheticDefinition, type SyntheticSize } from '../test/support/synthetic.ts';
 import { createWorker, type TeamctlWorker } from '../worker/worker.ts';
 import type { ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
@@ -43,6 +49,8 @@ import {
   type ApplyPlan,
   type ApplyRun,
   type BackendApplyResult,
+  type BackendRun,
+  type ClientCpu,
   type CpuSeconds,
   type HistoryStats,
   type ThroughputResult,
@@ -61,28 +69,39 @@ const backends = (process.env.BENCH_APPLY_BACKENDS || 'pglite,postgres').split('
 const outPath = process.env.BENCH_APPLY_OUT || undefined;
 const size: SyntheticSize = { teams: quick ? 10 : 100, agents: 10, humans: 0, edges: 20 };
 const seconds = quick ? 2 : 10;
+const RUNS = quick ? 1 : Number(process.env.BENCH_APPLY_RUNS ?? 5);
+const CLIENT_REQUESTS = quick ? 300 : 1_000;
 const parallelisms = (name: string, fallback: string) =>
   (process.env[name] || fallback)
     .split(',')
     .map((s) => Number(s.trim()))
     .filter((p) => Number.isInteger(p) && p > 0);
-const localParallelisms = parallelisms('BENCH_APPLY_PARALLELISM', '8,16,32');
-const temporalParallelisms = hasTemporal ? parallelisms('BENCH_APPLY_TEMPORAL_PARALLELISM', '8,32') : [];
+const localParallelisms = parallelisms('BENCH_APPLY_PARALLELISM', '8');
+const temporalParallelisms = hasTemporal ? parallelisms('BENCH_APPLY_TEMPORAL_PARALLELISM', '8') : [];
 const KEY_ENV = 'BENCH_APPLY_KEY';
 
 // ---------------------------------------------------------------------------------------------
-// Counting requests: one fetch for every engine (the worker's activities keep theirs for life),
-// with counters reset before each run.
+// Counting requests: an interceptor on undici's global dispatcher, which AcsClient sends through
+// (the worker's activities included), with counters reset before each apply. It is installed only
+// while applies run, so that the client CPU measurement pays nothing for it.
 
 const counts = { gets: 0, mutations: 0, failed: 0 };
-const countingFetch: typeof fetch = async (input, init) => {
-  if (isMutating(init)) counts.mutations++;
-  else counts.gets++;
-  const response = await fetch(input, init);
-  if (!response.ok) counts.failed++;
-  return response;
-};
 const resetCounts = () => Object.assign(counts, { gets: 0, mutations: 0, failed: 0 });
+
+/** Counts the answers other than 2xx (undici's handler API). */
+class FailureCounter extends DecoratorHandler {
+  onResponseStart(controller: unknown, statusCode: number, headers: unknown, statusMessage?: string): void {
+    if (statusCode < 200 || statusCode >= 300) counts.failed++;
+    (DecoratorHandler.prototype as unknown as { onResponseStart: (...args: unknown[]) => void }).onResponseStart.call(this, controller, statusCode, headers, statusMessage);
+  }
+}
+const plainDispatcher = new Agent();
+const countingDispatcher = plainDispatcher.compose((dispatch) => (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => {
+  if ((options.method ?? 'GET') === 'GET') counts.gets++;
+  else counts.mutations++;
+  return dispatch(options, new FailureCounter(handler));
+});
+setGlobalDispatcher(plainDispatcher);
 
 // The activities read the key from here at call time; each backend's server has its own key.
 const activityEnv: NodeJS.ProcessEnv = {};
@@ -200,12 +219,11 @@ function cpuSince(probe: CpuProbe, before: CpuSeconds): CpuSeconds {
 /**
  * Creates as fast as `clients` loops can for `secs` seconds, each loop on teams of its own (no
  * row lock shared between loops, as the apply spreads its calls over teams), in a new child
- * organization of the key's (where the apply creates its teams). `mix`: create a
- * team, its agents one by one, its edges one by one (the apply's bodies, from the synthetic
- * definition), then the next team; `agents`: one team per loop, then agents only. Returns the
- * creates per second; every create must answer 201.
+ * organization of the key's (where the apply creates its teams): create a team, its agents one by
+ * one, its edges one by one (the apply's bodies, from the synthetic definition), then the next
+ * team. Returns the creates per second; every create must answer 201.
  */
-async function createRate(server: ServerProcess, probe: CpuProbe, shape: ThroughputResult['shape'], clients: number, secs: number): Promise<ThroughputResult> {
+async function createRate(server: ServerProcess, probe: CpuProbe, clients: number, secs: number): Promise<ThroughputResult> {
   const client = createClient(server.url, server.apiKey);
   const template = syntheticDefinition('template', { teams: 1, agents: size.agents, humans: 0, edges: size.edges }).teams[0]!;
   const tag = randomUUID().slice(0, 8);
@@ -224,13 +242,12 @@ async function createRate(server: ServerProcess, probe: CpuProbe, shape: Through
         creates++;
         const teamId = team.body.team_id as string;
         const ids = new Map<string, string>();
-        for (let i = 0; performance.now() < deadline && (shape === 'agents' || i < template.agents.length); i++) {
-          const agent = template.agents[i]?.fields ?? AgentFields.toWire({ name: `agent-${i}`, description: `agent ${i}` });
+        for (let i = 0; performance.now() < deadline && i < template.agents.length; i++) {
+          const agent = template.agents[i]!.fields;
           const created = await client.call('POST', `/teams/${teamId}/agents`, agent);
           ids.set(agent.name, expectStatus(created, 201, 'create agent').body.agent_id as string);
           creates++;
         }
-        if (shape === 'agents') continue;
         for (const [a, b] of template.edges) {
           if (performance.now() >= deadline) break;
           expectStatus(await client.call('POST', `/teams/${teamId}/edges`, { participants: [ids.get(a), ids.get(b)] }), 201, 'create edge');
@@ -242,7 +259,60 @@ async function createRate(server: ServerProcess, probe: CpuProbe, shape: Through
   const elapsed = (performance.now() - started) / 1000;
   const cpu = cpuSince(probe, cpuBefore);
   client.destroy();
-  return { shape, clients, creates, seconds: elapsed, perSecond: creates / elapsed, cpu };
+  return { clients, creates, seconds: elapsed, perSecond: creates / elapsed, cpu };
+}
+
+/**
+ * The bench process's CPU per request of each client, over `count` sequential creates of agents
+ * (the apply's most common request, with the apply's bodies) into a team of each client's own:
+ * plain `node:http` + `JSON.parse` (bench/client.ts, the floor's load generator), `AcsClient` as
+ * teamctl sends (undici's `request`), and `AcsClient` over `fetch` (the transport before). Each
+ * client first sends 100 requests unmeasured (JIT, connections); then five rounds, each client
+ * in turn. The server's own time is not in this process's CPU; the bench process does nothing else
+ * meanwhile.
+ */
+async function clientCpu(server: ServerProcess, count: number): Promise<ClientCpu[]> {
+  const plain = createClient(server.url, server.apiKey);
+  const tag = randomUUID().slice(0, 8);
+  const org = expectStatus(await plain.call('POST', '/organizations', { org_name: `client-${tag}` }), 201, 'create organization').body.org_id as string;
+  // The bodies are made beforehand: the client's own CPU is what is measured, not the test data's.
+  const bodies = Array.from({ length: 100 + count + 5 }, (_, i) => AgentFields.toWire({ name: `agent-${i}`, description: `agent ${i} of the client CPU measurement` }));
+  const body = (i: number) => bodies[i]!;
+  const clients: Array<[ClientCpu['client'], (teamId: string, i: number) => Promise<unknown>]> = [
+    ['node-http', async (teamId, i) => expectStatus(await plain.call('POST', `/teams/${teamId}/agents`, body(i)), 201, 'create agent').body],
+    ['acs-client', (() => {
+      const client = new AcsClient({ baseUrl: server.url, apiKey: server.apiKey });
+      return (teamId: string, i: number) => client.createAgent(teamId, body(i));
+    })()],
+    ['acs-client-fetch', (() => {
+      const client = new AcsClient({ baseUrl: server.url, apiKey: server.apiKey, fetch: globalThis.fetch });
+      return (teamId: string, i: number) => client.createAgent(teamId, body(i));
+    })()],
+  ];
+  // Five rounds, the clients in turn within each: a change of the machine's load during the
+  // measurement falls on every client alike instead of on whichever ran then.
+  const teams = new Map<string, string>();
+  const used = new Map<string, number>();
+  for (const [name, send] of clients) {
+    const team = expectStatus(await plain.call('POST', `/organizations/${org}/teams`, { team_name: `${name}-${tag}` }), 201, 'create team').body.team_id as string;
+    teams.set(name, team);
+    used.set(name, 0);
+    for (let i = 0; i < 100; i++) await send(team, i);
+  }
+  const rounds = 5;
+  const perRound = Math.ceil(count / rounds);
+  for (let round = 0; round < rounds; round++) {
+    for (const [name, send] of clients) {
+      const team = teams.get(name)!;
+      const before = process.cpuUsage();
+      for (let i = 0; i < perRound; i++) await send(team, 100 + round * perRound + i);
+      const cpu = process.cpuUsage(before);
+      used.set(name, used.get(name)! + cpu.user + cpu.system);
+    }
+  }
+  const results: ClientCpu[] = clients.map(([name]) => ({ client: name, requests: perRound * rounds, microsPerRequest: used.get(name)! / (perRound * rounds) }));
+  plain.destroy();
+  return results;
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -262,7 +332,7 @@ async function startTemporal(): Promise<{ side: TemporalSide; startSeconds: numb
   const settings = loadTemporalSettings(process.env);
   const taskQueue = `bench-apply-${randomUUID()}`;
   const started = performance.now();
-  const worker = await createWorker(settings, { taskQueue, activityDeps: { env: activityEnv, fetch: countingFetch } });
+  const worker = await createWorker(settings, { taskQueue, activityDeps: { env: activityEnv } });
   const running = worker.run();
   const connection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
   const client = new Client({ connection, namespace: settings.namespace });
@@ -300,8 +370,8 @@ async function historyOf(client: Client, workflowId: string, firstRunId: string)
     stats.maxBytesPerRun = Math.max(stats.maxBytesPerRun, bytes);
     for (const event of events) {
       if (event.activityTaskScheduledEventAttributes) stats.activities++;
-      // A local activity leaves one marker (its result) and no activity events.
-      if (event.markerRecordedEventAttributes) stats.localActivities++;
+      // A local activity leaves one marker (its result) and no activity events; patch markers are not activities.
+      if (event.markerRecordedEventAttributes?.markerName === 'core_local_activity') stats.localActivities++;
       if (event.workflowTaskCompletedEventAttributes) stats.workflowTasks++;
       const fields: Array<[string, Parameters<typeof payloadBytes>[0]]> = [
         ['input', event.workflowExecutionStartedEventAttributes?.input],
@@ -337,9 +407,10 @@ async function measure(
   apply: () => Promise<{ result: ApplyResult; after?: () => Promise<HistoryStats> }>,
 ): Promise<ApplyRun> {
   resetCounts();
+  setGlobalDispatcher(countingDispatcher);
   const cpuBefore = sampleCpu(probe);
   const started = performance.now();
-  const { result, after } = await apply();
+  const { result, after } = await apply().finally(() => setGlobalDispatcher(plainDispatcher));
   const wallSeconds = (performance.now() - started) / 1000;
   const cpu = cpuSince(probe, cpuBefore);
   const snapshot = { ...counts };
@@ -362,24 +433,23 @@ async function measure(
   return run;
 }
 
-async function runBackend(backend: BackendApplyResult['backend'], server: ServerProcess, temporal: TemporalSide | undefined): Promise<BackendApplyResult> {
+/**
+ * One run of one backend on `server` (fresh): warm-up, the floor, the client CPU, then at each
+ * parallelism a fresh apply and a no-op re-apply on the local engine and on Temporal.
+ */
+async function runOnce(backend: BackendApplyResult['backend'], server: ServerProcess, temporal: TemporalSide | undefined, run: number): Promise<BackendRun> {
   activityEnv[KEY_ENV] = server.apiKey;
   const probe: CpuProbe = { server: serverPid(), temporal: temporal ? temporalServerPid() : undefined, postgres: backend === 'postgres' };
   const connection = { baseUrl: server.url, apiKeyEnv: KEY_ENV };
 
   // Warm-up: JIT, pool connections, caches (as bench/run.ts does before its rates).
-  await createRate(server, probe, 'mix', 8, 2);
-  const throughput: ThroughputResult[] = [];
-  for (const [shape, clients] of [['mix', 8], ['mix', 32], ['agents', 32]] as const) {
-    const t = await createRate(server, probe, shape, clients, seconds);
-    log(
-      `${backend}: creates/s, ${shape}, ${clients} clients: ${t.perSecond.toFixed(0)} (${t.creates} in ${t.seconds.toFixed(1)} s); ` +
-        `CPU bench ${t.cpu.bench.toFixed(1)} s, server ${t.cpu.server.toFixed(1)} s, pg ${t.cpu.postgres.toFixed(1)} s, machine ${t.cpu.machine.toFixed(1)} s`,
-    );
-    throughput.push(t);
-  }
+  await createRate(server, probe, 8, 2);
+  const floor = await createRate(server, probe, 32, seconds);
+  log(`${backend} run ${run}: floor ${floor.perSecond.toFixed(0)} creates/s (${floor.creates} in ${floor.seconds.toFixed(1)} s); CPU bench ${floor.cpu.bench.toFixed(1)} s, server ${floor.cpu.server.toFixed(1)} s, pg ${floor.cpu.postgres.toFixed(1)} s, machine ${floor.cpu.machine.toFixed(1)} s`);
+  const cpu = await clientCpu(server, CLIENT_REQUESTS);
+  log(`${backend} run ${run}: client CPU per request ${cpu.map((c) => `${c.client} ${c.microsPerRequest.toFixed(0)} µs`).join(', ')}`);
 
-  const runs: ApplyRun[] = [];
+  const applies: ApplyRun[] = [];
   const all = [...new Set([...localParallelisms, ...temporalParallelisms])].sort((a, b) => a - b);
   // Local and Temporal at the same parallelism run back to back, so both see the same database size.
   for (const parallelism of all) {
@@ -387,7 +457,7 @@ async function runBackend(backend: BackendApplyResult['backend'], server: Server
       const desired = syntheticDefinition(`apply-local-p${parallelism}-${randomUUID().slice(0, 8)}`, size);
       const input: ApplyInput = { connection, desired, parallelism };
       for (const kind of ['fresh', 'no-op'] as const) {
-        runs.push(await measure('local', parallelism, kind, probe, async () => ({ result: await applyLocally(input, createApplyActivities({ env: activityEnv, fetch: countingFetch })) })));
+        applies.push(await measure('local', parallelism, kind, probe, async () => ({ result: await applyLocally(input, createApplyActivities({ env: activityEnv })) })));
       }
     }
     if (temporal && temporalParallelisms.includes(parallelism)) {
@@ -395,7 +465,7 @@ async function runBackend(backend: BackendApplyResult['backend'], server: Server
       const input: ApplyInput = { connection, desired, parallelism };
       const workflowId = applyWorkflowId(desired.organization.name);
       for (const kind of ['fresh', 'no-op'] as const) {
-        runs.push(
+        applies.push(
           await measure('temporal', parallelism, kind, probe, async () => {
             const handle = await temporal.client.workflow.start(applyWorkflow, { taskQueue: temporal.taskQueue, workflowId, args: [input] });
             const result = await handle.result();
@@ -405,7 +475,7 @@ async function runBackend(backend: BackendApplyResult['backend'], server: Server
       }
     }
   }
-  return { backend, throughput, runs };
+  return { floor, clientCpu: cpu, applies };
 }
 
 // ---------------------------------------------------------------------------------------------
@@ -442,7 +512,7 @@ const startedAt = performance.now();
 const load = os.loadavg();
 log(
   `bench:apply: ${size.teams} teams × ${size.agents} agents × ${size.edges} edges = ${resourceCount(size)} creates; ` +
-    `local parallelism ${localParallelisms.join(',')}; Temporal ${hasTemporal ? `parallelism ${temporalParallelisms.join(',')}` : 'skipped (TEMPORAL_ADDRESS unset: run through scripts/with-temporal.sh --install)'}` +
+    `${RUNS} run${RUNS === 1 ? '' : 's'}; local parallelism ${localParallelisms.join(',')}; Temporal ${hasTemporal ? `parallelism ${temporalParallelisms.join(',')}` : 'skipped (TEMPORAL_ADDRESS unset: run through scripts/with-temporal.sh --install)'}` +
     `${adminUrl ? '' : '; PostgreSQL skipped (no ACS_BENCH_DATABASE_URL / ACS_POSTGRES_URL: run through scripts/with-postgres.sh --install)'}`,
 );
 const work = await mkdtemp(join(os.tmpdir(), 'acs-bench-apply-'));
@@ -459,32 +529,40 @@ try {
   }
 
   if (backends.includes('pglite')) {
-    log('bench:apply: PGlite (data dir on disk, server in a child process)');
-    const pglite = await startServerProcess({ BENCH_BACKEND: 'pglite', BENCH_DATA_DIR: join(work, 'pglite') });
-    try {
-      results.push(await runBackend('pglite', pglite, temporal));
-    } finally {
-      await pglite.stop();
+    const result: BackendApplyResult = { backend: 'pglite', runs: [] };
+    for (let run = 1; run <= RUNS; run++) {
+      log(`bench:apply: PGlite run ${run} of ${RUNS} (a new data dir on disk, server in a child process)`);
+      const pglite = await startServerProcess({ BENCH_BACKEND: 'pglite', BENCH_DATA_DIR: join(work, `pglite-${run}`) });
+      try {
+        result.runs.push(await runOnce('pglite', pglite, temporal, run));
+      } finally {
+        await pglite.stop();
+      }
     }
+    results.push(result);
   }
 
   if (adminUrl && backends.includes('postgres')) {
     postgresVersion = (await adminQuery(adminUrl, 'SHOW server_version')).rows[0].server_version;
-    const name = `acs_bench_apply_${process.pid}`;
-    await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
-    const url = new URL(adminUrl);
-    url.pathname = `/${name}`;
-    try {
-      log(`bench:apply: PostgreSQL ${postgresVersion} (server in a child process)`);
-      const server = await startServerProcess({ BENCH_BACKEND: 'postgres', BENCH_DATABASE_URL: url.toString() });
+    const result: BackendApplyResult = { backend: 'postgres', runs: [] };
+    for (let run = 1; run <= RUNS; run++) {
+      const name = `acs_bench_apply_${process.pid}_${run}`;
+      await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
+      const url = new URL(adminUrl);
+      url.pathname = `/${name}`;
       try {
-        results.push(await runBackend('postgres', server, temporal));
+        log(`bench:apply: PostgreSQL ${postgresVersion} run ${run} of ${RUNS} (a new database, server in a child process)`);
+        const server = await startServerProcess({ BENCH_BACKEND: 'postgres', BENCH_DATABASE_URL: url.toString() });
+        try {
+          result.runs.push(await runOnce('postgres', server, temporal, run));
+        } finally {
+          await server.stop();
+        }
       } finally {
-        await server.stop();
+        await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
       }
-    } finally {
-      await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     }
+    results.push(result);
   }
 } finally {
   if (temporal) await stopTemporal(temporal);
@@ -497,6 +575,7 @@ const plan: ApplyPlan = {
   edges: size.edges,
   creates: resourceCount(size),
   seconds,
+  clientRequests: CLIENT_REQUESTS,
   quick,
   temporal: hasTemporal ? 'in-process' : 'skipped',
   workerStartSeconds,

@@ -8,19 +8,10 @@ import { connectionCode } from '../activities/failures.ts';
 import { AcsApiError, isTlsFailure } from '../client/errors.ts';
 import { ServiceError, ToolkitError } from '../errors/catalogue.ts';
 import type { ConnectionOrigin } from './context.ts';
+import { ExitCodes, type ExitCode } from './exit-codes.ts';
 
-/** Exit codes of `teamctl`. */
-export const ExitCodes = {
-  /** Success; for `plan --detailed-exitcode`: in sync. */
-  ok: 0,
-  /** Any error. */
-  error: 1,
-  /** `plan --detailed-exitcode`: the plan has changes. */
-  changes: 2,
-  /** A wait ran out of time (`thread open --wait` got no reply). */
-  timedOut: 4,
-} as const;
-export type ExitCode = (typeof ExitCodes)[keyof typeof ExitCodes];
+export { ExitCodes } from './exit-codes.ts';
+export type { ExitCode } from './exit-codes.ts';
 
 /** Where this teamctl runs: in a clone of the repository (its TypeScript run directly) or installed from the package. */
 export type Place = 'clone' | 'installed';

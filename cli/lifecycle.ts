@@ -37,7 +37,7 @@ import { plain, renderApplied, renderAppliedSchedule, renderApplySummary, render
 import { applySchedulePlan, readSchedulePlan } from './schedule-plan.ts';
 import type { SchedulePlan } from './schedule-plan.ts';
 import { sayingWhenStopped } from './signals.ts';
-import { startSpinner } from './terminal.ts';
+import { startSpinner } from './spinner.ts';
 
 /** Engines of `apply` and `destroy`. */
 export const Engines = { local: 'local', temporal: 'temporal' } as const;

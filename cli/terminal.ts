@@ -7,12 +7,9 @@
  * - never when the terminal reports 0 columns (a pty whose size was never set, `stty cols 0`):
  *   a spinner measures its lines by the width and would divide by zero, redrawing forever.
  *
- * A command opts in by drawing progress only through {@link startSpinner} and colouring only
- * through `io.style` (absent: plain); both follow the decision stored in its `CliIo` (`cli/io.ts`).
+ * A command opts in by drawing progress only through `startSpinner` (`cli/spinner.ts`) and
+ * colouring only through `io.style` (absent: plain); both follow the decision stored in its `CliIo` (`cli/io.ts`).
  */
-import ora from 'ora';
-import type { Ora } from 'ora';
-import { printable } from './printable.ts';
 
 /** The streams the decision looks at (the process's own, or a test's). */
 export interface TerminalStreams {
@@ -34,7 +31,7 @@ function noColor(env: NodeJS.ProcessEnv): boolean {
 }
 
 /** A stream is a usable terminal: a TTY whose width is known and not 0. */
-function usableTerminal(stream: { isTTY?: boolean; columns?: number }): boolean {
+export function usableTerminal(stream: { isTTY?: boolean; columns?: number }): boolean {
   return stream.isTTY === true && typeof stream.columns === 'number' && stream.columns > 0;
 }
 
@@ -48,27 +45,4 @@ export function terminalCapabilities(streams: TerminalStreams, env: NodeJS.Proce
   const color = !plain && usableTerminal(streams.stdout);
   const progress = color && usableTerminal(streams.stderr) && !env.CI;
   return { progress, color };
-}
-
-/**
- * Starts a spinner on stderr with `text` when `io.isTTY` allows progress, and returns it (stop
- * it with `stop()`); returns undefined otherwise, so callers write `spinner?.…`. The spinner
- * stops by itself if the terminal is resized to 0 columns while it spins.
- */
-export function startSpinner(io: { isTTY: boolean }, text: string): Ora | undefined {
-  if (!io.isTTY) return undefined;
-  const stream = process.stderr;
-  // Stdin is left alone: discarding it puts the terminal in raw mode, where Ctrl-C is no longer
-  // a signal the program receives but a keystroke ora has to turn back into one.
-  const spinner = ora({ text: printable(text), stream, discardStdin: false }).start();
-  const onResize = () => {
-    if (!usableTerminal(stream)) spinner.stop();
-  };
-  stream.on('resize', onResize);
-  const stop = spinner.stop.bind(spinner);
-  spinner.stop = () => {
-    stream.off('resize', onResize);
-    return stop();
-  };
-  return spinner;
 }

@@ -4,7 +4,15 @@
  * One method per route; results are typed by the Zod schemas of `api/schemas.ts`. Every error
  * is an {@link AcsApiError} (`status`, `code`, `requestId`). The API key is held in a private
  * field: it is sent as `X-API-Key` and never appears in a message, a log or `util.inspect`.
+ *
+ * Requests go straight to undici's dispatcher (the HTTP client Node's own `fetch` is built on,
+ * without the WHATWG layer or a body stream): keep-alive connections from undici's global pool,
+ * one deadline per request. `fetch` cost 2–5 × the CPU per request of a plain `node:http` request;
+ * a dispatch costs less than that (docs/performance.md, "What changed for issue 23"), and on 2
+ * cores shared with the service the client's CPU is the service's too.
  */
+import { STATUS_CODES } from 'node:http';
+import { getGlobalDispatcher, type Dispatcher } from 'undici';
 import type { z } from 'zod';
 import type {
   Agent,
@@ -53,7 +61,7 @@ import type {
 } from '../api/events.ts';
 import { AcsApiError, isTlsFailure, NETWORK_ERROR, tlsReason } from './errors.ts';
 import { readEventStream, type EventStreamRequest } from './event-stream.ts';
-import type { RateLimitPacer } from './rate-limit-pacer.ts';
+import type { HeaderSource, RateLimitPacer } from './rate-limit-pacer.ts';
 
 /** Longest long poll of a thread page, in seconds (contract §5, "Thread page": `wait` is 0–30). */
 export const MAX_WAIT_SECONDS = 30;
@@ -64,7 +72,10 @@ export interface AcsClientOptions {
   baseUrl: string;
   /** Organization API key (`acs_org_…`). */
   apiKey: string;
-  /** `fetch` implementation; defaults to the global one. Tests pass a counting or failing one. */
+  /**
+   * A `fetch` to send requests with instead of undici's dispatcher: tests pass a counting or
+   * failing one. Timeouts, aborts and pacing behave the same either way.
+   */
   fetch?: typeof fetch;
   /** Per-request timeout in milliseconds (default 60,000; long polls add their `wait`). */
   timeoutMs?: number;
@@ -97,16 +108,19 @@ export type BodyOf<S extends z.ZodType> = z.input<S>;
 export class AcsClient {
   readonly baseUrl: string;
   readonly #apiKey: string;
-  readonly #fetch: typeof fetch;
+  readonly #fetch: typeof fetch | undefined;
   readonly #timeoutMs: number;
   readonly #userAgent: string;
   readonly #pacer: RateLimitPacer | undefined;
   readonly #maxPaceWaitMs: number;
+  /** The base URL's origin and path, split once for undici (undefined: not a URL, which each request then reports). */
+  readonly #target: { origin: string; prefix: string } | undefined;
 
   constructor(options: AcsClientOptions) {
     this.baseUrl = normalizeBaseUrl(options.baseUrl);
+    this.#target = URL.canParse(this.baseUrl) ? { origin: new URL(this.baseUrl).origin, prefix: new URL(this.baseUrl).pathname.replace(/\/+$/, '') } : undefined;
     this.#apiKey = options.apiKey;
-    this.#fetch = options.fetch ?? globalThis.fetch;
+    this.#fetch = options.fetch;
     this.#timeoutMs = options.timeoutMs ?? 60_000;
     this.#userAgent = options.userAgent ?? 'teamctl';
     this.#pacer = options.pacer;
@@ -441,7 +455,8 @@ export class AcsClient {
    */
   streamEvents(orgId: string, request: EventStreamRequest = {}): AsyncGenerator<Event> {
     return readEventStream(
-      { fetch: this.#fetch, url: `${this.baseUrl}/api/v1/organizations/${seg(orgId)}/events/stream`, headers: { 'x-api-key': this.#apiKey, 'user-agent': this.#userAgent } },
+      // A stream held open for a long time: its per-request CPU does not matter, fetch's streaming body does.
+      { fetch: this.#fetch ?? globalThis.fetch, url: `${this.baseUrl}/api/v1/organizations/${seg(orgId)}/events/stream`, headers: { 'x-api-key': this.#apiKey, 'user-agent': this.#userAgent } },
       request,
     );
   }
@@ -517,32 +532,48 @@ export class AcsClient {
     };
     if (body !== undefined) headers['content-type'] = 'application/json';
     if (options?.idempotencyKey) headers['idempotency-key'] = options.idempotencyKey;
-    const url = `${this.baseUrl}/api/v1${path}`;
     await this.#pace(method, path);
-    let response: Response;
+    const timeoutMs = this.#timeoutMs + extraTimeoutMs;
+    let answer: Answer;
     try {
-      response = await this.#fetch(url, {
-        method,
-        headers,
-        body: body === undefined ? undefined : JSON.stringify(body),
-        signal: options?.signal
-          ? AbortSignal.any([AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs), options.signal])
-          : AbortSignal.timeout(this.#timeoutMs + extraTimeoutMs),
-      });
+      answer = await this.#send(method, path, headers, body === undefined ? undefined : JSON.stringify(body), timeoutMs, options?.signal);
     } catch (cause) {
       this.#pacer?.settle(Date.now(), 0, undefined);
       throw new AcsApiError({
         status: 0,
         code: NETWORK_ERROR,
-        message: `${method} ${path}: cannot reach ACS at ${this.baseUrl} (${describeNetworkFailure(cause, this.#timeoutMs + extraTimeoutMs)})`,
+        message: `${method} ${path}: cannot reach ACS at ${this.baseUrl} (${describeNetworkFailure(cause, timeoutMs)})`,
         cause,
       });
     }
-    this.#pacer?.settle(Date.now(), response.status, response.headers);
-    const requestId = response.headers.get('x-request-id') ?? undefined;
-    const text = await response.text();
-    if (response.ok) return (text ? JSON.parse(text) : undefined) as T;
-    throw errorFromResponse(method, path, response, text, requestId);
+    this.#pacer?.settle(Date.now(), answer.status, answer.headers);
+    if (answer.status >= 200 && answer.status < 300) return (answer.text ? JSON.parse(answer.text) : undefined) as T;
+    throw errorFromResponse(method, path, answer, answer.headers.get('x-request-id') ?? undefined);
+  }
+
+  /**
+   * Sends one request and reads its whole answer, within `timeoutMs` from now (the answer's body
+   * included) or until `signal` aborts: through undici's dispatcher ({@link dispatch}), or the
+   * `fetch` given. A timeout rejects with an error named `TimeoutError`, an abort with the
+   * signal's reason.
+   */
+  async #send(method: string, path: string, headers: Record<string, string>, body: string | undefined, timeoutMs: number, signal: AbortSignal | undefined): Promise<Answer> {
+    if (!this.#fetch) {
+      if (!this.#target) throw new TypeError(`Invalid URL: ${this.baseUrl}`);
+      return dispatch(this.#target.origin, `${this.#target.prefix}/api/v1${path}`, method, headers, body, timeoutMs, signal);
+    }
+    const controller = new AbortController();
+    const timer = setTimeout(() => controller.abort(timeoutError(timeoutMs)), timeoutMs);
+    const onAbort = () => controller.abort(signal?.reason);
+    if (signal?.aborted) onAbort();
+    else signal?.addEventListener('abort', onAbort, { once: true });
+    try {
+      const response = await this.#fetch(`${this.baseUrl}/api/v1${path}`, { method, headers, body, signal: controller.signal });
+      return { status: response.status, statusText: response.statusText, headers: response.headers, text: await response.text() };
+    } finally {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
   }
 
   /** Waits for the pacer's leave to send; a wait longer than `maxPaceWaitMs` becomes a 429 at once. */
@@ -595,10 +626,10 @@ const NETWORK_FAILURES: Record<string, string> = {
 };
 
 /**
- * The reason a `fetch` failed, in words: `connection refused`, `no such host`, `no answer within
+ * The reason a request failed, in words: `connection refused`, `no such host`, `no answer within
  * 60 s`, `TLS: certificate has expired`; the innermost error's message when its code is not
  * known (undici's `bad port`), never a bare class name such as `TypeError`.
- * Input: what `fetch` threw and the request's timeout in ms.
+ * Input: what the request threw (undici's dispatcher or a `fetch`) and the request's timeout in ms.
  */
 export function describeNetworkFailure(cause: unknown, timeoutMs: number): string {
   if (cause instanceof Error && cause.name === 'TimeoutError') return `no answer within ${Math.round(timeoutMs / 1000)} s`;
@@ -625,13 +656,107 @@ export function normalizeBaseUrl(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/(?:api\/)?v1$/, '');
 }
 
-function errorFromResponse(
-  method: string,
+/**
+ * Sends one request through undici's global dispatcher (its keep-alive pool) and collects the
+ * whole answer, within `timeoutMs` from now or until `signal` aborts: the lowest level of undici,
+ * with no body stream and one promise per request. A timeout rejects with an error named
+ * `TimeoutError`, an abort with the signal's reason, a failure with undici's or the socket's
+ * error (`ECONNREFUSED`, …).
+ */
+function dispatch(
+  origin: string,
   path: string,
-  response: Response,
-  text: string,
-  requestId: string | undefined,
-): AcsApiError {
+  method: string,
+  headers: Record<string, string>,
+  body: string | undefined,
+  timeoutMs: number,
+  signal: AbortSignal | undefined,
+): Promise<Answer> {
+  return new Promise<Answer>((resolve, reject) => {
+    if (signal?.aborted) {
+      reject(signal.reason);
+      return;
+    }
+    let controller: Dispatcher.DispatchController | undefined;
+    let abortedWith: Error | undefined;
+    const timer = setTimeout(() => abort(timeoutError(timeoutMs)), timeoutMs);
+    signal?.addEventListener('abort', onAbort, { once: true });
+    function onAbort(): void {
+      abort(signal?.reason instanceof Error ? signal.reason : new DOMException('This operation was aborted', 'AbortError'));
+    }
+    function abort(reason: Error): void {
+      abortedWith ??= reason;
+      if (controller) controller.abort(reason);
+      else {
+        // Still connecting: fail now; the request is cancelled as soon as undici starts it.
+        done();
+        reject(reason);
+      }
+    }
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', onAbort);
+    }
+    let status = 0;
+    let responseHeaders: Record<string, string | string[] | undefined> = {};
+    const chunks: Buffer[] = [];
+    getGlobalDispatcher().dispatch(
+      { origin, path, method, headers, body: body ?? null },
+      {
+        onRequestStart(started) {
+          controller = started;
+          if (abortedWith) started.abort(abortedWith);
+        },
+        // Called again for each 1xx before the final answer: the last one counts.
+        onResponseStart(_controller, statusCode, received) {
+          status = statusCode;
+          responseHeaders = received as Record<string, string | string[] | undefined>;
+        },
+        onResponseData(_controller, chunk) {
+          chunks.push(chunk);
+        },
+        onResponseEnd() {
+          done();
+          resolve({ status, statusText: STATUS_CODES[status] ?? '', headers: headerSource(responseHeaders), text: Buffer.concat(chunks).toString('utf8') });
+        },
+        onResponseError(_controller, error) {
+          done();
+          reject(abortedWith ?? error);
+        },
+      },
+    );
+  });
+}
+
+/** An answer as the client reads it, whichever way it was sent. */
+interface Answer {
+  status: number;
+  statusText: string;
+  headers: HeaderSource;
+  /** The whole body as text (empty for none). */
+  text: string;
+}
+
+/** undici's header object (lower-case names; a repeated header as an array) read as `Headers` are. */
+function headerSource(headers: Record<string, string | string[] | undefined>): HeaderSource {
+  return {
+    get(name: string): string | null {
+      const value = headers[name.toLowerCase()];
+      if (value === undefined) return null;
+      return Array.isArray(value) ? value.join(', ') : value;
+    },
+  };
+}
+
+/** The error a request's deadline aborts it with (its name is what {@link describeNetworkFailure} reads). */
+function timeoutError(timeoutMs: number): Error {
+  const error = new Error(`no answer within ${timeoutMs} ms`);
+  error.name = 'TimeoutError';
+  return error;
+}
+
+function errorFromResponse(method: string, path: string, response: Answer, requestId: string | undefined): AcsApiError {
+  const text = response.text;
   let problem: Record<string, unknown> = {};
   try {
     const parsed: unknown = JSON.parse(text);

@@ -6,6 +6,8 @@
 import { Cron } from 'croner';
 import { closestMatch } from './did-you-mean.ts';
 import { createRequire } from 'node:module';
+import { join } from 'node:path';
+import { PACKAGE_ROOT } from '../api/version.ts';
 import type * as Expressions from './expressions.ts';
 import { edgeKey, entryId, entryKind, flatSteps, isLoop, isMap, isParallelGroup, isRun, isSleep, isStep, peerOf, reachablePipelines, threadEnds, walkEntries } from './pipeline-graph.ts';
 import type { EntryKind } from './pipeline-graph.ts';
@@ -17,8 +19,12 @@ import type { Definition, TeamDefinition } from './schema.ts';
 import { templateReferences } from './template.ts';
 
 const requireHere = createRequire(import.meta.url);
-/** The extension of this module's siblings: `.ts` in a checkout, `.js` in the built package. */
-const EXTENSION = import.meta.url.endsWith('.ts') ? '.ts' : '.js';
+/**
+ * A module of definitions/ by name: this module's sibling in a checkout (`.ts`); in the built
+ * package the JavaScript of `dist/definitions/`, found from the package's root, because this
+ * module may run from the bundle of `teamctl` in `dist/bin/` (scripts/build.ts).
+ */
+const definitionsModule = (name: string): string => (import.meta.url.endsWith('.ts') ? `./${name}.ts` : join(PACKAGE_ROOT, 'dist', 'definitions', `${name}.js`));
 let libraries: Pick<typeof Expressions, 'scanExpression'> & Pick<typeof ReplySchemas, 'compileReplySchema'> | undefined;
 
 /**
@@ -29,8 +35,8 @@ let libraries: Pick<typeof Expressions, 'scanExpression'> & Pick<typeof ReplySch
  */
 function checkers(): NonNullable<typeof libraries> {
   libraries ??= {
-    scanExpression: (requireHere(`./expressions${EXTENSION}`) as typeof Expressions).scanExpression,
-    compileReplySchema: (requireHere(`./reply-schema${EXTENSION}`) as typeof ReplySchemas).compileReplySchema,
+    scanExpression: (requireHere(definitionsModule('expressions')) as typeof Expressions).scanExpression,
+    compileReplySchema: (requireHere(definitionsModule('reply-schema')) as typeof ReplySchemas).compileReplySchema,
   };
   return libraries;
 }

@@ -22,7 +22,7 @@ const pipelines = join(root, 'examples', 'triage.yaml');
 function run(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
   console.log(`\n$ teamctl ${args.join(' ')}`);
   return new Promise((resolve, reject) => {
-    const child = spawn(process.execPath, [join(root, 'bin', 'teamctl.ts'), ...args], { env, stdio: 'inherit' });
+    const child = spawn(process.execPath, [join(root, 'bin', 'teamctl.mjs'), ...args], { env, stdio: 'inherit' });
     child.on('error', reject);
     child.on('exit', (code) => resolve(code ?? 1));
   });
@@ -46,7 +46,7 @@ const credentialsFile = join(dir, 'dev-credentials.json');
 console.log('$ acs-server start --in-memory --port 0 --tick-ms 200 --dev-credentials …');
 const server = spawn(
   process.execPath,
-  [join(root, 'bin', 'acs-server.ts'), 'start', '--in-memory', '--port', '0', '--tick-ms', '200', '--dev-credentials', credentialsFile],
+  [join(root, 'bin', 'acs-server.mjs'), 'start', '--in-memory', '--port', '0', '--tick-ms', '200', '--dev-credentials', credentialsFile],
   { stdio: ['ignore', 'pipe', 'inherit'] },
 );
 // The server's JSON request logs would bury the demo's output: show only where it listens.

@@ -17,7 +17,9 @@
  *
  * Names given as arguments record only those (`npm run histories:record -- pipeline-loop-3`):
  * histories of workflows that may still run somewhere are kept as they were, not recorded again
- * with the current code.
+ * with the current code. `--suffix=S` writes NAME + S + `.json`: a changed workflow's new
+ * recordings beside the old ones, which must keep replaying (`patched()`), e.g. the apply's
+ * `-batched` histories.
  */
 import { execFileSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
@@ -71,7 +73,8 @@ if (!process.env.TEMPORAL_ADDRESS || !cli) {
 }
 const root = join(import.meta.dirname, '..');
 /** The histories to record: all when no name is given. */
-const only = new Set(process.argv.slice(2));
+const only = new Set(process.argv.slice(2).filter((a) => !a.startsWith('--')));
+const suffix = process.argv.slice(2).find((a) => a.startsWith('--suffix='))?.slice('--suffix='.length) ?? '';
 const wanted = (name: string) => only.size === 0 || only.has(name);
 
 /** The pipelines that decide, on the `intake` team of examples/triage.yaml (echo agents; dana answers by REST). */
@@ -207,8 +210,8 @@ async function save(name: string, handle: WorkflowHandle, expectFailure = false)
     maxBuffer: 64 << 20,
   }).toString();
   // The workflow id goes with the events: a workflow that derives ids from its own (a child workflow's) replays only under it.
-  writeFileSync(join(outDir, `${name}.json`), `${JSON.stringify({ workflowId, ...(JSON.parse(json) as object) }, null, 1)}\n`);
-  process.stdout.write(`recorded ${name} (${(JSON.parse(json) as { events: unknown[] }).events.length} events)\n`);
+  writeFileSync(join(outDir, `${name}${suffix}.json`), `${JSON.stringify({ workflowId, ...(JSON.parse(json) as object) }, null, 1)}\n`);
+  process.stdout.write(`recorded ${name}${suffix} (${(JSON.parse(json) as { events: unknown[] }).events.length} events)\n`);
 }
 
 try {

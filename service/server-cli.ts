@@ -6,7 +6,7 @@
  * [--dev-credentials FILE] [--rate-limit N] [--max-held-waits N] [--max-held-waits-per-key N]
  * [--event-retention D] [--webhook-allow-private] [--webhook-retry-schedule D,D,…] [--public-url URL]
  * [--oidc-issuer URL --oidc-client-id ID] [--headers-timeout S] [--request-timeout S] [--idle-timeout S]
- * [--max-connections-per-client N] [--log-format] [--log-level] [--quiet] [--log-file]` serves the API and the console
+ * [--max-connections-per-client N] [--log-format] [--log-level] [--quiet] [--log-file] [--pglite-compiler]` serves the API and the console
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -16,19 +16,16 @@
  */
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import ms from 'ms';
-import {
-  adminApproveAccessRequest,
-  adminErrorOutput,
-  adminIssueKey,
-  adminListAccessRequests,
-  adminRejectAccessRequest,
-  type AdminStorage,
-} from './admin/admin-actions.ts';
+import type { AdminStorage } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
 import { defaultConnectionLimits } from './http/connection-limits.ts';
-import { startServer, type ServerOptions } from './index.ts';
+import type { ServerOptions } from './index.ts';
+import { keepWasmAtBaseline, PgliteCompilers, type PgliteCompiler } from './storage/wasm-tiering.ts';
 import { defaultLogFile, defaultLogFormat, inBackgroundOfTerminal, LOG_FILE_NAME, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
-import { waitUntilReady } from './wait-ready.ts';
+
+// What a command runs is imported when it runs: `acs-server --version` and `--help` load neither
+// the service (Fastify, PGlite, the API's schemas) nor the operator actions.
+const adminActions = () => import('./admin/admin-actions.ts');
 
 function integer(min: number, max: number) {
   return (value: string): number => {
@@ -63,6 +60,7 @@ export function parseRetrySchedule(value: string): number[] {
  * code: 0 once closed, 1 when closing failed. Errors: rejects when the service cannot start.
  */
 async function serveUntilSignal(options: ServerOptions, quiet: boolean, logFile: string | undefined): Promise<number> {
+  const { startServer } = await import('./index.ts');
   const server = await startServer(options);
   // One line: where it listens, where people sign in, where its log goes when not here.
   const consoleUrl = `${options.publicUrl?.replace(/\/+$/, '') ?? server.url}/`;
@@ -100,11 +98,13 @@ function storageOf(flags: StorageFlags): AdminStorage {
 
 /** Runs one admin action: its result as JSON on stdout and 0, or its error as JSON on stderr and 1. */
 async function runAdmin(action: () => Promise<unknown>): Promise<number> {
+  // A few statements and gone: optimising the embedded database's code would only cost memory.
+  keepWasmAtBaseline();
   try {
     process.stdout.write(JSON.stringify(await action(), null, 2) + '\n');
     return 0;
   } catch (error) {
-    process.stderr.write(JSON.stringify(adminErrorOutput(error)) + '\n');
+    process.stderr.write(JSON.stringify((await adminActions()).adminErrorOutput(error)) + '\n');
     return 1;
   }
 }
@@ -169,6 +169,12 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .addOption(new Option('--log-level <level>', 'least severe level logged (info: one line per request)').choices(LogLevels).default('info'))
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
     .option('--log-file <file>', `append the log to FILE; - for stdout (default: stdout, or ${LOG_FILE_NAME} beside the data when started in the background of a terminal)`)
+    .addOption(
+      new Option('--pglite-compiler <compiler>', 'how V8 compiles the embedded database: baseline keeps peak memory under 300 MB, optimizing runs bulk SQL faster at a ~600 MB peak (default: $ACS_PGLITE_COMPILER, else baseline)')
+        .choices(Object.values(PgliteCompilers))
+        .env('ACS_PGLITE_COMPILER')
+        .default(PgliteCompilers.baseline),
+    )
     .action(
       (flags: {
         host: string;
@@ -195,8 +201,11 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         logLevel: LogLevel;
         quiet: boolean;
         logFile?: string;
+        pgliteCompiler: PgliteCompiler;
       }) => {
         const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
+        // Before the embedded database compiles its WebAssembly; nothing else here uses any.
+        if (!databaseUrl && flags.pgliteCompiler === PgliteCompilers.baseline) keepWasmAtBaseline();
         const terminal = Boolean(process.stdout.isTTY);
         // In the background of a terminal (`acs-server start … &`) the log would run through
         // whatever the person does next in it: it goes to a file, and the terminal keeps one line.
@@ -260,6 +269,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--timeout <seconds>', 'give up after this many seconds', integer(1, 86_400), 60)
     .action((flags: { devCredentials?: string; url?: string; timeout: number }) =>
       run(async () => {
+        const { waitUntilReady } = await import('./wait-ready.ts');
         const ready = await waitUntilReady({ credentialsFile: flags.devCredentials, url: flags.url, timeoutMs: flags.timeout * 1000 });
         process.stderr.write(`acs-server at ${ready.url} is ready${flags.devCredentials ? ` and accepts the key in ${flags.devCredentials}` : ''}\n`);
         return 0;
@@ -271,23 +281,23 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
 
   withStorageFlags(accessRequests.command('list').description('list access requests, oldest first'))
     .option('--status <status>', 'only requests with this status: pending, approved or rejected')
-    .action((flags: StorageFlags & { status?: string }) => run(() => runAdmin(() => adminListAccessRequests(storageOf(flags), flags.status))));
+    .action((flags: StorageFlags & { status?: string }) => run(() => runAdmin(async () => (await adminActions()).adminListAccessRequests(storageOf(flags), flags.status))));
 
   withStorageFlags(accessRequests.command('approve').description('create the requested organization; prints its first key once'))
     .argument('<request_id>', 'the access request')
-    .action((requestId: string, flags: StorageFlags) => run(() => runAdmin(() => adminApproveAccessRequest(storageOf(flags), requestId))));
+    .action((requestId: string, flags: StorageFlags) => run(() => runAdmin(async () => (await adminActions()).adminApproveAccessRequest(storageOf(flags), requestId))));
 
   withStorageFlags(accessRequests.command('reject').description('reject an access request'))
     .argument('<request_id>', 'the access request')
     .option('--reason <reason>', 'why (1-2000 characters)')
     .action((requestId: string, flags: StorageFlags & { reason?: string }) =>
-      run(() => runAdmin(() => adminRejectAccessRequest(storageOf(flags), requestId, flags.reason))),
+      run(() => runAdmin(async () => (await adminActions()).adminRejectAccessRequest(storageOf(flags), requestId, flags.reason))),
     );
 
   withStorageFlags(admin.command('keys').description('organization keys').command('issue').description('issue a key for an existing organization; prints it once'))
     .requiredOption('--org <org_id>', 'the organization')
     .option('--name <name>', 'a name for the key')
-    .action((flags: StorageFlags & { org: string; name?: string }) => run(() => runAdmin(() => adminIssueKey(storageOf(flags), flags.org, flags.name))));
+    .action((flags: StorageFlags & { org: string; name?: string }) => run(() => runAdmin(async () => (await adminActions()).adminIssueKey(storageOf(flags), flags.org, flags.name))));
 
   return program;
 }

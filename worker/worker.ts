@@ -4,8 +4,9 @@
  * `OTEL_*` variables (`temporal/telemetry.ts`), it traces its workflows, activities and their
  * HTTP calls.
  */
-import { fileURLToPath } from 'node:url';
+import { join } from 'node:path';
 import { NativeConnection, Worker } from '@temporalio/worker';
+import { PACKAGE_ROOT } from '../api/version.ts';
 import { createApplyActivities } from '../activities/apply-activities.ts';
 import { createConversationActivities } from '../activities/conversation-activities.ts';
 import type { ActivityDeps } from '../activities/apply-activities.ts';
@@ -15,10 +16,11 @@ import { WORKER_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
 
 /**
  * Path of the workflows' entry module, for bundling: the TypeScript source in a checkout, the
- * JavaScript built from it in an installed package (`dist/workflows/index.js`, beside this
- * module's own `.js`), so the worker bundles whichever tree it runs from.
+ * JavaScript built from it in an installed package (`dist/workflows/index.js`), found from the
+ * package's root, so the worker bundles whichever tree it runs from — from `dist/worker/` or from
+ * the bundle of `teamctl` in `dist/bin/` alike.
  */
-export const workflowsPath = fileURLToPath(new URL(`../workflows/index${import.meta.url.endsWith('.ts') ? '.ts' : '.js'}`, import.meta.url));
+export const workflowsPath = import.meta.url.endsWith('.ts') ? join(PACKAGE_ROOT, 'workflows', 'index.ts') : join(PACKAGE_ROOT, 'dist', 'workflows', 'index.js');
 
 /** Settings of a worker; omitted numbers keep the SDK's defaults. */
 export interface WorkerOptions {

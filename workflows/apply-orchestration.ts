@@ -12,14 +12,13 @@
  * change to start depends only on which changes have finished, in the order they finished.
  */
 import { ApplicationFailure } from '@temporalio/common';
-import type { ApplyActivities, EnsureResult, Step } from '../activities/apply-activities.ts';
+import type { ApplyActivities, EnsureResult, ResultOf, Step } from '../activities/apply-activities.ts';
 import type { Connection } from '../activities/connection.ts';
 import { dependencies } from '../plan/dependencies.ts';
-import { destroyPlan } from '../plan/destroy.ts';
-import { computePlan, knownIds, matchState, participantKey } from '../plan/plan.ts';
+import { knownIds, matchState, participantKey } from '../plan/plan.ts';
 import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
-import { selectChanges } from '../plan/selection.ts';
-import type { Change, CreateChange, DeleteChange, DesiredState, ObservedState, UpdateChange } from '../plan/types.ts';
+import { runPlan, type PlanRequest } from '../plan/run-plan.ts';
+import type { Change, CreateChange, DeleteChange, DesiredState, ObservedState, ObservedTeam, UpdateChange } from '../plan/types.ts';
 import { mapBounded } from './bounded.ts';
 
 /** Input of an apply: where the service is (a key *reference*) and the desired state. */
@@ -68,8 +67,24 @@ export const DEFAULT_PARALLELISM = 8;
 /** Default of {@link ApplyInput.batchSize} on Temporal. */
 export const DEFAULT_TEMPORAL_BATCH_SIZE = 20;
 
+/**
+ * Default of {@link ApplyInput.batchSize} on Temporal when a batch may hold changes that wait for
+ * each other ({@link OrchestrationOptions.chainedBatches}): a team with 10 participants and 20
+ * edges (31 changes) is one activity call.
+ */
+export const DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE = 40;
+
+/** Most teams one read call reads ({@link OrchestrationOptions.batchedReads}). */
+export const TEAMS_PER_READ = 100;
+
+/**
+ * Most JSON bytes of team graphs one read call returns ({@link OrchestrationOptions.batchedReads}):
+ * half of Temporal's 2 MB per payload, whatever the teams hold (one team more is read again later).
+ */
+export const READ_BYTES = 1_000_000;
+
 /** The activities the orchestration needs (a subset of {@link ApplyActivities}). */
-export type OrchestratedActivities = Pick<ApplyActivities, 'readOrganization' | 'readTeam' | 'runSteps'>;
+export type OrchestratedActivities = Pick<ApplyActivities, 'readOrganization' | 'readTeam' | 'runSteps'> & Partial<Pick<ApplyActivities, 'readTeams'>>;
 
 /** One change as carried out. */
 export type AppliedChange = Change & { outcome: EnsureResult['outcome'] };
@@ -111,6 +126,20 @@ export interface OrchestrationOptions {
   batchSize?: number;
   /** Attempts of each change (default: the retry policy's). */
   retry?: { maximumAttempts?: number };
+  /**
+   * Read the teams' graphs with the organization (`readOrganization`'s `teamGraphs`) and then
+   * `readTeams`, up to {@link TEAMS_PER_READ} teams and {@link READ_BYTES} a call, instead of one
+   * `readTeam` call per team (the Temporal workflow: a no-op re-apply of 100 teams is one local
+   * activity instead of 101). Needs `acts.readTeams`.
+   */
+  batchedReads?: boolean;
+  /**
+   * Let a batch hold changes of its team that wait for each other, in dependency order — the team,
+   * then its participants, then its edges — each naming the ids made before it in the batch
+   * ({@link ResultOf}). Without it a batch takes only changes ready to start, so a new team costs
+   * three calls (team, participants, edges).
+   */
+  chainedBatches?: boolean;
 }
 
 /**
@@ -118,17 +147,66 @@ export interface OrchestrationOptions {
  * graphs of all its teams (those the definition does not name are deleted), read in parallel (at
  * most `limit` at once). `compareProviderKeys` false (destroy) reads the provider keys without
  * resolving the definition's secrets: nothing will be set, so they need not be there.
+ * `batchedReads` (the Temporal workflow): in a few calls instead of one per team
+ * ({@link OrchestrationOptions.batchedReads}). Errors: the activities'.
  */
 export async function readObserved(
-  acts: Pick<OrchestratedActivities, 'readOrganization' | 'readTeam'>,
+  acts: Pick<OrchestratedActivities, 'readOrganization' | 'readTeam' | 'readTeams'>,
   connection: Connection,
   desired: DesiredState,
   limit: number = DEFAULT_PARALLELISM,
   compareProviderKeys = true,
+  batchedReads = false,
 ): Promise<ObservedState> {
+  if (batchedReads && acts.readTeams) {
+    const read = await readObservedInBatches(acts as typeof acts & Required<Pick<OrchestratedActivities, 'readTeams'>>, connection, desired, limit, compareProviderKeys);
+    if ('inSync' in read) throw new Error('apply: readObserved asked for the whole live state but got an in-sync answer');
+    return read;
+  }
   const org = await acts.readOrganization({ connection, desired, compareProviderKeys });
   const teams = await mapBounded(org.teams, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
   return { organization: org.organization, providerKeys: org.providerKeys, teams };
+}
+
+/** The answer of a read that found the live state needing no change (`inSyncFor`). */
+interface InSync {
+  inSync: true;
+  organization: ObservedState['organization'];
+}
+
+/**
+ * {@link readObserved} in few calls: the organization with the graphs of its first teams, then
+ * the rest in calls of up to {@link TEAMS_PER_READ} teams, `limit` requests in flight in all; a
+ * call that returns fewer teams than asked (its byte budget) is followed by one for the others.
+ */
+async function readObservedInBatches(
+  acts: Pick<OrchestratedActivities, 'readOrganization'> & Required<Pick<OrchestratedActivities, 'readTeams'>>,
+  connection: Connection,
+  desired: DesiredState,
+  limit: number,
+  compareProviderKeys: boolean,
+  inSyncFor?: Omit<PlanRequest, 'desired'>,
+): Promise<ObservedState | InSync> {
+  const read = (parallelism: number) => ({ parallelism, maxTeams: TEAMS_PER_READ, maxBytes: READ_BYTES });
+  const org = await acts.readOrganization({ connection, desired, compareProviderKeys, teamGraphs: read(limit), ...(inSyncFor ? { inSyncFor } : {}) });
+  if (org.inSync) return { inSync: true, organization: org.organization };
+  const graphs = org.graphs ?? [];
+  const rest = org.teams.slice(graphs.length).map((team) => team.team_id);
+  const chunks: string[][] = [];
+  for (let i = 0; i < rest.length; i += TEAMS_PER_READ) chunks.push(rest.slice(i, i + TEAMS_PER_READ));
+  const calls = Math.max(1, Math.min(limit, chunks.length));
+  const share = Math.max(1, Math.floor(limit / calls));
+  const parts = await mapBounded(chunks, calls, async (teamIds) => {
+    const out: ObservedTeam[] = [];
+    for (let left = teamIds; left.length > 0; ) {
+      const got = await acts.readTeams({ connection, teamIds: left, read: read(share) });
+      if (got.length === 0) throw new Error('apply: readTeams returned no team');
+      out.push(...got);
+      left = left.slice(got.length);
+    }
+    return out;
+  });
+  return { organization: org.organization, providerKeys: org.providerKeys, teams: [...graphs, ...parts.flat()] };
 }
 
 /**
@@ -136,9 +214,7 @@ export async function readObserved(
  * narrowed to its `--target`/`--exclude` selection. The CLI shows the same plan before asking.
  */
 export function planOf(input: Pick<ApplyInput, 'desired' | 'targets' | 'excludes' | 'destroy'>, observed: ObservedState): Change[] {
-  const selection = { targets: input.targets, excludes: input.excludes };
-  if (input.destroy) return destroyPlan(input.desired, observed, selection);
-  return selectChanges(computePlan(input.desired, observed).changes, selection).changes;
+  return runPlan(input, observed);
 }
 
 /**
@@ -165,6 +241,8 @@ interface Task {
   waitingFor: number;
   /** Tasks that wait for this one. */
   dependents: Task[];
+  /** Taken into a batch (by a chained batch before it was ready, too). */
+  started: boolean;
 }
 
 /**
@@ -174,7 +252,19 @@ interface Task {
 export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActivities, options: OrchestrationOptions = {}): Promise<OrchestrationResult> {
   const { connection, desired } = input;
   const limit = Math.max(1, input.parallelism ?? DEFAULT_PARALLELISM);
-  const observed = await readObserved(acts, connection, desired, limit, !input.destroy);
+  let observed: ObservedState;
+  if (options.batchedReads && acts.readTeams) {
+    // The read itself says when nothing is to change: a no-op records no graph at all.
+    const read = await readObservedInBatches(acts as typeof acts & Required<Pick<OrchestratedActivities, 'readTeams'>>, connection, desired, limit, !input.destroy, {
+      targets: input.targets,
+      excludes: input.excludes,
+      destroy: input.destroy,
+    });
+    if ('inSync' in read) return { orgId: read.organization?.org_id ?? '', applied: [], complete: true };
+    observed = read;
+  } else {
+    observed = await readObserved(acts, connection, desired, limit, !input.destroy);
+  }
   const changes = planOf(input, observed);
   assertApproved(changes, input.approvedDeletes);
   // The CLI refused these already; the live state may have changed since (or the caller is not the CLI).
@@ -191,9 +281,22 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
     if (id === undefined) throw new Error(`apply: no id for ${what}: a change started before the create it waits for`);
     return id;
   };
-  const organization = () => known(orgId, `organization ${desired.organization.name}`);
-  const team = (name: string) => known(teamIds.get(name), `team ${name}`);
-  const participant = (teamName: string, name: string) => known(participantIds.get(participantKey(teamName, name)), `participant ${name} of team ${teamName}`);
+  /**
+   * What an earlier step of the batch being built makes, by key (`organization`, `team NAME`,
+   * `participant TEAM NAME`) → its index in the batch: its id is that step's result
+   * ({@link ResultOf}). Empty between batches.
+   */
+  let madeInBatch = new Map<string, number>();
+  const idOf = (key: string, id: string | undefined, what: string): string | ResultOf => {
+    const step = madeInBatch.get(key);
+    if (id === undefined && step !== undefined) return { resultOf: step };
+    return known(id, what);
+  };
+  // The step inputs are typed with ids; a ResultOf stands in for one until runSteps resolves it.
+  const organization = () => idOf('organization', orgId, `organization ${desired.organization.name}`) as string;
+  const team = (name: string) => idOf(`team\u0000${name}`, teamIds.get(name), `team ${name}`) as string;
+  const participant = (teamName: string, name: string) =>
+    idOf(`participant\u0000${participantKey(teamName, name)}`, participantIds.get(participantKey(teamName, name)), `participant ${name} of team ${teamName}`) as string;
 
   const tasks = buildTasks(changes);
   const applied: Array<{ index: number; entry: AppliedChange }> = [];
@@ -271,10 +374,27 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
     options.onProgress?.(entry);
   }
 
+  /** The steps of a batch; a create's id is known to the steps after it as its result. */
+  function stepsOf(batch: Task[]): Step[] {
+    madeInBatch = new Map();
+    return batch.map((task, i) => {
+      const step = stepOf(task.change);
+      const change = task.change;
+      if (change.action === 'create') {
+        if (change.kind === 'organization') madeInBatch.set('organization', i);
+        if (change.kind === 'team') madeInBatch.set(`team\u0000${change.name}`, i);
+        if (change.kind === 'agent' || change.kind === 'human') madeInBatch.set(`participant\u0000${participantKey(change.team, change.name)}`, i);
+      }
+      return step;
+    });
+  }
+
   /** Makes a batch of changes with one activity call. */
   async function run(batch: Task[]): Promise<void> {
+    const steps = stepsOf(batch);
+    madeInBatch = new Map();
     const results = await acts.runSteps({
-      steps: batch.map((t) => stepOf(t.change)),
+      steps,
       ...(options.retry?.maximumAttempts ? { maximumAttempts: options.retry.maximumAttempts } : {}),
     });
     batch.forEach((task, i) => {
@@ -284,14 +404,14 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
     });
   }
 
-  const complete = await runGraph(tasks, limit, Math.max(1, options.batchSize ?? 1), run, options.shouldPause);
+  const complete = await runGraph(tasks, limit, Math.max(1, options.batchSize ?? 1), run, options.shouldPause, options.chainedBatches ?? false);
   // Parallel changes finish in any order; results are reported in plan order.
   return { orgId: orgId ?? '', applied: applied.sort((x, y) => x.index - y.index).map((a) => a.entry), complete };
 }
 
 /** The plan's changes as tasks, each with its dependencies (`plan/dependencies.ts`) counted and linked. */
 function buildTasks(changes: Change[]): Task[] {
-  const tasks: Task[] = changes.map((change, index) => ({ index, change, lane: laneOf(change), waitingFor: 0, dependents: [] }));
+  const tasks: Task[] = changes.map((change, index) => ({ index, change, lane: laneOf(change), waitingFor: 0, dependents: [], started: false }));
   const waits = dependencies(changes);
   tasks.forEach((task, index) => {
     for (const d of waits[index] ?? []) {
@@ -314,11 +434,21 @@ function laneOf(change: Change): string {
 /**
  * Runs the tasks in batches of up to `batchSize` ready tasks of one lane, with at most `limit`
  * batches in flight. The next batch is taken from the lane with the fewest batches in flight (the
- * least recently served among equals), in plan order within a lane.
+ * least recently served among equals), in plan order within a lane. With `chained`, a batch then
+ * takes, while it has room, the tasks of its lane whose unfinished dependencies are all in it,
+ * each after those (the activity makes a batch's steps in order), and holds at most its share of
+ * the tasks not yet started (their count ÷ `limit`), so that the end of a run is not one long batch.
  * Returns true when every task ran, false when `shouldPause` stopped it first; raises the first
  * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
  */
-async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (batch: Task[]) => Promise<void>, shouldPause?: (started: number) => boolean): Promise<boolean> {
+async function runGraph(
+  tasks: Task[],
+  limit: number,
+  batchSize: number,
+  run: (batch: Task[]) => Promise<void>,
+  shouldPause?: (started: number) => boolean,
+  chained = false,
+): Promise<boolean> {
   interface Lane {
     ready: Task[];
     inFlight: number;
@@ -355,7 +485,27 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
     if (!best) return undefined;
     best.inFlight++;
     best.servedAt = started;
-    return { lane: best, batch: best.ready.splice(0, batchSize) };
+    // Chained batches run their changes one after another, so the last ones of an apply would
+    // leave places idle while one long batch finishes: a batch takes at most its share of the
+    // changes not yet started, and shrinks towards one change as the apply ends.
+    const size = chained ? Math.min(batchSize, Math.max(1, Math.ceil((tasks.length - started) / limit))) : batchSize;
+    const batch = best.ready.splice(0, size);
+    if (chained) chain(batch, size);
+    for (const task of batch) task.started = true;
+    return { lane: best, batch };
+  };
+  /** Adds to `batch`, up to `size` and in dependency order, the tasks of its lane whose unfinished dependencies are all in it. */
+  const chain = (batch: Task[], size: number) => {
+    const lane = batch[0]?.lane;
+    const inBatch = new Map<Task, number>();
+    for (let i = 0; i < batch.length && batch.length < size; i++) {
+      for (const dependent of batch[i]!.dependents) {
+        if (dependent.lane !== lane || dependent.started || batch.includes(dependent)) continue;
+        const waitsInBatch = (inBatch.get(dependent) ?? 0) + 1;
+        inBatch.set(dependent, waitsInBatch);
+        if (waitsInBatch === dependent.waitingFor && batch.length < size) batch.push(dependent);
+      }
+    }
   };
   const settle = (lane: Lane, batch: Task[], error?: { error: unknown }) => {
     settled.push(error ? { lane, batch, error } : { lane, batch });
@@ -396,7 +546,7 @@ async function runGraph(tasks: Task[], limit: number, batchSize: number, run: (b
     if (failure) continue;
     for (const task of done.batch) {
       for (const dependent of task.dependents) {
-        if (--dependent.waitingFor === 0) laneOf(dependent.lane).ready.push(dependent);
+        if (--dependent.waitingFor === 0 && !dependent.started) laneOf(dependent.lane).ready.push(dependent);
       }
     }
   }

@@ -3,9 +3,10 @@
  * retry policy of `retry-policy.ts`; the activities themselves mark 4xx answers other than 429
  * non-retryable and carry a 429 or 503's `Retry-After` as the next retry delay.
  *
- * Changes go in batches of up to `batchSize` (default 20) of one team per activity call
- * (`runSteps`, which retries each step under the same policy), and the calls run as *local*
- * activities: in the worker that runs the workflow, each recorded as one marker event, with no
+ * Changes go in batches of up to `batchSize` (default 40) of one team per activity call
+ * (`runSteps`, which retries each step under the same policy) — a new team with its participants
+ * and edges in one call, each step naming the ids the steps before it made — and the live state is
+ * read with one call per 50 teams; the calls run as *local* activities: in the worker that runs the workflow, each recorded as one marker event, with no
  * round trip through the server's task queues. Both cut the worker's and the history's cost per
  * change by an order of magnitude (see docs/performance.md). A local activity cut short by a worker crash runs again on the next
  * worker; the activities are idempotent by business key, so that is safe. The worker records
@@ -19,12 +20,19 @@
  * finish and continues as new with the same input, carrying the changes made so far; the new run
  * re-reads the live state, so it carries on exactly where the last one stopped.
  */
-import { continueAsNew, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, patched, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ApplyActivities } from '../activities/apply-activities.ts';
 import { orchestrateApply } from './apply-orchestration.ts';
-import { DEFAULT_TEMPORAL_BATCH_SIZE } from './apply-orchestration.ts';
+import { DEFAULT_TEMPORAL_BATCH_SIZE, DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE } from './apply-orchestration.ts';
 import type { AppliedChange, ApplyInput, ApplyResult, OutcomeCounts } from './apply-orchestration.ts';
 import { DEFAULT_ACTIVITY_TIMEOUT_SECONDS, temporalRetryPolicy } from './retry-policy.ts';
+
+/**
+ * Patch ids (`patched()`): a run started by this code reads the teams in batches
+ * (`readTeams`, up to 50 teams a call) and lets a batch of changes hold a team with its
+ * participants and edges (`chainedBatches`); a run recorded before replays as it ran.
+ */
+export const APPLY_PATCHES = { batchedReads: 'apply-batched-team-reads', chainedBatches: 'apply-chained-batches' } as const;
 
 /** Default of `ApplyInput.historyEventLimit`: Temporal warns at 10,240 events and stops at 51,200. */
 export const DEFAULT_HISTORY_EVENT_LIMIT = 10_000;
@@ -64,12 +72,16 @@ export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
     retry: temporalRetryPolicy(),
   });
   const limit = input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT;
+  const batchedReads = patched(APPLY_PATCHES.batchedReads);
+  const chainedBatches = patched(APPLY_PATCHES.chainedBatches);
   const result = await orchestrateApply(input, activities, {
     // Local activities' markers reach the history only as workflow tasks complete, so the count
     // of changes started in this pass (at most one marker each) is added to the recorded length.
     shouldPause: (started) => workflowInfo().historyLength + started >= limit || workflowInfo().continueAsNewSuggested,
     afterPlan: () => sleep(1),
-    batchSize: input.batchSize ?? DEFAULT_TEMPORAL_BATCH_SIZE,
+    batchSize: input.batchSize ?? (chainedBatches ? DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE : DEFAULT_TEMPORAL_BATCH_SIZE),
+    batchedReads,
+    chainedBatches,
   });
   const { applied, omitted } = listed([...(input.carried ?? []), ...result.applied], input.carriedOmitted);
   if (!result.complete) return continueAsNew<typeof applyWorkflow>({ ...input, carried: applied, ...(omitted ? { carriedOmitted: omitted } : {}) });

@@ -1,10 +1,8 @@
-/** `teamctl validate`, `plan` and `apply` (what they share with `destroy`: `cli/lifecycle.ts`). */
+/** `teamctl plan` and `apply` (what they share with `destroy`: `cli/lifecycle.ts`). */
 import type { Command } from 'commander';
 import { InvalidArgumentError, Option } from 'commander';
 import { DEFAULT_TASK_QUEUE } from '../../temporal/settings.ts';
 import { DEFAULT_PARALLELISM } from '../../workflows/apply-orchestration.ts';
-import { agentsWithoutKey, withoutKeyWarning } from '../../definitions/provider-keys.ts';
-import { loadDesired } from '../desired.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
 import { consent, Engines, prepare, printResult, runPlan, selectionOptions } from '../lifecycle.ts';
@@ -39,26 +37,8 @@ export function positiveInt(value: string): number {
   return n;
 }
 
-/** Registers `validate`, `plan` and `apply` on the program. */
+/** Registers `plan` and `apply` on the program (`validate` is `validate.ts`). */
 export function registerPlanApply(program: Command, io: CliIo, run: Runner): void {
-  program
-    .command('validate')
-    .description('Check a definition file without contacting the service; problems are printed as FILE:LINE:COL: message.')
-    .requiredOption('-f, --file <path>', 'definition file (YAML)')
-    .action((opts: { file: string }) =>
-      run(async () => {
-        const desired = await loadDesired(opts.file, io.env, false);
-        const counts = desired.teams.map((t) => `${t.name} (${counted(t.agents.length, 'agent')}, ${counted(t.humans.length, 'human')}, ${counted(t.edges.length, 'edge')})`);
-        const more = [
-          desired.pipelines.length ? `; pipelines: ${desired.pipelines.map((p) => p.name).join(', ')}` : '',
-          desired.schedules.length ? `; schedules: ${desired.schedules.map((s) => s.name).join(', ')}` : '',
-        ].join('');
-        io.stdout(`${opts.file}: valid. Organization ${desired.organization.name}; teams: ${counts.join(', ') || 'none'}${more}.`);
-        for (const entry of agentsWithoutKey(desired)) io.stderr(withoutKeyWarning(entry));
-        return ExitCodes.ok;
-      }),
-    );
-
   selectionOptions(
     connectionOptions(
       program

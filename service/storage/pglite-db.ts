@@ -1,5 +1,8 @@
+import { existsSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
 import { PGlite } from '@electric-sql/pglite';
 import type { Db, Queryable } from './db.ts';
+import { copyTemplate, pgliteTemplate, TemplateMemoryFS } from './pglite-template.ts';
 
 /**
  * shared_buffers of the embedded database. They live in PGlite's WebAssembly memory, which never
@@ -12,11 +15,17 @@ const sharedBuffers = { inMemory: '16MB', onDisk: '64MB' };
 
 /**
  * Opens an embedded PostgreSQL (PGlite): on disk in `dataDir`, or in memory when it is undefined.
- * Returns a {@link Db}. Errors: rejects when the data directory cannot be opened.
+ * A database that does not exist yet starts from the prepared data directory of
+ * `pglite-template.ts` instead of running `initdb` in this process (PGlite's own `initdb` when no
+ * template can be had). Returns a {@link Db}. Errors: rejects when the data directory cannot be
+ * opened.
  */
 export async function openPgliteDb(dataDir?: string): Promise<Db> {
+  const fresh = dataDir === undefined || !existsSync(join(dataDir, 'PG_VERSION'));
+  const template = fresh ? await pgliteTemplate() : undefined;
+  if (template && dataDir !== undefined && isEmptyOrMissing(dataDir)) await copyTemplate(template, dataDir);
   const pg = await PGlite.create({
-    ...(dataDir === undefined ? {} : { dataDir }),
+    ...(dataDir === undefined ? (template ? { fs: new TemplateMemoryFS(template) } : {}) : { dataDir }),
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${dataDir === undefined ? sharedBuffers.inMemory : sharedBuffers.onDisk}`],
   });
   return {
@@ -36,4 +45,9 @@ export async function openPgliteDb(dataDir?: string): Promise<Db> {
       await pg.close();
     },
   };
+}
+
+/** Whether `dir` does not exist or holds nothing (a data directory to be made). */
+function isEmptyOrMissing(dir: string): boolean {
+  return !existsSync(dir) || readdirSync(dir).length === 0;
 }

@@ -3,6 +3,8 @@ import { ApplicationFailure } from '@temporalio/common';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { createApplyActivities } from '../../activities/apply-activities.ts';
+import { applyLocally } from '../../engine/local-engine.ts';
+import { syntheticDefinition } from '../support/synthetic.ts';
 import { startServer } from '../../service/index.ts';
 import { quietLogger } from '../support/quiet-temporal.ts';
 
@@ -105,5 +107,68 @@ describe('apply activities', () => {
     expect(error).toMatchObject({ type: 'not_found', nonRetryable: true });
     expect(scope.isDone()).toBe(true);
     expect(later.isDone()).toBe(false);
+  });
+
+  it('runSteps: a step may name the id an earlier step of the call made (resultOf): a team, its two agents and their edge in one call', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const agent = (name: string) => ({ op: 'ensure' as const, input: { connection, kind: 'agent' as const, parentId: { resultOf: 0 } as unknown as string, fields: { name } as never } });
+    const steps = [
+      { op: 'ensure' as const, input: { connection, kind: 'team' as const, parentId: orgId, fields: { team_name: 'chained', description: '', deletion_protection: false } } },
+      agent('ann'),
+      agent('bob'),
+      { op: 'ensure' as const, input: { connection, kind: 'edge' as const, parentId: { resultOf: 0 } as unknown as string, fields: { participants: [{ resultOf: 1 }, { resultOf: 2 }] as unknown as [string, string] } } },
+    ];
+    const results = (await new MockActivityEnvironment().run(acts.runSteps, { steps })) as Array<{ id: string; outcome: string }>;
+    expect(results.map((r) => r.outcome)).toEqual(['created', 'created', 'created', 'created']);
+    const graph = await acts.readTeam({ connection, teamId: results[0]!.id });
+    expect(graph.agents.map((a) => a.agent_id).sort()).toEqual([results[1]!.id, results[2]!.id].sort());
+    expect(graph.edges).toHaveLength(1);
+    expect([...graph.edges[0]!.participants].sort()).toEqual([results[1]!.id, results[2]!.id].sort());
+  });
+
+  it('readTeams: reads several teams with their graphs in the order asked, as readTeam reads each, and stops at its byte budget (at least one team)', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const ids: string[] = [];
+    for (const name of ['r1', 'r2', 'r3']) ids.push((await acts.ensure({ connection, kind: 'team', parentId: orgId, fields: { team_name: name, description: '', deletion_protection: false } })).id);
+    const asked = [ids[2]!, ids[0]!, ids[1]!];
+    const teams = (await new MockActivityEnvironment().run(acts.readTeams, { connection, teamIds: asked, read: { parallelism: 2, maxTeams: 10, maxBytes: 1_000_000 } })) as Awaited<ReturnType<typeof acts.readTeams>>;
+    expect(teams.map((t) => t.team.team_name)).toEqual(['r3', 'r1', 'r2']);
+    expect(teams[0]).toEqual(await acts.readTeam({ connection, teamId: ids[2]! }));
+    const one = JSON.stringify(teams[0]).length;
+    // A budget of one team and a half: the first team, then the caller asks for the others.
+    expect((await acts.readTeams({ connection, teamIds: asked, read: { parallelism: 2, maxTeams: 10, maxBytes: Math.floor(one * 1.5) } })).map((t) => t.team.team_name)).toEqual(['r3']);
+    expect((await acts.readTeams({ connection, teamIds: asked, read: { parallelism: 2, maxTeams: 2, maxBytes: 1_000_000 } })).map((t) => t.team.team_name)).toEqual(['r3', 'r1']);
+    expect((await acts.readTeams({ connection, teamIds: asked, read: { parallelism: 2, maxTeams: 10, maxBytes: 1 } })).map((t) => t.team.team_name)).toEqual(['r3']);
+  });
+
+  it('readOrganization: with teamGraphs, the graphs of its first teams come with it', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const desired = { organization: { name: 'activity-tests', fields: {}, providerKeys: [] }, teams: [] } as unknown as Parameters<typeof acts.readOrganization>[0]['desired'];
+    const plain = await acts.readOrganization({ connection, desired });
+    expect(plain.graphs).toBeUndefined();
+    const withGraphs = await acts.readOrganization({ connection, desired, teamGraphs: { parallelism: 4, maxTeams: 2, maxBytes: 1_000_000 } });
+    expect(withGraphs.teams).toEqual(plain.teams);
+    expect(withGraphs.graphs!.map((g) => g.team.team_id)).toEqual(plain.teams.slice(0, 2).map((t) => t.team_id));
+  });
+
+  it('readOrganization: asked with inSyncFor, a live state that needs no change comes back as inSync alone, and one that does with its graphs', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const desired = syntheticDefinition(`in-sync-${Date.now()}`, { teams: 2, agents: 2, humans: 0, edges: 1 });
+    await applyLocally({ connection, desired }, acts);
+    const read = { parallelism: 4, maxTeams: 100, maxBytes: 1_000_000 };
+    const inSync = await acts.readOrganization({ connection, desired, teamGraphs: read, inSyncFor: {} });
+    expect(inSync).toMatchObject({ inSync: true, teams: [], providerKeys: [] });
+    expect(inSync.organization?.org_name).toBe(desired.organization.name);
+    expect(inSync.graphs).toBeUndefined();
+    const drifted = { ...desired, teams: desired.teams.map((t, i) => (i === 0 ? { ...t, fields: { ...t.fields, description: 'changed' } } : t)) };
+    const outOfSync = await acts.readOrganization({ connection, desired: drifted, teamGraphs: read, inSyncFor: {} });
+    expect(outOfSync.inSync).toBeUndefined();
+    expect(outOfSync.graphs).toHaveLength(2);
+    // A selection that leaves the drifted team out is in sync again.
+    expect((await acts.readOrganization({ connection, desired: drifted, teamGraphs: read, inSyncFor: { targets: [`team/${desired.teams[1]!.name}`] } })).inSync).toBe(true);
   });
 });

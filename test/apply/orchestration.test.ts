@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EnsureResult } from '../../activities/apply-activities.ts';
 import { AgentFields } from '../../api/schemas.ts';
-import { orchestrateApply } from '../../workflows/apply-orchestration.ts';
+import { orchestrateApply, readObserved, TEAMS_PER_READ } from '../../workflows/apply-orchestration.ts';
 import type { AppliedChange, OrchestratedActivities } from '../../workflows/apply-orchestration.ts';
 import { syntheticDefinition, resourceCount } from '../support/synthetic.ts';
 
@@ -27,6 +27,7 @@ function recordingActivities(options: { failOn?: string } = {}) {
     return { id: `${name}#${next++}`, outcome: 'created' };
   };
   const batches: string[][] = [];
+  const inputs: Array<Array<Record<string, unknown>>> = [];
   const ensure = (input: Record<string, unknown>): string => {
     const fields = input.fields as { org_name?: string; team_name?: string; name?: string; participants?: string[] };
     const team = String(input.parentId).split('#')[0]!.slice(5);
@@ -53,12 +54,19 @@ function recordingActivities(options: { failOn?: string } = {}) {
     },
     runSteps: async ({ steps }: { steps: Array<{ op: string; input: Record<string, unknown> }> }) => {
       batches.push(steps.map((s) => s.op));
+      inputs.push(steps.map((s) => s.input));
       const results: EnsureResult[] = [];
-      for (const step of steps) results.push(await fakes[step.op]!(step.input));
+      // As the activity does: an earlier step's result in place of an id.
+      const resolve = (value: unknown): unknown =>
+        value && typeof value === 'object' && 'resultOf' in value ? results[(value as { resultOf: number }).resultOf]!.id
+        : Array.isArray(value) ? value.map(resolve)
+        : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]))
+        : value;
+      for (const step of steps) results.push(await fakes[step.op]!(resolve(step.input) as Record<string, unknown>));
       return results;
     },
   } as unknown as OrchestratedActivities;
-  return { acts, log, batches, maxInFlight: () => maxInFlight };
+  return { acts, log, batches, inputs, maxInFlight: () => maxInFlight };
 }
 
 const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'KEY' };
@@ -111,6 +119,115 @@ describe('apply orchestration', () => {
         for (const p of pair.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
       }
     }
+  });
+
+  it('orchestration: with chained batches, a new team, its participants and its edges are one activity call, each step naming the ids made before it in the call', async () => {
+    const size = { teams: 3, agents: 4, humans: 1, edges: 3 };
+    const desired = syntheticDefinition('chained', size);
+    const { acts, log, batches, inputs } = recordingActivities();
+    const result = await orchestrateApply({ connection, desired, parallelism: 1 }, acts, { batchSize: 40, chainedBatches: true });
+    expect(result.applied).toHaveLength(resourceCount(size));
+    // The organization, then one call per team: the team, its 5 participants, its 3 edges.
+    expect(batches.map((b) => b.length)).toEqual([1, 9, 9, 9]);
+    for (const batch of inputs.slice(1)) {
+      expect(batch[0]!.kind).toBe('team');
+      for (const step of batch.slice(1)) expect(step.parentId).toEqual({ resultOf: 0 });
+      for (const edge of batch.filter((step) => step.kind === 'edge')) {
+        for (const ref of (edge.fields as { participants: Array<{ resultOf: number }> }).participants) expect(['agent', 'human']).toContain(batch[ref.resultOf]!.kind);
+      }
+    }
+    // The edges were made between the participants of their own team.
+    for (const line of log.filter((l) => l.startsWith('start edge'))) {
+      const [team, pair] = line.slice('start edge '.length).split('/') as [string, string];
+      for (const p of pair.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
+    }
+  });
+
+  it('orchestration: with chained batches, a batch never holds more than the batch size and a change never starts before what it waits for', async () => {
+    const size = { teams: 4, agents: 6, humans: 1, edges: 5 };
+    const desired = syntheticDefinition('chained-small', size);
+    const { acts, log, batches } = recordingActivities();
+    const result = await orchestrateApply({ connection, desired, parallelism: 3 }, acts, { batchSize: 4, chainedBatches: true });
+    expect(result.applied).toHaveLength(resourceCount(size));
+    expect(Math.max(...batches.map((b) => b.length))).toBe(4);
+    for (const line of log.filter((l) => l.startsWith('start ') && !l.startsWith('start org'))) {
+      const [kind, path] = line.slice('start '.length).split(' ') as [string, string];
+      const team = path.split('/')[0]!;
+      if (kind !== 'team') expect(log.indexOf(`end team ${team}`), line).toBeLessThan(log.indexOf(line));
+      if (kind === 'edge') for (const p of path.split('/')[1]!.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
+    }
+  });
+
+  it('orchestration: with chained batches, a batch holds at most its share of the changes not yet started, so the end of an apply is not one long call', async () => {
+    const size = { teams: 6, agents: 4, humans: 1, edges: 3 };
+    const desired = syntheticDefinition('chained-tail', size);
+    const { acts, batches } = recordingActivities();
+    const total = resourceCount(size);
+    const result = await orchestrateApply({ connection, desired, parallelism: 4 }, acts, { batchSize: 40, chainedBatches: true });
+    expect(result.applied).toHaveLength(total);
+    let startedBefore = 0;
+    for (const batch of batches) {
+      expect(batch.length).toBeLessThanOrEqual(Math.max(1, Math.ceil((total - startedBefore) / 4)));
+      startedBefore += batch.length;
+    }
+    expect(Math.max(...batches.map((b) => b.length))).toBe(9);
+    expect(batches.at(-1)!.length).toBe(1);
+  });
+
+  it('readObserved: with batched reads, the organization brings the graphs of its first teams, and the rest are read by readTeams calls of at most TEAMS_PER_READ teams, asking again past a call\'s budget, within `parallelism`, in the organization\'s order', async () => {
+    const teams = Array.from({ length: 2 * TEAMS_PER_READ + 57 }, (_, i) => ({ team_id: `t${i}`, team_name: `team-${i}` }));
+    const graph = (id: string) => ({ team: { team_id: id }, agents: [], humans: [], edges: [] });
+    const calls: Array<{ teamIds: string[]; read: { parallelism: number; maxTeams: number } }> = [];
+    let orgRead: { parallelism: number; maxTeams: number } | undefined;
+    let inFlight = 0;
+    let maxReadsInFlight = 0;
+    const acts = {
+      readOrganization: async (input: { teamGraphs: { parallelism: number; maxTeams: number } }) => {
+        orgRead = input.teamGraphs;
+        return { organization: { org_id: 'o' }, providerKeys: [], teams, graphs: teams.slice(0, 30).map((t) => graph(t.team_id)) };
+      },
+      readTeam: async () => {
+        throw new Error('readTeam is not used with batched reads');
+      },
+      readTeams: async (input: { teamIds: string[]; read: { parallelism: number; maxTeams: number } }) => {
+        calls.push(input);
+        inFlight += input.read.parallelism;
+        maxReadsInFlight = Math.max(maxReadsInFlight, inFlight);
+        await new Promise((r) => setTimeout(r, 5));
+        inFlight -= input.read.parallelism;
+        // A budget that holds 60 teams: a longer call is answered in part.
+        return input.teamIds.slice(0, Math.min(60, input.read.maxTeams)).map(graph);
+      },
+    } as unknown as OrchestratedActivities;
+    const observed = await readObserved(acts, connection, syntheticDefinition('reads', { teams: 1, agents: 1, humans: 0, edges: 0 }), 8, true, true);
+    expect(orgRead).toMatchObject({ parallelism: 8, maxTeams: TEAMS_PER_READ });
+    // 257 teams: 30 with the organization, then 227 in chunks of 100, 100 and 27, a chunk of 100 asked again for its last 40.
+    expect(calls.map((c) => c.teamIds.length).sort((a, b) => b - a)).toEqual([100, 100, 40, 40, 27]);
+    expect(maxReadsInFlight).toBeLessThanOrEqual(8);
+    expect(observed.teams.map((t) => t.team.team_id)).toEqual(teams.map((t) => t.team_id));
+  });
+
+  it('orchestration: with batched reads, a read that finds the live state in sync ends the run with no change, no plan and no further call', async () => {
+    const desired = syntheticDefinition('in-sync', { teams: 2, agents: 2, humans: 0, edges: 1 });
+    const asked: unknown[] = [];
+    const acts = {
+      readOrganization: async (input: { inSyncFor?: unknown }) => {
+        asked.push(input.inSyncFor);
+        return { organization: { org_id: 'o-1' }, providerKeys: [], teams: [], inSync: true };
+      },
+      readTeam: async () => {
+        throw new Error('no team is read when the live state is in sync');
+      },
+      readTeams: async () => {
+        throw new Error('no team is read when the live state is in sync');
+      },
+      runSteps: async () => {
+        throw new Error('nothing is changed when the live state is in sync');
+      },
+    } as unknown as OrchestratedActivities;
+    const result = await orchestrateApply({ connection, desired, targets: ['team/team-0'] }, acts, { batchedReads: true, chainedBatches: true });
+    expect(result).toEqual({ orgId: 'o-1', applied: [], complete: true });
+    expect(asked).toEqual([{ targets: ['team/team-0'] }]);
   });
 
   it('orchestration: a failed change stops new starts, lets those in flight finish, never starts what waited for it, and raises the failure', async () => {

@@ -12,6 +12,7 @@ import { resolveConnection } from '../../cli/context.ts';
 import type { CliIo } from '../../cli/io.ts';
 import { runCli } from '../../cli/program.ts';
 import { startServer } from '../../service/index.ts';
+import { recordHeader } from '../support/dispatcher.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let orgId: string;
@@ -21,13 +22,14 @@ let threadId: string;
 let definition: string;
 /** The `X-API-Key` of every request sent to the server since the last `teamctl` call began. */
 let keysSent: string[] = [];
+let recorder: ReturnType<typeof recordHeader> | undefined;
 
 /** Runs teamctl in-process with exactly `env` (plus the service URL) and captured output. */
 async function teamctl(args: string[], env: NodeJS.ProcessEnv): Promise<{ code: number; stdout: string; stderr: string }> {
   let stdout = '';
   let stderr = '';
   const io: CliIo = { stdout: (t) => void (stdout += `${t}\n`), stderr: (t) => void (stderr += `${t}\n`), env: { ACS_BASE_URL: server.url, ...env }, isTTY: false };
-  keysSent = [];
+  keysSent.length = 0;
   const code = await runCli(args, io);
   return { code, stdout, stderr };
 }
@@ -57,14 +59,12 @@ beforeAll(async () => {
 });
 
 beforeEach(() => {
-  const realFetch = globalThis.fetch;
-  vi.spyOn(globalThis, 'fetch').mockImplementation((input, init) => {
-    keysSent.push(new Headers(init?.headers).get('x-api-key') ?? '');
-    return realFetch(input, init);
-  });
+  recorder = recordHeader('x-api-key');
+  keysSent = recorder.values;
 });
 
 afterEach(() => {
+  recorder?.restore();
   vi.restoreAllMocks();
 });
 

@@ -44,7 +44,7 @@ function commandsOf(program: Command): Entry[] {
 }
 
 const programs = {
-  teamctl: buildProgram({ stdout: () => {}, stderr: () => {}, env: {}, isTTY: false }, async () => {}),
+  teamctl: await buildProgram({ stdout: () => {}, stderr: () => {}, env: {}, isTTY: false }, async () => {}),
   'acs-server': buildAcsServerProgram(async () => {}),
 };
 

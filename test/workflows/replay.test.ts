@@ -20,6 +20,7 @@ import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { workflowsPath } from '../../worker/worker.ts';
+import { APPLY_PATCHES } from '../../workflows/apply-workflow.ts';
 import { installQuietRuntime } from '../support/quiet-temporal.ts';
 
 const dir = fileURLToPath(new URL('./histories/', import.meta.url));
@@ -41,13 +42,19 @@ beforeAll(() => {
 });
 
 describe('replay', () => {
-  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply, and pipelines completed, continued as new, answered by a human and cancelled', () => {
+  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after its patches), and pipelines completed, continued as new, answered by a human and cancelled', () => {
     expect(files).toEqual([
+      'apply-continue-as-new-batched.json',
       'apply-continue-as-new.json',
+      'apply-deletes-and-rename-batched.json',
       'apply-deletes-and-rename.json',
+      'apply-example-create-batched.json',
       'apply-example-create.json',
+      'apply-example-no-op-batched.json',
       'apply-example-no-op.json',
+      'apply-fails-unresolved-secret-batched.json',
       'apply-fails-unresolved-secret.json',
+      'destroy-example-batched.json',
       'destroy-example.json',
       'pipeline-approval.json',
       'pipeline-branch-skipped.json',
@@ -70,6 +77,20 @@ describe('replay', () => {
     expect(last('pipeline-approval').workflowExecutionCompletedEventAttributes).toBeTruthy();
     expect(last('pipeline-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
     expect(last('pipeline-cancelled').workflowExecutionCanceledEventAttributes).toBeTruthy();
+    // The apply histories of before and after the patches of APPLY_PATCHES (batched reads,
+    // chained batches): the old ones replay down the old path, the -batched ones down the new.
+    expect(last('apply-continue-as-new-batched').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+    expect(last('apply-fails-unresolved-secret-batched').workflowExecutionFailedEventAttributes).toBeTruthy();
+    for (const name of ['apply-example-create-batched', 'apply-example-no-op-batched', 'apply-deletes-and-rename-batched', 'destroy-example-batched']) {
+      expect(last(name).workflowExecutionCompletedEventAttributes, name).toBeTruthy();
+    }
+    const patches = (name: string) =>
+      histories()
+        .find((h) => h.name === name)!
+        .history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+    for (const name of files.map((f) => f.replace(/\.json$/, '')).filter((n) => n.startsWith('apply-') || n.startsWith('destroy-'))) {
+      expect(patches(name), name).toBe(name.endsWith('-batched') ? Object.keys(APPLY_PATCHES).length : 0);
+    }
   });
 
   it('replay: the pipelines that decide were recorded doing what they say: a re-ask, a branch skipped, 3 iterations, 5 items, a child workflow, a timer', () => {

@@ -198,6 +198,26 @@ describeTemporal('temporal engine', () => {
     }
   }, 180_000);
 
+  it('apply --engine temporal: at parallelism 1 a new team with its participants and edges is one local activity, and a re-apply reads the whole live state with one', async () => {
+    const taskQueue = await queueWithWorker();
+    const size = { teams: 3, agents: 4, humans: 1, edges: 4 };
+    const desired = syntheticDefinition(`batched-${randomUUID()}`, size);
+    const localActivities = async (runId: string) =>
+      ((await temporal.workflow.getHandle(applyWorkflowId(desired.organization.name), runId).fetchHistory()).events ?? []).filter(
+        (e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity',
+      ).length;
+    // At parallelism 1 no batch is split to keep more calls going at the end.
+    const first = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [inputFor(desired, { parallelism: 1 })] });
+    expect((await first.result()).applied).toHaveLength(resourceCount(size));
+    expect(await shape(client, desired.organization.name)).toEqual(await reference(desired));
+    // readOrganization, the organization's create, then one call per team.
+    expect(await localActivities(first.firstExecutionRunId)).toBe(1 + 1 + size.teams);
+    const again = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [inputFor(desired)] });
+    expect((await again.result()).applied).toEqual([]);
+    // readOrganization, which brings the teams' graphs along.
+    expect(await localActivities(again.firstExecutionRunId)).toBe(1);
+  }, 120_000);
+
   it('apply --engine temporal: the worker killed with SIGKILL at three points of an apply, a new one started each time: the apply completes, nothing is created twice, the graph equals the definition', async () => {
     const taskQueue = `teamctl-chaos-${randomUUID()}`;
     const size = { teams: 30, agents: 3, humans: 1, edges: 3 };
