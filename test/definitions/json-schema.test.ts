@@ -9,12 +9,14 @@ const EXAMPLE = fileURLToPath(new URL('../../examples/acme-research.yaml', impor
 
 /**
  * A validator for the generated schema. patternErrorMessage is an editor extension keyword; the
- * email format is checked loosely, as editors do (the Zod schema has the strict check).
+ * email and uri (a webhook's url) formats are checked loosely, as editors do (the Zod schema has
+ * the strict checks).
  */
 function validator() {
   const ajv = new Ajv({ allErrors: true });
   ajv.addKeyword('patternErrorMessage');
   ajv.addFormat('email', /^[^\s@]+@[^\s@]+$/);
+  ajv.addFormat('uri', /^[A-Za-z][A-Za-z0-9+.-]*:\S+$/);
   return ajv.compile(buildJsonSchema());
 }
 
