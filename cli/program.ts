@@ -9,6 +9,7 @@ import { registerGetUsage } from './commands/get-usage.ts';
 import { registerCompletion } from './commands/completion.ts';
 import { registerConfig } from './commands/config.ts';
 import { registerDestroy } from './commands/destroy.ts';
+import { registerEvents } from './commands/events.ts';
 import { registerExport } from './commands/export.ts';
 import { registerGet } from './commands/get.ts';
 import { registerKeys } from './commands/keys.ts';
@@ -88,6 +89,7 @@ export function buildProgram(io: CliIo, run: Runner): Command {
   registerRun(program, io, run);
   registerSchedules(program, io, run);
   registerThread(program, io, run);
+  registerEvents(program, io, run);
   registerKeys(program, io, run);
   registerWorker(program, io, run);
   registerMcp(program, io, run);
