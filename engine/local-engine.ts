@@ -42,7 +42,7 @@ export async function applyLocally(
  * `input.runKey` is the run's business key for idempotency keys (the CLI makes a fresh one per
  * run). `onProgress` hears every change of an entry, sub-pipelines' entries included (their
  * location starts with `{ run: ID }`). With `streamWaits` (and activities that can send without
- * waiting: `sendStep`, `readReply`), waiting steps wait on one event stream of the organization for
+ * waiting: `sendStep`, `readReply`, `waitForMessage`), waiting steps wait on one event stream of the organization for
  * the whole run (`engine/stream-waits.ts`) instead of a long poll each; the keys are read from
  * `streamWaits.env`. Output: {@link PipelineResult}. Raises the first failing entry's error (an
  * `ApplicationFailure` typed by the stable code, e.g. `timed_out`, `reply_invalid`).
@@ -50,16 +50,16 @@ export async function applyLocally(
 export async function runPipelineLocally(
   input: PipelineRunInput & { runKey: string },
   acts: PipelineActivities | StreamableActivities,
-  options: { retry?: RetryOptions; onProgress?: (event: ProgressEvent) => void; streamWaits?: { env: NodeJS.ProcessEnv } } = {},
+  options: { retry?: RetryOptions; onProgress?: (event: ProgressEvent) => void; streamWaits?: { env: NodeJS.ProcessEnv; fetch?: typeof fetch } } = {},
 ): Promise<PipelineResult> {
   // Loaded here: the interpreter brings the CEL and JSON Schema libraries, which an apply (the
   // other half of this module) and every other command are spared at start-up.
   const { initialState, orchestratePipeline, settleRunning, StepStatuses } = await import('../workflows/pipeline-orchestration.ts');
   let retrying: PipelineActivities = withRetries(acts, options.retry);
   let closeStream = () => {};
-  if (options.streamWaits && 'sendStep' in acts && 'readReply' in acts) {
+  if (options.streamWaits && 'sendStep' in acts && 'readReply' in acts && 'waitForMessage' in acts) {
     const { withStreamWaits } = await import('./stream-waits.ts');
-    const streaming = withStreamWaits(withRetries(acts, options.retry), options.streamWaits.env);
+    const streaming = withStreamWaits(withRetries(acts, options.retry), options.streamWaits.env, options.streamWaits.fetch);
     retrying = streaming.acts;
     closeStream = streaming.close;
   }

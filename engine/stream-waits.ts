@@ -30,7 +30,7 @@ import type { ExchangeOptions, PipelineActivities } from '../workflows/pipeline-
 import { WaitKinds } from '../workflows/pipeline-orchestration.ts';
 
 /** The activities stream waits need besides the pipeline's own: the send with its read, and the read. */
-export type StreamableActivities = PipelineActivities & Pick<ConversationActivities, 'sendStep' | 'readReply'>;
+export type StreamableActivities = PipelineActivities & Pick<ConversationActivities, 'sendStep' | 'readReply' | 'waitForMessage'>;
 
 /** Message ids seen on the stream, remembered to tell whether a step's own message came by. */
 const REMEMBERED_MESSAGES = 10_000;
@@ -187,15 +187,17 @@ export function withStreamWaits(acts: StreamableActivities, env: NodeJS.ProcessE
           return sent;
         }
         const run = await open(input.connection);
-        if (!run || run.broken) {
-          options.waiting?.(WaitKinds.poll);
-          return acts.converse(input);
-        }
         const sent = await acts.sendStep(input);
         options.sent?.(sent.threadId);
         if (sent.reply) return sent;
-        options.waiting?.(WaitKinds.stream);
         const fromId = input.awaitFromId;
+        if (!run || run.broken) {
+          // No event log (or the stream failed for good): a long poll of the thread, as before streams.
+          options.waiting?.(WaitKinds.poll);
+          const message = await acts.waitForMessage({ connection: input.connection, threadId: sent.threadId, after: sent.messageId, fromId, deadline: input.deadline ?? Date.now() });
+          return { ...sent, reply: { messageId: message.message_id, senderId: message.sender_id, content: message.content } };
+        }
+        options.waiting?.(WaitKinds.stream);
         const reply = await run.wait({
           threadId: sent.threadId,
           sentId: sent.messageId,
