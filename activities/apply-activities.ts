@@ -15,11 +15,12 @@ import { AcsApiError } from '../client/errors.ts';
 import { AcsClient } from '../client/acs-client.ts';
 import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
 import { maskedKeyHint } from '../api/provider-key-hint.ts';
-import { resolveSecret, secretHint } from '../definitions/secrets.ts';
+import { fingerprintMatches } from '../api/webhook-fingerprint.ts';
+import { resolveSecret, resolveWebhookSecret, secretHint } from '../definitions/secrets.ts';
 import { diffFields, patchOf } from '../plan/plan.ts';
 import type { DeletionPreviews } from '../plan/cascades.ts';
 import { runPlan, type PlanRequest } from '../plan/run-plan.ts';
-import type { AgentWire, Cascade, DesiredState, HumanWire, ObservedProviderKey, ObservedTeam, OrganizationWire, TeamWire } from '../plan/types.ts';
+import type { AgentWire, Cascade, DesiredState, HumanWire, ObservedProviderKey, ObservedTeam, ObservedWebhook, OrganizationWire, TeamWire, WebhookWire } from '../plan/types.ts';
 import type { Connection } from './connection.ts';
 import { activityContext } from './activity-context.ts';
 import { toApplicationFailure } from './failures.ts';
@@ -52,6 +53,8 @@ export interface ObservedOrganization {
   providerKeys: ObservedProviderKey[];
   /** Every team of the organization, without its graph. */
   teams: Team[];
+  /** The organization's webhooks, each compared with the desired secret of its name (when there is one). */
+  webhooks: ObservedWebhook[];
   /**
    * With `teamGraphs` asked: the graphs of the first teams of `teams`, in that order, as many as
    * fit in the byte budget (see {@link GraphRead}); the others are read with `readTeams`.
@@ -131,6 +134,11 @@ export interface StepInputs {
   remove: RemoveInput;
   putProviderKey: { connection: Connection; orgId: string; provider: Provider; secretRef: string };
   deleteProviderKey: { connection: Connection; orgId: string; provider: Provider };
+  /** Creates a webhook by name (or adopts the one of that name) with the secret `secretRef` points at. */
+  ensureWebhook: { connection: Connection; orgId: string; fields: WebhookWire; secretRef: string };
+  /** Patches a webhook; with `secretRef`, rotates its secret to that one (unless it holds it already). */
+  updateWebhook: { connection: Connection; id: string; patch: Partial<WebhookWire>; secretRef?: string | undefined };
+  deleteWebhook: { connection: Connection; id: string };
 }
 
 /** One change as a call of the activity that makes it (`runSteps` carries several). */
@@ -301,12 +309,13 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
   const reads = {
     /**
      * Reads what the key can see of the definition's organization: the organization (by name),
-     * its provider keys (each compared with the desired secret's hint, resolved here), and its
-     * teams without their graphs (`readTeam` reads those), and with `teamGraphs` the graphs of its
-     * first teams as well ({@link GraphRead}: one call for the whole live state of a small
-     * organization). Read-only. Raises `unresolved_secret` before any request when a secret
-     * reference does not resolve (unless `compareProviderKeys` is false: then the keys are listed,
-     * not compared).
+     * its provider keys (each compared with the desired secret's hint, resolved here), its
+     * webhooks (each compared with the desired secret of its name through the live fingerprint),
+     * its teams without their graphs (`readTeam` reads those), and with `teamGraphs` the graphs of
+     * its first teams as well ({@link GraphRead}: one call for the whole live state of a small
+     * organization). Read-only. Raises `unresolved_secret` (or `invalid_usage`, a webhook secret of
+     * the wrong form) before any request when a secret reference does not resolve (unless
+     * `compareProviderKeys` is false: then nothing is compared).
      */
     async readOrganization(input: {
       connection: Connection;
@@ -318,29 +327,43 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     }): Promise<ObservedOrganization> {
       // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
       let hints: Map<string, string>;
+      let webhookSecrets: Map<string, string>;
       try {
-        const wanted = input.compareProviderKeys === false ? [] : input.desired.organization.providerKeys;
+        const compare = input.compareProviderKeys !== false;
+        const wanted = compare ? input.desired.organization.providerKeys : [];
         hints = new Map(wanted.map((k) => [k.provider, secretHint(resolveSecret(k.secretRef, env))]));
+        // A webhook is compared under its desired name and, for a rename, its old one.
+        webhookSecrets = new Map(
+          (compare ? (input.desired.organization.webhooks ?? []) : []).flatMap((w) => {
+            const secret = resolveWebhookSecret(w.secretRef, env);
+            return [[w.name, secret] as const, ...(w.renamedFrom !== undefined ? [[w.renamedFrom, secret] as const] : []), [`url\u0000${w.fields.url}`, secret] as const];
+          }),
+        );
       } catch (error) {
         throw toApplicationFailure(error);
       }
       return withClient(input.connection, async (client) => {
         const org = (await client.listOrganizations()).find((o) => o.org_name === input.desired.organization.name) ?? null;
-        if (!org) return { organization: null, providerKeys: [], teams: [] };
-        const [keys, teams] = await Promise.all([client.listProviderKeys(org.org_id), client.listTeams(org.org_id)]);
+        if (!org) return { organization: null, providerKeys: [], teams: [], webhooks: [] };
+        const [keys, teams, hooks] = await Promise.all([client.listProviderKeys(org.org_id), client.listTeams(org.org_id), client.listWebhooks(org.org_id)]);
         const providerKeys = keys.map((k) => {
           const hint = hints.get(k.provider);
           // Two masked hints (keys under 12 characters) tell nothing: such a key is not compared.
           const comparable = hint !== undefined && !(hint === maskedKeyHint && k.key_hint === maskedKeyHint);
           return { provider: k.provider, key_hint: k.key_hint, matchesDesired: comparable ? hint === k.key_hint : undefined };
         });
-        if (!input.teamGraphs) return { organization: org, providerKeys, teams };
+        const webhooks = hooks.map((w): ObservedWebhook => {
+          // An unnamed webhook may be adopted by a desired one of the same URL (plan/plan.ts).
+          const secret = webhookSecrets.get(w.name ?? `url\u0000${w.url}`);
+          return { ...w, secretMatches: secret === undefined ? undefined : fingerprintMatches(w.secret_fingerprint, secret) };
+        });
+        if (!input.teamGraphs) return { organization: org, providerKeys, teams, webhooks };
         const graphs = teams.length > 0 ? await readGraphs(client, teams.map((t) => t.team_id), input.teamGraphs) : [];
         // A live state that needs nothing: the workflow records one small result instead of every graph.
-        if (input.inSyncFor && graphs.length === teams.length && runPlan({ ...input.inSyncFor, desired: input.desired }, { organization: org, providerKeys, teams: graphs }).length === 0) {
-          return { organization: org, providerKeys: [], teams: [], inSync: true };
+        if (input.inSyncFor && graphs.length === teams.length && runPlan({ ...input.inSyncFor, desired: input.desired }, { organization: org, providerKeys, teams: graphs, webhooks }).length === 0) {
+          return { organization: org, providerKeys: [], teams: [], webhooks: [], inSync: true };
         }
-        return { organization: org, providerKeys, teams, graphs };
+        return { organization: org, providerKeys, teams, webhooks, graphs };
       });
     },
 
@@ -408,6 +431,58 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       withClient(input.connection, async (client) => {
         await client.putProviderKey(input.orgId, input.provider, resolveSecret(input.secretRef, env));
         return { id: input.provider, outcome: 'updated' };
+      }),
+
+    /**
+     * Creates a webhook of the organization with its fields and the secret `secretRef` points at
+     * (resolved here); when its name is taken (409 `conflict`: a retry after a lost answer, an
+     * interrupted run, a webhook made by hand), adopts that webhook, patches the fields that differ
+     * and rotates its secret unless it holds this one already. Errors: `webhook_url_refused`,
+     * `webhook_limit`, `unresolved_secret`, `invalid_usage`.
+     */
+    ensureWebhook: (input: StepInputs['ensureWebhook']): Promise<EnsureResult> =>
+      withClient(input.connection, async (client) => {
+        const secret = resolveWebhookSecret(input.secretRef, env);
+        try {
+          const created = await client.createWebhook(input.orgId, { ...input.fields, secret });
+          return { id: created.webhook_id, outcome: 'created' };
+        } catch (error) {
+          if (!(error instanceof AcsApiError) || error.code !== 'conflict' || !error.existingId) throw error;
+          const id = error.existingId;
+          const live = await client.getWebhook(id);
+          const diff = diffFields(live, input.fields);
+          const stale = !fingerprintMatches(live.secret_fingerprint, secret);
+          if (Object.keys(diff).length > 0) await client.updateWebhook(id, patchOf(input.fields, diff));
+          if (stale) await client.rotateWebhookSecret(id, { secret });
+          return { id, outcome: Object.keys(diff).length > 0 || stale ? 'updated' : 'unchanged' };
+        }
+      }),
+
+    /**
+     * Patches a webhook's fields (as the plan computed them) and, with `secretRef`, rotates its
+     * secret to the one it points at (the previous one signs beside it for the service's default
+     * grace, a day), unless the webhook holds it already (a retry). Errors: `not_found`,
+     * `conflict` (a rename to a taken name), `webhook_url_refused`.
+     */
+    updateWebhook: (input: StepInputs['updateWebhook']): Promise<EnsureResult> =>
+      withClient(input.connection, async (client) => {
+        const secret = input.secretRef === undefined ? undefined : resolveWebhookSecret(input.secretRef, env);
+        if (Object.keys(input.patch).length > 0) await client.updateWebhook(input.id, input.patch);
+        if (secret !== undefined && !fingerprintMatches((await client.getWebhook(input.id)).secret_fingerprint, secret)) {
+          await client.rotateWebhookSecret(input.id, { secret });
+        }
+        return { id: input.id, outcome: 'updated' };
+      }),
+
+    /** Deletes a webhook with its delivery log; one already gone is `deleted` too. */
+    deleteWebhook: (input: StepInputs['deleteWebhook']): Promise<EnsureResult> =>
+      withClient(input.connection, async (client) => {
+        try {
+          await client.deleteWebhook(input.id);
+        } catch (error) {
+          if (!(error instanceof AcsApiError) || error.code !== 'not_found') throw error;
+        }
+        return { id: input.id, outcome: 'deleted' };
       }),
 
     /** Deletes a provider key; one already gone is `deleted` too. */

@@ -17,6 +17,7 @@
 import { createHash } from 'node:crypto';
 import type { Message } from '../api/schemas.ts';
 import { AcsClient, MAX_WAIT_SECONDS } from '../client/acs-client.ts';
+import { AcsApiError } from '../client/errors.ts';
 import { participantNames } from '../client/team-names.ts';
 import { ApplicationFailure } from '@temporalio/common';
 import { edgeKey } from '../definitions/pipeline-graph.ts';
@@ -38,6 +39,18 @@ export interface ResolvedTeam {
   edges: Record<string, string>;
   /** Names of the team's humans (absent in runs recorded before it was read). */
   humans?: string[];
+  /** The organization's id (absent in runs recorded before waits could be pushed). */
+  orgId?: string;
+  /** What push waits need, as the worker that read the team found it (absent: runs recorded before; they poll). */
+  waits?: TeamWaits;
+}
+
+/** Whether a run on a team can wait by push (see `WaitModes`, definitions/pipeline-limits.ts). */
+export interface TeamWaits {
+  /** The organization has an enabled webhook that delivers `message.created` (or `message.*`). */
+  webhook: boolean;
+  /** The worker registered the search attribute a waiting run lists its threads in (`worker/search-attributes.ts`). */
+  registered: boolean;
 }
 
 /** Where a step writes: a new thread on an edge, or an existing thread. */
@@ -56,6 +69,14 @@ export interface ConverseInput {
   awaitFromId?: string;
   /** When to give up waiting (ms since the epoch); required with `awaitFromId`. */
   deadline?: number;
+}
+
+/** Input of `readReply`: the first message from `fromId` in a thread after the message `after`. */
+export interface ReadReplyInput {
+  connection: Connection;
+  threadId: string;
+  after: string;
+  fromId: string;
 }
 
 /** A reply a step waited for. */
@@ -98,6 +119,11 @@ export interface ConversationDeps {
   env?: NodeJS.ProcessEnv;
   /** `fetch` for the client; tests pass a counting or failing one. */
   fetch?: typeof fetch;
+  /**
+   * Whether this worker registered the search attribute of push waits (`teamctl worker` sets it
+   * once it made sure the attribute exists); `resolveTeam` reports it to the run. Default false.
+   */
+  pushWaits?: boolean;
 }
 
 
@@ -155,6 +181,45 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
       }
     } finally {
       if (beat) clearInterval(beat);
+    }
+  }
+
+  /**
+   * Sends a step's message — a new thread on an edge or a message in a thread — under the
+   * `Idempotency-Key` of the run's business key and the step id, with `expects_reply` when the
+   * step awaits the answer. Output: the cursor after it (`after` = the message sent).
+   */
+  async function send(input: ConverseInput): Promise<ConverseCursor> {
+    const idempotencyKey = stepIdempotencyKey(input.runKey, input.stepId);
+    // A step that awaits the reply says so: the thread shows whose answer it awaits, and a
+    // provider agent the step speaks as leaves that answer to the run (contract addition).
+    const expects = input.awaitFromId !== undefined ? { expects_reply: true } : {};
+    const sent = await withKeyring(input.connection, async (client) => {
+      if ('edgeId' in input.target) {
+        const thread = await client.openThread(
+          input.target.edgeId,
+          { sender_agent_id: input.senderId, content: input.content, ...(input.target.subject ? { subject: input.target.subject } : {}), ...expects },
+          { idempotencyKey },
+        );
+        const first = await client.getThread(thread.thread_id, { limit: 1 });
+        const messageId = first.messages[0]!.message_id;
+        return { threadId: thread.thread_id, messageId, after: messageId };
+      }
+      const message = await client.appendMessage(input.target.threadId, { sender_agent_id: input.senderId, content: input.content, ...expects }, { idempotencyKey });
+      return { threadId: input.target.threadId, messageId: message.message_id, after: message.message_id };
+    });
+    return { ...sent, stepId: input.stepId };
+  }
+
+  /** The first message from `fromId` after `after`, reading pages without waiting; null when none. */
+  async function firstReply(input: ReadReplyInput): Promise<StepReply | null> {
+    let after: string | null = input.after;
+    for (;;) {
+      const page = await withKeyring(input.connection, (client) => client.getThread(input.threadId, { after, limit: 200 }));
+      const reply = page.messages.find((m) => m.sender_id === input.fromId);
+      if (reply) return { messageId: reply.message_id, senderId: reply.sender_id, content: reply.content };
+      if (!page.has_more) return null;
+      after = page.next_after;
     }
   }
 
@@ -218,8 +283,9 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
     /**
      * Reads a team of an organization by names (`GET /organizations`, `/teams`, the team graph).
      * Output: the team id, participant ids by name, edge ids by {@link edgeKey} of their two
-     * participants' names, and the names of its humans. Errors: `not_applied` (no such
-     * organization or team), `keys_refused`.
+     * participants' names, the names of its humans, the organization's id, and what push waits
+     * need (an enabled webhook delivering `message.created`; this worker's search attribute).
+     * Errors: `not_applied` (no such organization or team), `keys_refused`.
      */
     async resolveTeam(input: { connection: Connection; organization: string; team: string }): Promise<ResolvedTeam> {
       return call(() =>
@@ -235,7 +301,14 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
             const [a, b] = edge.participants.map((id) => names.get(id));
             if (a !== undefined && b !== undefined) edges[edgeKey(a, b)] = edge.edge_id;
           }
-          return { teamId: team.team_id, participants: Object.fromEntries([...names].map(([id, name]) => [name, id])), edges, humans: graph.humans.map((h) => h.name) };
+          return {
+            teamId: team.team_id,
+            participants: Object.fromEntries([...names].map(([id, name]) => [name, id])),
+            edges,
+            humans: graph.humans.map((h) => h.name),
+            orgId: org.org_id,
+            waits: { webhook: await deliversMessages(client, org.org_id), registered: deps.pushWaits === true },
+          };
         }),
       );
     },
@@ -261,25 +334,7 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
         if (resumed?.messageId) {
           sent = resumed;
         } else {
-          const idempotencyKey = stepIdempotencyKey(input.runKey, input.stepId);
-          // A step that awaits the reply says so: the thread shows whose answer it awaits, and a
-          // provider agent the step speaks as leaves that answer to the run (contract addition).
-          const expects = input.awaitFromId !== undefined ? { expects_reply: true } : {};
-          sent = await withKeyring(input.connection, async (client) => {
-            if ('edgeId' in input.target) {
-              const thread = await client.openThread(
-                input.target.edgeId,
-                { sender_agent_id: input.senderId, content: input.content, ...(input.target.subject ? { subject: input.target.subject } : {}), ...expects },
-                { idempotencyKey },
-              );
-              const first = await client.getThread(thread.thread_id, { limit: 1 });
-              const messageId = first.messages[0]!.message_id;
-              return { threadId: thread.thread_id, messageId, after: messageId };
-            }
-            const message = await client.appendMessage(input.target.threadId, { sender_agent_id: input.senderId, content: input.content, ...expects }, { idempotencyKey });
-            return { threadId: input.target.threadId, messageId: message.message_id, after: message.message_id };
-          });
-          sent = { ...sent, stepId: input.stepId };
+          sent = await send(input);
           context?.heartbeat(sent);
         }
         if (input.awaitFromId === undefined) return { threadId: sent.threadId, messageId: sent.messageId, reply: null };
@@ -299,8 +354,49 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
         return { threadId: sent.threadId, messageId: sent.messageId, reply: { messageId: reply.message_id, senderId: reply.sender_id, content: reply.content } };
       });
     },
+
+    /**
+     * One step's message, sent as `converse` sends it (the same `Idempotency-Key`, so either may
+     * follow the other without a second post) and, when it awaits a reply, one read of the thread
+     * after it: a reply already there is returned, so a wait that starts after this never misses
+     * one. It never waits. Used where the run itself waits (push waits on Temporal, the event stream
+     * of the local engine): a short call that holds no slot while the person thinks. Output: the
+     * thread, the message sent and the reply or null. Errors: `not_a_participant`, `not_found`,
+     * `keys_refused`.
+     */
+    async sendStep(input: ConverseInput): Promise<ConverseResult> {
+      return call(async () => {
+        const sent = await send(input);
+        const reply = input.awaitFromId === undefined ? null : await firstReply({ connection: input.connection, threadId: sent.threadId, after: sent.messageId, fromId: input.awaitFromId });
+        return { threadId: sent.threadId, messageId: sent.messageId, reply };
+      });
+    },
+
+    /**
+     * The reconcile read of a waiting step: the first message from `fromId` in a thread after the
+     * message `after`, read page by page without waiting; null when there is none yet. Output:
+     * the reply or null. Errors: `not_found`, `invalid_cursor`, `keys_refused`.
+     */
+    async readReply(input: ReadReplyInput): Promise<StepReply | null> {
+      return call(() => firstReply(input));
+    },
   };
 }
 
 /** The conversation activities, as workflows see them (`import type` only). */
 export type ConversationActivities = ReturnType<typeof createConversationActivities>;
+
+/**
+ * Whether an organization has an enabled webhook that delivers `message.created` (by its type or
+ * `message.*`): what `auto` needs to wait by push. A service without webhooks (404 on the route)
+ * has none.
+ */
+async function deliversMessages(client: AcsClient, orgId: string): Promise<boolean> {
+  try {
+    const hooks = await client.listWebhooks(orgId);
+    return hooks.some((h) => h.status === 'enabled' && h.events.some((e) => e === 'message.created' || e === 'message.*'));
+  } catch (error) {
+    if (error instanceof AcsApiError && (error.code === 'route_not_found' || error.status === 404)) return false;
+    throw error;
+  }
+}

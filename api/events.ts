@@ -4,7 +4,8 @@
  * generated from.
  */
 import { z } from 'zod';
-import { Agent, Edge, Human, Id, LongText, Message, Team, Thread, Timestamp, maxGraceSeconds } from './schemas.ts';
+import { resourceFields } from './resource-fields.ts';
+import { Agent, Edge, Human, Id, LongText, Message, Name, Team, Thread, Timestamp, maxGraceSeconds } from './schemas.ts';
 
 /** Every event type the log holds (contract §9; a floor). Families: the part before the dot. */
 export const EventTypes = {
@@ -72,8 +73,22 @@ const deletedData = (idField: string) => z.object({ [idField]: Id });
 
 /** `thread.opened` data: the Thread after opening, plus its edge's two participants. */
 export const ThreadOpenedData = Thread.extend({ participants: z.tuple([Id, Id]) }).meta({ id: 'ThreadOpenedData' });
-/** `message.created` data: the Message plus its edge, team and recipient (the other participant). */
-export const MessageCreatedData = Message.extend({ edge_id: Id, team_id: Id, recipient_id: Id }).meta({ id: 'MessageCreatedData' });
+/**
+ * `message.created` data: the Message plus its edge, team and recipient (the other participant),
+ * and the message it answers (an addition: see `answers_message_id`).
+ */
+export const MessageCreatedData = Message.extend({
+  edge_id: Id,
+  team_id: Id,
+  recipient_id: Id,
+  answers_message_id: Id.nullable()
+    .optional()
+    .meta({
+      description:
+        'The message this one answers: the latest message of the other participant that expected a reply (`expects_reply`), when this is the first message of its sender since; ' +
+        'null otherwise (absent in events written before the service recorded it). A program waiting for that reply can tell it from the rest of the thread without reading it.',
+    }),
+}).meta({ id: 'MessageCreatedData' });
 
 /** One event of an organization's log (contract §9), by type. */
 export const Event = z
@@ -190,22 +205,42 @@ const WebhookEvents = z
   .refine((items) => new Set(items).size === items.length, 'must not name a type twice')
   .meta({ uniqueItems: true, description: 'Event types to deliver; `family.*` for a whole family.' });
 
-/** `POST /organizations/{org_id}/webhooks` (contract §9). */
-export const CreateWebhookBody = z
-  .strictObject({
-    url: WebhookUrl,
-    events: WebhookEvents,
-    description: LongText.optional(),
-    secret: WebhookSecret.optional().meta({ description: 'Default: a new secret of 32 random bytes.' }),
-  })
+/**
+ * A webhook's managed fields, declared once (`api/resource-fields.ts`): the definition file's
+ * `webhooks:` entries, the create and PATCH bodies and the webhook as returned derive from it. The
+ * secret is not among them: it is write-only (set at creation and by rotation, compared through
+ * `secret_fingerprint`).
+ */
+export const WebhookFields = resourceFields({
+  name: {
+    rest: 'name',
+    value: Name,
+    required: true,
+    description: 'The webhook\'s name, unique in its organization (teamctl matches a definition\'s webhooks to the live ones by it)',
+  },
+  url: { rest: 'url', value: WebhookUrl, required: true, description: 'Where deliveries are POSTed (https, public; see `--webhook-allow-private`)' },
+  events: { rest: 'events', value: WebhookEvents, required: true, description: 'Event types to deliver (`message.created`), or families (`message.*`)' },
+  description: { rest: 'description', value: LongText, default: '', description: 'What the webhook is for' },
+  status: {
+    rest: 'status',
+    value: WebhookStatus,
+    serviceDefault: 'enabled',
+    description: 'enabled or disabled; managed only when set (the service disables a webhook whose receiver answers 410)',
+  },
+});
+
+/**
+ * `POST /organizations/{org_id}/webhooks` (contract §9). `name` (unique in the organization) and
+ * `status` are additions; a webhook without a name is as the contract describes it.
+ */
+export const CreateWebhookBody = WebhookFields.createBody
+  .partial({ name: true })
+  .extend({ secret: WebhookSecret.optional().meta({ description: 'Default: a new secret of 32 random bytes.' }) })
   .meta({ id: 'CreateWebhookBody' });
 
-/** `PATCH /webhooks/{webhook_id}` (contract §9). */
-export const PatchWebhookBody = z
-  .strictObject({
-    url: WebhookUrl.optional(),
-    events: WebhookEvents.optional(),
-    description: LongText.optional(),
+/** `PATCH /webhooks/{webhook_id}` (contract §9; `name` is an addition). */
+export const PatchWebhookBody = WebhookFields.patchBody
+  .extend({
     status: WebhookStatus.optional().meta({
       description: 'disabled: no delivery is attempted (pending ones wait); enabled again: deliveries resume, and events written while it was disabled are not delivered.',
     }),
@@ -231,10 +266,16 @@ export const Webhook = z
   .object({
     webhook_id: Id,
     org_id: Id,
+    name: z.string().nullable().meta({ description: 'Its name, unique in the organization; null when it was created without one.' }),
     url: z.string(),
     events: z.array(z.string()),
     description: z.string(),
     status: WebhookStatus,
+    secret_fingerprint: z.string().meta({
+      description:
+        'A salted HMAC-SHA256 of the current secret (`hmac-sha256:<salt>:<digest>`, both base64url): not the secret, nor a way back to it, but whoever holds a candidate secret can tell ' +
+        'whether it is this webhook\'s (teamctl plan does). Changes with every rotation.',
+    }),
     disabled_reason: z.string().nullable().meta({ description: 'Why the service disabled it (a 410 from the receiver); null otherwise.' }),
     created_at: Timestamp,
     updated_at: Timestamp,

@@ -24,6 +24,13 @@
  *    per item). `BENCH_CONVERSATIONS_PARTS=4` runs this part alone; it has its own section in
  *    docs/performance.md. `BENCH_CONVERSATIONS_MAP_ITEMS` overrides M (quick: 100).
  *
+ * 5. Waiting for people, push and poll side by side (bench/conversation-waits.ts): N `approval`
+ *    runs (default 2,000) waiting at once on one child worker, with 10 activity slots and
+ *    `--events-listen` (push) or N + 20 slots (poll): requests per waiting run-hour (goal ≤ 4 with
+ *    push), history events per awaited reply (goal ≤ 8), the worker's RSS, a SIGKILL of the
+ *    worker, and the latency from dana's answer to the step's completion (goal p99 ≤ 1 s with
+ *    push). `BENCH_CONVERSATIONS_PARTS=5` runs it alone; its own section of docs/performance.md.
+ *
  * acs-server runs in this process (in memory, agent loop tick 100 ms, rate limit off), as in
  * test/workflows/pipelines.test.ts; every part has an organization (and key) of its own, so the
  * requests of one part are told from another's by their key. `BENCH_QUICK=1`: W = 65 s and
@@ -55,6 +62,7 @@ import { createWorker } from '../worker/worker.ts';
 import type { PipelineResult, PipelineRunInput } from '../workflows/pipeline-orchestration.ts';
 import { pipelineWorkflow } from '../workflows/pipeline-workflow.ts';
 import { cpuModel, writeMarkedSection } from './host.ts';
+import { renderWaitModes, waitModes } from './conversation-waits.ts';
 
 const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -73,7 +81,10 @@ const EVENTS_GOAL = 6;
 /** Goal of part 4: a step of a loop or a map, with its expression work. */
 const DECIDE_EVENTS_GOAL = 8;
 /** The parts to run (1–4; default all). */
-const parts = new Set((process.env.BENCH_CONVERSATIONS_PARTS ?? '1,2,3,4').split(',').map((p) => Number(p.trim())));
+const parts = new Set((process.env.BENCH_CONVERSATIONS_PARTS ?? '1,2,3,4,5').split(',').map((p) => Number(p.trim())));
+/** Runs of part 5 waiting at once, and the seconds they wait before dana answers. */
+const waitRuns = Number(process.env.BENCH_CONVERSATIONS_WAIT_RUNS) || (quick ? 200 : 2_000);
+const waitWindow = Number(process.env.BENCH_CONVERSATIONS_WAIT_WINDOW) || (quick ? 30 : 120);
 /** Items of part 4's big map. */
 const mapItems = Number(process.env.BENCH_CONVERSATIONS_MAP_ITEMS) || (quick ? 100 : 1_000);
 /** Iterations and items of part 4's small loop and map. */
@@ -871,6 +882,7 @@ let inProcess: { shutdown(): void; running: Promise<void> } | undefined;
 let report = '';
 let decideReport = '';
 let decideWorker: WorkerChild | undefined;
+let waitsReport = '';
 try {
   const [waitTemporal, waitLocal, triageOrg, concurrentOrg] = parts.has(1) || parts.has(2) || parts.has(3)
     ? await Promise.all(['wait-temporal', 'wait-local', 'triage', 'concurrent'].map((label) => organization(server, work, label)))
@@ -936,6 +948,11 @@ try {
     const result = await decideParts(client, server, decide, target, decideWorker!, decideQueue);
     decideReport = renderDecideReport({ date: new Date().toISOString().slice(0, 10), load }, result);
   }
+  if (parts.has(5)) {
+    const results = await waitModes(client, { runs: waitRuns, windowSeconds: waitWindow });
+    const machine = `${cpuModel()}, ${os.availableParallelism()} cores, ${n(os.totalmem() / 2 ** 30, 1)} GiB RAM, Node ${process.version}, Temporal dev server ${temporalVersion()}`;
+    waitsReport = renderWaitModes({ date: new Date().toISOString().slice(0, 10), load, machine, revision: revision() }, results);
+  }
 } finally {
   await childWorker?.stop();
   await decideWorker?.stop();
@@ -952,9 +969,11 @@ const BEGIN = '<!-- bench-conversations:start -->';
 const END = '<!-- bench-conversations:end -->';
 const DECIDE_BEGIN = '<!-- bench-conversations-decide:start -->';
 const DECIDE_END = '<!-- bench-conversations-decide:end -->';
+const WAITS_BEGIN = '<!-- bench-conversations-waits:start -->';
+const WAITS_END = '<!-- bench-conversations-waits:end -->';
 const written: string[] = [];
 if (outPath) {
-  await writeFile(outPath, `${[report, decideReport].filter(Boolean).join('\n\n')}\n`);
+  await writeFile(outPath, `${[report, decideReport, waitsReport].filter(Boolean).join('\n\n')}\n`);
   written.push(`written to ${outPath}`);
 } else if (!quick) {
   const performance = join(root, 'docs', 'performance.md');
@@ -972,11 +991,22 @@ if (outPath) {
     await writeMarkedSection(performance, DECIDE_BEGIN, DECIDE_END, decideReport, '\n# Pipelines that decide\n\nWhat loops, maps and typed replies cost. Produced by `npm run bench:conversations` (part 4; `BENCH_CONVERSATIONS_PARTS=4` runs it alone).');
     written.push('part 4 written to docs/performance.md');
   }
+  if (waitsReport) {
+    await writeMarkedSection(
+      performance,
+      WAITS_BEGIN,
+      WAITS_END,
+      waitsReport,
+      '\n# Waits that hold nothing\n\nWhat a pipeline step waiting for a person costs by push and by poll. Produced by `npm run bench:conversations` (part 5; `BENCH_CONVERSATIONS_PARTS=5` runs it alone).',
+    );
+    written.push('part 5 written to docs/performance.md');
+  }
 } else {
   written.push('printed only (quick run)');
 }
 log('');
 if (report) log(report);
 if (decideReport) log(decideReport);
+if (waitsReport) log(waitsReport);
 log('');
 log(`bench:conversations: done in ${((performance.now() - startedAt) / 60_000).toFixed(1)} min; ${written.join('; ')}`);

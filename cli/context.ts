@@ -7,6 +7,9 @@ import { createKeyring, keyringNames } from '../activities/keyring.ts';
 import type { WithKeyring } from '../activities/keyring.ts';
 import { AcsClient, normalizeBaseUrl } from '../client/acs-client.ts';
 import type { PostOptions } from '../client/acs-client.ts';
+import { AcsApiError } from '../client/errors.ts';
+import type { EventStreamRequest } from '../client/event-stream.ts';
+import type { Event } from '../api/events.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { KEYRING_ENV, settingOrigin } from './config.ts';
 
@@ -145,6 +148,31 @@ class KeyringClient extends AcsClient {
 
   override request<T>(method: string, path: string, body?: unknown, options?: PostOptions, extraTimeoutMs = 0): Promise<T> {
     return this.#withKeyring(this.#connection, (client) => client.request<T>(method, path, body, options, extraTimeoutMs));
+  }
+
+  /**
+   * The event stream on the key that works: a read of the organization through the keyring picks
+   * it (and moves on past a refused one); a key refused when the stream reconnects (rotated out
+   * while tailing) does the same, and the stream resumes after the last event it yielded.
+   */
+  override async *streamEvents(orgId: string, request: EventStreamRequest = {}): AsyncGenerator<Event> {
+    let after = request.after;
+    for (let refusedInARow = 0; ; ) {
+      const client = await this.#withKeyring(this.#connection, async (c) => {
+        await c.getOrganization(orgId);
+        return c;
+      });
+      try {
+        for await (const event of client.streamEvents(orgId, { ...request, after })) {
+          after = event.seq;
+          refusedInARow = 0;
+          yield event;
+        }
+        return;
+      } catch (error) {
+        if (!(error instanceof AcsApiError) || error.status !== 401 || ++refusedInARow > 1) throw error;
+      }
+    }
   }
 }
 

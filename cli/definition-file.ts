@@ -5,7 +5,7 @@
  */
 import { DEFAULT_MAX_DEFINITION_BYTES, loadDefinitionFile } from '../definitions/load.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
-import { resolveSecret } from '../definitions/secrets.ts';
+import { resolveSecret, resolveWebhookSecret } from '../definitions/secrets.ts';
 import type { Definition } from '../definitions/schema.ts';
 
 /** The variable with the largest definition file accepted (`--max-file-size` sets it). */
@@ -26,7 +26,8 @@ export function parseByteSize(text: string, what: string): number {
 
 /**
  * Loads a definition file, no larger than `TEAMCTL_MAX_FILE_SIZE` of `env` (default 1 MiB).
- * With `checkSecrets`, every `${env:NAME}` it references must be set, so an apply fails before
+ * With `checkSecrets`, every `${env:NAME}` it references must be set (a webhook's to a webhook
+ * secret), so an apply fails before
  * its first request rather than halfway.
  * Errors: `invalid_definition` (with `FILE:LINE:COL` lines, or one file-level problem: too large,
  * not UTF-8, unreadable), `unresolved_secret`, `invalid_usage` (a bad size in the variable).
@@ -39,6 +40,7 @@ export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSec
     for (const ref of Object.values(definition.organization.providerKeys ?? {})) {
       if (ref) resolveSecret(ref, env);
     }
+    for (const hook of definition.organization.webhooks ?? []) resolveWebhookSecret(hook.secret, env);
   }
   return definition;
 }

@@ -83,7 +83,7 @@ const collect = (value: string, values: string[] | undefined) => [...(values ?? 
  */
 export function selectionOptions(command: Command): Command {
   return command
-    .option('--target <address>', 'only this resource and what is under it (team/intake, team/intake/agent/triager, team/intake/edge/a,b, provider_key/openai, schedule/nightly), with what it depends on; repeatable', collect)
+    .option('--target <address>', 'only this resource and what is under it (team/intake, team/intake/agent/triager, team/intake/edge/a,b, provider_key/openai, webhook/ops-feed, schedule/nightly), with what it depends on; repeatable', collect)
     .option('--exclude <address>', 'not this resource, what is under it, nor what depends on it; repeatable', collect);
 }
 

@@ -36,6 +36,7 @@ const COMMANDS: ReadonlyArray<{ names: readonly string[]; load: () => Promise<Re
   { names: ['run', 'runs'], load: async () => (await import('./commands/run.ts')).registerRun },
   { names: ['schedules'], load: async () => (await import('./commands/schedules.ts')).registerSchedules },
   { names: ['thread'], load: async () => (await import('./commands/thread.ts')).registerThread },
+  { names: ['events'], load: async () => (await import('./commands/events.ts')).registerEvents },
   { names: ['keys'], load: async () => (await import('./commands/keys.ts')).registerKeys },
   { names: ['humans'], load: async () => (await import('./commands/humans.ts')).registerHumans },
   { names: ['worker'], load: async () => (await import('./commands/worker.ts')).registerWorker },

@@ -35,7 +35,7 @@ export function entryLine(step: StepProgress): string {
   else if (kind === 'run') parts.push(`run ${step.pipeline ?? ''}${step.run_id ? ` as ${step.run_id}` : ''}`.trim());
   else if (kind === 'sleep') parts.push(step.until ? `sleep until ${step.until}` : 'sleep');
   if (step.thread_id) parts.push(`thread ${step.thread_id}`);
-  if (step.status === 'running' && step.awaiting && step.from) parts.push(`${step.from} → ${step.awaiting}, awaiting ${step.awaiting}`);
+  if (step.status === 'running' && step.awaiting && step.from) parts.push(`${step.from} → ${step.awaiting}, awaiting ${step.awaiting}${step.wait_mode ? ` (waits by ${step.wait_mode})` : ''}`);
   if (step.reply !== null && kind === 'step') parts.push(`reply: ${oneLine(step.reply)}`);
   if (kind === 'run' && step.status === 'completed' && step.value !== null) parts.push(`output: ${oneLine(String(step.value))}`);
   if (step.misfits?.length) parts.push(`asked again ${step.misfits.length}×`);

@@ -13,7 +13,7 @@
 import { z } from 'zod';
 import { LongText, Name } from '../api/schemas.ts';
 import { DEFAULT_STEP_TIMEOUT, parseDuration } from './durations.ts';
-import { MAX_LOOP_ITERATIONS, MAX_MAP_CONCURRENCY, MAX_MAP_ITEMS, MAX_REPLY_ATTEMPTS } from './pipeline-limits.ts';
+import { DEFAULT_RECONCILE_EVERY, MAX_LOOP_ITERATIONS, MAX_MAP_CONCURRENCY, MAX_MAP_ITEMS, MAX_REPLY_ATTEMPTS, MIN_RECONCILE_MS, WaitModes } from './pipeline-limits.ts';
 
 /** Longest wait a step or a window may name: a year (Temporal timers go further, people do not). */
 export const MAX_DURATION_MS = 365 * 24 * 3_600_000;
@@ -26,6 +26,11 @@ export const DurationSchema = z
     return value !== undefined && value <= MAX_DURATION_MS;
   }, 'must be a duration such as 30s, 10m, 2h or 7d (positive, at most 365d)')
   .meta({ description: 'A duration: a number and a unit, e.g. 30s, 10m, 2h, 7d', examples: ['10m', '2h', '7d'] });
+
+/** `reconcileEvery`: a duration of at least 10 s (each read costs the run a few history events). */
+const ReconcileEverySchema = DurationSchema.refine((text) => (parseDuration(text) ?? 0) >= MIN_RECONCILE_MS, `must be at least ${MIN_RECONCILE_MS / 1000}s`).describe(
+  `While a step waits by push: how often the run reads its thread anyway, in case a webhook delivery was lost (default ${DEFAULT_RECONCILE_EVERY}, at least ${MIN_RECONCILE_MS / 1000}s)`,
+);
 
 /** Ids of steps and names of inputs: what a template can name after `steps.` or `inputs.`. */
 const Identifier = z
@@ -101,6 +106,7 @@ export const PipelineStepSchema = z
     awaitReply: z.boolean().default(true).describe('Wait for one message from the other end (default true)'),
     timeout: DurationSchema.optional().describe(`How long to wait for each reply (default ${DEFAULT_STEP_TIMEOUT})`),
     reply: ReplySpecSchema.optional().describe('A typed reply: the reply must satisfy a JSON Schema; steps.ID.value is the parsed value'),
+    reconcileEvery: ReconcileEverySchema.optional(),
     ...EntryOptions,
   })
   .describe('A step: a message from one participant to another, and by default the wait for the reply');
@@ -244,6 +250,11 @@ export const PipelineDefinitionSchema = z
     inputs: z.record(Identifier, PipelineInputSchema).default({}).describe('Inputs by name'),
     steps: z.array(PipelineEntrySchema).min(1).describe('Entries in order: steps, and `parallel`, `loop`, `map`, `run` and `sleep` entries'),
     output: Template(32_768).optional().describe('What the run returns (template), e.g. {{ steps.summary.reply }} or {{ steps.verdict.value }}'),
+    waitMode: z
+      .enum(WaitModes)
+      .optional()
+      .describe('On Temporal, how waiting steps learn of replies: push (webhook to teamctl worker --events-listen, and reads every reconcileEvery), poll (an activity long-polls), auto (the default: push when the organization has an enabled webhook for message.created)'),
+    reconcileEvery: ReconcileEverySchema.optional(),
   })
   .describe('A pipeline: conversation steps run durably by a workflow');
 export type PipelineDefinition = z.infer<typeof PipelineDefinitionSchema>;

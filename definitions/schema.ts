@@ -9,9 +9,10 @@
  * existing participants) are in `semantics.ts`: they need the whole document.
  */
 import { z } from 'zod';
+import { WebhookFields } from '../api/events.ts';
 import { AgentFields, HumanFields, Name, OrganizationFields, Providers, TeamFields } from '../api/schemas.ts';
 import { PipelineDefinitionSchema, ScheduleDefinitionSchema } from './pipeline-schema.ts';
-import { SecretRefSchema } from './secrets.ts';
+import { SecretRefSchema, WebhookSecretRefSchema } from './secrets.ts';
 
 /** The only definition format version so far. */
 export const API_VERSION = 'teamctl/v1';
@@ -61,8 +62,27 @@ export const ProviderKeysSchema = z
   })
   .describe('API keys of LLM providers, as references to environment variables: ${env:NAME}');
 
+/**
+ * A webhook of the organization (contract §9), matched to the live one by its name. Fields:
+ * `WebhookFields` (api/events.ts); the signing secret is a `${env:NAME}` reference (a Standard
+ * Webhooks secret, `whsec_…`), never in the file, compared with the live one through its
+ * fingerprint and set by apply only when it differs.
+ */
+export const WebhookDefinitionSchema = WebhookFields.definition
+  .extend({
+    renamedFrom: RenamedFrom,
+    secret: WebhookSecretRefSchema.describe('The signing secret (whsec_ and the base64 of 24–64 random bytes), as a reference to an environment variable: ${env:NAME}'),
+  })
+  .describe('A webhook: where the service POSTs the events of the organization, signed (Standard Webhooks)');
+export type WebhookDefinition = z.infer<typeof WebhookDefinitionSchema>;
+
 /** The organization the definition manages. Fields: `OrganizationFields` (api/schemas.ts). */
-export const OrganizationDefinitionSchema = OrganizationFields.definition.extend({ providerKeys: ProviderKeysSchema.optional() }).describe('The organization');
+export const OrganizationDefinitionSchema = OrganizationFields.definition
+  .extend({
+    providerKeys: ProviderKeysSchema.optional(),
+    webhooks: z.array(WebhookDefinitionSchema).optional().describe('Webhooks of the organization (reconciled by plan and apply; one that the file does not name is deleted)'),
+  })
+  .describe('The organization');
 export type OrganizationDefinition = z.infer<typeof OrganizationDefinitionSchema>;
 
 /** A whole definition file. */

@@ -7,6 +7,7 @@
  */
 import { z } from 'zod';
 import { providerKeyHint } from '../api/provider-key-hint.ts';
+import { WebhookSecret } from '../api/events.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 
 /** What an environment variable name may look like (POSIX portable names). */
@@ -19,18 +20,32 @@ export const SECRET_REF_MESSAGE =
   'provider keys must be references like ${env:NAME}; never put the key itself in the file';
 
 /**
- * Zod schema of a secret reference: a string of the form `${env:NAME}`, branded so that a plain
- * string cannot be passed where a reference is expected.
+ * A Zod schema of a secret reference: a string of the form `${env:NAME}`, branded so that a plain
+ * string cannot be passed where a reference is expected; `message` is what a value of another form
+ * is told (it never repeats the value).
  */
-export const SecretRefSchema = z
-  .string()
-  .regex(SECRET_REF, SECRET_REF_MESSAGE)
-  .brand<'SecretRef'>()
-  // patternErrorMessage: shown by yaml-language-server instead of the bare regex.
-  .meta({
-    description: 'A reference to an environment variable holding the secret: ${env:NAME}',
-    patternErrorMessage: SECRET_REF_MESSAGE,
-  });
+export function secretRefSchema(message: string) {
+  return (
+    z
+      .string()
+      .regex(SECRET_REF, message)
+      .brand<'SecretRef'>()
+      // patternErrorMessage: shown by yaml-language-server instead of the bare regex.
+      .meta({
+        description: 'A reference to an environment variable holding the secret: ${env:NAME}',
+        patternErrorMessage: message,
+      })
+  );
+}
+
+/** A provider key's reference (see {@link secretRefSchema}). */
+export const SecretRefSchema = secretRefSchema(SECRET_REF_MESSAGE);
+
+/** The message for a webhook secret that is not a reference. */
+export const WEBHOOK_SECRET_REF_MESSAGE = 'webhook secrets must be references like ${env:NAME}; never put the secret itself in the file';
+
+/** A webhook secret's reference (see {@link secretRefSchema}). */
+export const WebhookSecretRefSchema = secretRefSchema(WEBHOOK_SECRET_REF_MESSAGE);
 
 /** A secret reference `${env:NAME}` (validated, branded string). */
 export type SecretRef = z.infer<typeof SecretRefSchema>;
@@ -86,4 +101,17 @@ export function resolveSecret(ref: SecretRef | string, env: Readonly<Record<stri
  */
 export function secretHint(value: string): string {
   return providerKeyHint(value);
+}
+
+/**
+ * Reads a webhook secret from its reference and checks its form (a Standard Webhooks secret),
+ * so a malformed one fails before any request with a message naming the variable, never the
+ * value. Errors: `unresolved_secret`, `invalid_usage`.
+ */
+export function resolveWebhookSecret(ref: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  const secret = resolveSecret(ref, env);
+  if (!WebhookSecret.safeParse(secret).success) {
+    throw new ToolkitError('invalid_usage', `environment variable ${secretVariable(ref)} does not hold a webhook secret: whsec_ and the base64 of 24 to 64 random bytes`);
+  }
+  return secret;
 }

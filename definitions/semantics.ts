@@ -120,7 +120,7 @@ function checkRenames(entries: Array<{ name: string; renamedFrom?: string | unde
  * and humans together) unique in a team; edges between existing participants of the same team,
  * no self-edges, no duplicate pairs in either order; no model on an agent without a provider, a
  * model on every agent with a provider other than echo; `renamedFrom` naming no name the file
- * keeps, and claimed once (`checkRenames`); and the rules of pipelines and schedules
+ * keeps, and claimed once (`checkRenames`); webhook names unique; and the rules of pipelines and schedules
  * (`checkPipelines`). Raises nothing.
  */
 export function checkDefinition(definition: Definition): PathProblem[] {
@@ -149,6 +149,21 @@ export function checkDefinition(definition: Definition): PathProblem[] {
   checkRenames(
     definition.teams.map((team, t) => ({ name: team.name, renamedFrom: team.renamedFrom, path: ['teams', t] })),
     'the teams',
+    problems,
+  );
+  const webhooks = definition.organization.webhooks ?? [];
+  const hooks = new Map<string, number>();
+  webhooks.forEach((hook, w) => {
+    const first = hooks.get(hook.name);
+    if (first !== undefined) {
+      problems.push({ path: ['organization', 'webhooks', w, 'name'], target: 'value', message: `duplicate webhook name ${JSON.stringify(hook.name)} (first used by webhooks[${first}])` });
+    } else {
+      hooks.set(hook.name, w);
+    }
+  });
+  checkRenames(
+    webhooks.map((hook, w) => ({ name: hook.name, renamedFrom: hook.renamedFrom, path: ['organization', 'webhooks', w] })),
+    'the webhooks',
     problems,
   );
   problems.push(...checkPipelines(definition));

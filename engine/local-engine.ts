@@ -11,6 +11,7 @@ import type { RetryOptions } from '../activities/retrying.ts';
 import { orchestrateApply } from '../workflows/apply-orchestration.ts';
 import type { ApplyInput, ApplyResult, OrchestratedActivities, ProgressListener } from '../workflows/apply-orchestration.ts';
 import type { PipelineActivities, PipelineResult, PipelineRunInput, ProgressEvent } from '../workflows/pipeline-orchestration.ts';
+import type { StreamableActivities } from './stream-waits.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** Changes per activity call on the local engine: one, so progress shows change by change. */
@@ -40,19 +41,28 @@ export async function applyLocally(
  * its sub-pipeline here too, with the run id `<this run's key>/<entry key>` as its business key.
  * `input.runKey` is the run's business key for idempotency keys (the CLI makes a fresh one per
  * run). `onProgress` hears every change of an entry, sub-pipelines' entries included (their
- * location starts with `{ run: ID }`). Output: {@link PipelineResult}. Raises the first failing
- * entry's error (an `ApplicationFailure` typed by the stable code, e.g. `timed_out`,
- * `reply_invalid`).
+ * location starts with `{ run: ID }`). With `streamWaits` (and activities that can send without
+ * waiting: `sendStep`, `readReply`, `waitForMessage`), waiting steps wait on one event stream of the organization for
+ * the whole run (`engine/stream-waits.ts`) instead of a long poll each; the keys are read from
+ * `streamWaits.env`. Output: {@link PipelineResult}. Raises the first failing entry's error (an
+ * `ApplicationFailure` typed by the stable code, e.g. `timed_out`, `reply_invalid`).
  */
 export async function runPipelineLocally(
   input: PipelineRunInput & { runKey: string },
-  acts: PipelineActivities,
-  options: { retry?: RetryOptions; onProgress?: (event: ProgressEvent) => void } = {},
+  acts: PipelineActivities | StreamableActivities,
+  options: { retry?: RetryOptions; onProgress?: (event: ProgressEvent) => void; streamWaits?: { env: NodeJS.ProcessEnv; fetch?: typeof fetch } } = {},
 ): Promise<PipelineResult> {
   // Loaded here: the interpreter brings the CEL and JSON Schema libraries, which an apply (the
   // other half of this module) and every other command are spared at start-up.
   const { initialState, orchestratePipeline, settleRunning, StepStatuses } = await import('../workflows/pipeline-orchestration.ts');
-  const retrying = withRetries(acts, options.retry);
+  let retrying: PipelineActivities = withRetries(acts, options.retry);
+  let closeStream = () => {};
+  if (options.streamWaits && 'sendStep' in acts && 'readReply' in acts && 'waitForMessage' in acts) {
+    const { withStreamWaits } = await import('./stream-waits.ts');
+    const streaming = withStreamWaits(withRetries(acts, options.retry), options.streamWaits.env, options.streamWaits.fetch);
+    retrying = streaming.acts;
+    closeStream = streaming.close;
+  }
   const run = async (runInput: PipelineRunInput & { runKey: string }, onProgress: ((event: ProgressEvent) => void) | undefined): Promise<PipelineResult> => {
     const state = initialState(runInput.pipeline);
     try {
@@ -74,5 +84,9 @@ export async function runPipelineLocally(
       throw error;
     }
   };
-  return run(input, options.onProgress);
+  try {
+    return await run(input, options.onProgress);
+  } finally {
+    closeStream();
+  }
 }

@@ -50,6 +50,8 @@ export interface WaitingStep {
   to: string;
   /** `teamctl thread send THREAD --from NAME --content "…"`. */
   answer_with: string;
+  /** How the step waits: `push` (in the workflow, woken by the webhook) or `poll` (an activity long-polls); absent for runs that do not say. */
+  wait_mode?: string;
 }
 
 /** A run with its steps (when its workflow could be queried) and result (when it completed). */
@@ -159,7 +161,16 @@ export function waitingSteps(steps: StepProgress[], humans: readonly string[] | 
   return stepKeys(steps).flatMap(({ key, step }) => {
     if (step.status !== 'running' || !step.awaiting || !step.thread_id || !step.from) return [];
     if (humans && !humans.includes(step.awaiting)) return [];
-    return [{ step: key, thread_id: step.thread_id, from: step.from, to: step.awaiting, answer_with: `teamctl thread send ${step.thread_id} --from ${shellWord(step.awaiting)} --content '…'` }];
+    return [
+      {
+        step: key,
+        thread_id: step.thread_id,
+        from: step.from,
+        to: step.awaiting,
+        answer_with: `teamctl thread send ${step.thread_id} --from ${shellWord(step.awaiting)} --content '…'`,
+        ...(step.wait_mode ? { wait_mode: step.wait_mode } : {}),
+      },
+    ];
   });
 }
 

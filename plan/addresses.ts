@@ -9,6 +9,7 @@
  * | an agent, a human | `team/intake/agent/triager`, `team/intake/human/dana` |
  * | an edge | `team/intake/edge/dana,triager` (either order) |
  * | a schedule | `schedule/nightly-triage` |
+ * | a webhook | `webhook/ops-feed` (a live one without a name: `webhook/<its id>`) |
  *
  * An address covers itself and everything under it (`team/intake` covers the team's agents,
  * humans and edges). Pure functions: the workflow's plan uses them.
@@ -37,13 +38,18 @@ export function edgeAddress(team: string, pair: readonly [string, string]): stri
   return `${teamAddress(team)}/edge/${pair[0]},${pair[1]}`;
 }
 
+/** The address of a webhook. */
+export function webhookAddress(name: string): string {
+  return `webhook/${name}`;
+}
+
 /** The address of a schedule. */
 export function scheduleAddress(name: string): string {
   return `schedule/${name}`;
 }
 
 /** The kinds of resource an address may name, by its first segment and, under a team, its third. */
-const TOP = new Set(['organization', 'provider_key', 'team', 'schedule']);
+const TOP = new Set(['organization', 'provider_key', 'team', 'schedule', 'webhook']);
 const IN_TEAM = new Set(['agent', 'human', 'edge']);
 
 /**
@@ -53,7 +59,7 @@ const IN_TEAM = new Set(['agent', 'human', 'edge']);
 export function addressProblem(address: string): string | undefined {
   const parts = address.split('/');
   const [top] = parts;
-  const expected = 'expected organization, provider_key/P, team/T, team/T/agent/A, team/T/human/H, team/T/edge/A,B or schedule/S';
+  const expected = 'expected organization, provider_key/P, team/T, team/T/agent/A, team/T/human/H, team/T/edge/A,B, webhook/W or schedule/S';
   if (!top || !TOP.has(top)) return `unknown resource kind ${JSON.stringify(top ?? '')}: ${expected}`;
   if (top === 'organization') return parts.length === 1 ? undefined : `"organization" takes no name: ${expected}`;
   if (parts.some((p) => p === '')) return `an empty name: ${expected}`;

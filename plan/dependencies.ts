@@ -7,7 +7,9 @@
  * - A participant's or edge's create or update waits for its team's create; an edge's create
  *   for its participants' creates (it needs their ids).
  * - A create, or a rename, waits for the delete that frees its name: a team's name among the
- *   teams, a participant's among the team's agents and humans, an edge's pair in its team.
+ *   teams, a participant's among the team's agents and humans, an edge's pair in its team, a
+ *   webhook's among the organization's webhooks. A webhook's create waits for every webhook
+ *   delete (an organization holds at most 20: a replaced one must be gone first).
  * - A participant's delete waits for the deletes of the edges it is on (the service refuses to
  *   delete a participant that is still on an edge: `in_use`): edges before participants.
  */
@@ -18,6 +20,8 @@ function nameKey(change: Change, name: string = change.name): string | undefined
   switch (change.kind) {
     case 'team':
       return `team\u0000${name}`;
+    case 'webhook':
+      return `webhook\u0000${name}`;
     case 'agent':
     case 'human':
       return `participant\u0000${change.team}\u0000${name}`;
@@ -39,6 +43,7 @@ export function dependencies(changes: readonly Change[]): number[][] {
   const participantCreates = new Map<string, number>();
   const deletes = new Map<string, number>();
   const edgeDeletesOf = new Map<string, number[]>();
+  const webhookDeletes: number[] = [];
   let organizationCreate: number | undefined;
   const participant = (team: string, name: string) => `${team}\u0000${name}`;
   changes.forEach((change, i) => {
@@ -48,6 +53,7 @@ export function dependencies(changes: readonly Change[]): number[][] {
       if (change.kind === 'agent' || change.kind === 'human') participantCreates.set(participant(change.team, change.name), i);
     }
     if (change.action === 'delete') {
+      if (change.kind === 'webhook') webhookDeletes.push(i);
       const key = nameKey(change);
       if (key) deletes.set(key, i);
       if (change.kind === 'edge') {
@@ -68,6 +74,7 @@ export function dependencies(changes: readonly Change[]): number[][] {
       }
       if (change.action === 'delete' && change.kind !== 'edge') for (const edge of edgeDeletesOf.get(participant(change.team, change.name)) ?? []) on.add(edge);
     }
+    if (change.action === 'create' && change.kind === 'webhook') for (const d of webhookDeletes) on.add(d);
     if (change.action === 'create' || (change.action === 'update' && change.renamedFrom !== undefined)) {
       const key = nameKey(change);
       if (key) on.add(deletes.get(key));

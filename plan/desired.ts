@@ -4,6 +4,7 @@
  * (`api/schemas.ts`). Outside the workflow: it loads the schemas, which the workflow's sandbox
  * does not need (the workflow's input already holds what this returns).
  */
+import { WebhookFields } from '../api/events.ts';
 import { AgentFields, HumanFields, OrganizationFields, Providers, TeamFields } from '../api/schemas.ts';
 import type { Definition } from '../definitions/schema.ts';
 import type { DesiredState, DesiredTeam } from './types.ts';
@@ -17,7 +18,7 @@ export type ResourceDefinition = Pick<Definition, 'organization' | 'teams'>;
  * values. Raises nothing.
  */
 export function desiredState(definition: ResourceDefinition): DesiredState {
-  const { providerKeys, ...organization } = definition.organization;
+  const { providerKeys, webhooks, ...organization } = definition.organization;
   return {
     organization: {
       name: organization.name,
@@ -26,6 +27,7 @@ export function desiredState(definition: ResourceDefinition): DesiredState {
         const secretRef = providerKeys?.[provider];
         return secretRef === undefined ? [] : [{ provider, secretRef }];
       }),
+      webhooks: (webhooks ?? []).map(({ secret, renamedFrom, ...hook }) => ({ name: hook.name, renamedFrom, fields: WebhookFields.toWire(hook), secretRef: secret })),
     },
     teams: definition.teams.map(
       (team): DesiredTeam => ({

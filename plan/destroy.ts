@@ -5,11 +5,11 @@
  * Without `--target`/`--exclude`, the organization's delete, which takes everything along (its
  * teams with their graphs and threads, its keys and provider keys). With them, the plan of a
  * definition from which the selected resources were taken out (a team with its graph, a
- * participant with its edges, an edge, a provider key), its deletes only, selected as `apply`
+ * participant with its edges, an edge, a provider key, a webhook), its deletes only, selected as `apply`
  * selects (`selection.ts`): a target's dependencies come along (a participant's edges), and a
  * team stays when something under it is excluded (only the rest of its graph goes).
  */
-import { covers, edgeAddress, participantAddress, providerKeyAddress, teamAddress } from './addresses.ts';
+import { covers, edgeAddress, participantAddress, providerKeyAddress, teamAddress, webhookAddress } from './addresses.ts';
 import { computePlan } from './plan.ts';
 import { isPartial, selectChanges } from './selection.ts';
 import type { Selection } from './selection.ts';
@@ -41,5 +41,6 @@ function withoutSelected(desired: DesiredState, selection: Selection): DesiredSt
       return { ...team, agents, humans, edges };
     });
   const providerKeys = desired.organization.providerKeys.filter((k) => !destroyed(providerKeyAddress(k.provider)));
-  return { organization: { ...desired.organization, providerKeys }, teams };
+  const webhooks = desired.organization.webhooks?.filter((w) => !destroyed(webhookAddress(w.name)));
+  return { organization: { ...desired.organization, providerKeys, ...(webhooks ? { webhooks } : {}) }, teams };
 }

@@ -2,16 +2,16 @@
  * The plan: a pure function of the desired and observed states, with no I/O.
  *
  * The definition owns its organization, as a Terraform configuration owns its state: what the
- * organization holds and the definition does not name is deleted — teams, agents, humans, edges
- * and provider keys (schedules: `plan/schedules.ts`). A resource with `renamedFrom` is matched to
+ * organization holds and the definition does not name is deleted — teams, agents, humans, edges,
+ * provider keys and webhooks (schedules: `plan/schedules.ts`). A resource with `renamedFrom` is matched to
  * the live one of its old name and renamed (an update: its id and threads are kept).
  *
  * It runs inside Temporal workflows, so it must stay deterministic and free of Node imports.
  */
 import type { Agent, Edge, Human } from '../api/schemas.ts';
-import { edgeAddress, ORGANIZATION_ADDRESS, participantAddress, providerKeyAddress, teamAddress } from './addresses.ts';
+import { edgeAddress, ORGANIZATION_ADDRESS, participantAddress, providerKeyAddress, teamAddress, webhookAddress } from './addresses.ts';
 import { SENSITIVE } from './types.ts';
-import type { Change, DeleteChange, Desired, DesiredState, DesiredTeam, FieldDiff, ObservedState, ObservedTeam, Plan } from './types.ts';
+import type { Change, DeleteChange, Desired, DesiredState, DesiredTeam, DesiredWebhook, FieldDiff, ObservedState, ObservedTeam, ObservedWebhook, Plan } from './types.ts';
 
 export { SENSITIVE } from './types.ts';
 
@@ -20,12 +20,24 @@ export function edgeName(pair: readonly [string, string]): string {
   return `${pair[0]}<->${pair[1]}`;
 }
 
+/**
+ * Whether a live value is the desired one: scalars by identity, lists (a webhook's `events`) by
+ * their members in any order, as the service treats them.
+ */
+function sameValue(live: unknown, desired: unknown): boolean {
+  if (Array.isArray(live) && Array.isArray(desired)) {
+    const members = new Set(live.map((v) => JSON.stringify(v)));
+    return live.length === desired.length && desired.every((v) => members.has(JSON.stringify(v)));
+  }
+  return live === desired;
+}
+
 /** The fields of `desired` whose values differ from `live`; empty when in sync. */
 export function diffFields(live: object, desired: object): Record<string, FieldDiff> {
   const diff: Record<string, FieldDiff> = {};
   for (const [key, to] of Object.entries(desired)) {
     const from = (live as Record<string, unknown>)[key];
-    if (to !== undefined && from !== to) diff[key] = { from, to };
+    if (to !== undefined && !sameValue(from, to)) diff[key] = { from, to };
   }
   return diff;
 }
@@ -138,7 +150,7 @@ export function computePlan(desired: DesiredState, observed: ObservedState): Pla
     const update = updateOf(observed.organization, org, observed.organization.org_name);
     if (update) head.push({ action: 'update', kind: 'organization', name: org.name, address: ORGANIZATION_ADDRESS, id: observed.organization.org_id, ...update });
   }
-  const deletes = { edges: [] as DeleteChange[], participants: [] as DeleteChange[], teams: [] as DeleteChange[], keys: [] as DeleteChange[] };
+  const deletes = { edges: [] as DeleteChange[], participants: [] as DeleteChange[], teams: [] as DeleteChange[], keys: [] as DeleteChange[], webhooks: [] as DeleteChange[] };
   for (const live of observed.providerKeys) {
     if (!org.providerKeys.some((k) => k.provider === live.provider)) {
       deletes.keys.push({ action: 'delete', kind: 'provider_key', name: live.provider, address: providerKeyAddress(live.provider), id: live.provider });
@@ -151,11 +163,64 @@ export function computePlan(desired: DesiredState, observed: ObservedState): Pla
     if (!live) body.push({ action: 'create', ...base });
     else if (live.matchesDesired === false) body.push({ action: 'update', ...base, id: provider, diff: { api_key: { from: SENSITIVE, to: SENSITIVE } } });
   }
+  // A desired state without webhooks (an apply recorded before they were managed) leaves them be.
+  if (org.webhooks) body.push(...planWebhooks(org.webhooks, observed.webhooks ?? [], deletes.webhooks));
   for (const team of matching.teams) body.push(...planTeam(team, deletes));
   for (const live of matching.unmatchedTeams) {
     deletes.teams.push({ action: 'delete', kind: 'team', name: live.team.team_name, address: teamAddress(live.team.team_name), id: live.team.team_id });
   }
-  return { changes: [...head, ...deletes.edges, ...deletes.participants, ...deletes.teams, ...deletes.keys, ...body] };
+  return { changes: [...head, ...deletes.edges, ...deletes.participants, ...deletes.teams, ...deletes.keys, ...deletes.webhooks, ...body] };
+}
+
+/**
+ * The creates and updates of the organization's webhooks; their deletes go to `deletes`. A
+ * desired webhook is matched to the live one of its name (else of its `renamedFrom`); one that
+ * matches none adopts a live webhook *without* a name and with the same URL (a webhook made by hand
+ * before the definition named it: the update gives it its name). Fields are compared as teams'
+ * are; the secret by the live fingerprint (`secretMatches`, judged where the secret is resolved):
+ * a secret that differs is an update with `secretRef`, which apply rotates.
+ */
+function planWebhooks(desired: readonly DesiredWebhook[], live: readonly ObservedWebhook[], deletes: DeleteChange[]): Change[] {
+  const named = live.filter((w) => w.name !== null);
+  const matched = matchAll(desired, named, (w) => w.name!);
+  const taken = new Set(matched.flatMap((m) => (m.live ? [m.live] : [])));
+  for (const m of matched) {
+    if (m.live) continue;
+    const unnamed = live.find((w) => w.name === null && !taken.has(w) && w.url === m.desired.fields.url);
+    if (unnamed) {
+      taken.add(unnamed);
+      m.live = unnamed;
+    }
+  }
+  const changes: Change[] = [];
+  for (const { desired: hook, live: existing } of matched) {
+    const address = webhookAddress(hook.name);
+    if (!existing) {
+      changes.push({ action: 'create', kind: 'webhook', name: hook.name, address, fields: { ...hook.fields, secret: SENSITIVE }, secretRef: hook.secretRef });
+      continue;
+    }
+    const diff = diffFields(existing, hook.fields);
+    const secretDiffers = existing.secretMatches === false;
+    if (secretDiffers) diff['secret'] = { from: SENSITIVE, to: SENSITIVE };
+    if (Object.keys(diff).length === 0) continue;
+    changes.push({
+      action: 'update',
+      kind: 'webhook',
+      name: hook.name,
+      address,
+      id: existing.webhook_id,
+      diff,
+      fields: patchOf(hook.fields, diff),
+      ...(existing.name !== null && existing.name !== hook.name ? { renamedFrom: existing.name } : {}),
+      ...(secretDiffers ? { secretRef: hook.secretRef } : {}),
+    });
+  }
+  for (const w of live) {
+    if (taken.has(w)) continue;
+    const name = w.name ?? w.webhook_id;
+    deletes.push({ action: 'delete', kind: 'webhook', name, address: webhookAddress(name), id: w.webhook_id });
+  }
+  return changes;
 }
 
 /** An update of a matched live resource, when its fields differ (a rename included). */

@@ -8,6 +8,7 @@
  * (`WireOf`), so comparing with a live resource and creating one need no mapping here — and the
  * workflow's sandbox never loads the schemas.
  */
+import type { Webhook, WebhookFields } from '../api/events.ts';
 import type { WireOf } from '../api/resource-fields.ts';
 import type {
   Agent,
@@ -32,6 +33,9 @@ export type AgentWire = WireOf<typeof AgentFields>;
 /** What a definition asks a human to hold, in wire names. */
 export type HumanWire = WireOf<typeof HumanFields>;
 
+/** What a definition asks a webhook to hold, in wire names; `status` only when the definition sets it. */
+export type WebhookWire = WireOf<typeof WebhookFields>;
+
 /** One resource as a definition wants it: its name, the name it had before, and its fields. */
 export interface Desired<F> {
   name: string;
@@ -54,11 +58,21 @@ export interface DesiredProviderKey {
   secretRef: string;
 }
 
+/** A webhook as a definition wants it: its fields and a reference to its secret, resolved only by the activities. */
+export interface DesiredWebhook extends Desired<WebhookWire> {
+  secretRef: string;
+}
+
 /** The desired state of an apply: the organization and its teams (`plan/desired.ts` builds it from a definition). */
 export interface DesiredState {
   organization: Desired<OrganizationWire> & {
     /** The provider keys, sorted by provider, each a secret reference (`${env:NAME}`), never a value. */
     providerKeys: DesiredProviderKey[];
+    /**
+     * The webhooks, each with its secret as a reference. Absent in the inputs of applies recorded
+     * before webhooks were managed: then the live webhooks are left as they are.
+     */
+    webhooks?: DesiredWebhook[];
   };
   teams: DesiredTeam[];
 }
@@ -79,10 +93,18 @@ export interface ObservedProviderKey {
   matchesDesired?: boolean | undefined;
 }
 
+/** A webhook as observed; whether its secret is the definition's is judged where the secret is resolved. */
+export interface ObservedWebhook extends Webhook {
+  /** Whether `secret_fingerprint` is the desired secret's; undefined when not compared (no desired webhook of its name, destroy). */
+  secretMatches?: boolean | undefined;
+}
+
 /** What the key can see of the definition's organization. `organization` is null when it does not exist yet. */
 export interface ObservedState {
   organization: Organization | null;
   providerKeys: ObservedProviderKey[];
+  /** The organization's webhooks (absent in reads recorded before webhooks were managed). */
+  webhooks?: ObservedWebhook[];
   /** The organization's teams, with their graphs. */
   teams: ObservedTeam[];
 }
@@ -95,6 +117,7 @@ export const ResourceKinds = {
   agent: 'agent',
   human: 'human',
   edge: 'edge',
+  webhook: 'webhook',
 } as const;
 export type ResourceKind = keyof typeof ResourceKinds;
 
@@ -139,6 +162,8 @@ export type CreateChange = { action: 'create' } & (
   | (ChangeBase & InTeam & { kind: 'agent'; fields: AgentWire })
   | (ChangeBase & InTeam & { kind: 'human'; fields: HumanWire })
   | (ChangeBase & InTeam & { kind: 'edge'; fields: { participants: [string, string] } })
+  /** A webhook: `fields` is the body sent, its secret shown as {@link SENSITIVE}; `secretRef` is resolved by the activity. */
+  | (ChangeBase & { kind: 'webhook'; fields: WebhookWire & { secret: typeof SENSITIVE }; secretRef: string })
 );
 
 /** What every update has: the live id and the fields that differ, live → desired. */
@@ -156,11 +181,13 @@ export type UpdateChange = { action: 'update' } & (
   | (UpdateBase & { kind: 'team'; fields: Partial<TeamWire> })
   | (UpdateBase & InTeam & { kind: 'agent'; fields: Partial<AgentWire> })
   | (UpdateBase & InTeam & { kind: 'human'; fields: Partial<HumanWire> })
+  /** A webhook: `fields` is the PATCH body; `secretRef` is set when its secret differs (apply rotates it). */
+  | (UpdateBase & { kind: 'webhook'; fields: Partial<WebhookWire>; secretRef?: string })
 );
 
 /** A delete of a live resource the definition does not name; `cascade` counts what goes with it. */
 export type DeleteChange = { action: 'delete'; id: string; cascade?: Cascade } & (
-  | (ChangeBase & { kind: 'organization' | 'team' })
+  | (ChangeBase & { kind: 'organization' | 'team' | 'webhook' })
   | (ChangeBase & { kind: 'provider_key'; name: Provider })
   | (ChangeBase & InTeam & { kind: 'agent' | 'human' })
   /** `participants`: the two participant names, so that their deletes wait for this one. */

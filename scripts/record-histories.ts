@@ -15,6 +15,12 @@
  * branch skipped on an input; a loop of 3 iterations; a map of 5 items; a sub-pipeline (the
  * parent's history; the child is a workflow of its own); a sleep.
  *
+ * Waits that hold nothing ({@link PUSH}): on an organization whose webhook points at the worker's
+ * events listener, the typed approval answered by push (a signal), answered wrong then right (a
+ * re-ask, two signals), cancelled while it waits by push, and timed out; on an organization
+ * without a webhook, the approval waiting by push with nothing delivered (woken by its reconcile
+ * read), and the approval polling with the patch (a `converse` activity).
+ *
  * Names given as arguments record only those (`npm run histories:record -- pipeline-loop-3`):
  * histories of workflows that may still run somewhere are kept as they were, not recorded again
  * with the current code. `--suffix=S` writes NAME + S + `.json`: a changed workflow's new
@@ -22,7 +28,7 @@
  * `-batched` histories.
  */
 import { execFileSync } from 'node:child_process';
-import { randomUUID } from 'node:crypto';
+import { randomBytes, randomUUID } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client, Connection } from '@temporalio/client';
@@ -170,15 +176,46 @@ const DECIDE = `
         content: "Awake"
     output: "{{ steps.after.reply }}"
 `;
+/** Pipelines of the push-wait histories, on the `intake` team of examples/triage.yaml (the approval is the example's own). */
+const PUSH = `
+  - name: quick-approval
+    team: intake
+    steps:
+      - id: ask
+        from: triager
+        to: dana
+        content: "Quick: approve or reject?"
+        timeout: 2s
+        reply: { schema: { enum: [approve, reject] } }
+  - name: quiet-approval
+    team: intake
+    waitMode: push
+    reconcileEvery: 10s
+    steps:
+      - id: ask
+        from: triager
+        to: dana
+        content: "Quietly: approve or reject?"
+        reply: { schema: { enum: [approve, reject] } }
+    output: "{{ steps.ask.value }}"
+`;
 const outDir = join(root, 'test/workflows/histories');
 const settings = loadTemporalSettings(process.env);
 
-// Echo agents answer the pipelines on the agent loop's tick.
-const server = await startServer({ inMemory: true, port: 0, tickMs: 100, logger: false, rateLimit: false });
+// Echo agents answer the pipelines on the agent loop's tick; webhooks reach the worker's listener on loopback.
+const server = await startServer({
+  inMemory: true,
+  port: 0,
+  tickMs: 100,
+  logger: false,
+  rateLimit: false,
+  webhooks: { allowPrivate: true, retrySchedule: [500, 1000, 2000, 2000, 2000, 2000, 2000], pollMs: 200 },
+});
 const { api_key } = await server.provisionOrganization('histories');
-const env = { RECORD_KEY: api_key, ECHO_PROVIDER_KEY: 'recorded-echo-key' };
+const WAITS_SECRET = `whsec_${randomBytes(32).toString('base64')}`;
+const env = { RECORD_KEY: api_key, ECHO_PROVIDER_KEY: 'recorded-echo-key', RECORD_WAITS_SECRET: WAITS_SECRET };
 const taskQueue = `record-${randomUUID()}`;
-const { worker, run } = await createWorker(settings, { taskQueue, activityDeps: { env } });
+const { worker, run, listener } = await createWorker(settings, { taskQueue, activityDeps: { env }, eventsListener: { host: '127.0.0.1', port: 0, secrets: [WAITS_SECRET] } });
 const running = run();
 const connection = await Connection.connect(settings.connectionOptions as Parameters<typeof Connection.connect>[0]);
 const client = new Client({ connection, namespace: settings.namespace });
@@ -324,6 +361,65 @@ try {
   if (wanted('pipeline-map-5')) await save('pipeline-map-5', await startDecide('map-5'));
   if (wanted('pipeline-sub-pipeline')) await save('pipeline-sub-pipeline', await startDecide('sub-pipeline'));
   if (wanted('pipeline-sleep')) await save('pipeline-sleep', await startDecide('sleep'));
+
+  // Waits that hold nothing.
+  if (['pipeline-push-approval', 'pipeline-push-reask', 'pipeline-push-cancelled', 'pipeline-push-timeout', 'pipeline-push-reconciled', 'pipeline-poll-patched'].some(wanted)) {
+    const withWebhook = triageText
+      .replace('name: acme-support', 'name: recorded-push')
+      .replace('  providerKeys:', `  webhooks:\n    - name: teamctl-waits\n      url: ${listener!.url}\n      events: [message.created]\n      secret: \${env:RECORD_WAITS_SECRET}\n  providerKeys:`);
+    const push = parseDefinition(`${withWebhook}${PUSH}`, 'push.yaml');
+    const quiet = parseDefinition(`${triageText.replace('name: acme-support', 'name: recorded-quiet')}${PUSH}`, 'quiet.yaml');
+    await applyLocally(input(desiredState(push)), createApplyActivities({ env }));
+    await applyLocally(input(desiredState(quiet)), createApplyActivities({ env }));
+    /** Waits until the run's step `ask` waits in the way `mode` says (so the answer comes by the way recorded). */
+    const waitingBy = async (handle: WorkflowHandle, mode: string): Promise<void> => {
+      while ((await handle.query(progressQuery).catch(() => undefined))?.steps.find((s) => s.id === 'ask')?.wait_mode !== mode) await new Promise((resolve) => setTimeout(resolve, 200));
+    };
+    const startIn = (definition: typeof push, org: string, pipeline: string, id: string, inputs: PipelineRunInput['inputs'] = {}) =>
+      client.workflow.start(pipelineWorkflow, {
+        taskQueue,
+        workflowId: `teamctl-run/${org}/${id}`,
+        args: [{ connection: { baseUrl: server.url, apiKeyEnv: 'RECORD_KEY' }, organization: org, pipeline: definition.pipelines.find((p) => p.name === pipeline)!, inputs }],
+      });
+    if (wanted('pipeline-push-approval')) {
+      const handle = await startIn(push, 'recorded-push', 'approval', 'approval', { change: 'push' });
+      const { threadId, dana } = await waitingThread(handle, 'ask', 'recorded-push', 'roll out push');
+      await waitingBy(handle, 'push');
+      await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approve' });
+      await save('pipeline-push-approval', handle);
+    }
+    if (wanted('pipeline-push-reask')) {
+      const handle = await startIn(push, 'recorded-push', 'approval', 'reask', { change: 'reask' });
+      const { threadId, dana } = await waitingThread(handle, 'ask', 'recorded-push', 'roll out reask');
+      await waitingBy(handle, 'push');
+      await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'maybe' });
+      await messageIn(threadId, 'Your reply does not fit');
+      await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'reject' });
+      await save('pipeline-push-reask', handle);
+    }
+    if (wanted('pipeline-push-cancelled')) {
+      const handle = await startIn(push, 'recorded-push', 'approval', 'cancelled', { change: 'cancel-me' });
+      await waitingThread(handle, 'ask', 'recorded-push', 'roll out cancel-me');
+      await waitingBy(handle, 'push');
+      await handle.cancel();
+      await save('pipeline-push-cancelled', handle, true);
+    }
+    if (wanted('pipeline-push-timeout')) await save('pipeline-push-timeout', await startIn(push, 'recorded-push', 'quick-approval', 'timeout'), true);
+    if (wanted('pipeline-push-reconciled')) {
+      const handle = await startIn(quiet, 'recorded-quiet', 'quiet-approval', 'reconciled');
+      const { threadId, dana } = await waitingThread(handle, 'ask', 'recorded-quiet', 'Quietly');
+      await waitingBy(handle, 'push');
+      await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approve' });
+      await save('pipeline-push-reconciled', handle);
+    }
+    if (wanted('pipeline-poll-patched')) {
+      const handle = await startIn(quiet, 'recorded-quiet', 'approval', 'polled', { change: 'polled' });
+      const { threadId, dana } = await waitingThread(handle, 'ask', 'recorded-quiet', 'roll out polled');
+      await waitingBy(handle, 'poll');
+      await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approve' });
+      await save('pipeline-poll-patched', handle);
+    }
+  }
 } finally {
   worker.shutdown();
   await running;

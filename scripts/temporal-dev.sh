@@ -30,4 +30,4 @@ echo "Temporal dev server: gRPC 127.0.0.1:$port (export TEMPORAL_ADDRESS=127.0.0
 # exec: Ctrl-C (and a TERM to this script's pid) goes straight to the server, which shuts down
 # cleanly and keeps the db file consistent.
 exec "$temporal_bin" server start-dev --ip 127.0.0.1 --port "$port" --ui-port "$ui_port" \
-  --db-filename "$db"
+  --db-filename "$db" --search-attribute TeamctlAwaitingThreads=KeywordList

@@ -114,8 +114,10 @@ for _ in 1 2 3 4 5 6 7 8 9 10; do
   http_port="$(free_port)"
   metrics_port="$(free_port)"
   [[ "$port" != "$http_port" && "$port" != "$metrics_port" && "$http_port" != "$metrics_port" ]] || continue
+  # TeamctlAwaitingThreads: the threads a pipeline run waits on by push (worker/search-attributes.ts;
+  # a worker registers it itself when missing, which takes a few seconds to be usable).
   setsid "$cli" server start-dev --headless --ip 127.0.0.1 --port "$port" --http-port "$http_port" \
-    --metrics-port "$metrics_port" --log-level warn >"$work/server.log" 2>&1 &
+    --metrics-port "$metrics_port" --log-level warn --search-attribute TeamctlAwaitingThreads=KeywordList >"$work/server.log" 2>&1 &
   server_pid=$!
   while ((SECONDS < deadline)); do
     if ! kill -0 "$server_pid" 2>/dev/null; then

@@ -5,6 +5,7 @@
  * HTTP calls.
  */
 import { join } from 'node:path';
+import { Client } from '@temporalio/client';
 import { NativeConnection, Worker } from '@temporalio/worker';
 import { PACKAGE_ROOT } from '../api/version.ts';
 import { createApplyActivities } from '../activities/apply-activities.ts';
@@ -13,6 +14,10 @@ import type { ActivityDeps } from '../activities/apply-activities.ts';
 import { temporalUnreachable } from '../temporal/settings.ts';
 import type { TemporalSettings } from '../temporal/settings.ts';
 import { WORKER_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
+import { startEventsListener } from './events-listener.ts';
+import type { EventsListener } from './events-listener.ts';
+import { ensureAwaitingThreads } from './search-attributes.ts';
+import type { SearchAttributeOutcome } from './search-attributes.ts';
 
 /**
  * Path of the workflows' entry module, for bundling: the TypeScript source in a checkout, the
@@ -33,11 +38,20 @@ export interface WorkerOptions {
   activityDeps?: ActivityDeps;
   /** Environment the tracing variables (`OTEL_*`, see `temporal/telemetry.ts`) are read from (default `process.env`). */
   env?: NodeJS.ProcessEnv;
+  /**
+   * `--events-listen`: receive the organization's webhook here and wake the runs waiting by push
+   * (`worker/events-listener.ts`), verifying deliveries with `secrets`.
+   */
+  eventsListener?: { host: string; port: number; secrets: readonly string[]; log?: (line: string) => void };
 }
 
 /** A created worker and the connection it owns. */
 export interface TeamctlWorker {
   worker: Worker;
+  /** Whether runs on this worker may wait by push: the search attribute they list their threads in is registered. */
+  searchAttribute: SearchAttributeOutcome;
+  /** The events listener, when `eventsListener` was given. */
+  listener?: EventsListener;
   /**
    * Runs until `worker.shutdown()` or SIGINT/SIGTERM (the SDK's shutdown signals: in-flight
    * tasks get the grace time to finish), then closes the connection and, when tracing is on,
@@ -48,9 +62,11 @@ export interface TeamctlWorker {
 
 /**
  * Connects and creates (does not run) a worker; with tracing on (`options.env`), its workflows,
- * activities and HTTP calls are traced. Errors: `temporal_unreachable` when the server does not
- * answer; `invalid_usage` when an `OTEL_*` endpoint is not an http(s) URL; bundling errors of the
- * workflows as they are.
+ * activities and HTTP calls are traced. Registers the search attribute of push waits when missing
+ * (`worker/search-attributes.ts`; without it, runs wait by poll) and, with `eventsListener`,
+ * starts the events listener (stopped with the worker). Errors: `temporal_unreachable` when the
+ * server does not answer; `invalid_usage` when an `OTEL_*` endpoint is not an http(s) URL;
+ * bundling errors of the workflows as they are; the listener's (`EADDRINUSE`).
  */
 export async function createWorker(settings: TemporalSettings, options: WorkerOptions): Promise<TeamctlWorker> {
   const telemetry = createTelemetry(options.env ?? process.env, { defaultServiceName: WORKER_SERVICE_NAME, instrumentHttp: true });
@@ -58,24 +74,34 @@ export async function createWorker(settings: TemporalSettings, options: WorkerOp
     await telemetry?.shutdown();
     throw temporalUnreachable(settings, error);
   });
+  let listener: EventsListener | undefined;
   try {
+    // Push waits list the run's threads in a custom search attribute: registered here when missing.
+    const searchAttribute = await ensureAwaitingThreads(connection, settings.namespace);
     const worker = await Worker.create({
       connection,
       namespace: settings.namespace,
       taskQueue: options.taskQueue,
       workflowsPath,
-      activities: { ...createApplyActivities(options.activityDeps), ...createConversationActivities(options.activityDeps) },
+      activities: { ...createApplyActivities(options.activityDeps), ...createConversationActivities({ ...options.activityDeps, pushWaits: searchAttribute.ready }) },
       ...(options.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions } : {}),
       ...(options.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTaskExecutions } : {}),
       ...telemetry?.workerOptions,
     });
+    if (options.eventsListener) {
+      const { host, port, secrets, log } = options.eventsListener;
+      listener = await startEventsListener({ host, port, secrets, client: new Client({ connection, namespace: settings.namespace }), ...(log ? { log } : {}) });
+    }
     return {
       worker,
+      searchAttribute,
+      ...(listener ? { listener } : {}),
       async run() {
         try {
           await worker.run();
         } finally {
           try {
+            await listener?.close();
             await connection.close();
           } finally {
             // After the run: the workflow spans reach the exporter through sinks until the last task.
@@ -85,6 +111,7 @@ export async function createWorker(settings: TemporalSettings, options: WorkerOp
       },
     };
   } catch (error) {
+    await listener?.close();
     await connection.close();
     await telemetry?.shutdown();
     throw error;

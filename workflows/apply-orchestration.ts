@@ -165,7 +165,8 @@ export async function readObserved(
   }
   const org = await acts.readOrganization({ connection, desired, compareProviderKeys });
   const teams = await mapBounded(org.teams, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
-  return { organization: org.organization, providerKeys: org.providerKeys, teams };
+  // A read recorded before webhooks were managed has none: they are then left alone (plan/plan.ts).
+  return { organization: org.organization, providerKeys: org.providerKeys, teams, ...(org.webhooks ? { webhooks: org.webhooks } : {}) };
 }
 
 /** The answer of a read that found the live state needing no change (`inSyncFor`). */
@@ -308,6 +309,10 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
         return { op: 'ensure', input: { connection, kind: 'organization', parentId: '', fields: change.fields } };
       case 'provider_key':
         return { op: 'putProviderKey', input: { connection, orgId: organization(), provider: change.name, secretRef: change.secretRef } };
+      case 'webhook': {
+        const { secret: _sensitive, ...fields } = change.fields;
+        return { op: 'ensureWebhook', input: { connection, orgId: organization(), fields, secretRef: change.secretRef } };
+      }
       case 'team':
         return { op: 'ensure', input: { connection, kind: 'team', parentId: organization(), fields: change.fields } };
       case 'agent':
@@ -329,6 +334,8 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
         return { op: 'update', input: { connection, kind: 'organization', id: change.id, patch: change.fields } };
       case 'provider_key':
         return { op: 'putProviderKey', input: { connection, orgId: organization(), provider: change.name, secretRef: change.secretRef } };
+      case 'webhook':
+        return { op: 'updateWebhook', input: { connection, id: change.id, patch: change.fields, ...(change.secretRef !== undefined ? { secretRef: change.secretRef } : {}) } };
       case 'team':
         return { op: 'update', input: { connection, kind: 'team', id: change.id, patch: change.fields } };
       case 'agent':
@@ -343,6 +350,8 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
     switch (change.kind) {
       case 'provider_key':
         return { op: 'deleteProviderKey', input: { connection, orgId: organization(), provider: change.name } };
+      case 'webhook':
+        return { op: 'deleteWebhook', input: { connection, id: change.id } };
       default:
         return { op: 'remove', input: { connection, kind: change.kind, id: change.id } };
     }

@@ -21,8 +21,10 @@
  * a map at its items.
  *
  * Sending and awaiting are one seam: {@link exchange} hands an engine the message to send and,
- * apart, what to wait for; the Temporal workflow does both in one `converse` activity today, and
- * may split them (send in an activity, wait on a signal) without touching this file.
+ * apart, what to wait for, and hears back when the message went out and how the step waits. The
+ * Temporal workflow either does both in one `converse` activity (a long poll: `poll`) or sends in a
+ * short local activity and waits in the workflow itself (`push`); the local engine waits on the
+ * run's event stream (`stream`).
  *
  * Idempotency keys: a step's key is its id at the top level (as before loops existed), and
  * `LOOP@K/ID`, `MAP[I]/ID` inside bodies (nested: `outer@0/inner[3]/ID`); a re-ask adds `#N`. With
@@ -38,17 +40,39 @@ import type { JsonValue } from '../definitions/expressions.ts';
 import { coerceInput } from '../definitions/pipeline-inputs.ts';
 import { edgeKey, entryId, entryKind, entryOptions, flatSteps, isLoop, isMap, isParallelGroup, isRun, isSleep, peerOf, threadEnds } from '../definitions/pipeline-graph.ts';
 import type { EntryKind } from '../definitions/pipeline-graph.ts';
-import { MAX_MAP_ITEMS } from '../definitions/pipeline-limits.ts';
+import { DEFAULT_RECONCILE_EVERY, MAX_MAP_ITEMS } from '../definitions/pipeline-limits.ts';
+import type { WaitMode } from '../definitions/pipeline-limits.ts';
 import type { InputValue, LoopEntry, MapEntry, PipelineDefinition, PipelineEntry, PipelineStep, RunEntry, SleepEntry } from '../definitions/pipeline-schema.ts';
 import { checkReply, reaskMessage } from '../definitions/reply-schema.ts';
 import { renderTemplate } from '../definitions/template.ts';
+
+/** How a step waits for its reply, as `runs show` says: see `WaitModes` (definitions/pipeline-limits.ts). */
+export const WaitKinds = {
+  /** In the workflow, woken by the webhook (`teamctl worker --events-listen`), reading the thread every `reconcileEvery`. */
+  push: 'push',
+  /** An activity long-polls the thread (holding a worker's activity slot). */
+  poll: 'poll',
+  /** The local engine: on the run's one event stream. */
+  stream: 'stream',
+} as const;
+export type WaitKind = (typeof WaitKinds)[keyof typeof WaitKinds];
+
+/** What an engine tells the orchestration while a step's exchange runs, and how long between reconcile reads. */
+export interface ExchangeOptions {
+  /** The message went out: the step's thread is known (shown before the reply comes). */
+  sent?(threadId: string): void;
+  /** The step waits for its reply in this way. */
+  waiting?(kind: WaitKind): void;
+  /** Push waits: milliseconds between reads of the thread (the step's `reconcileEvery`). */
+  reconcileEveryMs?: number;
+}
 
 /** The activities a pipeline runs, as the orchestration sees them. */
 export interface PipelineActivities {
   /** Reads the team's participant and edge ids by name. Errors: `not_applied` when the team is missing. */
   resolveTeam(input: { connection: Connection; organization: string; team: string }): Promise<ResolvedTeam>;
-  /** Sends a step's message (idempotently) and waits for the reply when asked. */
-  converse(input: ConverseInput): Promise<ConverseResult>;
+  /** Sends a step's message (idempotently) and waits for the reply when asked (`options`: see {@link ExchangeOptions}). */
+  converse(input: ConverseInput, options?: ExchangeOptions): Promise<ConverseResult>;
 }
 
 /** States of an entry (a step, a loop, a map item…). */
@@ -111,6 +135,8 @@ export interface NodeState {
   to?: string;
   /** While a step waits: whom it waits for. */
   awaiting?: string | null;
+  /** While a step waits: how (push, poll, stream). */
+  wait_mode?: WaitKind | null;
   /** Replies that did not fit a typed step's schema (each answered with a re-ask). */
   misfits?: MisfitReply[];
   /** A loop's iterations, in order. */
@@ -166,6 +192,11 @@ export interface PipelineRunInput {
   carried?: PipelineState;
   /** Continue as new once the history holds this many events (default 10,000). */
   historyEventLimit?: number;
+  /**
+   * How waiting steps learn of replies on Temporal (`teamctl run --wait-mode`; default the
+   * pipeline's `waitMode`, else auto). Passed on to sub-pipelines.
+   */
+  waitMode?: WaitMode;
 }
 
 /** One entry as the `progress` query, the result and `teamctl runs show --json` show it: a tree. */
@@ -177,10 +208,11 @@ export interface StepProgress {
   reply: string | null;
   value: JsonValue;
   error: EntryError | null;
-  /** A step: its sender, the other end, whom it waits for while it waits, the replies that did not fit. */
+  /** A step: its sender, the other end, whom it waits for while it waits (and how), the replies that did not fit. */
   from?: string;
   to?: string;
   awaiting?: string | null;
+  wait_mode?: WaitKind;
   misfits?: MisfitReply[];
   /** A loop: its iterations. */
   iterations?: Array<{ index: number; steps: StepProgress[] }>;
@@ -296,6 +328,7 @@ function progressOf(entry: PipelineEntry, node: NodeState | undefined): StepProg
     if (state.from !== undefined) out.from = state.from;
     if (state.to !== undefined) out.to = state.to;
     if (state.awaiting) out.awaiting = state.awaiting;
+    if (state.awaiting && state.wait_mode) out.wait_mode = state.wait_mode;
     if (state.misfits?.length) out.misfits = state.misfits;
   } else if (isLoop(entry)) {
     out.iterations = (state.iterations ?? []).map((iteration, index) => ({ index, steps: scopeProgress(entry.loop.steps, iteration.steps) }));
@@ -327,6 +360,7 @@ export function settleRunning(state: Pick<PipelineState, 'steps'>, status: StepS
       if (node.status === StepStatuses.running) {
         node.status = status;
         node.awaiting = null;
+        node.wait_mode = null;
       }
       for (const iteration of node.iterations ?? []) settle(iteration.steps);
       for (const item of node.items ?? []) {
@@ -510,11 +544,15 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
   };
 
   /**
-   * Sends `message` and, when `wait` is given, waits for the reply: one `converse` activity today
-   * on both engines (see the module comment for the seam this is).
+   * Sends `message` and, when `wait` is given, waits for the reply, as the engine does it (see the
+   * module comment for the seam this is): `options` hears when the message went out and how the
+   * step waits.
    */
-  const exchange = (message: Omit<ConverseInput, 'connection' | 'runKey' | 'awaitFromId' | 'deadline'>, wait?: { fromId: string; deadline: number }): Promise<ConverseResult> =>
-    acts.converse({ connection, runKey: hooks.runKey, ...message, ...(wait ? { awaitFromId: wait.fromId, deadline: wait.deadline } : {}) });
+  const exchange = (
+    message: Omit<ConverseInput, 'connection' | 'runKey' | 'awaitFromId' | 'deadline'>,
+    wait: { fromId: string; deadline: number } | undefined,
+    options: ExchangeOptions,
+  ): Promise<ConverseResult> => acts.converse({ connection, runKey: hooks.runKey, ...message, ...(wait ? { awaitFromId: wait.fromId, deadline: wait.deadline } : {}) }, options);
 
   /** Runs one conversation step: its message, its wait, and the re-asks of a typed reply. */
   const runStep = async (step: PipelineStep, node: NodeState, frame: Frame, seen: Record<string, unknown>): Promise<void> => {
@@ -540,10 +578,17 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
     const deadline = () => hooks.now() + parseDuration(step.timeout ?? DEFAULT_STEP_TIMEOUT)!;
     const fromId = step.awaitReply ? idOf(peer) : undefined;
     update(step, node, frame, { status: StepStatuses.running, key, from: step.from, to: peer, ...(step.awaitReply ? { awaiting: peer } : {}) });
-    let result = await exchange({ stepId: key, target, senderId, content: renderTemplate(step.content, seen) }, fromId ? { fromId, deadline: deadline() } : undefined);
+    const options: ExchangeOptions = {
+      sent: (threadId) => {
+        if (node.thread_id !== threadId) update(step, node, frame, { thread_id: threadId });
+      },
+      waiting: (kind) => update(step, node, frame, { wait_mode: kind }),
+      reconcileEveryMs: parseDuration(step.reconcileEvery ?? pipeline.reconcileEvery ?? DEFAULT_RECONCILE_EVERY)!,
+    };
+    let result = await exchange({ stepId: key, target, senderId, content: renderTemplate(step.content, seen) }, fromId ? { fromId, deadline: deadline() } : undefined, options);
     if (frame.keyPrefix !== '' && step.to !== undefined) frame.threads[step.id] ??= result.threadId;
     if (!step.reply || !result.reply) {
-      update(step, node, frame, { status: StepStatuses.completed, thread_id: result.threadId, reply: result.reply?.content ?? null, awaiting: null });
+      update(step, node, frame, { status: StepStatuses.completed, thread_id: result.threadId, reply: result.reply?.content ?? null, awaiting: null, wait_mode: null });
       return;
     }
     const { schema, attempts } = step.reply;
@@ -552,7 +597,7 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
       const text = result.reply!.content;
       const check = checkReply(text, schema);
       if (check.ok) {
-        update(step, node, frame, { status: StepStatuses.completed, thread_id: result.threadId, reply: text, value: check.value, awaiting: null });
+        update(step, node, frame, { status: StepStatuses.completed, thread_id: result.threadId, reply: text, value: check.value, awaiting: null, wait_mode: null });
         return;
       }
       misfits.push({ reply: text, problems: check.problems });
@@ -563,6 +608,7 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
       result = await exchange(
         { stepId: `${key}#${attempt + 1}`, target: { threadId: result.threadId }, senderId, content: reaskMessage(check.problems, schema, attempt + 1, attempts) },
         { fromId: fromId!, deadline: deadline() },
+        options,
       );
     }
   };
@@ -692,7 +738,15 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
     const { pipelines } = input;
     const result = await hooks.runChild({
       runId,
-      input: { connection, organization: input.organization, pipeline: child, ...(pipelines ? { pipelines } : {}), inputs: given, ...(input.historyEventLimit ? { historyEventLimit: input.historyEventLimit } : {}) },
+      input: {
+        connection,
+        organization: input.organization,
+        pipeline: child,
+        ...(pipelines ? { pipelines } : {}),
+        inputs: given,
+        ...(input.historyEventLimit ? { historyEventLimit: input.historyEventLimit } : {}),
+        ...(input.waitMode ? { waitMode: input.waitMode } : {}),
+      },
     });
     update(entry, node, frame, { status: StepStatuses.completed, reply: result.output, value: result.output });
   };
@@ -729,7 +783,7 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
       const cancelled = hooks.isCancellation?.(error) ?? false;
       if (node.status === StepStatuses.running || node.status === StepStatuses.pending || (cancelled && node.status !== StepStatuses.completed)) {
         const thread = node.thread_id ?? threadOfFailure(error) ?? null;
-        update(entry, node, frame, { status: cancelled ? StepStatuses.cancelled : StepStatuses.failed, awaiting: null, thread_id: thread, ...(cancelled ? {} : { error: errorOf(error) }) });
+        update(entry, node, frame, { status: cancelled ? StepStatuses.cancelled : StepStatuses.failed, awaiting: null, wait_mode: null, thread_id: thread, ...(cancelled ? {} : { error: errorOf(error) }) });
       }
       if (cancelled || onError !== 'continue') throw error;
       return 'done';

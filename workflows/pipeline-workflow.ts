@@ -2,12 +2,20 @@
  * The Temporal workflow of a pipeline run: the orchestration of `pipeline-orchestration.ts`
  * over activities known by type only.
  *
- * - One `converse` activity per step sends the message and waits for the reply: six history
- *   events per awaited reply, however long the wait (the activity long-polls the service and
- *   heartbeats its cursor; heartbeats add no events). A worker that dies mid-wait is noticed by
- *   the heartbeat timeout and the step resumes on another worker from its last cursor, without
- *   sending again (the message id is in the heartbeat, and the send carries an Idempotency-Key
- *   made from the workflow id and the step id).
+ * - Waiting by **push** (`pipeline-waits.ts`; runs started since `PIPELINE_PATCHES.waitsInWorkflow`,
+ *   when `waitsByPush`): a local activity (`sendStep`) sends the message and reads the thread once;
+ *   then the workflow waits — no activity, no slot, no connection — for the `message` signal of
+ *   `teamctl worker --events-listen`, reading the thread every `reconcileEvery` and at the
+ *   deadline. Eight history events per awaited reply (seven when the step waits on a thread it
+ *   already waited on).
+ * - Waiting by **poll** (runs recorded before, and `waitMode: poll` or no webhook): one `converse`
+ *   activity per step sends the message and waits for the reply: six history events per awaited
+ *   reply, however long the wait (the activity long-polls the service and heartbeats its cursor;
+ *   heartbeats add no events), but it holds an activity slot of the worker while it waits. A
+ *   worker that dies mid-wait is noticed by the heartbeat timeout and the step resumes on another
+ *   worker from its last cursor, without sending again (the message id is in the heartbeat, and
+ *   the send carries an Idempotency-Key made from the workflow id and the step id).
+ * - A step that awaits no reply sends with the local activity (runs started since the patch).
  * - Expressions (CEL) and typed replies (JSON Schema, ajv) are evaluated in the workflow itself:
  *   both libraries are pure, deterministic JavaScript that the workflow sandbox runs (ajv's
  *   generated validators included), so a `when`, an `until` or a reply check adds no history
@@ -28,10 +36,14 @@
  * must be guarded with `patched()` (Temporal's patching), and `test/workflows/replay.test.ts`
  * replays recorded pipeline histories to catch one that is not.
  */
-import { continueAsNew, defineQuery, executeChild, isCancellation, proxyActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
-import { initialState, orchestratePipeline, RunStatuses, settleRunning, StepStatuses, stepList } from './pipeline-orchestration.ts';
-import type { ConverseInput } from '../activities/conversation-activities.ts';
-import type { PipelineActivities, PipelineProgress, PipelineResult, PipelineRunInput, RunStatus } from './pipeline-orchestration.ts';
+import { continueAsNew, defineQuery, executeChild, isCancellation, patched, proxyActivities, proxyLocalActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
+import { initialState, orchestratePipeline, RunStatuses, settleRunning, StepStatuses, stepList, WaitKinds } from './pipeline-orchestration.ts';
+import type { ConversationActivities, ConverseInput, ResolvedTeam } from '../activities/conversation-activities.ts';
+import { DEFAULT_RECONCILE_EVERY, WaitModes } from '../definitions/pipeline-limits.ts';
+import type { WaitMode } from '../definitions/pipeline-limits.ts';
+import { parseDuration } from '../definitions/durations.ts';
+import type { ExchangeOptions, PipelineActivities, PipelineProgress, PipelineResult, PipelineRunInput, RunStatus } from './pipeline-orchestration.ts';
+import { PushWaits } from './pipeline-waits.ts';
 import { temporalRetryPolicy } from './retry-policy.ts';
 
 /** The `progress` query: each step's state, thread id and reply so far. */
@@ -51,6 +63,24 @@ export const CONVERSE_HEARTBEAT_TIMEOUT_MS = 20_000;
 const STEP_MARGIN_MS = 5 * 60_000;
 
 /**
+ * Patch ids (`patched()`): a run started by this code sends every step's message with a local
+ * activity and, in push mode, waits for replies in the workflow (`pipeline-waits.ts`); a run
+ * recorded before replays with one `converse` activity per step, as it ran.
+ */
+export const PIPELINE_PATCHES = { waitsInWorkflow: 'pipeline-waits-in-workflow' } as const;
+
+/**
+ * Whether a run on `team` waits by push: asked for (`push`) or allowed (`auto`, the organization
+ * has an enabled webhook for `message.created`), and the worker registered the search attribute
+ * the waits are listed in (without it the listener could not find the run, and the upsert would
+ * fail). Otherwise the run polls.
+ */
+export function waitsByPush(mode: WaitMode, team: ResolvedTeam): boolean {
+  if (mode === WaitModes.poll || team.waits?.registered !== true) return false;
+  return mode === WaitModes.push || team.waits.webhook;
+}
+
+/**
  * Runs a pipeline. Input: {@link PipelineRunInput} (secret references only). Output:
  * {@link PipelineResult}. Fails with the failing activity's `ApplicationFailure` (its `type` the
  * stable code, e.g. `timed_out` when no reply came in time, `keys_refused`); ends cancelled when
@@ -63,15 +93,46 @@ export async function pipelineWorkflow(input: PipelineRunInput): Promise<Pipelin
 
   const retry = temporalRetryPolicy();
   const lookup = proxyActivities<PipelineActivities>({ startToCloseTimeout: '1 minute', retry });
+  const waits = new PushWaits();
+  const inWorkflow = patched(PIPELINE_PATCHES.waitsInWorkflow);
+  // Sends and reconcile reads are short: local activities, one marker event each, no task queue round trip.
+  const local = proxyLocalActivities<ConversationActivities>({ startToCloseTimeout: '1 minute', retry });
+  const mode: WaitMode = input.waitMode ?? input.pipeline.waitMode ?? WaitModes.auto;
+  /** The long-poll activity: a step that sends and waits in one activity, holding its slot. */
+  const pollingConverse = (args: ConverseInput) => {
+    const wait = args.deadline === undefined ? 0 : Math.max(0, args.deadline - Date.now());
+    return proxyActivities<PipelineActivities>({
+      startToCloseTimeout: wait + STEP_MARGIN_MS,
+      heartbeatTimeout: CONVERSE_HEARTBEAT_TIMEOUT_MS,
+      retry,
+    }).converse(args);
+  };
   const acts: PipelineActivities = {
     resolveTeam: (args) => lookup.resolveTeam(args),
-    converse: (args: ConverseInput) => {
-      const wait = args.deadline === undefined ? 0 : Math.max(0, args.deadline - Date.now());
-      return proxyActivities<PipelineActivities>({
-        startToCloseTimeout: wait + STEP_MARGIN_MS,
-        heartbeatTimeout: CONVERSE_HEARTBEAT_TIMEOUT_MS,
-        retry,
-      }).converse(args);
+    converse: async (args: ConverseInput, options: ExchangeOptions = {}) => {
+      if (!inWorkflow) {
+        if (args.awaitFromId !== undefined) options.waiting?.(WaitKinds.poll);
+        return pollingConverse(args);
+      }
+      const push = args.awaitFromId !== undefined && state.team !== undefined && waitsByPush(mode, state.team);
+      if (args.awaitFromId !== undefined && !push) {
+        options.waiting?.(WaitKinds.poll);
+        return pollingConverse(args);
+      }
+      const sent = await local.sendStep(args);
+      options.sent?.(sent.threadId);
+      if (args.awaitFromId === undefined || sent.reply) return sent;
+      options.waiting?.(WaitKinds.push);
+      const fromId = args.awaitFromId;
+      const reply = await waits.wait({
+        threadId: sent.threadId,
+        sentId: sent.messageId,
+        fromId,
+        deadline: args.deadline ?? Date.now(),
+        reconcileEveryMs: options.reconcileEveryMs ?? parseDuration(DEFAULT_RECONCILE_EVERY)!,
+        read: () => local.readReply({ connection: args.connection, threadId: sent.threadId, after: sent.messageId, fromId }),
+      });
+      return { ...sent, reply };
     },
   };
   const limit = input.historyEventLimit ?? PIPELINE_HISTORY_EVENT_LIMIT;
@@ -82,8 +143,14 @@ export async function pipelineWorkflow(input: PipelineRunInput): Promise<Pipelin
       runKey: input.runKey ?? workflowInfo().workflowId,
       shouldPause: () => workflowInfo().historyLength >= limit || workflowInfo().continueAsNewSuggested,
       isCancellation,
-      sleep: (ms) => sleep(ms),
-      runChild: ({ runId, input: child }) => executeChild(pipelineWorkflow, { workflowId: runId, args: [child] }),
+      sleep: (ms) => {
+        waits.settle();
+        return sleep(ms);
+      },
+      runChild: ({ runId, input: child }) => {
+        waits.settle();
+        return executeChild(pipelineWorkflow, { workflowId: runId, args: [child] });
+      },
     });
   } catch (error) {
     const cancelled = isCancellation(error);

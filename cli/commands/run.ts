@@ -12,6 +12,8 @@ import type { TemporalTarget } from '../../engine/temporal-engine.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import { DEFAULT_TASK_QUEUE, loadTemporalSettings } from '../../temporal/settings.ts';
 import { reachablePipelines } from '../../definitions/pipeline-graph.ts';
+import { WaitModes } from '../../definitions/pipeline-limits.ts';
+import type { WaitMode } from '../../definitions/pipeline-limits.ts';
 import type { PipelineResult, PipelineRunInput, StepProgress } from '../../workflows/pipeline-orchestration.ts';
 import { entryLine, flattenTree, isFinished, locationLabel, renderTree } from '../run-tree.ts';
 import { resolveConnection } from '../context.ts';
@@ -107,9 +109,14 @@ export function registerRun(program: Command, io: CliIo, run: Runner): void {
       .addOption(new Option('--engine <engine>', 'where the run happens: in this process, or durably on Temporal').choices(Object.values(Engines)).default(Engines.local))
       .option('--task-queue <name>', 'Temporal task queue (engine temporal)', DEFAULT_TASK_QUEUE)
       .option('--detach', 'engine temporal: print the run id once started (and how a person answers the first step that waits for one), do not wait')
+      .addOption(
+        new Option('--wait-mode <mode>', "engine temporal: how waiting steps learn of replies (default: the pipeline's waitMode, else auto: push when the organization has an enabled webhook for message.created)").choices(
+          Object.values(WaitModes),
+        ),
+      )
       .option('--json', 'print {"run_id", "status", "output", "steps"} as JSON (steps: the tree of entries)'),
   ).action(
-    (name: string, opts: { file: string; input?: string[]; engine: keyof typeof Engines; taskQueue: string; detach?: boolean; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
+    (name: string, opts: { file: string; input?: string[]; engine: keyof typeof Engines; taskQueue: string; detach?: boolean; waitMode?: WaitMode; json?: boolean; baseUrl?: string; apiKeyEnv?: string[] }) =>
       run(async () => {
         const definition = await loadDesired(opts.file, io.env, false);
         const pipeline = findPipeline(definition.pipelines, name, opts.file);
@@ -117,7 +124,14 @@ export function registerRun(program: Command, io: CliIo, run: Runner): void {
         if (opts.detach && opts.engine !== Engines.temporal) throw new ToolkitError('invalid_usage', '--detach needs --engine temporal: a local run lives in this process');
         const connection = resolveConnection(opts, io.env);
         const pipelines = reachablePipelines(definition.pipelines, pipeline.name);
-        const input: PipelineRunInput = { connection, organization: definition.organization.name, pipeline, ...(Object.keys(pipelines).length ? { pipelines } : {}), inputs };
+        const input: PipelineRunInput = {
+          connection,
+          organization: definition.organization.name,
+          pipeline,
+          ...(Object.keys(pipelines).length ? { pipelines } : {}),
+          inputs,
+          ...(opts.waitMode ? { waitMode: opts.waitMode } : {}),
+        };
         let runId: string;
         let result: PipelineResult;
         if (opts.engine === Engines.temporal) {
@@ -162,6 +176,7 @@ export function registerRun(program: Command, io: CliIo, run: Runner): void {
         } else {
           runId = `local/${definition.organization.name}/${pipeline.name}/${randomUUID()}`;
           result = await runPipelineLocally({ ...input, runKey: runId }, createConversationActivities({ env: io.env }), {
+            streamWaits: { env: io.env },
             onProgress: ({ location, step }) => {
               if (!opts.json && isFinished(step.status)) io.stdout(`${locationLabel(location)}${entryLine(step)}`);
             },

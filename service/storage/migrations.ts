@@ -700,6 +700,110 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       `ALTER TABLE idempotency_keys ADD COLUMN committed boolean NOT NULL DEFAULT false`,
     ],
   },
+  {
+    // What teamctl needs to manage webhooks as code and to wait on them (issue 19, teamctl side):
+    //
+    // - A webhook may have a `name`, unique in its organization (a definition's webhooks are
+    //   matched to the live ones by it, as teams by theirs), and carries a `secret_fingerprint`: a
+    //   salted HMAC of its current secret, from which nobody can recover the secret but by which a
+    //   holder of a candidate secret can tell whether it is the webhook's (plan compares the
+    //   definition's secret with it). Webhooks created before have none stored: the service
+    //   computes one when it reads them.
+    // - A message records which message it answers (`answers_message_id`): the message of the
+    //   other participant that expected a reply (`expects_reply`), when this one is the first of
+    //   its sender since. `message.created` carries it, so a receiver can tell a reply a program
+    //   waits for from chatter without asking anything. The thread keeps the id of the message
+    //   whose answer it awaits beside `awaiting_reply_from`; the append reads both under the
+    //   thread's row lock, before it moves them.
+    id: '0017_webhook_names_and_answers',
+    statements: [
+      `ALTER TABLE webhooks ADD COLUMN name text`,
+      `ALTER TABLE webhooks ADD COLUMN secret_fingerprint text`,
+      `CREATE UNIQUE INDEX webhooks_org_name ON webhooks (org_id, name) WHERE name IS NOT NULL`,
+      `ALTER TABLE messages ADD COLUMN answers_message_id uuid`,
+      `ALTER TABLE threads ADD COLUMN awaited_message_id uuid`,
+      // Threads awaiting an answer now: the latest message that expects one set it.
+      `UPDATE threads th SET awaited_message_id = (
+         SELECT m.id FROM messages m WHERE m.thread_id = th.id AND m.expects_reply ORDER BY m.seq DESC LIMIT 1)
+        WHERE th.awaiting_reply_from IS NOT NULL`,
+      // As 0016's, plus: the thread's awaited message (read under its row lock) becomes the new
+      // message's answers_message_id when the thread awaited this sender; awaited_message_id moves
+      // with awaiting_reply_from.
+      `CREATE OR REPLACE FUNCTION acs_append_message(
+         p_id uuid, p_thread uuid, p_sender uuid, p_content text, p_attachments jsonb, p_reply_to uuid,
+         p_org uuid, p_key uuid, p_expects_reply boolean,
+         OUT outcome text, OUT message_seq integer, OUT message_sent_at timestamptz, OUT thread_org uuid)
+       LANGUAGE plpgsql AS $$
+       DECLARE
+         v_a uuid;
+         v_b uuid;
+         v_answers uuid;
+       BEGIN
+         IF p_key IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM org_keys k
+              WHERE k.id = p_key AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) THEN
+           outcome := 'invalid_api_key';
+           RETURN;
+         END IF;
+         -- The lock the update below takes anyway, taken first: what the thread awaited before this message.
+         SELECT CASE WHEN th.awaiting_reply_from = p_sender THEN th.awaited_message_id END INTO v_answers
+           FROM threads th WHERE th.id = p_thread FOR UPDATE;
+         UPDATE threads th
+            SET message_count = th.message_count + 1,
+                opener_unread = th.opener_unread + CASE WHEN th.opener_id = p_sender THEN 0 ELSE 1 END,
+                awaiting_reply_from = CASE
+                  WHEN p_expects_reply THEN CASE WHEN e.participant_a = p_sender THEN e.participant_b ELSE e.participant_a END
+                  WHEN th.awaiting_reply_from = p_sender THEN NULL
+                  ELSE th.awaiting_reply_from END,
+                awaited_message_id = CASE
+                  WHEN p_expects_reply THEN p_id
+                  WHEN th.awaiting_reply_from = p_sender THEN NULL
+                  ELSE th.awaited_message_id END
+           FROM edges e, teams t, organizations o
+          WHERE th.id = p_thread AND e.id = th.edge_id AND t.id = th.team_id AND o.id = t.org_id
+            AND (p_org IS NULL OR ((o.id = p_org OR o.provisioned_by = p_org) AND p_sender IN (e.participant_a, e.participant_b)))
+            AND (jsonb_array_length(p_attachments) = 0 OR NOT EXISTS (
+                  SELECT 1 FROM jsonb_array_elements_text(p_attachments) AS named(id)
+                   WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = named.id::uuid AND a.org_id = t.org_id)))
+         RETURNING th.message_count, t.org_id INTO message_seq, thread_org;
+         IF NOT FOUND THEN
+           SELECT t.org_id, e.participant_a, e.participant_b INTO thread_org, v_a, v_b
+             FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+             JOIN organizations o ON o.id = t.org_id
+            WHERE th.id = p_thread AND (p_org IS NULL OR o.id = p_org OR o.provisioned_by = p_org);
+           IF NOT FOUND THEN
+             outcome := 'not_found';
+           ELSIF p_org IS NOT NULL AND p_sender IS DISTINCT FROM v_a AND p_sender IS DISTINCT FROM v_b THEN
+             outcome := 'not_a_participant';
+           ELSE
+             outcome := 'unknown_reference';
+           END IF;
+           RETURN;
+         END IF;
+         INSERT INTO messages (id, thread_id, seq, sender_id, content, attachments, reply_to, expects_reply, answers_message_id)
+         VALUES (p_id, p_thread, message_seq, p_sender, p_content, p_attachments, p_reply_to, p_expects_reply, v_answers)
+         RETURNING sent_at INTO message_sent_at;
+         outcome := 'ok';
+       END $$`,
+      // As 0011's, plus answers_message_id.
+      `CREATE OR REPLACE FUNCTION acs_event_message_created() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         v record;
+       BEGIN
+         SELECT th.team_id, th.edge_id, t.org_id, e.participant_a, e.participant_b INTO v
+           FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+          WHERE th.id = NEW.thread_id;
+         IF NOT FOUND THEN RETURN NULL; END IF;
+         PERFORM acs_append_event(v.org_id, v.team_id, 'message.created', json_build_object(
+           'message_id', NEW.id, 'thread_id', NEW.thread_id, 'sender_id', NEW.sender_id, 'content', NEW.content,
+           'attachments', NEW.attachments, 'expects_reply', NEW.expects_reply, 'sent_at', acs_iso(NEW.sent_at),
+           'edge_id', v.edge_id, 'team_id', v.team_id,
+           'recipient_id', CASE WHEN v.participant_a = NEW.sender_id THEN v.participant_b ELSE v.participant_a END,
+           'answers_message_id', NEW.answers_message_id));
+         RETURN NULL;
+       END $$`,
+    ],
+  },
 ];
 
 /**

@@ -9,7 +9,8 @@ const EXAMPLE = fileURLToPath(new URL('../../examples/acme-research.yaml', impor
 
 /**
  * A validator for the generated schema. patternErrorMessage is an editor extension keyword; the
- * email format is checked loosely, as editors do (the Zod schema has the strict check).
+ * email and uri (a webhook's url) formats are checked loosely, as editors do (the Zod schema has
+ * the strict checks).
  */
 function validator() {
   // A pipeline input's value is a string, number or boolean: a union of types, which JSON Schema
@@ -17,6 +18,7 @@ function validator() {
   const ajv = new Ajv({ allErrors: true, allowUnionTypes: true });
   ajv.addKeyword('patternErrorMessage');
   ajv.addFormat('email', /^[^\s@]+@[^\s@]+$/);
+  ajv.addFormat('uri', /^[A-Za-z][A-Za-z0-9+.-]*:\S+$/);
   return ajv.compile(buildJsonSchema());
 }
 

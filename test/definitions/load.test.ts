@@ -295,7 +295,7 @@ describe('definitions: lifecycle keys', () => {
     );
     expect(definition.organization).toEqual({ name: 'acme', protect: true });
     expect(definition.teams[0]).toMatchObject({ name: 'front', renamedFrom: 'intake', protect: true, agents: [{ name: 'sorter', renamedFrom: 'triager', protect: false }], humans: [{ name: 'dana', protect: true }] });
-    expect(problemLines(yaml(...HEAD, '  renamedFrom: old'), 'x.yaml')).toEqual(['x.yaml:4:3: organization.renamedFrom: unknown key "renamedFrom" (expected one of name, protect, providerKeys)']);
+    expect(problemLines(yaml(...HEAD, '  renamedFrom: old'), 'x.yaml')).toEqual(['x.yaml:4:3: organization.renamedFrom: unknown key "renamedFrom" (expected one of name, protect, providerKeys, webhooks)']);
     expect(problemLines(yaml(...HEAD, 'teams:', '  - name: t', '    protect: yes please'), 'x.yaml')).toEqual([expect.stringMatching(/^x\.yaml:6:14: teams\[0\]\.protect: /)]);
   });
 

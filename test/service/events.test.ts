@@ -76,8 +76,8 @@ describe('the log', () => {
       expect(data('human.created')).toEqual(human);
       expect(data('edge.created')).toEqual(edge);
       expect(data('thread.opened')).toEqual({ ...thread, participants: [human.human_id, agent.agent_id] });
-      expect(data('message.created')).toEqual({ ...page.messages[0], edge_id: edge.edge_id, team_id: team.team_id, recipient_id: agent.agent_id });
-      expect(data('message.created', 1)).toEqual({ ...reply, edge_id: edge.edge_id, team_id: team.team_id, recipient_id: human.human_id });
+      expect(data('message.created')).toEqual({ ...page.messages[0], edge_id: edge.edge_id, team_id: team.team_id, recipient_id: agent.agent_id, answers_message_id: null });
+      expect(data('message.created', 1)).toEqual({ ...reply, edge_id: edge.edge_id, team_id: team.team_id, recipient_id: human.human_id, answers_message_id: null });
       expect(data('agent.updated')).toEqual(patchedAgent);
       expect(data('human.updated')).toEqual(patchedHuman);
       expect(data('team.updated')).toEqual(patchedTeam);
@@ -85,6 +85,28 @@ describe('the log', () => {
       expect(data('agent.deleted')).toEqual({ agent_id: agent.agent_id });
       expect(data('human.deleted')).toEqual({ human_id: human.human_id });
       expect(data('team.deleted')).toEqual({ team_id: team.team_id });
+    } finally {
+      await own.server.close();
+    }
+  });
+
+  it('events: message.created says which message it answers: the first message of the awaited participant after a message that expects a reply, and no other', async () => {
+    const own = await startHarness({ inMemory: true });
+    try {
+      const ids = await buildTeam(own);
+      const say = async (threadId: string, from: string, content: string, expects = false) =>
+        (await own.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: from, content, ...(expects ? { expects_reply: true } : {}) })).body.message_id as string;
+      const opened = (await own.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.agentId, content: 'approve?', expects_reply: true })).body;
+      const ask = (await own.call('GET', `/api/v1/threads/${opened.thread_id}`)).body.messages[0].message_id;
+      const nudge = await say(opened.thread_id, ids.agentId, 'still there?');
+      const answer = await say(opened.thread_id, ids.humanId, 'approve');
+      const chatter = await say(opened.thread_id, ids.humanId, 'and thanks');
+      const reask = await say(opened.thread_id, ids.agentId, 'sure? approve or reject', true);
+      const own2 = await say(opened.thread_id, ids.agentId, 'take your time');
+      const second = await say(opened.thread_id, ids.humanId, 'reject');
+      const log = await walk(own, 0, 50, '&types=message.created');
+      const answers = Object.fromEntries(log.map((e) => [e.data.message_id, e.data.answers_message_id]));
+      expect(answers).toEqual({ [ask]: null, [nudge]: null, [answer]: ask, [chatter]: null, [reask]: null, [own2]: null, [second]: reask });
     } finally {
       await own.server.close();
     }

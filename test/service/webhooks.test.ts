@@ -233,6 +233,63 @@ describe('webhooks', () => {
     expect((await h.call('GET', `/api/v1/webhooks/${id}`)).status).toBe(404);
   });
 
+  it('webhooks: a name is unique in the organization (409 conflict with existing_id at creation and rename), null when none is given', async () => {
+    const h = await harness();
+    const r = await receiver();
+    const unnamed = await create(h, { url: r.url, events: ['message.created'] });
+    expect(unnamed.body.name).toBeNull();
+    const named = await create(h, { name: 'ops-feed', url: r.url, events: ['message.created'], status: 'disabled' });
+    expect(named.status).toBe(201);
+    expect(named.body).toMatchObject({ name: 'ops-feed', status: 'disabled' });
+    const again = await create(h, { name: 'ops-feed', url: r.url, events: ['thread.opened'] });
+    expect(again.status).toBe(409);
+    expect(again.body).toMatchObject({ code: 'conflict', existing_id: named.body.webhook_id });
+    const renamed = await h.call('PATCH', `/api/v1/webhooks/${unnamed.body.webhook_id}`, { name: 'ops-feed' });
+    expect(renamed.status).toBe(409);
+    expect(renamed.body.existing_id).toBe(named.body.webhook_id);
+    const ok = await h.call('PATCH', `/api/v1/webhooks/${unnamed.body.webhook_id}`, { name: 'audit' });
+    expect(ok.body).toMatchObject({ name: 'audit', url: r.url });
+    // The same name in another organization is another webhook's business.
+    const other = await harness();
+    expect((await create(other, { name: 'ops-feed', url: r.url, events: ['message.created'] })).status).toBe(201);
+  });
+
+  it('webhooks: secret_fingerprint tells whether a candidate secret is the webhook\'s, without showing it, and follows a rotation', async () => {
+    const { fingerprintMatches } = await import('../../api/webhook-fingerprint.ts');
+    const h = await harness();
+    const r = await receiver();
+    const secret = `whsec_${Buffer.alloc(32, 7).toString('base64')}`;
+    const created = await create(h, { name: 'fp', url: r.url, events: ['message.created'], secret });
+    const read = (await h.call('GET', `/api/v1/webhooks/${created.body.webhook_id}`)).body;
+    expect(read.secret_fingerprint).toBe(created.body.secret_fingerprint);
+    expect(read.secret_fingerprint).toMatch(/^hmac-sha256:[A-Za-z0-9_-]{22}:[A-Za-z0-9_-]{43}$/);
+    expect(read.secret_fingerprint).not.toContain(secret.slice(6, 20));
+    expect(fingerprintMatches(read.secret_fingerprint, secret)).toBe(true);
+    expect(fingerprintMatches(read.secret_fingerprint, `whsec_${Buffer.alloc(32, 8).toString('base64')}`)).toBe(false);
+    const rotated = (await h.call('POST', `/api/v1/webhooks/${created.body.webhook_id}/rotate-secret`, { grace_seconds: 0 })).body;
+    const after = (await h.call('GET', `/api/v1/webhooks/${created.body.webhook_id}`)).body;
+    expect(fingerprintMatches(after.secret_fingerprint, rotated.secret)).toBe(true);
+    expect(fingerprintMatches(after.secret_fingerprint, secret)).toBe(false);
+    // Two webhooks with one secret do not show one fingerprint (a salt per secret).
+    const twin = await create(h, { url: r.url, events: ['message.created'], secret });
+    expect(twin.body.secret_fingerprint).not.toBe(created.body.secret_fingerprint);
+  });
+
+  it('webhooks: a webhook stored before fingerprints were (none in its row) gets one made from its secret when read', async () => {
+    const { fingerprintMatches } = await import('../../api/webhook-fingerprint.ts');
+    const { startHarnessWithDb } = await import('./helpers.ts');
+    const own = await startHarnessWithDb('legacy', { options: { inMemory: true, webhooks: { allowPrivate: true } } });
+    try {
+      const r = await receiver();
+      const created = await own.call('POST', `/api/v1/organizations/${own.orgId}/webhooks`, { url: r.url, events: ['message.created'] });
+      await own.db.query(`UPDATE webhooks SET secret_fingerprint = NULL WHERE id = $1`, [created.body.webhook_id]);
+      const read = (await own.call('GET', `/api/v1/webhooks/${created.body.webhook_id}`)).body;
+      expect(fingerprintMatches(read.secret_fingerprint, created.body.secret)).toBe(true);
+    } finally {
+      await own.server.close();
+    }
+  });
+
   it('webhooks: an organization holds at most 20 webhooks (409 webhook_limit)', async () => {
     const h = await harness();
     for (let i = 0; i < 20; i += 1) expect((await create(h, { url: `http://127.0.0.1:9/${i}`, events: ['team.*'] })).status).toBe(201);

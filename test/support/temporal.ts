@@ -75,12 +75,12 @@ export interface WorkerProcess {
 }
 
 /**
- * Spawns `teamctl worker --task-queue Q` (as a user runs it) with `env` added, and waits until it
+ * Spawns `teamctl worker --task-queue Q ARGS…` (as a user runs it) with `env` added, and waits until it
  * says it is polling (bundling the workflows takes a few seconds). Throws with its output when it
  * exits first.
  */
-export async function spawnWorker(taskQueue: string, env: Record<string, string>): Promise<WorkerProcess> {
-  const child = spawn(process.execPath, ['bin/teamctl.ts', 'worker', '--task-queue', taskQueue], {
+export async function spawnWorker(taskQueue: string, env: Record<string, string>, args: string[] = []): Promise<WorkerProcess> {
+  const child = spawn(process.execPath, ['bin/teamctl.ts', 'worker', '--task-queue', taskQueue, ...args], {
     cwd: repoRoot,
     env: { ...process.env, ...env },
     stdio: ['ignore', 'pipe', 'pipe'],

@@ -42,7 +42,7 @@ beforeAll(() => {
 });
 
 describe('replay', () => {
-  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after its patches), and pipelines completed, continued as new, answered by a human and cancelled', () => {
+  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after its patches), and pipelines completed, continued as new, answered by a human and cancelled, polling and waiting by push', () => {
     expect(files).toEqual([
       'apply-continue-as-new-batched.json',
       'apply-continue-as-new.json',
@@ -62,6 +62,12 @@ describe('replay', () => {
       'pipeline-continue-as-new.json',
       'pipeline-loop-3.json',
       'pipeline-map-5.json',
+      'pipeline-poll-patched.json',
+      'pipeline-push-approval.json',
+      'pipeline-push-cancelled.json',
+      'pipeline-push-reask.json',
+      'pipeline-push-reconciled.json',
+      'pipeline-push-timeout.json',
       'pipeline-sleep.json',
       'pipeline-sub-pipeline.json',
       'pipeline-triage.json',
@@ -113,6 +119,28 @@ describe('replay', () => {
     );
     expect(events('pipeline-sleep').filter((e) => e.timerStartedEventAttributes)).toHaveLength(1);
     expect(converse('pipeline-sleep')).toEqual(['after']);
+  });
+
+  it('replay: the waits that hold nothing were recorded doing what they say: a reply by signal, a re-ask by signal again, a reconcile read, a timeout, a cancellation; the polling run with the patch', () => {
+    const events = (name: string) => histories().find((h) => h.name === name)!.history.events!;
+    const activities = (name: string) => events(name).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : []));
+    const count = (name: string, has: (e: ReturnType<typeof events>[number]) => unknown) => events(name).filter((e) => has(e)).length;
+    const awaitingUpserts = (name: string) =>
+      count(name, (e) => Object.keys(e.upsertWorkflowSearchAttributesEventAttributes?.searchAttributes?.indexedFields ?? {}).includes('TeamctlAwaitingThreads'));
+    for (const name of ['pipeline-push-approval', 'pipeline-push-reask', 'pipeline-push-reconciled', 'pipeline-push-cancelled', 'pipeline-push-timeout']) {
+      expect(activities(name), name).toEqual(['resolveTeam']);
+      expect(awaitingUpserts(name), name).toBe(1);
+    }
+    expect(events('pipeline-push-approval').at(-1)!.workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(count('pipeline-push-approval', (e) => e.workflowExecutionSignaledEventAttributes)).toBe(1);
+    expect(events('pipeline-push-reask').at(-1)!.workflowExecutionCompletedEventAttributes).toBeTruthy();
+    expect(count('pipeline-push-reask', (e) => e.workflowExecutionSignaledEventAttributes)).toBe(2);
+    expect(count('pipeline-push-reconciled', (e) => e.workflowExecutionSignaledEventAttributes)).toBe(0);
+    expect(count('pipeline-push-reconciled', (e) => e.timerFiredEventAttributes)).toBeGreaterThan(0);
+    expect(events('pipeline-push-cancelled').at(-1)!.workflowExecutionCanceledEventAttributes).toBeTruthy();
+    expect(events('pipeline-push-timeout').at(-1)!.workflowExecutionFailedEventAttributes?.failure?.cause?.applicationFailureInfo?.type ?? events('pipeline-push-timeout').at(-1)!.workflowExecutionFailedEventAttributes?.failure?.applicationFailureInfo?.type).toBe('timed_out');
+    expect(activities('pipeline-poll-patched')).toEqual(['resolveTeam', 'converse']);
+    expect(count('pipeline-poll-patched', (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')).toBe(1);
   });
 
   it('replay: every recorded history replays against the current workflow code without a determinism error', async () => {

@@ -20,6 +20,8 @@ import { reaches, type Caller, type DomainDeps } from '../../domain/caller.ts';
 import { iso, isoOrNull, isUuid, newId } from '../../domain/ids.ts';
 import type { Queryable } from '../../storage/db.ts';
 import { headSeq } from '../log.ts';
+import { secretFingerprint } from '../../../api/webhook-fingerprint.ts';
+import type { SecretBox } from '../../domain/secret-box.ts';
 import { generateWebhookSecret } from './signing.ts';
 import { assertDeliverableUrl, type UrlPolicy } from './url-guard.ts';
 
@@ -57,6 +59,7 @@ export interface WebhookRuntime {
 interface WebhookRow {
   id: string;
   org_id: string;
+  name: string | null;
   url: string;
   events: string[];
   description: string;
@@ -65,19 +68,24 @@ interface WebhookRow {
   secret_sealed: string;
   previous_secret_sealed: string | null;
   previous_secret_expires_at: Date | null;
+  /** Null for webhooks created before fingerprints were stored (migration 0017): made when read. */
+  secret_fingerprint: string | null;
   cursor_seq: string;
   created_at: Date;
   updated_at: Date;
 }
 
-function toWebhook(row: WebhookRow): Webhook {
+/** A stored webhook as the API returns it; `secrets` opens the secret of one stored without a fingerprint. */
+function toWebhook(row: WebhookRow, secrets: SecretBox): Webhook {
   return {
     webhook_id: row.id,
     org_id: row.org_id,
+    name: row.name,
     url: row.url,
     events: row.events,
     description: row.description,
     status: row.status,
+    secret_fingerprint: row.secret_fingerprint ?? secretFingerprint(secrets.open(row.secret_sealed)),
     disabled_reason: row.disabled_reason,
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
@@ -119,6 +127,15 @@ export function toDelivery(row: DeliveryRow): WebhookDelivery {
   };
 }
 
+/**
+ * Refuses a name another webhook of the organization holds: 409 `conflict` with `existing_id`
+ * (as a team's name among the teams). Call it under the organization's row lock.
+ */
+async function assertNameFree(tx: Queryable, orgId: string, name: string, self?: string): Promise<void> {
+  const taken = await tx.query<{ id: string }>(`SELECT id FROM webhooks WHERE org_id = $1 AND name = $2 AND ($3::uuid IS NULL OR id <> $3::uuid)`, [orgId, name, self ?? null]);
+  if (taken[0]) throw new ServiceError('conflict', `a webhook named "${name}" already exists in this organization`, { extra: { existing_id: taken[0].id } });
+}
+
 /** The webhook `webhookId` if the caller reaches its organization. Errors: `not_found`. */
 async function findWebhook(db: Queryable, caller: Caller, webhookId: string, lock = false): Promise<WebhookRow> {
   if (!isUuid(webhookId)) throw new ServiceError('not_found', 'webhook not found');
@@ -134,15 +151,17 @@ async function findWebhook(db: Queryable, caller: Caller, webhookId: string, loc
  * `POST /organizations/{org_id}/webhooks` (contract §9): a webhook for `events` of the
  * organization, enabled, delivering the events written from now on. The secret is the one given
  * or a new one, returned here (and by rotation) only.
+ * `name` (unique in the organization) and `status` (default enabled) are additions.
  * Errors: `not_found` (organization), `webhook_url_refused` (400: not https, or not public; see
- * url-guard.ts), `webhook_limit` (409: 20 webhooks already).
+ * url-guard.ts), `webhook_limit` (409: 20 webhooks already), `conflict` (409, with `existing_id`:
+ * the name is taken).
  */
 export async function createWebhook(
   deps: DomainDeps,
   runtime: WebhookRuntime,
   caller: Caller,
   orgId: string,
-  input: { url: string; events: string[]; description?: string | undefined; secret?: string | undefined },
+  input: { name?: string | undefined; url: string; events: string[]; description?: string | undefined; status?: WebhookStatus | undefined; secret?: string | undefined },
 ): Promise<CreatedWebhook> {
   await assertOrganizationReachable(deps.db, caller, orgId);
   await assertDeliverableUrl(input.url, runtime.settings);
@@ -152,54 +171,72 @@ export async function createWebhook(
     const locked = await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [orgId]);
     if (locked.length === 0) throw new ServiceError('not_found', 'organization not found');
     const [{ n } = { n: 0 }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhooks WHERE org_id = $1`, [orgId]);
+    if (input.name !== undefined) await assertNameFree(tx, orgId, input.name);
     if (n >= maxWebhooksPerOrganization) {
       throw new ServiceError('webhook_limit', `an organization may have at most ${maxWebhooksPerOrganization} webhooks; delete one first`, {
         extra: { limit: maxWebhooksPerOrganization },
       });
     }
     const rows = await tx.query<WebhookRow>(
-      `INSERT INTO webhooks (id, org_id, url, events, description, secret_sealed, cursor_seq)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) RETURNING *`,
-      [newId(), orgId, input.url, [...new Set(input.events)], input.description ?? '', deps.secrets.seal(secret), await headSeq(tx, orgId)],
+      `INSERT INTO webhooks (id, org_id, name, url, events, description, status, secret_sealed, secret_fingerprint, cursor_seq)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+      [
+        newId(),
+        orgId,
+        input.name ?? null,
+        input.url,
+        [...new Set(input.events)],
+        input.description ?? '',
+        input.status ?? 'enabled',
+        deps.secrets.seal(secret),
+        secretFingerprint(secret),
+        await headSeq(tx, orgId),
+      ],
     );
     return rows[0]!;
   });
   runtime.changed(orgId);
-  return { ...toWebhook(row), secret };
+  return { ...toWebhook(row, deps.secrets), secret };
 }
 
 /** `GET /organizations/{org_id}/webhooks`: the organization's webhooks, oldest first, without secrets. Errors: `not_found`. */
 export async function listWebhooks(deps: DomainDeps, caller: Caller, orgId: string): Promise<Webhook[]> {
   await assertOrganizationReachable(deps.db, caller, orgId);
   const rows = await deps.db.query<WebhookRow>(`SELECT * FROM webhooks WHERE org_id = $1 ORDER BY created_at, id`, [orgId]);
-  return rows.map(toWebhook);
+  return rows.map((row) => toWebhook(row, deps.secrets));
 }
 
 /** `GET /webhooks/{webhook_id}`. Errors: `not_found`. */
 export async function getWebhook(deps: DomainDeps, caller: Caller, webhookId: string): Promise<Webhook> {
-  return toWebhook(await findWebhook(deps.db, caller, webhookId));
+  return toWebhook(await findWebhook(deps.db, caller, webhookId), deps.secrets);
 }
 
 /**
  * `PATCH /webhooks/{webhook_id}` (contract §9): `url` (checked as at creation), `events`,
- * `description`, `status`. Enabling a disabled webhook delivers the events written from then on:
- * what was written while it was disabled is skipped (its pending deliveries resume).
- * Errors: `not_found`, `webhook_url_refused`.
+ * `description`, `status`, `name` (an addition). Enabling a disabled webhook delivers the events
+ * written from then on: what was written while it was disabled is skipped (its pending deliveries
+ * resume). Errors: `not_found`, `webhook_url_refused`, `conflict` (with `existing_id`: the name is
+ * another webhook's).
  */
 export async function updateWebhook(
   deps: DomainDeps,
   runtime: WebhookRuntime,
   caller: Caller,
   webhookId: string,
-  patch: { url?: string | undefined; events?: string[] | undefined; description?: string | undefined; status?: WebhookStatus | undefined },
+  patch: { name?: string | undefined; url?: string | undefined; events?: string[] | undefined; description?: string | undefined; status?: WebhookStatus | undefined },
 ): Promise<Webhook> {
   if (patch.url !== undefined) await assertDeliverableUrl(patch.url, runtime.settings);
   const row = await deps.db.transaction(async (tx) => {
     const found = await findWebhook(tx, caller, webhookId, true);
+    if (patch.name !== undefined && patch.name !== found.name) {
+      // The organization's row lock serialises renames with creations (as the count of createWebhook).
+      await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [found.org_id]);
+      await assertNameFree(tx, found.org_id, patch.name, webhookId);
+    }
     const enabling = patch.status === 'enabled' && found.status === 'disabled';
     const rows = await tx.query<WebhookRow>(
       `UPDATE webhooks SET url = COALESCE($2, url), events = COALESCE($3, events), description = COALESCE($4, description),
-         status = COALESCE($5, status),
+         status = COALESCE($5, status), name = COALESCE($8, name),
          disabled_reason = CASE WHEN $5::text IS NULL THEN disabled_reason ELSE NULL END,
          cursor_seq = CASE WHEN $6 THEN $7 ELSE cursor_seq END,
          updated_at = now()
@@ -212,12 +249,13 @@ export async function updateWebhook(
         patch.status ?? null,
         enabling,
         enabling ? await headSeq(tx, found.org_id) : 0,
+        patch.name ?? null,
       ],
     );
     return rows[0]!;
   });
   runtime.changed(row.org_id);
-  return toWebhook(row);
+  return toWebhook(row, deps.secrets);
 }
 
 /** `DELETE /webhooks/{webhook_id}`: the webhook and its delivery log. Errors: `not_found`. */
@@ -249,9 +287,9 @@ export async function rotateWebhookSecret(
       `UPDATE webhooks SET
          previous_secret_sealed = CASE WHEN $3 > 0 THEN secret_sealed ELSE NULL END,
          previous_secret_expires_at = CASE WHEN $3 > 0 THEN now() + make_interval(secs => $3) ELSE NULL END,
-         secret_sealed = $2, updated_at = now()
+         secret_sealed = $2, secret_fingerprint = $4, updated_at = now()
        WHERE id = $1 RETURNING *`,
-      [webhookId, deps.secrets.seal(secret), grace],
+      [webhookId, deps.secrets.seal(secret), grace, secretFingerprint(secret)],
     );
     return rows[0]!;
   });

@@ -71,10 +71,11 @@ export const eventRouteDocs: Readonly<Record<string, RouteDoc>> = {
       description:
         'Delivers the events of `events` written from now on: a POST of the event JSON, signed per Standard Webhooks (`webhook-id` = the ' +
         'event id, `webhook-timestamp`, `webhook-signature`), retried after 5 s, 5 min, 30 min, 2 h, 5 h, 10 h and 10 h unless a 2xx comes ' +
-        'within 15 s (a longer `Retry-After` on 429/503 is honoured; 410 disables the webhook). At most 20 per organization (409 `webhook_limit`).',
+        'within 15 s (a longer `Retry-After` on 429/503 is honoured; 410 disables the webhook). At most 20 per organization (409 `webhook_limit`). ' +
+        'A `name`, when given, is unique in the organization (409 `conflict` with `existing_id`).',
       body: CreateWebhookBody,
       success: { status: 201, schema: CreatedWebhook, description: 'the webhook with its secret (shown only here and by rotation)' },
-      errors: ['webhook_url_refused', 'webhook_limit'],
+      errors: ['webhook_url_refused', 'webhook_limit', 'conflict'],
     },
     'GET /organizations/:org_id/webhooks': {
       operationId: 'listWebhooks',
@@ -84,11 +85,13 @@ export const eventRouteDocs: Readonly<Record<string, RouteDoc>> = {
     'GET /webhooks/:webhook_id': { operationId: 'getWebhook', summary: 'A webhook, without its secret', success: { status: 200, schema: Webhook, description: 'the webhook' } },
     'PATCH /webhooks/:webhook_id': {
       operationId: 'updateWebhook',
-      summary: "Change a webhook's URL, events, description or status",
-      description: 'A new `url` is checked as at creation. Enabled again after being disabled, it delivers the events written from then on.',
+      summary: "Change a webhook's name, URL, events, description or status",
+      description:
+        'A new `url` is checked as at creation; a new `name` must be free in the organization (409 `conflict` with `existing_id`). ' +
+        'Enabled again after being disabled, it delivers the events written from then on.',
       body: PatchWebhookBody,
       success: { status: 200, schema: Webhook, description: 'the webhook' },
-      errors: ['webhook_url_refused'],
+      errors: ['webhook_url_refused', 'conflict'],
     },
     'DELETE /webhooks/:webhook_id': {
       operationId: 'deleteWebhook',
