@@ -12,7 +12,7 @@
  * cores shared with the service the client's CPU is the service's too.
  */
 import { STATUS_CODES } from 'node:http';
-import { getGlobalDispatcher, type Dispatcher } from 'undici';
+import { Agent as UndiciAgent, Dispatcher, getGlobalDispatcher } from 'undici';
 import type { z } from 'zod';
 import type {
   Agent,
@@ -656,6 +656,22 @@ export function normalizeBaseUrl(url: string): string {
   return url.replace(/\/+$/, '').replace(/\/(?:api\/)?v1$/, '');
 }
 
+let ownAgent: UndiciAgent | undefined;
+
+/**
+ * undici's global dispatcher when it is this package's (it is unless something replaced it): the
+ * keep-alive pool every client shares, and the one tests swap. Node 22's own `fetch` installs its
+ * bundled undici 6 under the same global name when it runs before this package is loaded, and that
+ * dispatcher does not take the handler API used here (it fails with `UND_ERR_INVALID_ARG`): then
+ * a pool of this package's own, made once.
+ */
+function usableDispatcher(): Dispatcher {
+  const global = getGlobalDispatcher();
+  if (global instanceof Dispatcher) return global;
+  ownAgent ??= new UndiciAgent();
+  return ownAgent;
+}
+
 /**
  * Sends one request through undici's global dispatcher (its keep-alive pool) and collects the
  * whole answer, within `timeoutMs` from now or until `signal` aborts: the lowest level of undici,
@@ -700,7 +716,7 @@ function dispatch(
     let status = 0;
     let responseHeaders: Record<string, string | string[] | undefined> = {};
     const chunks: Buffer[] = [];
-    getGlobalDispatcher().dispatch(
+    usableDispatcher().dispatch(
       { origin, path, method, headers, body: body ?? null },
       {
         onRequestStart(started) {

@@ -43,6 +43,27 @@ async function failure(promise: Promise<unknown>): Promise<AcsApiError> {
 }
 
 describe('client transport', () => {
+  it("client: a global dispatcher of another undici (Node 22's fetch installs its own) is passed over for a pool of the client's own", async () => {
+    const { url } = await serve((_req, res) => json(res, 200, { organizations: [] }));
+    // What Node 22's fetch leaves under undici's global name: an object whose dispatch does not
+    // take this undici's handlers (there it throws UND_ERR_INVALID_ARG).
+    const name = Symbol.for('undici.globalDispatcher.1');
+    const previous = (globalThis as Record<symbol, unknown>)[name];
+    let foreignCalls = 0;
+    (globalThis as Record<symbol, unknown>)[name] = {
+      dispatch() {
+        foreignCalls++;
+        throw Object.assign(new Error('invalid onError method'), { code: 'UND_ERR_INVALID_ARG' });
+      },
+    };
+    try {
+      expect(await new AcsClient({ baseUrl: url, apiKey: 'k' }).listOrganizations()).toEqual([]);
+      expect(foreignCalls).toBe(0);
+    } finally {
+      (globalThis as Record<symbol, unknown>)[name] = previous;
+    }
+  });
+
   it('client: a request that gets no answer within its timeout fails as network_error naming the timeout', async () => {
     const { url } = await serve(() => {
       // Never answers.

@@ -110,7 +110,10 @@ describe('stream waits (local engine)', () => {
     });
     const byId = Object.fromEntries(result.steps.map((s) => [s.id, s.reply]));
     expect(byId).toEqual({ 'ask-a': 'answer to ask-a', 'ask-b': 'answer to ask-b', again: 'answer to again', summary: 'echo: Summarize answer to ask-a and answer to ask-b' });
-    expect(new Set(modes)).toEqual(new Set(['ask-a:stream', 'ask-b:stream', 'again:stream', 'summary:stream']));
+    // Dana answers only once a step says it waits; the echo agent may answer `summary` before its
+    // wait begins (the send's own read finds the reply, and nothing waits), else it waits on the stream too.
+    expect(new Set(modes.filter((m) => !m.startsWith('summary:')))).toEqual(new Set(['ask-a:stream', 'ask-b:stream', 'again:stream']));
+    expect(modes.filter((m) => m.startsWith('summary:') && m !== 'summary:stream')).toEqual([]);
     expect(recorded.requests.filter((r) => r.endsWith('/events/stream'))).toHaveLength(1);
     // Thread reads happen (each send's read), but none holds the request: no long poll.
     expect(recorded.requests.some((r) => r.startsWith('GET /api/v1/threads/'))).toBe(true);
