@@ -150,6 +150,8 @@ async function measureMode(mode: 'push' | 'poll', client: Client, runs: number, 
     tickMs: 1_000,
     logger: false,
     rateLimit: false,
+    // Every run's requests come from the worker's one address: no cap per client.
+    connectionLimits: { maxConnectionsPerClient: 0 },
     heldWaits: { perKey: runs + 1_000, perProcess: runs + 2_000 },
     webhooks: { allowPrivate: true, retrySchedule: [1000, 2000, 4000, 8000, 8000, 8000, 8000], pollMs: 200, concurrency: 32 },
   });
@@ -324,7 +326,7 @@ export function renderWaitModes(facts: { date: string; load: number[]; machine: 
   return [
     `## Waiting for people: push and poll side by side, ${n(push.runs)} waiting runs`,
     '',
-    `Measured ${facts.date} (code ${facts.revision}) on ${facts.machine}; load average ${facts.load.map((l) => n(l, 2)).join(' / ')} at the start. **Preliminary: the machine was shared with other work.** ` +
+    `Measured ${facts.date} (code ${facts.revision}) on ${facts.machine}; load average ${facts.load.map((l) => n(l, 2)).join(' / ')} at the start (everything below shares the machine's cores). ` +
       `acs-server (in memory, agent loop tick 1 s, rate limit off, held waits raised to ${n(push.runs + 1_000)} per key) runs in the bench process; the runs go to a child \`teamctl worker\`, which reaches acs-server through a counting proxy. ` +
       `Push: the organization's webhook points at the worker's \`--events-listen\`, the worker has 10 activity slots. Poll: no webhook, the worker has ${n(poll.activitySlots)} slots (with fewer, only that many runs could send their question).`,
     '',

@@ -311,7 +311,7 @@ function render(results: Figures[], costs: AppendCost[], postgres: string | unde
   const lines = [
     `Measured ${new Date().toISOString().slice(0, 10)} on ${cpuModel()}, ${os.availableParallelism()} cores, Node ${process.version}` +
       `${postgres ? `, PostgreSQL ${postgres}` : ' (no PostgreSQL: PGlite only)'}; load average at start ${n(load, 1)}. ` +
-      'The load generator (and its 1,000 stream parsers) shares the 2 cores with the server and the database: **preliminary figures on a shared machine**.',
+      'The load generator (and its 1,000 stream parsers) shares the 2 cores with the server and the database.',
     '',
     `| measurement | ${results.map((r) => (r.backend === 'pglite' ? 'PGlite (data dir)' : 'PostgreSQL')).join(' | ')} |`,
     `|---|${results.map(() => '---:').join('|')}|`,

@@ -288,7 +288,7 @@ and none may be there twice. CI runs a short form (\`--short\`: 90 s, 30 clients
 function renderReport(f: any): string {
   const n = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '–');
   const rows = [
-    `Measured ${f.date} on ${f.machine}; the machine was shared with other work (preliminary figures).`,
+    `Measured ${f.date} on ${f.machine}; the clients, both servers and PostgreSQL share the machine's cores.`,
     '',
     '| measurement | value |',
     '|---|---:|',
