@@ -178,6 +178,10 @@ for prefix in ("", "doomed-"):
         ids["thread"].append(post(f"/edges/{cora_edge}/threads", {"sender_agent_id": cora, "content": "hello"})["thread_id"])
         ids["console-agent"] = [agents[0]]
         ids["console-mcp-key"] = [post(f"/agents/{agents[0]}/mcp-keys", {})["key_id"] for _ in range(3)]
+        # Agents to create MCP keys for, with room: an agent holds at most 10 active keys (409
+        # `mcp_key_limit`), and had ada taken every create, the stateful phase's create → revoke
+        # links would start from a 409 and its revokes find nothing (missing test data).
+        ids["key-agent"] = [post(f"/teams/{team}/agents", {"name": f"kay{n}"})["agent_id"] for n in range(6)]
         sessions = {"ACS_SESSION": session(cora), "ACS_SIGN_OUT_SESSION": session(cora)}
     for name, values in ids.items():
         write(prefix + name, values)
