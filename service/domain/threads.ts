@@ -1,3 +1,4 @@
+import { setImmediate } from 'node:timers/promises';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Message, Thread, ThreadPage } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
@@ -5,7 +6,7 @@ import { assertAttachmentsInOrganization } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { getEdge } from './edges.ts';
 import { iso, isUuid, newId } from './ids.ts';
-import { threadTopic } from '../events/hub.ts';
+import { threadTopic, type Subscription } from '../events/hub.ts';
 
 // unread_count: messages from the other participant after the opener's read mark (contract §4),
 // kept as a counter by insertMessage. The MCP tools move read marks (domain/agent-inbox.ts) and
@@ -97,10 +98,15 @@ interface AppendOutcome {
   message_seq: number | null;
   message_sent_at: Date | null;
   thread_org: string | null;
+  thread_unread: number | null;
+  thread_awaiting: string | null;
 }
 
-/** A message just appended, with its thread's organization (whose event log got its `message.created`). */
-export type AppendedMessage = MessageRow & { org_id: string };
+/**
+ * A message just appended, with its thread's organization (whose event log got its
+ * `message.created`) and the thread's counters as the append left them (migration 0018).
+ */
+export type AppendedMessage = MessageRow & { org_id: string; thread_unread: number; thread_awaiting: string | null };
 
 /**
  * Who an append is checked for: the caller's organization reaches the thread and, when `keyId`
@@ -164,6 +170,8 @@ async function runAppend(
         expects_reply: options.expectsReply ?? false,
         sent_at: result.message_sent_at!,
         org_id: result.thread_org!,
+        thread_unread: result.thread_unread!,
+        thread_awaiting: result.thread_awaiting,
       };
     case 'invalid_api_key':
       throw new ServiceError('invalid_api_key', 'the API key is not valid');
@@ -239,6 +247,17 @@ export async function listThreads(deps: DomainDeps, caller: Caller, edgeId: stri
 }
 
 /**
+ * Announces an append through the API (events/hub.ts): its `message.created` event, and first a
+ * hint to this process's long polls of the thread, which may answer with the message at once
+ * (getThreadPage). When one was woken, this yields a turn of the event loop before the append
+ * answers, so that the waiting reader is answered first: the wake does not wait behind the
+ * append's own response (issue 19).
+ */
+async function announceAppend(deps: DomainDeps, row: AppendedMessage): Promise<void> {
+  if (deps.events.announce(row.org_id, [{ topic: threadTopic(row.thread_id), detail: row }])) await setImmediate();
+}
+
+/**
  * Appends a message to a thread (contract §5 POST /threads/{id}/messages) and announces its
  * `message.created` event, which wakes the thread's long polls. One statement, one round trip: access, participant, attachment and key checks and the insert
  * run together in `acs_append_message`, which also re-checks the caller's key, so a key revoked by
@@ -253,7 +272,7 @@ export async function appendMessage(
   input: { sender_agent_id: string; content: string; attachments?: string[] | undefined; expects_reply?: boolean | undefined },
 ): Promise<Message> {
   const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments, expectsReply: input.expects_reply }, caller);
-  deps.events.announce(row.org_id);
+  await announceAppend(deps, row);
   return toMessage(row);
 }
 
@@ -273,7 +292,7 @@ export async function appendMessageAsParticipant(
 ): Promise<Message> {
   const checks: AppendChecks = { orgId, keyId: null };
   const row = await runAppend(deps.db, threadId, input.sender_agent_id, input.content, { attachments: input.attachments, expectsReply: input.expects_reply }, checks);
-  deps.events.announce(row.org_id);
+  await announceAppend(deps, row);
   return toMessage(row);
 }
 
@@ -290,6 +309,8 @@ interface ReadPage {
   orgId: string;
   /** Where the organization's log stood when the thread row was read. */
   logHead: number;
+  /** The per-thread seq of the message named by `after`, null without `after`. */
+  cursorSeq: number | null;
 }
 
 // A page in one statement, so one round trip (a woken long poll answers after it): the thread
@@ -341,22 +362,25 @@ async function readPage(db: Queryable, caller: Caller, threadId: string, request
     },
     orgId: thread.org_id!,
     logHead: Number(thread.log_head ?? 0),
+    cursorSeq: thread.cursor_seq,
   };
 }
 
 // Long polls of one thread woken by the same event and asking for the same page share one read
 // (per storage, since tests run several servers in one process): 2,000 polls of a thread cost one
 // query per append, not 2,000. A read may be shared only by polls woken no later than it started,
-// so none of them gets a page read before the event that woke it (`seq`).
-const sharedReads = new WeakMap<object, Map<string, { seq: number; read: Promise<ReadPage> }>>();
+// so none of them gets a page read before the change that woke it: wakes (events and hints) are
+// numbered in the order they happen, and a read carries the number of the last wake before it.
+const sharedReads = new WeakMap<object, Map<string, { wake: number; read: Promise<ReadPage> }>>();
+let wakes = 0;
 
 function readShared(deps: DomainDeps, caller: Caller, threadId: string, request: PageRequest, wokenBy: number): Promise<ReadPage> {
   let reads = sharedReads.get(deps.db);
   if (!reads) sharedReads.set(deps.db, (reads = new Map()));
   const key = `${caller.orgId} ${threadId} ${request.after ?? ''} ${request.limit}`;
   const running = reads.get(key);
-  if (running && running.seq >= wokenBy) return running.read;
-  const entry = { seq: wokenBy, read: readPage(deps.db, caller, threadId, request) };
+  if (running && running.wake >= wokenBy) return running.read;
+  const entry = { wake: wakes, read: readPage(deps.db, caller, threadId, request) };
   reads.set(key, entry);
   const forget = () => {
     if (reads.get(key) === entry) reads.delete(key);
@@ -382,11 +406,39 @@ export async function getThreadPage(deps: DomainDeps, caller: Caller, threadId: 
   const deadline = Date.now() + request.wait * 1000;
   let wokenBy = 0;
   let wake: () => void = () => {};
-  const subscription = await deps.events.subscribe(first.orgId, threadTopic(threadId), (events) => {
-    if (!events.some((event) => event.type === 'message.created')) return;
-    wokenBy = Math.max(wokenBy, events.at(-1)!.seq);
+  // The page an append through this process left (the hint's message is the next after the
+  // cursor): it is what a read right after that append's commit returns, so it is answered as is.
+  let appended: ThreadPage | undefined;
+  const woken = () => {
+    wokenBy = ++wakes;
     wake();
+  };
+  // An append through this process hints before its event is numbered, with the message and the
+  // thread's counters; appends through other processes wake the poll by their events.
+  const stopHints = deps.events.onHint(first.orgId, threadTopic(threadId), (detail) => {
+    const message = detail as AppendedMessage | undefined;
+    if (!appended && message && first.cursorSeq !== null && message.seq === first.cursorSeq + 1 && request.limit >= 1) {
+      appended = {
+        ...first.page,
+        message_count: message.seq,
+        unread_count: message.thread_unread,
+        awaiting_reply_from: message.thread_awaiting,
+        messages: [toMessage(message)],
+        has_more: false,
+        next_after: message.id,
+      };
+    }
+    woken();
   });
+  let subscription: Subscription;
+  try {
+    subscription = await deps.events.subscribe(first.orgId, threadTopic(threadId), (events) => {
+      if (events.some((event) => event.type === 'message.created')) woken();
+    });
+  } catch (error) {
+    stopHints();
+    throw error;
+  }
   try {
     // Events up to the subscription's head were committed before it; if the log moved since the
     // first read, one of them may be this thread's: read again rather than wait for nothing.
@@ -395,6 +447,7 @@ export async function getThreadPage(deps: DomainDeps, caller: Caller, threadId: 
       if (again.page.messages.length > 0) return again.page;
     }
     for (;;) {
+      if (appended) return appended;
       const remaining = deadline - Date.now();
       if (wokenBy === 0) {
         if (remaining <= 0 || signal?.aborted) return (await readPage(deps.db, caller, threadId, request)).page;
@@ -418,6 +471,7 @@ export async function getThreadPage(deps: DomainDeps, caller: Caller, threadId: 
       if (page.messages.length > 0) return page;
     }
   } finally {
+    stopHints();
     subscription.unsubscribe();
   }
 }

@@ -21,6 +21,13 @@ import { eventColumns, headSeq, toEvent, type EventRow, type StoredEvent } from 
 /** Events numbered per statement of the sequencer; a burst takes more statements. */
 const sequenceBatch = 500;
 
+/** A change this process committed under a topic, told to its {@link EventHub.onHint} listeners. */
+export interface Hint {
+  topic: string;
+  /** What the writer knows of the change (the topic's owner defines it), e.g. the appended message. */
+  detail?: unknown;
+}
+
 /** Receives, in seq order, the events of one organization that match a subscription's topic. */
 export type EventListener = (events: readonly StoredEvent[]) => void;
 
@@ -66,6 +73,8 @@ export interface HubStats {
   sequencings: number;
   /** Events handed out (once per event, however many subscribers got it). */
   events: number;
+  /** Hint listeners registered now ({@link EventHub.onHint}). */
+  hintListeners: number;
 }
 
 /** The reader of the event log of one process. */
@@ -74,8 +83,21 @@ export interface EventHub {
    * Announces that `orgId`'s log grew: call it after the commit. Numbers the new events (the
    * sequencer), hands them to this process's subscribers, tells the other processes, and calls
    * the {@link onSequenced} listeners. Returns at once; the work runs in the background.
+   * `hints` (changes under topics such as {@link threadTopic}, with what their writer knows of
+   * them) go to this process's {@link onHint} listeners first, synchronously; when one had a
+   * listener, the numbering starts two turns of the event loop later (`setImmediate`), after the
+   * woken waiters and the writer's own answer are on their way, and `true` is returned.
    */
-  announce(orgId: string): void;
+  announce(orgId: string, hints?: readonly Hint[]): boolean;
+  /**
+   * Calls `listener` with the `detail` of each hint under `topic` of `orgId` that this process
+   * announces ({@link announce}), synchronously, before the change's events are numbered:
+   * a hint that lets a waiter of this process read at once instead of after the sequencer's round
+   * trip. Hints are not events: they come only from this process, carry what their writer chose
+   * (the topic's owner knows its shape) and no seq; a waiter that finds nothing new after one keeps
+   * waiting for the events. Returns the unsubscribe.
+   */
+  onHint(orgId: string, topic: string, listener: (detail: unknown) => void): () => void;
   /**
    * Numbers every event of `orgId` committed before this call (joining or following a numbering
    * under way) and resolves then: a read of the log after it sees the caller's own writes.
@@ -135,8 +157,9 @@ export function createEventHub(options: EventHubOptions): EventHub {
   const log = options.log ?? (() => {});
   const orgs = new Map<string, OrgState>();
   const sequencedListeners = new Set<(orgId: string, events: readonly StoredEvent[]) => void>();
+  const hints = new Map<string, Set<(detail: unknown) => void>>();
   const sequencing = new Map<string, { again: boolean; next: Array<(error?: unknown) => void> }>();
-  const stats: HubStats = { reads: 0, sequencings: 0, events: 0 };
+  const stats = { reads: 0, sequencings: 0, events: 0 };
   let closed = false;
 
   const poll = setInterval(() => void pollFollowed(), options.pollMs ?? 5_000);
@@ -333,8 +356,37 @@ export function createEventHub(options: EventHubOptions): EventHub {
   }
 
   return {
-    announce(orgId) {
-      if (!closed) sequence(orgId);
+    announce(orgId, told) {
+      if (closed) return false;
+      let hinted = false;
+      for (const hint of told ?? []) {
+        for (const listener of hints.get(`${orgId} ${hint.topic}`) ?? []) {
+          hinted = true;
+          try {
+            listener(hint.detail);
+          } catch (error) {
+            log('events: a hint listener failed', error);
+          }
+        }
+      }
+      if (!hinted) {
+        sequence(orgId);
+        return false;
+      }
+      // On a database with one connection (PGlite) the numbering runs in this thread: it waits
+      // until the waiters the hint woke and the writer (which yields one turn) have answered.
+      setImmediate(() => setImmediate(() => !closed && sequence(orgId)));
+      return true;
+    },
+    onHint(orgId, topic, listener) {
+      const key = `${orgId} ${topic}`;
+      let set = hints.get(key);
+      if (!set) hints.set(key, (set = new Set()));
+      set.add(listener);
+      return () => {
+        set.delete(listener);
+        if (set.size === 0 && hints.get(key) === set) hints.delete(key);
+      };
     },
     settle(orgId) {
       if (closed) return Promise.reject(new Error('the event hub is closed'));
@@ -371,7 +423,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
       sequencedListeners.add(listener);
       return () => sequencedListeners.delete(listener);
     },
-    stats: () => ({ ...stats }),
+    stats: () => ({ ...stats, hintListeners: [...hints.values()].reduce((n, set) => n + set.size, 0) }),
     async close() {
       closed = true;
       clearInterval(poll);
@@ -381,6 +433,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
         if (state.retry) clearTimeout(state.retry);
       }
       orgs.clear();
+      hints.clear();
       sequencedListeners.clear();
     },
   };

@@ -804,6 +804,74 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
        END $$`,
     ],
   },
+  {
+    // The append returns the thread's counters as its own update left them (its unread count and
+    // whom it awaits), so that a long poll of the thread in the appending process can answer with
+    // the new message at once, as a read right after the commit would (domain/threads.ts,
+    // getThreadPage), instead of reading the page again. Otherwise as 0017's.
+    id: '0018_append_returns_thread',
+    statements: [
+      `DROP FUNCTION acs_append_message(uuid, uuid, uuid, text, jsonb, uuid, uuid, uuid, boolean)`,
+      `CREATE FUNCTION acs_append_message(
+         p_id uuid, p_thread uuid, p_sender uuid, p_content text, p_attachments jsonb, p_reply_to uuid,
+         p_org uuid, p_key uuid, p_expects_reply boolean,
+         OUT outcome text, OUT message_seq integer, OUT message_sent_at timestamptz, OUT thread_org uuid,
+         OUT thread_unread integer, OUT thread_awaiting uuid)
+       LANGUAGE plpgsql AS $$
+       DECLARE
+         v_a uuid;
+         v_b uuid;
+         v_answers uuid;
+       BEGIN
+         IF p_key IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM org_keys k
+              WHERE k.id = p_key AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) THEN
+           outcome := 'invalid_api_key';
+           RETURN;
+         END IF;
+         -- The lock the update below takes anyway, taken first: what the thread awaited before this message.
+         SELECT CASE WHEN th.awaiting_reply_from = p_sender THEN th.awaited_message_id END INTO v_answers
+           FROM threads th WHERE th.id = p_thread FOR UPDATE;
+         UPDATE threads th
+            SET message_count = th.message_count + 1,
+                opener_unread = th.opener_unread + CASE WHEN th.opener_id = p_sender THEN 0 ELSE 1 END,
+                awaiting_reply_from = CASE
+                  WHEN p_expects_reply THEN CASE WHEN e.participant_a = p_sender THEN e.participant_b ELSE e.participant_a END
+                  WHEN th.awaiting_reply_from = p_sender THEN NULL
+                  ELSE th.awaiting_reply_from END,
+                awaited_message_id = CASE
+                  WHEN p_expects_reply THEN p_id
+                  WHEN th.awaiting_reply_from = p_sender THEN NULL
+                  ELSE th.awaited_message_id END
+           FROM edges e, teams t, organizations o
+          WHERE th.id = p_thread AND e.id = th.edge_id AND t.id = th.team_id AND o.id = t.org_id
+            AND (p_org IS NULL OR ((o.id = p_org OR o.provisioned_by = p_org) AND p_sender IN (e.participant_a, e.participant_b)))
+            AND (jsonb_array_length(p_attachments) = 0 OR NOT EXISTS (
+                  SELECT 1 FROM jsonb_array_elements_text(p_attachments) AS named(id)
+                   WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = named.id::uuid AND a.org_id = t.org_id)))
+         RETURNING th.message_count, t.org_id, th.opener_unread, th.awaiting_reply_from
+           INTO message_seq, thread_org, thread_unread, thread_awaiting;
+         IF NOT FOUND THEN
+           SELECT t.org_id, e.participant_a, e.participant_b INTO thread_org, v_a, v_b
+             FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+             JOIN organizations o ON o.id = t.org_id
+            WHERE th.id = p_thread AND (p_org IS NULL OR o.id = p_org OR o.provisioned_by = p_org);
+           IF NOT FOUND THEN
+             outcome := 'not_found';
+           ELSIF p_org IS NOT NULL AND p_sender IS DISTINCT FROM v_a AND p_sender IS DISTINCT FROM v_b THEN
+             outcome := 'not_a_participant';
+           ELSE
+             outcome := 'unknown_reference';
+           END IF;
+           RETURN;
+         END IF;
+         INSERT INTO messages (id, thread_id, seq, sender_id, content, attachments, reply_to, expects_reply, answers_message_id)
+         VALUES (p_id, p_thread, message_seq, p_sender, p_content, p_attachments, p_reply_to, p_expects_reply, v_answers)
+         RETURNING sent_at INTO message_sent_at;
+         outcome := 'ok';
+       END $$`,
+    ],
+  },
 ];
 
 /**
