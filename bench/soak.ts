@@ -6,7 +6,8 @@
  * and `kill -9` of one process every two minutes (restarted at once on its port, while the clients
  * fail over to the other, as behind a load balancer). At the end it checks, against the
  * database, that no acknowledged write is missing and none is there twice, and reports the
- * latency of an unrelated GET under that load and each process's memory.
+ * latency of an unrelated GET under that load (sent from a process of its own, so that its figure
+ * is the service's and not the load generator's event loop) and each process's memory.
  *
  *   bash scripts/with-postgres.sh --install -- npm run soak                 # the full run, figures into docs/performance.md
  *   bash scripts/with-postgres.sh --install -- npm run soak -- --short      # CI: 90 s, 30 clients, a kill every 30 s
@@ -27,7 +28,9 @@ import { parseArgs } from 'node:util';
 import { adminQuery, cpuModel, writeMarkedSection } from './host.ts';
 import { startFleet, type Fleet } from './soak/fleet.ts';
 import { loopbackAddress, sleep, SoakClient, type SoakReply } from './soak/http.ts';
-import { conversation, hostile, Ledger, mcpAgent, probe, reader, slowClient, writer, type Tenant } from './soak/traffic.ts';
+import { fork } from 'node:child_process';
+import type { ProbeResult, ProbeStart } from './soak/probe-process.ts';
+import { conversation, hostile, Ledger, mcpAgent, reader, slowClient, writer, type Tenant } from './soak/traffic.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -55,6 +58,25 @@ const log = (line: string) => process.stderr.write(`soak: ${line}\n`);
 function must(reply: SoakReply, status: number, what: string): any {
   if (reply.status !== status) throw new Error(`soak setup: ${what}: expected ${status}, got ${reply.failure ?? reply.status} ${JSON.stringify(reply.body)}`);
   return reply.body;
+}
+
+/**
+ * Runs the unrelated GET in a child process (soak/probe-process.ts) until `stop` aborts, then adds
+ * its samples to `samples` and its answers to `ledger`. Errors: rejects when the child exits
+ * without its result.
+ */
+function probeInItsOwnProcess(urls: readonly string[], sourceAddress: string, tenant: Tenant, samples: ProbeResult['samples'], ledger: Ledger, stop: AbortSignal): Promise<void> {
+  const child = fork(join(import.meta.dirname, 'soak', 'probe-process.ts'), [], { stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  return new Promise((resolve, reject) => {
+    child.once('message', (result: ProbeResult) => {
+      samples.push(...result.samples);
+      for (const [key, count] of result.outcomes) ledger.outcomes.set(key, (ledger.outcomes.get(key) ?? 0) + count);
+      resolve();
+    });
+    child.once('exit', (code) => reject(new Error(`the probe process exited with ${code} before its result`)));
+    child.send({ urls: [...urls], sourceAddress, tenant } satisfies ProbeStart);
+    stop.addEventListener('abort', () => child.send('stop'), { once: true });
+  });
 }
 
 /** One organization with its own key, a team, two participants on an edge and a thread; an MCP key when the peer is an agent. */
@@ -151,7 +173,7 @@ async function main(): Promise<number> {
       else loops.push(reader(client(tenant.index, tenant.apiKey), tenant, ledger, stop.signal));
     }
     const runStarted = Date.now();
-    loops.push(probe(client(0, probeTenant.apiKey, 20), probeTenant, samples, ledger, stop.signal));
+    loops.push(probeInItsOwnProcess(urls(), loopbackAddress(0, 20), probeTenant, samples, ledger, stop.signal));
     loops.push(slowClient(urls, loopbackAddress(0, 21), ledger, stop.signal));
     loops.push(hostile(client(0, hostileTenant.apiKey, 22, 400), client(0, undefined, 22, 400), hostileTenant, ledger, stop.signal));
 

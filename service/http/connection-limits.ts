@@ -76,26 +76,43 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
 /**
  * Caps the connections one client address may hold open on `server` at `max` (0: no cap). A
  * connection over the cap is answered 429 `rate_limited` (problem+json, `Retry-After: 1`) and
- * closed at once, before any request of it is read.
+ * closed, before any request of it is read. The answer is held `holdMs` (default 1 s) first, for
+ * up to `max` such connections of an address at a time (past those, it is sent at once): a client
+ * that reconnects as soon as it is refused would otherwise make the server accept, answer and
+ * close connections as fast as it can open them.
  */
-export function limitConnectionsPerClient(server: Server, max: number): void {
+export function limitConnectionsPerClient(server: Server, max: number, holdMs = 1_000): void {
   if (max <= 0) return;
   const open = new Map<string, number>();
+  const held = new Map<string, number>();
+  const count = (map: Map<string, number>, address: string, by: number) => {
+    const value = (map.get(address) ?? 0) + by;
+    if (value <= 0) map.delete(address);
+    else map.set(address, value);
+  };
   server.on('connection', (socket: Socket) => {
     const address = socket.remoteAddress ?? 'unknown';
-    const count = (open.get(address) ?? 0) + 1;
-    if (count > max) {
+    if ((open.get(address) ?? 0) >= max) {
       // Nothing of it is read: no request of it may run while its answer cannot be sent.
       socket.pause();
-      socket.end(rawProblem('rate_limited', `more than ${max} connections open at once from this address; close some or reuse them`, { 'Retry-After': '1' }));
-      socket.destroySoon();
+      const refuse = () => {
+        if (socket.destroyed) return;
+        socket.end(rawProblem('rate_limited', `more than ${max} connections open at once from this address; close some or reuse them`, { 'Retry-After': '1' }));
+        socket.destroySoon();
+      };
+      if (holdMs <= 0 || (held.get(address) ?? 0) >= max) {
+        refuse();
+        return;
+      }
+      count(held, address, 1);
+      const timer = setTimeout(refuse, holdMs);
+      socket.once('close', () => {
+        clearTimeout(timer);
+        count(held, address, -1);
+      });
       return;
     }
-    open.set(address, count);
-    socket.once('close', () => {
-      const left = (open.get(address) ?? 1) - 1;
-      if (left === 0) open.delete(address);
-      else open.set(address, left);
-    });
+    count(open, address, 1);
+    socket.once('close', () => count(open, address, -1));
   });
 }

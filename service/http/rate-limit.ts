@@ -8,11 +8,23 @@ import { hashKey, orgKeyPrefix } from '../domain/key-secrets.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { RateLimitStore } from '../storage/rate-limit-store.ts';
 
-/** Rate limit settings (contract §2): at most `max` requests per `windowMs` milliseconds. */
+/**
+ * Rate limit settings (contract §2): at most `max` requests per `windowMs` milliseconds.
+ * `repeatDelayMs` (default {@link defaultRepeatDelayMs}): how long a bucket's second and later
+ * refusals of one window are held before they are answered (see {@link installRateLimit}).
+ */
 export interface RateLimitOptions {
   max: number;
   windowMs: number;
+  repeatDelayMs?: number;
 }
+
+/**
+ * How long a refusal is held when its bucket was refused already in the same window: a client
+ * that honours `Retry-After` is refused once per window and never waits for this; one that keeps
+ * sending is slowed to a request per second per connection.
+ */
+export const defaultRepeatDelayMs = 1_000;
 
 /** The contract's default: 1,200 requests a minute per API key. */
 export const defaultRateLimit: RateLimitOptions = { max: 1200, windowMs: 60_000 };
@@ -103,13 +115,19 @@ function rateLimited(options: RateLimitOptions, resetInMs: number, cost = 1): Se
  * shared by every process of a deployment: storage/rate-limit-store.ts), run before any
  * authentication so that requests with no or a bad key are limited too, by client address. Every
  * response carries `RateLimit-Limit`, `RateLimit-Remaining` and `RateLimit-Reset` (seconds until
- * the window resets); over the limit: 429 `rate_limited` with `Retry-After` (seconds). When the
+ * the window resets); over the limit: 429 `rate_limited` with `Retry-After` (seconds). A bucket's
+ * first refusal in a window is answered at once; later ones of the same window are held
+ * `repeatDelayMs` (at most until the window ends) before their 429, whose `Retry-After` then
+ * counts from the answer: a client that keeps sending regardless cannot take the cores from
+ * everyone else (issue 21, the soak's hostile client). When the
  * store fails, requests pass (the routes answer storage trouble themselves).
  * Call it before any other hook and route. Output: the {@link RateLimiter} of routes that charge more.
  */
 export async function installRateLimit(app: FastifyInstance, db: Queryable, options: RateLimitOptions, store: RateLimitStore): Promise<RateLimiter> {
   const resolveBucket = createBucketResolver(db);
   const buckets = new WeakMap<FastifyRequest, string>();
+  // The time left in the window of each refusal the limiter made (ms), to hold repeated ones.
+  const refusals = new WeakMap<object, number>();
   // @fastify/rate-limit instantiates its store from a class; this one hands each hit to `store`.
   class SharedStore {
     incr(key: string, callback: (error: Error | null, result?: { current: number; ttl: number }) => void, timeWindow: number, max: number): void {
@@ -135,9 +153,41 @@ export async function installRateLimit(app: FastifyInstance, db: Queryable, opti
       return bucket;
     },
     // `context.after` is the time left in the window, not the window: name both for what they are.
-    errorResponseBuilder: (_request, context) => rateLimited(options, context.ttl),
+    errorResponseBuilder: (_request, context) => {
+      const error = rateLimited(options, context.ttl);
+      refusals.set(error, context.ttl);
+      return error;
+    },
   });
-  app.addHook('onRequest', app.rateLimit());
+  const limit = app.rateLimit();
+  const repeatDelayMs = options.repeatDelayMs ?? defaultRepeatDelayMs;
+  // Buckets refused in their current window: bucket → when that window ends (bounded).
+  const refused = new Map<string, number>();
+  app.addHook('onRequest', async (request, reply) => {
+    try {
+      await limit.call(app, request, reply);
+    } catch (error) {
+      const ttl = refusals.get(error as object);
+      const bucket = buckets.get(request);
+      if (ttl === undefined || bucket === undefined || repeatDelayMs <= 0) throw error;
+      const now = Date.now();
+      const refusedUntil = refused.get(bucket);
+      if (refusedUntil === undefined || refusedUntil <= now) {
+        if (refused.size >= maxCachedKeys) refused.clear();
+        refused.set(bucket, now + ttl);
+        throw error;
+      }
+      // A flood that ignores Retry-After is answered slowly: each refusal costs it this delay and
+      // the server one timer, instead of the flood taking the cores from everyone else.
+      const delay = Math.min(repeatDelayMs, ttl);
+      await new Promise((resolve) => setTimeout(resolve, delay));
+      const left = Math.max(0, ttl - delay);
+      const seconds = Math.ceil(left / 1000);
+      reply.header('ratelimit-reset', seconds);
+      reply.header('retry-after', Math.max(1, seconds));
+      throw rateLimited(options, left);
+    }
+  });
   return {
     options,
     async charge(request, reply, cost) {

@@ -15,11 +15,11 @@ interface RawConnection {
   closed: Promise<void>;
 }
 
-function open(url: string): Promise<RawConnection> {
+function open(url: string, localAddress?: string): Promise<RawConnection> {
   const { hostname, port } = new URL(url);
   return new Promise((resolve, reject) => {
     let data = '';
-    const socket = connect(Number(port), hostname);
+    const socket = connect({ port: Number(port), host: hostname, ...(localAddress ? { localAddress } : {}) });
     const closed = new Promise<void>((done) => socket.once('close', () => done()));
     socket.on('data', (chunk: Buffer) => (data += chunk.toString()));
     socket.on('error', () => {});
@@ -93,6 +93,26 @@ describe('connection limits', () => {
       expect(over.received()).toMatch(/^HTTP\/1\.1 429 /);
       expect(over.received()).toContain('"code":"rate_limited"');
       expect(over.received()).toMatch(/Retry-After: 1/i);
+    } finally {
+      for (const c of held) c.socket.destroy();
+      await Promise.all(held.map((c) => c.closed));
+    }
+    expect((await request(`${server.url}/healthz`, 'GET')).status).toBe(200);
+  });
+
+  it('connection limits: refusals of connections over the cap are held a second, for as many as the cap, so reconnecting at once gains nothing; past those they are sent at once', async () => {
+    // An address of its own: the other tests' connections may still be closing on the server's side.
+    const from = '127.0.0.3';
+    const held = await Promise.all(Array.from({ length: 40 }, () => open(server.url, from)));
+    try {
+      const waiting = await Promise.all(Array.from({ length: 40 }, () => open(server.url, from)));
+      const extra = await open(server.url, from);
+      await allClosed([extra], 10_000);
+      expect(extra.received()).toMatch(/^HTTP\/1\.1 429 /);
+      // The 40 held refusals are not answered yet when the one past them already is.
+      expect(waiting.map((c) => c.received())).toEqual(waiting.map(() => ''));
+      await allClosed(waiting, 10_000);
+      for (const c of waiting) expect(c.received()).toMatch(/^HTTP\/1\.1 429 /);
     } finally {
       for (const c of held) c.socket.destroy();
       await Promise.all(held.map((c) => c.closed));

@@ -186,3 +186,38 @@ describe('rate limiting of the MCP endpoint', () => {
     expect(tooBig.body).toMatchObject({ code: 'invalid_request', errors: [{ path: 'body' }] });
   });
 });
+
+describe('rate limiting a client that keeps sending', () => {
+  let h: Harness;
+  beforeAll(async () => {
+    // A short window, and a hold longer than the window: a held refusal is answered when the window ends.
+    h = await startHarness({ inMemory: true, rateLimit: { max: 2, windowMs: 3_000, repeatDelayMs: 60_000 } });
+  });
+  afterAll(async () => {
+    await h.server.close();
+  });
+
+  it('rate limiting: the first refusal of a window is answered at once, a repeated one only when the window ends, then requests pass again', async () => {
+    const other = await h.server.provisionOrganization('someone-else');
+    const statuses = [];
+    for (let i = 0; i < 3; i += 1) statuses.push((await h.call('GET', '/api/v1/organizations')).status);
+    // The third is refused, and answered: the test goes on.
+    expect(statuses).toEqual([200, 200, 429]);
+    let settled = false;
+    const repeated = h.call('GET', '/api/v1/organizations').then((reply) => ((settled = true), reply));
+    // Another key's requests are answered meanwhile; the repeated refusal is still held.
+    expect((await request(`${h.server.url}/api/v1/organizations`, 'GET', undefined, { 'x-api-key': other.api_key })).status).toBe(200);
+    expect(settled).toBe(false);
+    const held = await repeated;
+    expect(held.status).toBe(429);
+    expect(held.body).toMatchObject({ code: 'rate_limited' });
+    // Answered as the window ends: Retry-After counts from the answer.
+    expect(held.headers.get('retry-after')).toBe('1');
+    let after = await h.call('GET', '/api/v1/organizations');
+    for (let i = 0; i < 20 && after.status === 429; i += 1) {
+      await new Promise((resolve) => setTimeout(resolve, 100));
+      after = await h.call('GET', '/api/v1/organizations');
+    }
+    expect(after.status).toBe(200);
+  });
+});
