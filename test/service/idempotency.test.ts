@@ -273,4 +273,16 @@ describe('idempotency claims of processes that are gone', () => {
     const rows = await hd.db.query<{ idem_key: string; committed: boolean }>(`SELECT idem_key, committed FROM idempotency_keys WHERE idem_key IN ($1, $2)`, [idemKey, refused]);
     expect(Object.fromEntries(rows.map((r) => [r.idem_key, r.committed]))).toEqual({ [idemKey]: true, [refused]: false });
   });
+
+  it('idempotency: marking a claim committed finds the claim by an index, not by reading every key', async () => {
+    // The mark runs inside each write's transaction, under the write's locks: a scan of every
+    // unexpired key there made appends to one thread wait behind each other as the table grew.
+    const plan = await hd.db.transaction(async (tx) => {
+      await tx.query(`SET LOCAL enable_seqscan = off`);
+      return tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN UPDATE idempotency_keys SET committed = true WHERE claim_id = $1`, [randomUUID()]);
+    });
+    const text = plan.map((row) => row['QUERY PLAN']).join('\n');
+    expect(text).not.toContain('Seq Scan');
+    expect(text).toMatch(/Index (Only )?Scan using idempotency_keys_claim|Bitmap Index Scan on idempotency_keys_claim/);
+  });
 });
