@@ -50,6 +50,7 @@ function hints(place: Place): Record<string, string> {
     conflict: 'a resource of that name already exists',
     unresolved_secret: 'export the variable before running teamctl',
     rate_limited: 'the service limits the requests of each key per minute: wait a minute, then run the command again',
+    too_many_requests_queued: 'the service queues a bounded number of one key\'s requests at once: send fewer at once (apply: a lower --parallelism), then run the command again',
     invalid_usage: 'see teamctl --help',
     name_not_found: 'names are matched exactly; if the definition is new, apply it first: teamctl apply -f FILE',
     invalid_config: 'fix the file, or point TEAMCTL_CONFIG at another one; teamctl config set-context rewrites it',

@@ -35,6 +35,7 @@ export const ErrorCatalogue = {
   idempotency_key_mismatch: { status: 422, title: 'Idempotency key mismatch' },
   rate_limited: { status: 429, title: 'Rate limited' },
   too_many_waits: { status: 429, title: 'Too many held waits' },
+  too_many_requests_queued: { status: 429, title: 'Too many requests queued' },
   headers_too_large: { status: 431, title: 'Request headers too large' },
   internal: { status: 500, title: 'Internal error' },
   unavailable: { status: 503, title: 'Unavailable' },

@@ -6,6 +6,7 @@ import type { DomainDeps } from './domain/caller.ts';
 import { createLocalNotifier, type Notifier } from './domain/notifier.ts';
 import { createEventHub } from './events/hub.ts';
 import { createHeldWaits, defaultHeldWaitLimits, type HeldWaitLimits } from './events/held-waits.ts';
+import { createFairQueue, defaultFairShare, type FairQueue, type FairShareOptions } from './http/fair-share.ts';
 import { createWakeOneQueues } from './events/wake-one.ts';
 import { defaultRetentionMs, startPruner } from './events/retention.ts';
 import { defaultWebhookSettings, type WebhookSettings } from './events/webhooks/webhooks.ts';
@@ -105,6 +106,13 @@ export interface ServerOptions {
    */
   heldWaits?: Partial<HeldWaitLimits>;
   /**
+   * Fair sharing of request handling among clients (issue 21; http/fair-share.ts): requests in
+   * progress at once (0 turns it off) and requests of one client queued for a place. Default:
+   * `ACS_MAX_REQUESTS_IN_PROGRESS` and `ACS_MAX_QUEUED_PER_CLIENT` of `env`, else 16 and 256. A
+   * queue made by `createFairQueue` is used as it is (tests take places of it themselves).
+   */
+  fairShare?: Partial<FairShareOptions> | FairQueue;
+  /**
    * How webhooks are delivered (contract §9): `allowPrivate` (`--webhook-allow-private`: http and
    * non-public addresses too, for development and tests), `retrySchedule` (milliseconds,
    * `--webhook-retry-schedule`), and for tests `resolve` (a stand-in resolver), `timeoutMs`,
@@ -153,13 +161,27 @@ export function normalizePublicUrl(value: string): string {
   return url.href.replace(/\/+$/, '');
 }
 
-/** A positive integer setting of the environment, or `fallback` when unset. Errors: throws naming the variable. */
-function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number): number {
+/**
+ * A positive integer setting of the environment (or 0 too, with `zero`), or `fallback` when unset.
+ * Errors: throws naming the variable.
+ */
+function positiveIntegerFromEnv(env: NodeJS.ProcessEnv, name: string, fallback: number, { zero = false } = {}): number {
   const value = env[name];
   if (value === undefined || value.trim() === '') return fallback;
   const n = Number(value);
-  if (!Number.isInteger(n) || n < 1) throw new Error(`${name}: must be a positive integer, got "${value}"`);
+  if (!Number.isInteger(n) || n < (zero ? 0 : 1)) throw new Error(`${name}: must be a ${zero ? 'non-negative' : 'positive'} integer, got "${value}"`);
   return n;
+}
+
+/**
+ * The fair queue of `settings`, each bound not given read from `env` (`ACS_MAX_REQUESTS_IN_PROGRESS`,
+ * `ACS_MAX_QUEUED_PER_CLIENT`), else its default. Output: `false` when requests in progress are
+ * unbounded (0). Errors: throws naming a malformed variable.
+ */
+function fairQueueOf(settings: Partial<FairShareOptions>, env: NodeJS.ProcessEnv): FairQueue | false {
+  const concurrency = settings.concurrency ?? positiveIntegerFromEnv(env, 'ACS_MAX_REQUESTS_IN_PROGRESS', defaultFairShare.concurrency, { zero: true });
+  if (concurrency <= 0) return false;
+  return createFairQueue({ concurrency, queuePerClient: settings.queuePerClient ?? positiveIntegerFromEnv(env, 'ACS_MAX_QUEUED_PER_CLIENT', defaultFairShare.queuePerClient) });
 }
 
 /**
@@ -200,6 +222,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
       perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
     });
+    const fairQueue = options.fairShare && 'enter' in options.fairShare ? options.fairShare : fairQueueOf(options.fairShare ?? {}, env);
     const adminToken = options.adminToken ?? env.ACS_ADMIN_TOKEN;
     const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
     // Processes sharing a PostgreSQL database share their rate-limit counters there (one limit
@@ -230,6 +253,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       oidc,
       onConsole: (assets) => (consoleAssets = assets),
       heldWaits,
+      fairQueue,
       webhooks: worker,
       streamKeepAliveMs: options.streamKeepAliveMs,
     });

@@ -158,6 +158,8 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--oidc-client-id <id>', 'this server\'s client id at the OpenID Connect provider')
     .option('--max-held-waits <n>', 'requests held waiting at once in this process: long polls, MCP waits, event streams (default: $ACS_MAX_HELD_WAITS, else 10000)', integer(1, 1_000_000))
     .option('--max-held-waits-per-key <n>', 'requests held waiting at once per API key (default: $ACS_MAX_HELD_WAITS_PER_KEY, else 1000)', integer(1, 1_000_000))
+    .option('--max-requests-in-progress <n>', 'requests handled at once in this process; past it each client waits in a queue of its own and the queues take turns (default: $ACS_MAX_REQUESTS_IN_PROGRESS, else 16); 0: no fair sharing', integer(0, 1_000_000))
+    .option('--max-queued-per-client <n>', 'requests of one client waiting for their turn at once; past it 429 too_many_requests_queued (default: $ACS_MAX_QUEUED_PER_CLIENT, else 256)', integer(1, 1_000_000))
     .option('--event-retention <duration>', 'how long events and finished webhook deliveries are kept (the API promises 7d; shorter only for tests)', duration(1_000), 7 * 24 * 3600e3)
     .option('--webhook-allow-private', 'let webhooks use http and reach loopback, private and link-local addresses (development and tests only)', false)
     .option('--webhook-retry-schedule <delays>', 'delays before each retry of a failed webhook delivery, comma-separated (default 5s,5m,30m,2h,5h,10h,10h)', parseRetrySchedule)
@@ -194,6 +196,8 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         oidcClientId?: string;
         maxHeldWaits?: number;
         maxHeldWaitsPerKey?: number;
+        maxRequestsInProgress?: number;
+        maxQueuedPerClient?: number;
         eventRetention: number;
         webhookAllowPrivate: boolean;
         webhookRetrySchedule?: number[];
@@ -240,6 +244,10 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               heldWaits: {
                 ...(flags.maxHeldWaits !== undefined ? { perProcess: flags.maxHeldWaits } : {}),
                 ...(flags.maxHeldWaitsPerKey !== undefined ? { perKey: flags.maxHeldWaitsPerKey } : {}),
+              },
+              fairShare: {
+                ...(flags.maxRequestsInProgress !== undefined ? { concurrency: flags.maxRequestsInProgress } : {}),
+                ...(flags.maxQueuedPerClient !== undefined ? { queuePerClient: flags.maxQueuedPerClient } : {}),
               },
               eventRetentionMs: flags.eventRetention,
               webhooks: {

@@ -21,6 +21,7 @@ import { toEdge, type EdgeRow } from './edges.ts';
 import { recipientTopic } from '../events/hub.ts';
 import { getAgent } from './participants.ts';
 import { appendMessageAsParticipant, getThreadPage, openThread, toMessage, toThread, type MessageRow, type ThreadRow } from './threads.ts';
+import { yieldTurn } from './request-turn.ts';
 
 /** The agent an MCP key acts as: fixed by the key, never by the request (contract §7). */
 export type AgentIdentity = McpIdentity;
@@ -342,6 +343,7 @@ export async function waitForAgentMessages(
       }
       const remaining = deadline - Date.now();
       if (remaining <= 0 || signal?.aborted) return taken;
+      yieldTurn();
       await member.wait(remaining, signal);
     }
   } finally {

@@ -7,6 +7,7 @@ import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { getEdge } from './edges.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { threadTopic, type Subscription } from '../events/hub.ts';
+import { yieldTurn } from './request-turn.ts';
 
 // unread_count: messages from the other participant after the opener's read mark (contract §4),
 // kept as a counter by insertMessage. The MCP tools move read marks (domain/agent-inbox.ts) and
@@ -451,6 +452,7 @@ export async function getThreadPage(deps: DomainDeps, caller: Caller, threadId: 
       const remaining = deadline - Date.now();
       if (wokenBy === 0) {
         if (remaining <= 0 || signal?.aborted) return (await readPage(deps.db, caller, threadId, request)).page;
+        yieldTurn();
         await new Promise<void>((resolve) => {
           const done = () => {
             clearTimeout(timer);

@@ -7,6 +7,7 @@ import type { EventPage } from '../../api/events.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { allTopic } from './hub.ts';
 import { matchesFilter, readEvents, type EventFilter, type StoredEvent } from './log.ts';
+import { yieldTurn } from '../domain/request-turn.ts';
 
 /** What a page asks for: after a seq (undefined: from the oldest kept), how many, how long to wait, which events. */
 export interface EventPageRequest {
@@ -47,6 +48,7 @@ export async function getEventPage(deps: DomainDeps, orgId: string, request: Eve
     const from = first.nextAfter;
     const fresh = () => arrived.filter((event) => event.seq > from);
     if (fresh().length === 0) {
+      yieldTurn();
       await new Promise<void>((resolve) => {
         const done = () => {
           clearTimeout(timer);

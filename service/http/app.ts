@@ -15,6 +15,8 @@ import { installRouteRegistry, type RouteRegistry } from './openapi/route-regist
 import { mcpRoutes } from '../mcp/route.ts';
 import { toProblem } from './problem.ts';
 import { defaultRateLimit, installRateLimit, type RateLimitOptions } from './rate-limit.ts';
+import { createClientResolver } from './client-bucket.ts';
+import { createFairQueue, installFairShare, queuedRetryAfterSeconds, type FairQueue } from './fair-share.ts';
 import { createMemoryRateLimitStore, type RateLimitStore } from '../storage/rate-limit-store.ts';
 import type { RouteContext } from './routes/context.ts';
 import { accessRequestRoutes } from './routes/access-requests.ts';
@@ -71,6 +73,8 @@ export interface AppOptions {
   onConsole?: ((assets: ConsoleAssets) => void) | undefined;
   /** The bounds of held waits of this process (default: events/held-waits.ts). */
   heldWaits?: HeldWaits | undefined;
+  /** The places of requests in progress and the clients' queues for them (default: http/fair-share.ts); `false` turns fair sharing off. */
+  fairQueue?: FairQueue | false | undefined;
   /** Webhook settings and worker (default: contract §9's settings, no worker to tell). */
   webhooks?: WebhookRuntime | undefined;
   /** Keep-alive period of event streams in milliseconds (default 15,000). */
@@ -111,8 +115,9 @@ const clientRequestId = /^[\x21-\x7e]{1,200}$/;
  * `unsupported_media_type`; and `X-Request-Id` on every response. Output: the app, not listening.
  *
  * The steps run in this order because Fastify runs hooks in the order they were added: rate
- * limiting first (so every answer carries `RateLimit-*`), then Idempotency-Key claims, then the
- * app's own hooks, then the routes.
+ * limiting first (so every answer carries `RateLimit-*`), then fair sharing (a request takes its
+ * place in turn: http/fair-share.ts), then Idempotency-Key claims, then the app's own hooks, then
+ * the routes.
  */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const limits = options.connectionLimits ?? defaultConnectionLimits;
@@ -120,10 +125,12 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   limitConnectionsPerClient(app.server, limits.maxConnectionsPerClient);
   // Cookies are the console's sessions (contract §10); parsed on every request, set by its routes.
   await app.register(fastifyCookie);
+  const clientOf = createClientResolver(options.deps.db);
   const rateLimiter =
     options.rateLimit === false
       ? undefined
-      : await installRateLimit(app, options.deps.db, options.rateLimit ?? defaultRateLimit, options.rateLimitStore ?? createMemoryRateLimitStore());
+      : await installRateLimit(app, clientOf, options.rateLimit ?? defaultRateLimit, options.rateLimitStore ?? createMemoryRateLimitStore());
+  if (options.fairQueue !== false) installFairShare(app, clientOf, options.fairQueue ?? createFairQueue());
   installIdempotency(app, options.deps);
   installJsonBodies(app);
   installRequestHooks(app, options.shutdown);
@@ -261,6 +268,7 @@ function installErrorHandler(app: FastifyInstance): void {
     if (problem.status === 503) reply.header('retry-after', '1');
     // A held wait ends within 30 s; past the bound of held waits, come back in a few seconds.
     if (problem.code === 'too_many_waits') reply.header('retry-after', String(heldWaitRetryAfterSeconds));
+    if (problem.code === 'too_many_requests_queued') reply.header('retry-after', String(queuedRetryAfterSeconds));
     return reply.code(problem.status).type('application/problem+json').send(problem);
   });
 }

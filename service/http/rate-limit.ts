@@ -2,11 +2,8 @@ import rateLimit from '@fastify/rate-limit';
 import ms from 'ms';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
-import { findActiveOrgKey, findMcpKey } from '../domain/authentication.ts';
-import { cachedCaller } from '../domain/key-cache.ts';
-import { hashKey, orgKeyPrefix } from '../domain/key-secrets.ts';
-import type { Queryable } from '../storage/db.ts';
 import type { RateLimitStore } from '../storage/rate-limit-store.ts';
+import type { ClientResolver } from './client-bucket.ts';
 
 /**
  * Rate limit settings (contract §2): at most `max` requests per `windowMs` milliseconds.
@@ -57,50 +54,6 @@ export interface RateLimiter {
   charge(request: FastifyRequest, reply: FastifyReply, cost: number): Promise<void>;
 }
 
-// Which bucket a key falls in is cached briefly: the lookup would otherwise double every
-// request's authentication query. Only valid keys are cached; the map is bounded.
-const bucketTtlMs = 30_000;
-const maxCachedKeys = 10_000;
-
-/**
- * The bucket of a request: `key:<id>` for an organization key, `agent:<id>` for an MCP key (an
- * agent's keys share one budget, so more keys buy no more requests), `ip:<address>` without a
- * valid key (so made-up keys cannot dodge the limit).
- */
-function createBucketResolver(db: Queryable): (request: FastifyRequest) => Promise<string> {
-  const cache = new Map<string, { bucket: string; until: number }>();
-  async function lookup(secret: string): Promise<string | undefined> {
-    if (secret.startsWith(orgKeyPrefix)) {
-      const key = await findActiveOrgKey(db, secret);
-      return key && `key:${key.id}`;
-    }
-    const mcp = await findMcpKey(db, secret);
-    return mcp && `agent:${mcp.agentId}`;
-  }
-  return async (request) => {
-    const header = request.headers['x-api-key'];
-    const secret = (Array.isArray(header) ? header[0] : header)?.trim();
-    const byAddress = `ip:${request.ip}`;
-    if (!secret || !/^acs_(org|mcp)_[A-Za-z0-9]{32,}$/.test(secret)) return byAddress;
-    // A key the authentication hook has just vouched for (domain/key-cache.ts) needs no lookup.
-    const known = cachedCaller(db, secret);
-    if (known !== undefined) return `key:${known.keyId}`;
-    const hash = hashKey(secret);
-    const cached = cache.get(hash);
-    if (cached && cached.until > Date.now()) return cached.bucket;
-    try {
-      const bucket = await lookup(secret);
-      if (bucket === undefined) return byAddress;
-      if (cache.size >= maxCachedKeys) cache.clear();
-      cache.set(hash, { bucket, until: Date.now() + bucketTtlMs });
-      return bucket;
-    } catch {
-      // Storage trouble is answered by the route (503); the limiter falls back to the address.
-      return byAddress;
-    }
-  };
-}
-
 function rateLimited(options: RateLimitOptions, resetInMs: number, cost = 1): ServiceError {
   const what = cost === 1 ? '' : ` (this request counts ${cost})`;
   return new ServiceError(
@@ -110,7 +63,8 @@ function rateLimited(options: RateLimitOptions, resetInMs: number, cost = 1): Se
 }
 
 /**
- * Installs rate limiting (contract §2) on every request of `app`, including 404s: a root
+ * Installs rate limiting (contract §2) on every request of `app`, including 404s, counted in the
+ * bucket `resolveBucket` says (http/client-bucket.ts): a root
  * `onRequest` hook of `@fastify/rate-limit` over `store` (this process's memory, or PostgreSQL
  * shared by every process of a deployment: storage/rate-limit-store.ts), run before any
  * authentication so that requests with no or a bad key are limited too, by client address. Every
@@ -123,8 +77,7 @@ function rateLimited(options: RateLimitOptions, resetInMs: number, cost = 1): Se
  * store fails, requests pass (the routes answer storage trouble themselves).
  * Call it before any other hook and route. Output: the {@link RateLimiter} of routes that charge more.
  */
-export async function installRateLimit(app: FastifyInstance, db: Queryable, options: RateLimitOptions, store: RateLimitStore): Promise<RateLimiter> {
-  const resolveBucket = createBucketResolver(db);
+export async function installRateLimit(app: FastifyInstance, resolveBucket: ClientResolver, options: RateLimitOptions, store: RateLimitStore): Promise<RateLimiter> {
   const buckets = new WeakMap<FastifyRequest, string>();
   // The time left in the window of each refusal the limiter made (ms), to hold repeated ones.
   const refusals = new WeakMap<object, number>();
@@ -163,6 +116,7 @@ export async function installRateLimit(app: FastifyInstance, db: Queryable, opti
   const repeatDelayMs = options.repeatDelayMs ?? defaultRepeatDelayMs;
   // Buckets refused in their current window: bucket → when that window ends (bounded).
   const refused = new Map<string, number>();
+  const maxRefusedBuckets = 10_000;
   app.addHook('onRequest', async (request, reply) => {
     try {
       await limit.call(app, request, reply);
@@ -173,7 +127,7 @@ export async function installRateLimit(app: FastifyInstance, db: Queryable, opti
       const now = Date.now();
       const refusedUntil = refused.get(bucket);
       if (refusedUntil === undefined || refusedUntil <= now) {
-        if (refused.size >= maxCachedKeys) refused.clear();
+        if (refused.size >= maxRefusedBuckets) refused.clear();
         refused.set(bucket, now + ttl);
         throw error;
       }

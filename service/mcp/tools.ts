@@ -69,12 +69,29 @@ function toolError(error: unknown, context: ToolContext): CallToolResult {
   return { isError: true, content: [{ type: 'text', text: `${problem.code}: ${problem.detail}${suffix}` }] };
 }
 
-async function run(context: ToolContext, operation: () => Promise<Record<string, unknown>>): Promise<CallToolResult> {
-  try {
-    return result(await operation());
-  } catch (error) {
-    return toolError(error, context);
-  }
+// The tool calls of one request (a JSON-RPC batch) run one after another. Run together, a batch of
+// 100 send_message calls was 100 statements queued at once for the process's database connections,
+// ahead of every other client's requests (issue 21, the soak's hostile client); one after another
+// it takes one connection at a time, as one request should.
+const lanes = new WeakMap<ToolContext, Promise<unknown>>();
+
+/**
+ * Runs a tool's `operation` for the request of `context` and turns its outcome into a tool result
+ * (errors as `isError` results, never thrown). Unless `alongside` (a wait, which would hold the
+ * rest of its batch for up to 30 s), it runs after the request's previous tool calls have ended.
+ */
+async function run(context: ToolContext, operation: () => Promise<Record<string, unknown>>, { alongside = false } = {}): Promise<CallToolResult> {
+  const attempt = async () => {
+    try {
+      return result(await operation());
+    } catch (error) {
+      return toolError(error, context);
+    }
+  };
+  if (alongside) return attempt();
+  const turn = (lanes.get(context) ?? Promise.resolve()).then(attempt);
+  lanes.set(context, turn);
+  return turn;
 }
 
 // Where a tool's description says "your", it means the agent the MCP key is bound to.
@@ -175,6 +192,6 @@ export function registerAgentTools(server: McpServer, context: ToolContext): voi
       outputSchema: WaitForMessagesResult,
       annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
     },
-    (args, extra) => run(context, () => waitForAgentMessages(deps, agent, args, AbortSignal.any([context.signal, extra.signal]))),
+    (args, extra) => run(context, () => waitForAgentMessages(deps, agent, args, AbortSignal.any([context.signal, extra.signal])), { alongside: true }),
   );
 }

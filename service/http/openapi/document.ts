@@ -143,7 +143,8 @@ const bodyMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
 
 /**
  * The codes a route can answer (contract §1, §2) because of what it is, whatever it does: any
- * route refuses unknown query parameters and undecodable URLs (400), is rate limited (429), can
+ * route refuses unknown query parameters and undecodable URLs (400), is rate limited and queues
+ * its client's requests for their turn (429; http/fair-share.ts: not the health checks), can
  * fail (500) or be unavailable (503), and answers 405 for a method its path does not serve; a
  * keyed route refuses a missing or bad key; a route with path ids answers `not_found`; a body
  * can be malformed, too large or not JSON (Fastify reads bodies of DELETE too); a POST takes an
@@ -151,6 +152,7 @@ const bodyMethods = new Set(['POST', 'PUT', 'PATCH', 'DELETE']);
  */
 function errorCodesOf(route: RegisteredRoute, security: Security): ErrorCode[] {
   const codes = new Set<ErrorCode>(['invalid_request', 'method_not_allowed', 'rate_limited', 'internal', 'unavailable']);
+  if (route.path !== '/healthz' && route.path !== '/readyz') codes.add('too_many_requests_queued');
   if (security === 'adminToken' || security === 'session' || security === 'operatorSession') codes.add('unauthenticated');
   // A session (a person's, or an operator's on /admin/v1) must send its CSRF token with every change (contract §10).
   if ((security === 'session' || security === 'adminToken' || security === 'operatorSession') && route.method !== 'GET') codes.add('csrf_failed');

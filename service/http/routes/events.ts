@@ -7,6 +7,7 @@ import { checkStreamStart, streamEvents, type EventStreamOptions } from '../../e
 import { callerOf } from '../auth.ts';
 import { parseInput } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
+import { yieldTurn } from '../../domain/request-turn.ts';
 
 /**
  * The seq a stream resumes after: the `Last-Event-ID` header (what an EventSource sends when it
@@ -30,6 +31,8 @@ export function resumeAfter(request: FastifyRequest, after: number | undefined):
  */
 export async function replyWithEventStream(reply: FastifyReply, options: Omit<EventStreamOptions, 'keepAliveMs'> & { keepAliveMs?: number | undefined }): Promise<void> {
   await checkStreamStart(options.db, options.orgId, options.after);
+  // A stream is a held wait for as long as it lasts: it takes no place among requests in progress.
+  yieldTurn();
   reply.hijack();
   const headers: Record<string, string> = {};
   for (const [name, value] of Object.entries(reply.getHeaders())) if (value !== undefined) headers[name] = String(value);
