@@ -9,7 +9,11 @@ import { hashKey, orgKeyPrefix } from '../domain/key-secrets.ts';
 import type { Queryable } from '../storage/db.ts';
 
 /** The bucket of a request (computed once per request). */
-export type ClientResolver = (request: FastifyRequest) => Promise<string>;
+export interface ClientResolver {
+  (request: FastifyRequest): Promise<string>;
+  /** The bucket of `request` when it is known already (resolved earlier), without waiting. */
+  known(request: FastifyRequest): string | undefined;
+}
 
 // Which bucket a key falls in is cached briefly: the lookup would otherwise double every
 // request's authentication query. Only valid keys are cached; the map is bounded.
@@ -26,6 +30,7 @@ const maxCachedKeys = 10_000;
 export function createClientResolver(db: Queryable): ClientResolver {
   const cache = new Map<string, { bucket: string; until: number }>();
   const resolved = new WeakMap<FastifyRequest, Promise<string>>();
+  const known = new WeakMap<FastifyRequest, string>();
   async function lookup(secret: string): Promise<string | undefined> {
     if (secret.startsWith(orgKeyPrefix)) {
       const key = await findActiveOrgKey(db, secret);
@@ -56,9 +61,16 @@ export function createClientResolver(db: Queryable): ClientResolver {
       return byAddress;
     }
   }
-  return (request) => {
+  const resolver = (request: FastifyRequest): Promise<string> => {
     let bucket = resolved.get(request);
-    if (bucket === undefined) resolved.set(request, (bucket = resolve(request)));
+    if (bucket === undefined) {
+      bucket = resolve(request).then((name) => {
+        known.set(request, name);
+        return name;
+      });
+      resolved.set(request, bucket);
+    }
     return bucket;
   };
+  return Object.assign(resolver, { known: (request: FastifyRequest) => known.get(request) });
 }

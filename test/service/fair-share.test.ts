@@ -21,8 +21,11 @@ describe('fair share: the queue', () => {
     const second = queue.enter('b') as RequestTurn;
     expect(typeof first.release).toBe('function');
     expect(typeof second.release).toBe('function');
+    expect(queue.tryEnter('c')).toBeUndefined();
     const third = queue.enter('a');
     expect(third).toBeInstanceOf(Promise);
+    // Someone waits: a place is not taken past them, even once one is free.
+    expect(queue.tryEnter('c')).toBeUndefined();
     expect(queue.stats()).toEqual({ inProgress: 2, queued: 1, clientsWaiting: 1 });
     first.release();
     first.release();
@@ -98,10 +101,12 @@ describe('fair share: the server', () => {
     queue = {
       options: inner.options,
       stats: () => inner.stats(),
-      enter(client, signal) {
+      // Every request arriving at the hook asks for a place at once first.
+      tryEnter(client) {
         enters += 1;
-        return inner.enter(client, signal);
+        return inner.tryEnter(client);
       },
+      enter: (client, signal) => inner.enter(client, signal),
     };
     h = await startHarness({ inMemory: true, fairShare: queue });
     team = await buildTeam(h);
