@@ -8,7 +8,7 @@ import { createHeldWaits, heldWaitRetryAfterSeconds, type HeldWaits } from '../e
 import { defaultWebhookSettings, type WebhookRuntime } from '../events/webhooks/webhooks.ts';
 import { requireApiKey } from './auth.ts';
 import type { HostPolicy } from './allowed-hosts.ts';
-import { clientErrorHandler, connectionServerOptions, defaultConnectionLimits, limitConnectionsPerClient, type ConnectionLimits } from './connection-limits.ts';
+import { clientErrorHandler, connectionServerOptions, defaultConnectionLimits, limitConnectionsPerClient, refusalHoldMs, type ConnectionLimits } from './connection-limits.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
 import { installRouteRegistry, type RouteRegistry } from './openapi/route-registry.ts';
@@ -122,7 +122,7 @@ const clientRequestId = /^[\x21-\x7e]{1,200}$/;
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const limits = options.connectionLimits ?? defaultConnectionLimits;
   const app = createFastify(options.logger, limits);
-  limitConnectionsPerClient(app.server, limits.maxConnectionsPerClient);
+  limitConnectionsPerClient(app.server, limits.maxConnectionsPerClient, refusalHoldMs(limits));
   // Cookies are the console's sessions (contract §10); parsed on every request, set by its routes.
   await app.register(fastifyCookie);
   const clientOf = createClientResolver(options.deps.db);

@@ -74,6 +74,16 @@ export function clientErrorHandler(error: Error & { code?: string }, socket: Soc
 }
 
 /**
+ * How long {@link limitConnectionsPerClient} holds a refusal under `limits`: 1 s, but under half
+ * the headers timeout, so that the refusal is answered before the server's own timeout would
+ * answer the silent connection 408 instead. Output: milliseconds.
+ */
+export function refusalHoldMs(limits: ConnectionLimits): number {
+  const headers = connectionServerOptions(limits).http.headersTimeout;
+  return headers > 0 ? Math.min(1_000, Math.floor(headers / 2)) : 1_000;
+}
+
+/**
  * Caps the connections one client address may hold open on `server` at `max` (0: no cap). A
  * connection over the cap is answered 429 `rate_limited` (problem+json, `Retry-After: 1`) and
  * closed, before any request of it is read. The answer is held `holdMs` (default 1 s) first, for

@@ -81,6 +81,8 @@ const isActive = (k: any): boolean => k.expires_at === null || Date.parse(k.expi
  * key; removes keys of providers that really run (so the agent loop never writes on its own).
  */
 async function ensureWorld(): Promise<void> {
+  // A fuzzed DELETE of the organization with a key of the one that provisioned it is accepted.
+  if (!(await ok(`/organizations/${w.orgId}`))) await buildOrganization();
   const graphOk =
     (await ok(`/teams/${w.teamId}`)) && (await ok(`/agents/${w.a1}`)) && (await ok(`/agents/${w.a2}`)) && (await ok(`/humans/${w.h1}`)) && (await ok(`/edges/${w.e1}`)) && (await ok(`/threads/${w.threadId}?limit=1`));
   // Accepted requests pile up threads on the world's edge; a fresh graph keeps fingerprints small.
@@ -112,6 +114,19 @@ async function ensureWorld(): Promise<void> {
   if (!providerKeys.some((p) => p.provider === 'mistral')) await setProviderKey('mistral', `mistral-${crypto.randomUUID()}`);
 }
 
+/** The organization the runs aim at (provisioned by the dev organization), with its graph, anchor key and provider keys. */
+async function buildOrganization(): Promise<void> {
+  w.orgId = (await req('POST', '/organizations', { org_name: uniqueName('fuzz-org') })).org_id;
+  await buildGraph();
+  const anchor = await req('POST', `/organizations/${w.orgId}/keys`, { name: 'anchor' });
+  secrets.add(anchor.api_key);
+  w.anchorKeyId = anchor.key_id;
+  w.keyId = '';
+  w.mcpKeyId = '';
+  await setProviderKey('mistral', `mistral-${crypto.randomUUID()}`);
+  await setProviderKey('google', `google-${crypto.randomUUID()}`);
+}
+
 async function setProviderKey(provider: string, value: string): Promise<void> {
   secrets.add(value);
   await req('PUT', `/organizations/${w.orgId}/api-keys/${provider}`, { api_key: value });
@@ -135,20 +150,12 @@ beforeAll(async () => {
     }
   }
   w = { devOrgId: s.orgId } as World;
-  w.orgId = (await req('POST', '/organizations', { org_name: uniqueName('fuzz-org') })).org_id;
-  await buildGraph();
   const revoked = await req('POST', `/organizations/${s.orgId}/keys`, { name: 'revoked' });
   await req('DELETE', `/organizations/${s.orgId}/keys/${revoked.key_id}`);
   w.revokedKey = revoked.api_key;
   secrets.add(revoked.api_key);
-  const anchor = await req('POST', `/organizations/${w.orgId}/keys`, { name: 'anchor' });
-  secrets.add(anchor.api_key);
-  w.anchorKeyId = anchor.key_id;
-  w.keyId = '';
-  w.mcpKeyId = '';
   w.attachmentId = '00000000-0000-4000-8000-000000000000';
-  await setProviderKey('mistral', `mistral-${crypto.randomUUID()}`);
-  await setProviderKey('google', `google-${crypto.randomUUID()}`);
+  await buildOrganization();
   await ensureWorld();
   baseline = await snapshot();
 }, 120_000);

@@ -7,6 +7,7 @@ import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
 import { request } from './helpers.ts';
+import { defaultConnectionLimits, refusalHoldMs } from '../../service/http/connection-limits.ts';
 
 /** A raw connection that records what it received and when it closed. */
 interface RawConnection {
@@ -130,5 +131,14 @@ describe('connection limits', () => {
     const page = await call('GET', `/api/v1/threads/${thread.thread_id}?after=${(await call('GET', `/api/v1/threads/${thread.thread_id}`)).body.next_after}&wait=3`);
     expect(page.status).toBe(200);
     expect(page.body.messages).toEqual([]);
+  });
+});
+
+describe('connection limits: the hold of a refusal', () => {
+  it('connection limits: a refusal is held 1 s, but under half the headers timeout, so it is answered before the server would answer the silent connection 408', () => {
+    expect(refusalHoldMs(defaultConnectionLimits)).toBe(1000);
+    expect(refusalHoldMs({ ...defaultConnectionLimits, headersTimeoutMs: 1000, requestTimeoutMs: 2000 })).toBe(500);
+    expect(refusalHoldMs({ ...defaultConnectionLimits, headersTimeoutMs: 10_000, requestTimeoutMs: 600 })).toBe(300);
+    expect(refusalHoldMs({ ...defaultConnectionLimits, headersTimeoutMs: 0, requestTimeoutMs: 0 })).toBe(1000);
   });
 });
