@@ -78,7 +78,6 @@ function rateLimited(options: RateLimitOptions, resetInMs: number, cost = 1): Se
  * Call it before any other hook and route. Output: the {@link RateLimiter} of routes that charge more.
  */
 export async function installRateLimit(app: FastifyInstance, resolveBucket: ClientResolver, options: RateLimitOptions, store: RateLimitStore): Promise<RateLimiter> {
-  const buckets = new WeakMap<FastifyRequest, string>();
   // The time left in the window of each refusal the limiter made (ms), to hold repeated ones.
   const refusals = new WeakMap<object, number>();
   // @fastify/rate-limit instantiates its store from a class; this one hands each hit to `store`.
@@ -100,11 +99,7 @@ export async function installRateLimit(app: FastifyInstance, resolveBucket: Clie
     enableDraftSpec: true,
     store: SharedStore,
     skipOnError: true,
-    keyGenerator: async (request) => {
-      const bucket = await resolveBucket(request);
-      buckets.set(request, bucket);
-      return bucket;
-    },
+    keyGenerator: (request) => resolveBucket(request),
     // `context.after` is the time left in the window, not the window: name both for what they are.
     errorResponseBuilder: (_request, context) => {
       const error = rateLimited(options, context.ttl);
@@ -122,7 +117,7 @@ export async function installRateLimit(app: FastifyInstance, resolveBucket: Clie
       await limit.call(app, request, reply);
     } catch (error) {
       const ttl = refusals.get(error as object);
-      const bucket = buckets.get(request);
+      const bucket = resolveBucket.known(request);
       if (ttl === undefined || bucket === undefined || repeatDelayMs <= 0) throw error;
       const now = Date.now();
       const refusedUntil = refused.get(bucket);
@@ -145,7 +140,7 @@ export async function installRateLimit(app: FastifyInstance, resolveBucket: Clie
   return {
     options,
     async charge(request, reply, cost) {
-      const bucket = buckets.get(request);
+      const bucket = resolveBucket.known(request);
       if (bucket === undefined || cost <= 1) return;
       if (cost > options.max) {
         const message = `counts ${cost} requests of the rate limit (one per JSON-RPC message), more than the ${options.max} a window allows: send at most ${options.max} at once`;
