@@ -7,7 +7,8 @@
  * dropped), else a throwaway cluster through scripts/with-postgres.sh when PostgreSQL binaries
  * are installed, else PGlite only (said so). `BENCH_QUICK=1` shortens every step (smoke run).
  * `BENCH_PHASES=appends,reads,wake,memory` (a subset) measures only those phases; like a quick
- * run, a partial run prints its figures and leaves docs/performance.md alone.
+ * run, a partial run prints its figures and leaves docs/performance.md alone; so does
+ * `BENCH_BACKENDS=postgres` (or `pglite`), which measures one backend only.
  * Not part of the tests: numbers depend on the machine.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -26,7 +27,8 @@ rerunNextToPostgres(root);
 const adminUrl = process.env.ACS_BENCH_DATABASE_URL || process.env.ACS_POSTGRES_URL || undefined;
 const quick = process.env.BENCH_QUICK === '1';
 // A partial run would write '–' over the phases it skipped.
-const partial = process.env.BENCH_PHASES !== undefined;
+const backends = (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',');
+const partial = process.env.BENCH_PHASES !== undefined || process.env.BENCH_BACKENDS !== undefined;
 
 function openFileLimit(): number {
   const out = spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim();
@@ -132,16 +134,18 @@ const results: BackendResult[] = [];
 let pgbench: PgbenchResult[] = [];
 let serverVersion: string | undefined;
 try {
-  const pgliteDir = join(work, 'pglite');
-  log('bench: PGlite (data dir on disk, one process)');
-  const pglite = await startServerProcess({ BENCH_BACKEND: 'pglite', BENCH_DATA_DIR: pgliteDir });
-  try {
-    results.push(await runBackend('pglite', pglite, plan, log));
-  } finally {
-    await pglite.stop();
+  if (backends.includes('pglite')) {
+    const pgliteDir = join(work, 'pglite');
+    log('bench: PGlite (data dir on disk, one process)');
+    const pglite = await startServerProcess({ BENCH_BACKEND: 'pglite', BENCH_DATA_DIR: pgliteDir });
+    try {
+      results.push(await runBackend('pglite', pglite, plan, log));
+    } finally {
+      await pglite.stop();
+    }
   }
 
-  if (adminUrl) {
+  if (adminUrl && backends.includes('postgres')) {
     serverVersion = (await adminQuery(adminUrl, 'SHOW server_version')).rows[0].server_version;
     const name = `acs_bench_${process.pid}`;
     await adminQuery(adminUrl, `CREATE DATABASE ${name}`);

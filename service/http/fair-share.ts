@@ -194,6 +194,9 @@ export function installFairShare(app: FastifyInstance, clientOf: ClientResolver,
         return done(error as Error);
       }
       Promise.resolve(waiting).then((place) => {
+        // Admitted: the close need not abort anything (an abort builds a DOMException, with a
+        // stack trace, for every queued request; ~3% of the server's CPU at 32 clients).
+        gone = undefined;
         hold(place);
         done();
       }, done);

@@ -19,13 +19,14 @@ export interface StorageOptions {
  * `unavailable` rather than writing beside that process.
  */
 function guardedByLock(db: Db, lock: DataDirLock): Db {
+  const lost = () => new ServiceError('unavailable', 'the lock of the data directory was lost: another process may be using it; restart this server');
   const check = () => {
-    if (lock.compromised) throw new ServiceError('unavailable', 'the lock of the data directory was lost: another process may be using it; restart this server');
+    if (lock.compromised) throw lost();
   };
   return {
-    async query(sql, params) {
-      check();
-      return db.query(sql, params);
+    // Not async: one promise fewer per statement.
+    query(sql, params) {
+      return lock.compromised ? Promise.reject(lost()) : db.query(sql, params);
     },
     async transaction(fn) {
       check();

@@ -1,6 +1,8 @@
 import { existsSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { parse, PGlite, protocol } from '@electric-sql/pglite';
+import { parse, PGlite } from '@electric-sql/pglite';
+import { serialize, type DatabaseError } from 'pg-protocol';
+import { Parser } from 'pg-protocol/dist/parser.js';
 // node-postgres's conversion of a JavaScript value to a parameter (the PostgreSQL backend's), so
 // that both backends take the same values.
 import pgUtils from 'pg/lib/utils.js';
@@ -31,28 +33,53 @@ export async function openPgliteDb(dataDir?: string): Promise<Db> {
     ...(dataDir === undefined ? (template ? { fs: new TemplateMemoryFS(template) } : {}) : { dataDir }),
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${dataDir === undefined ? sharedBuffers.inMemory : sharedBuffers.onDisk}`],
   });
+  // Which statements may run when. A statement runs inside the database synchronously (one call
+  // into its WebAssembly, see runStatement), so two statements never interleave; what must not
+  // happen is a statement of `query()` running between the statements of an open transaction,
+  // where it would become part of it. Transactions take turns, first come first served, and a
+  // `query()` runs at once when none is open or queued, else in its turn. PGlite's own locks
+  // (two promise-based mutexes per statement) are not taken on this path: their promises were a
+  // tenth of the server's allocation per request.
+  let taken = false;
+  const turns: Array<() => void> = [];
+  const take = (): Promise<void> | undefined => {
+    if (!taken) {
+      taken = true;
+      return undefined;
+    }
+    return new Promise((resolve) => turns.push(resolve));
+  };
+  const release = () => {
+    const next = turns.shift();
+    if (next) next();
+    else taken = false;
+  };
   return {
     query<T>(sql: string, params?: unknown[]) {
-      // Outside a transaction (PGlite's query() does the same): none may run meanwhile.
-      return pg._runExclusiveTransaction(() =>
-        pg._runExclusiveQuery(async () => {
-          const rows = await runStatement<T>(pg, sql, params);
-          await pg.syncToFs();
-          return rows;
-        }),
-      );
+      if (!taken) return runStatement<T>(pg, sql, params);
+      return new Promise<void>((resolve) => turns.push(resolve)).then(() => runStatement<T>(pg, sql, params)).finally(release);
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
-      return pg.transaction(async () =>
-        fn({
-          query<R>(sql: string, params?: unknown[]) {
-            return pg._runExclusiveQuery(() => runStatement<R>(pg, sql, params));
-          },
-        }),
-      );
+      await take();
+      try {
+        return await pg.transaction(async () =>
+          fn({
+            query<R>(sql: string, params?: unknown[]) {
+              return runStatement<R>(pg, sql, params);
+            },
+          }),
+        );
+      } finally {
+        release();
+      }
     },
     async close() {
-      await pg.close();
+      await take();
+      try {
+        await pg.close();
+      } finally {
+        release();
+      }
     },
   };
 }
@@ -61,29 +88,41 @@ export async function openPgliteDb(dataDir?: string): Promise<Db> {
  * Runs one statement with the extended protocol in a single message to the database: Parse,
  * Bind, Describe, Execute and Sync at once, as node-postgres sends them. PGlite's own `query()`
  * makes six separate calls into the database for each statement (a Describe first, so that it can
- * convert the parameters by their types); this one makes one, which costs about a third less time
- * and allocation per statement (docs/performance.md, "Long-poll wake"). Parameters are converted
- * as node-postgres converts them (their types are left for PostgreSQL to infer, as node-postgres
- * does); rows are parsed with PGlite's own parsers, so they are what `query()` returns.
- * Call it holding PGlite's query lock. Errors: rejects with PGlite's `DatabaseError` (`code`).
+ * convert the parameters by their types); this one makes one. The message is written and the
+ * answer read with node-postgres's protocol library (`pg-protocol`), whose writer and reader work
+ * on Node buffers from the shared pool: PGlite's own reader copies every string it reads into an
+ * ArrayBuffer of its own, dozens per statement, and each young ArrayBuffer lengthens the next
+ * young-generation collection (docs/performance.md, "Long-poll wake"). Parameters are converted as
+ * node-postgres converts them (their types left for PostgreSQL to infer, as node-postgres does);
+ * rows are converted with PGlite's own parsers, so they are what `query()` returns.
+ * Call it holding PGlite's query lock. Errors: rejects with the statement's `DatabaseError`
+ * (`code`, `constraint`, `detail`, as node-postgres raises it for the PostgreSQL backend).
  */
 async function runStatement<T>(pg: PGlite, sql: string, params: unknown[] = []): Promise<T[]> {
-  const { serialize } = protocol;
-  const parts = [
+  const message = Buffer.concat([
     serialize.parse({ text: sql }),
     serialize.bind({ values: params.map((value) => pgUtils.prepareValue(value)) }),
     serialize.describe({ type: 'P' }),
     serialize.execute({}),
     serialize.sync(),
-  ];
-  const message = new Uint8Array(parts.reduce((n, part) => n + part.byteLength, 0));
-  let at = 0;
-  for (const part of parts) {
-    message.set(part, at);
-    at += part.byteLength;
-  }
-  const { messages } = await pg.execProtocol(message, { syncToFs: false });
-  return (parse.parseResults(messages, pg.parsers)[0]?.rows ?? []) as T[];
+  ]);
+  const parser = new Parser();
+  const messages: Array<{ name: string }> = [];
+  let failure: DatabaseError | undefined;
+  await pg.execProtocolRawStream(message, {
+    syncToFs: false,
+    // A view of the database's memory, reused for the next chunk: copied before the parser may
+    // keep an unfinished message of it.
+    onRawData: (chunk) =>
+      parser.parse(Buffer.from(chunk), (received) => {
+        if (received.name === 'error') failure ??= received as DatabaseError;
+        else messages.push(received);
+      }),
+  });
+  if (failure) throw failure;
+  // The messages have the names and fields PGlite's own reader gives them (its protocol code is
+  // node-postgres's), which is all parseResults looks at.
+  return (parse.parseResults(messages as Parameters<typeof parse.parseResults>[0], pg.parsers)[0]?.rows ?? []) as T[];
 }
 
 /** Whether `dir` does not exist or holds nothing (a data directory to be made). */
