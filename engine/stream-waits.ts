@@ -16,7 +16,6 @@
  * (a 4xx on reconnecting: the key revoked, the log expired), steps wait as before: one long poll
  * each (`converse`).
  */
-import { ApplicationFailure } from '@temporalio/common';
 import type { MessageCreatedData } from '../api/events.ts';
 import type { z } from 'zod';
 import type { Connection } from '../activities/connection.ts';
@@ -28,6 +27,7 @@ import { DEFAULT_RECONCILE_EVERY } from '../definitions/pipeline-limits.ts';
 import { parseDuration } from '../definitions/durations.ts';
 import type { ExchangeOptions, PipelineActivities } from '../workflows/pipeline-orchestration.ts';
 import { WaitKinds } from '../workflows/pipeline-orchestration.ts';
+import { awaitReply, type WaitRequest } from '../workflows/reply-wait.ts';
 
 /** The activities stream waits need besides the pipeline's own: the send with its read, and the read. */
 export type StreamableActivities = PipelineActivities & Pick<ConversationActivities, 'sendStep' | 'readReply' | 'waitForMessage'>;
@@ -100,37 +100,25 @@ class RunStream {
    * Waits for a step's reply (see the module comment). Output: the reply. Errors: `timed_out`
    * (non-retryable, with details `[{ threadId, messageId }]`), the reads' errors.
    */
-  async wait(request: { threadId: string; sentId: string; fromId: string; deadline: number; reconcileEveryMs: number; read(): Promise<StepReply | null> }): Promise<StepReply> {
+  async wait(request: WaitRequest): Promise<StepReply> {
     const waiter: Waiter = { threadId: request.threadId, sentId: request.sentId, fromId: request.fromId, sentSeen: this.#seen.has(request.sentId), read: this.broken };
     this.#waiters.add(waiter);
-    try {
-      for (;;) {
-        const left = request.deadline - Date.now();
-        let woken = false;
-        if (left > 0 && !waiter.reply && !waiter.read) {
-          woken = await new Promise<boolean>((resolve) => {
-            const timer = setTimeout(() => resolve(false), Math.min(request.reconcileEveryMs, left));
+    const pause = (ms: number) =>
+      waiter.reply || waiter.read
+        ? Promise.resolve(true)
+        : new Promise<boolean>((resolve) => {
+            const timer = setTimeout(() => {
+              waiter.wake = undefined;
+              resolve(false);
+            }, ms);
             waiter.wake = () => {
               clearTimeout(timer);
+              waiter.wake = undefined;
               resolve(true);
             };
           });
-          waiter.wake = undefined;
-        } else woken = left > 0;
-        if (waiter.reply) return waiter.reply;
-        waiter.read = false;
-        const found = await request.read();
-        if (found) return found;
-        if (waiter.reply) return waiter.reply;
-        if (!woken && Date.now() >= request.deadline) {
-          throw ApplicationFailure.create({
-            type: 'timed_out',
-            message: `no message from ${request.fromId} in thread ${request.threadId} before the deadline`,
-            nonRetryable: true,
-            details: [{ threadId: request.threadId, messageId: request.sentId }],
-          });
-        }
-      }
+    try {
+      return await awaitReply(waiter, request, pause, Date.now);
     } finally {
       this.#waiters.delete(waiter);
     }

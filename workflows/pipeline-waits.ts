@@ -25,9 +25,10 @@
  * emptied only when the run moves on to a durable wait of another kind (a sleep, a sub-pipeline),
  * so a loop waiting again and again on one thread upserts once.
  */
-import { ApplicationFailure, defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
+import { defineSearchAttributeKey, SearchAttributeType } from '@temporalio/common';
 import { condition, defineSignal, setHandler, upsertSearchAttributes } from '@temporalio/workflow';
 import type { StepReply } from '../activities/conversation-activities.ts';
+import { awaitReply, type WaitRequest } from './reply-wait.ts';
 
 /** The search attribute (KeywordList) listing `THREAD_ID:PARTICIPANT_ID` of every reply a run waits for. */
 export const AWAITING_THREADS_NAME = 'TeamctlAwaitingThreads';
@@ -67,18 +68,7 @@ interface Waiter {
   read: boolean;
 }
 
-/** What one wait needs from the run: the reconcile read. */
-export interface WaitRequest {
-  threadId: string;
-  sentId: string;
-  fromId: string;
-  /** When to give up (ms since the epoch, the workflow's clock). */
-  deadline: number;
-  /** Milliseconds between reconcile reads. */
-  reconcileEveryMs: number;
-  /** Reads the thread for the reply (a local activity); null when there is none yet. */
-  read(): Promise<StepReply | null>;
-}
+export type { WaitRequest } from './reply-wait.ts';
 
 /**
  * The push waits of one workflow run: registers the `message` signal's handler (call it once,
@@ -134,24 +124,7 @@ export class PushWaits {
     this.#waiters.add(waiter);
     this.#sync();
     try {
-      for (;;) {
-        const left = request.deadline - Date.now();
-        const woken = left > 0 && (await condition(() => waiter.reply !== undefined || waiter.read, Math.min(request.reconcileEveryMs, left)));
-        if (waiter.reply) return waiter.reply;
-        waiter.read = false;
-        const found = await request.read();
-        if (found) return found;
-        // A signal may have come during the read.
-        if (waiter.reply) return waiter.reply;
-        if (!woken && Date.now() >= request.deadline) {
-          throw ApplicationFailure.create({
-            type: 'timed_out',
-            message: `no message from ${request.fromId} in thread ${request.threadId} before the deadline`,
-            nonRetryable: true,
-            details: [{ threadId: request.threadId, messageId: request.sentId }],
-          });
-        }
-      }
+      return await awaitReply(waiter, request, (ms) => condition(() => waiter.reply !== undefined || waiter.read, ms), Date.now);
     } finally {
       this.#waiters.delete(waiter);
     }
