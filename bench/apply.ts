@@ -88,17 +88,42 @@ const KEY_ENV = 'BENCH_APPLY_KEY';
 const counts = { gets: 0, mutations: 0, failed: 0 };
 const resetCounts = () => Object.assign(counts, { gets: 0, mutations: 0, failed: 0 });
 
-/** Counts the answers other than 2xx (undici's handler API). */
+// Requests in flight over time: the mean (their time integral ÷ the wall time) says how much of
+// the parallelism an engine keeps busy; an engine that waits between requests shows it here.
+const inFlight = { now: 0, since: 0, integral: 0 };
+function inFlightChange(delta: number): void {
+  const t = performance.now();
+  inFlight.integral += inFlight.now * (t - inFlight.since);
+  inFlight.since = t;
+  inFlight.now += delta;
+}
+
+/** Counts the answers other than 2xx and the requests in flight (undici's handler API). */
 class FailureCounter extends DecoratorHandler {
+  #open = true;
+  #done(): void {
+    if (!this.#open) return;
+    this.#open = false;
+    inFlightChange(-1);
+  }
   onResponseStart(controller: unknown, statusCode: number, headers: unknown, statusMessage?: string): void {
     if (statusCode < 200 || statusCode >= 300) counts.failed++;
     (DecoratorHandler.prototype as unknown as { onResponseStart: (...args: unknown[]) => void }).onResponseStart.call(this, controller, statusCode, headers, statusMessage);
+  }
+  onResponseEnd(controller: unknown, trailers: unknown): void {
+    this.#done();
+    (DecoratorHandler.prototype as unknown as { onResponseEnd: (...args: unknown[]) => void }).onResponseEnd.call(this, controller, trailers);
+  }
+  onResponseError(controller: unknown, error: Error): void {
+    this.#done();
+    (DecoratorHandler.prototype as unknown as { onResponseError: (...args: unknown[]) => void }).onResponseError.call(this, controller, error);
   }
 }
 const plainDispatcher = new Agent();
 const countingDispatcher = plainDispatcher.compose((dispatch) => (options: Dispatcher.DispatchOptions, handler: Dispatcher.DispatchHandler) => {
   if ((options.method ?? 'GET') === 'GET') counts.gets++;
   else counts.mutations++;
+  inFlightChange(1);
   return dispatch(options, new FailureCounter(handler));
 });
 setGlobalDispatcher(plainDispatcher);
@@ -410,8 +435,11 @@ async function measure(
   setGlobalDispatcher(countingDispatcher);
   const cpuBefore = sampleCpu(probe);
   const started = performance.now();
+  Object.assign(inFlight, { now: 0, since: started, integral: 0 });
   const { result, after } = await apply().finally(() => setGlobalDispatcher(plainDispatcher));
   const wallSeconds = (performance.now() - started) / 1000;
+  inFlightChange(0);
+  const meanInFlight = inFlight.integral / (wallSeconds * 1000);
   const cpu = cpuSince(probe, cpuBefore);
   const snapshot = { ...counts };
   const history = after ? await after() : undefined;
@@ -426,7 +454,7 @@ async function measure(
   const run: ApplyRun = { engine, parallelism, kind, wallSeconds, ...snapshot, changes: result.applied.length, cpu, ...(history ? { history } : {}), problem };
   log(
     `  ${engine} p${parallelism} ${kind}: ${wallSeconds.toFixed(2)} s, ${snapshot.gets} GET + ${snapshot.mutations} mutating (${snapshot.failed} non-2xx), ` +
-      `${run.changes} changes; CPU bench ${cpu.bench.toFixed(1)} s, server ${cpu.server.toFixed(1)} s, temporal ${cpu.temporal.toFixed(1)} s, pg ${cpu.postgres.toFixed(1)} s, machine ${cpu.machine.toFixed(1)} s` +
+      `${run.changes} changes, ${meanInFlight.toFixed(1)} requests in flight on average; CPU bench ${cpu.bench.toFixed(1)} s, server ${cpu.server.toFixed(1)} s, temporal ${cpu.temporal.toFixed(1)} s, pg ${cpu.postgres.toFixed(1)} s, machine ${cpu.machine.toFixed(1)} s` +
       (history ? `; history ${history.events} events / ${history.runs} runs (max ${history.maxEventsPerRun}), ${(history.bytes / 1024).toFixed(0)} KiB, largest payload ${(history.largestPayload / 1024).toFixed(1)} KiB (${history.largestPayloadAt})` : '') +
       (problem ? `; PROBLEM: ${problem}` : ''),
   );

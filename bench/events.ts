@@ -104,9 +104,16 @@ async function measure(backend: Figures['backend'], server: ServerProcess): Prom
     return { thread, first };
   };
   const append = async (thread: string, content: string) => expectStatus(await client.call('POST', `/threads/${thread}/messages`, { sender_agent_id: bob, content }), 201, 'append');
-  // Warm-up: JIT, pools, caches.
+  // Warm-up, as `npm run bench` warms up: 2 s of appends from 8 clients at once. V8 optimises
+  // the embedded database's hot WebAssembly functions in the background once they are hot; 50
+  // appends (the warm-up before) left that work to the first wake samples.
   const warm = await open();
-  for (let i = 0; i < 50; i += 1) await append(warm.thread, `warm ${i}`);
+  const warmUntil = performance.now() + 2_000;
+  await Promise.all(
+    Array.from({ length: 8 }, async (_, w) => {
+      for (let i = 0; performance.now() < warmUntil; i += 1) await append(warm.thread, `warm ${w}.${i}`);
+    }),
+  );
 
   // Long-poll wake, one at a time: the poll is held (15 ms head start), then the append is sent.
   const threadWake: number[] = [];
