@@ -501,6 +501,14 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     ...reads,
     ...changes,
     /**
+     * Does nothing, as a regular (not local) activity: the apply workflow awaits it once its plan
+     * is made, which completes the workflow task and so records the reads' results (local
+     * activities' markers) in the history before any change starts (`workflows/apply-workflow.ts`).
+     * A 1 ms timer did the same, but Temporal's development server fired it 0.8 s late.
+     * Input: nothing. Output: nothing. Errors: none.
+     */
+    async planRecorded(): Promise<void> {},
+    /**
      * Makes several changes, one after another, each retried under the one retry policy
      * (`workflows/retry-policy.ts`, `Retry-After` honoured): one activity call for a batch of a
      * team's changes, so a large apply costs Temporal a few hundred activities instead of

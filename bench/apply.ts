@@ -90,10 +90,11 @@ const resetCounts = () => Object.assign(counts, { gets: 0, mutations: 0, failed:
 
 // Requests in flight over time: the mean (their time integral ÷ the wall time) says how much of
 // the parallelism an engine keeps busy; an engine that waits between requests shows it here.
-const inFlight = { now: 0, since: 0, integral: 0 };
+const inFlight = { now: 0, since: 0, integral: 0, atLevel: [] as number[] };
 function inFlightChange(delta: number): void {
   const t = performance.now();
   inFlight.integral += inFlight.now * (t - inFlight.since);
+  inFlight.atLevel[inFlight.now] = (inFlight.atLevel[inFlight.now] ?? 0) + (t - inFlight.since);
   inFlight.since = t;
   inFlight.now += delta;
 }
@@ -435,11 +436,12 @@ async function measure(
   setGlobalDispatcher(countingDispatcher);
   const cpuBefore = sampleCpu(probe);
   const started = performance.now();
-  Object.assign(inFlight, { now: 0, since: started, integral: 0 });
+  Object.assign(inFlight, { now: 0, since: started, integral: 0, atLevel: [] });
   const { result, after } = await apply().finally(() => setGlobalDispatcher(plainDispatcher));
   const wallSeconds = (performance.now() - started) / 1000;
   inFlightChange(0);
   const meanInFlight = inFlight.integral / (wallSeconds * 1000);
+  const levels = [...inFlight.atLevel].map((ms, n) => `${n}: ${Math.round(((ms ?? 0) / (wallSeconds * 1000)) * 100)}%`).join(', ');
   const cpu = cpuSince(probe, cpuBefore);
   const snapshot = { ...counts };
   const history = after ? await after() : undefined;
@@ -454,7 +456,7 @@ async function measure(
   const run: ApplyRun = { engine, parallelism, kind, wallSeconds, ...snapshot, changes: result.applied.length, cpu, ...(history ? { history } : {}), problem };
   log(
     `  ${engine} p${parallelism} ${kind}: ${wallSeconds.toFixed(2)} s, ${snapshot.gets} GET + ${snapshot.mutations} mutating (${snapshot.failed} non-2xx), ` +
-      `${run.changes} changes, ${meanInFlight.toFixed(1)} requests in flight on average; CPU bench ${cpu.bench.toFixed(1)} s, server ${cpu.server.toFixed(1)} s, temporal ${cpu.temporal.toFixed(1)} s, pg ${cpu.postgres.toFixed(1)} s, machine ${cpu.machine.toFixed(1)} s` +
+      `${run.changes} changes, ${meanInFlight.toFixed(1)} requests in flight on average (share of the time at each count: ${levels}); CPU bench ${cpu.bench.toFixed(1)} s, server ${cpu.server.toFixed(1)} s, temporal ${cpu.temporal.toFixed(1)} s, pg ${cpu.postgres.toFixed(1)} s, machine ${cpu.machine.toFixed(1)} s` +
       (history ? `; history ${history.events} events / ${history.runs} runs (max ${history.maxEventsPerRun}), ${(history.bytes / 1024).toFixed(0)} KiB, largest payload ${(history.largestPayload / 1024).toFixed(1)} KiB (${history.largestPayloadAt})` : '') +
       (problem ? `; PROBLEM: ${problem}` : ''),
   );

@@ -11,16 +11,18 @@
  * change by an order of magnitude (see docs/performance.md). A local activity cut short by a worker crash runs again on the next
  * worker; the activities are idempotent by business key, so that is safe. The worker records
  * local activities' results when its workflow task completes (at the latest every 8 s while they
- * run), so the workflow waits on a 1 ms timer once its plan is made: the reads are then in the
- * history before any change starts, and a crash later replays the same plan rather than making a
- * new one (every change is reported once, an interrupted create as adopted).
+ * run), so once its plan is made the workflow awaits one regular activity that does nothing
+ * (`planRecorded`; runs recorded before the `planBoundary` patch waited on a 1 ms timer, which
+ * Temporal's development server fired ~0.8 s late): the reads are then in the history before any
+ * change starts, and a crash later replays the same plan rather than making a new one (every
+ * change is reported once, an interrupted create as adopted).
  *
  * A large definition does not outgrow Temporal's history limits: once the history holds
  * `historyEventLimit` events (or the server suggests it), the workflow lets the changes in flight
  * finish and continues as new with the same input, carrying the changes made so far; the new run
  * re-reads the live state, so it carries on exactly where the last one stopped.
  */
-import { continueAsNew, patched, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
+import { continueAsNew, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ApplyActivities } from '../activities/apply-activities.ts';
 import { orchestrateApply } from './apply-orchestration.ts';
 import { DEFAULT_TEMPORAL_BATCH_SIZE, DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE } from './apply-orchestration.ts';
@@ -30,9 +32,10 @@ import { DEFAULT_ACTIVITY_TIMEOUT_SECONDS, temporalRetryPolicy } from './retry-p
 /**
  * Patch ids (`patched()`): a run started by this code reads the teams in batches
  * (`readTeams`, up to 50 teams a call) and lets a batch of changes hold a team with its
- * participants and edges (`chainedBatches`); a run recorded before replays as it ran.
+ * participants and edges (`chainedBatches`), and records its plan by awaiting an activity instead
+ * of a timer (`planBoundary`); a run recorded before replays as it ran.
  */
-export const APPLY_PATCHES = { batchedReads: 'apply-batched-team-reads', chainedBatches: 'apply-chained-batches' } as const;
+export const APPLY_PATCHES = { batchedReads: 'apply-batched-team-reads', chainedBatches: 'apply-chained-batches', planBoundary: 'apply-plan-boundary-activity' } as const;
 
 /** Default of `ApplyInput.historyEventLimit`: Temporal warns at 10,240 events and stops at 51,200. */
 export const DEFAULT_HISTORY_EVENT_LIMIT = 10_000;
@@ -71,6 +74,8 @@ export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
     startToCloseTimeout: (input.activityTimeoutSeconds ?? DEFAULT_ACTIVITY_TIMEOUT_SECONDS) * 1000,
     retry: temporalRetryPolicy(),
   });
+  // Regular, not local: awaiting it completes the workflow task (see the module comment).
+  const planBoundary = proxyActivities<Pick<ApplyActivities, 'planRecorded'>>({ startToCloseTimeout: '1 minute', retry: temporalRetryPolicy() });
   const limit = input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT;
   const batchedReads = patched(APPLY_PATCHES.batchedReads);
   const chainedBatches = patched(APPLY_PATCHES.chainedBatches);
@@ -78,7 +83,9 @@ export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
     // Local activities' markers reach the history only as workflow tasks complete, so the count
     // of changes started in this pass (at most one marker each) is added to the recorded length.
     shouldPause: (started) => workflowInfo().historyLength + started >= limit || workflowInfo().continueAsNewSuggested,
-    afterPlan: () => sleep(1),
+    // patched() is asked here, when a plan with changes is made, so a run without changes (a
+    // no-op) records no patch marker.
+    afterPlan: () => (patched(APPLY_PATCHES.planBoundary) ? planBoundary.planRecorded() : sleep(1)),
     batchSize: input.batchSize ?? (chainedBatches ? DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE : DEFAULT_TEMPORAL_BATCH_SIZE),
     batchedReads,
     chainedBatches,

@@ -42,19 +42,25 @@ beforeAll(() => {
 });
 
 describe('replay', () => {
-  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after its patches), and pipelines completed, continued as new, answered by a human and cancelled, polling and waiting by push', () => {
+  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after each of its patches), and pipelines completed, continued as new, answered by a human and cancelled, polling and waiting by push', () => {
     expect(files).toEqual([
       'apply-continue-as-new-batched.json',
+      'apply-continue-as-new-plan-activity.json',
       'apply-continue-as-new.json',
       'apply-deletes-and-rename-batched.json',
+      'apply-deletes-and-rename-plan-activity.json',
       'apply-deletes-and-rename.json',
       'apply-example-create-batched.json',
+      'apply-example-create-plan-activity.json',
       'apply-example-create.json',
       'apply-example-no-op-batched.json',
+      'apply-example-no-op-plan-activity.json',
       'apply-example-no-op.json',
       'apply-fails-unresolved-secret-batched.json',
+      'apply-fails-unresolved-secret-plan-activity.json',
       'apply-fails-unresolved-secret.json',
       'destroy-example-batched.json',
+      'destroy-example-plan-activity.json',
       'destroy-example.json',
       'pipeline-approval.json',
       'pipeline-branch-skipped.json',
@@ -83,20 +89,32 @@ describe('replay', () => {
     expect(last('pipeline-approval').workflowExecutionCompletedEventAttributes).toBeTruthy();
     expect(last('pipeline-continue-as-new').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
     expect(last('pipeline-cancelled').workflowExecutionCanceledEventAttributes).toBeTruthy();
-    // The apply histories of before and after the patches of APPLY_PATCHES (batched reads,
-    // chained batches): the old ones replay down the old path, the -batched ones down the new.
-    expect(last('apply-continue-as-new-batched').workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
-    expect(last('apply-fails-unresolved-secret-batched').workflowExecutionFailedEventAttributes).toBeTruthy();
-    for (const name of ['apply-example-create-batched', 'apply-example-no-op-batched', 'apply-deletes-and-rename-batched', 'destroy-example-batched']) {
-      expect(last(name).workflowExecutionCompletedEventAttributes, name).toBeTruthy();
+    // The apply histories of before and after the patches of APPLY_PATCHES: the old ones replay
+    // down the old path, the -batched ones with batched reads and chained batches, the
+    // -plan-activity ones also recording their plan with an activity instead of a timer.
+    for (const suffix of ['-batched', '-plan-activity']) {
+      expect(last(`apply-continue-as-new${suffix}`).workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
+      expect(last(`apply-fails-unresolved-secret${suffix}`).workflowExecutionFailedEventAttributes).toBeTruthy();
+      for (const name of ['apply-example-create', 'apply-example-no-op', 'apply-deletes-and-rename', 'destroy-example']) {
+        expect(last(`${name}${suffix}`).workflowExecutionCompletedEventAttributes, `${name}${suffix}`).toBeTruthy();
+      }
     }
-    const patches = (name: string) =>
-      histories()
-        .find((h) => h.name === name)!
-        .history.events!.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+    const events = (name: string) => histories().find((h) => h.name === name)!.history.events!;
+    const patches = (name: string) => events(name).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_patch').length;
+    const timers = (name: string) => events(name).filter((e) => e.timerStartedEventAttributes).length;
+    const planRecorded = (name: string) => events(name).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'planRecorded').length;
+    // Runs with changes to make: the ones of the plan-activity patch, and the timer of before it.
+    const withChanges = ['apply-example-create', 'apply-deletes-and-rename', 'destroy-example', 'apply-continue-as-new'];
     for (const name of files.map((f) => f.replace(/\.json$/, '')).filter((n) => n.startsWith('apply-') || n.startsWith('destroy-'))) {
-      expect(patches(name), name).toBe(name.endsWith('-batched') ? Object.keys(APPLY_PATCHES).length : 0);
+      const base = name.replace(/-(batched|plan-activity)$/, '');
+      const planned = withChanges.includes(base);
+      if (name.endsWith('-plan-activity')) {
+        expect({ patches: patches(name), planRecorded: planRecorded(name), timers: timers(name) }, name).toEqual({ patches: planned ? 3 : 2, planRecorded: planned ? 1 : 0, timers: 0 });
+      } else {
+        expect({ patches: patches(name), planRecorded: planRecorded(name), timers: timers(name) }, name).toEqual({ patches: name.endsWith('-batched') ? 2 : 0, planRecorded: 0, timers: planned ? 1 : 0 });
+      }
     }
+    expect(Object.keys(APPLY_PATCHES)).toHaveLength(3);
   });
 
   it('replay: the pipelines that decide were recorded doing what they say: a re-ask, a branch skipped, 3 iterations, 5 items, a child workflow, a timer', () => {

@@ -194,7 +194,7 @@ describeTemporal('tracing on temporal', () => {
     expect(runs[0]!.parentSpanId).toBe(start?.spanId);
 
     const activityRuns = inTrace.filter((s) => s.name.startsWith('RunActivity:'));
-    expect(new Set(activityRuns.map((s) => s.name))).toEqual(new Set(['RunActivity:readOrganization', 'RunActivity:runSteps']));
+    expect(new Set(activityRuns.map((s) => s.name))).toEqual(new Set(['RunActivity:readOrganization', 'RunActivity:planRecorded', 'RunActivity:runSteps']));
     // Each activity runs under the workflow's span for scheduling it, which the workflow run holds.
     const scheduled = new Map(inTrace.filter((s) => s.name.startsWith('StartActivity:')).map((s) => [s.spanId, s]));
     expect(scheduled.size).toBe(activityRuns.length);
