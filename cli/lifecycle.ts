@@ -65,6 +65,8 @@ export interface PreparedPlan {
    * contact with the service for the whole run, and long waits shown on stderr.
    */
   retry: RetryOptions;
+  /** The organization's id when it exists (read for the plan). */
+  orgId?: string | undefined;
 }
 
 /** The line shown for a long wait before a next attempt: what is waited for, and why. */
@@ -159,7 +161,7 @@ export async function prepare(
     const matches = changes.some((c) => covers(target, c.address)) || scheduleChanges.some((c) => covers(target, c.address));
     if (!matches) io.stderr(`warning: --target ${target} selects no change`);
   }
-  return { input, definition, changes, schedules: schedules && { ...schedules, changes: scheduleChanges }, retry };
+  return { input, definition, changes, schedules: schedules && { ...schedules, changes: scheduleChanges }, retry, orgId: observed.organization?.org_id };
 }
 
 /**
@@ -234,7 +236,8 @@ function deletedAddresses(plan: PreparedPlan): string {
 
 /**
  * Runs a prepared plan's input on an engine, printing each change as it completes (the local
- * engine live, Temporal's at the end), then makes its schedule changes on Temporal. Output: the
+ * engine live, Temporal's at the end), then makes its schedule changes on Temporal. A plan without
+ * resource changes for an existing organization runs on no engine (its result is empty). Output: the
  * result and the schedule changes made. Errors: the engine's (`not_approved` when the live state
  * changed since consent, `temporal_unreachable`, `no_worker`, `apply_in_progress`, an activity's
  * code).
@@ -254,7 +257,12 @@ export async function runPlan(
     async () => {
       let result: ApplyResult;
       try {
-        if (flags.engine === Engines.temporal) {
+        if (plan.changes.length === 0 && plan.orgId !== undefined) {
+          // Nothing to change (the plan just read the live state): no second read, and on
+          // Temporal no workflow, whose start and end alone take longer than a no-op's reads. As
+          // `terraform apply` does when its plan is empty.
+          result = { orgId: plan.orgId, applied: [] };
+        } else if (flags.engine === Engines.temporal) {
           // Temporal's client loads only for --engine temporal (0.2–0.3 s of start-up otherwise).
           const { applyWithTemporal, applyWorkflowId } = await import('../engine/temporal-engine.ts');
           const workflowId = applyWorkflowId(plan.definition.organization.name);

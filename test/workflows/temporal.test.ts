@@ -84,7 +84,7 @@ describeTemporal('temporal engine', () => {
     await server?.close();
   }, 120_000);
 
-  it('apply --engine temporal: the example ends as the local engine leaves it, a second apply sends no mutating request, and no secret is in the history', async () => {
+  it('apply --engine temporal: the example ends as the local engine leaves it, a second apply sends no mutating request and starts no workflow, and no secret is in the history', async () => {
     const recorder = recordingFetch();
     const taskQueue = await queueWithWorker({ env, fetch: recorder.fetch });
     const orgName = `example-temporal-${randomUUID()}`;
@@ -105,9 +105,12 @@ describeTemporal('temporal engine', () => {
     expect(await shape(client, orgName)).toEqual(await reference(example));
 
     const mutationsBefore = recorder.mutations().length;
+    const firstRun = (await temporal.workflow.getHandle(applyWorkflowId(orgName)).describe()).runId;
     const second = await apply();
     expect(second.applied).toEqual([]);
     expect(recorder.mutations().length).toBe(mutationsBefore);
+    // The plan found nothing to change: no workflow was started for it.
+    expect((await temporal.workflow.getHandle(applyWorkflowId(orgName)).describe()).runId).toBe(firstRun);
 
     const history = await temporal.workflow.getHandle(applyWorkflowId(orgName)).fetchHistory();
     const searchable = historyText(history);
