@@ -95,7 +95,8 @@ export async function openPgliteDb(dataDir?: string): Promise<Db> {
  * young-generation collection (docs/performance.md, "Long-poll wake"). Parameters are converted as
  * node-postgres converts them (their types left for PostgreSQL to infer, as node-postgres does);
  * rows are converted with PGlite's own parsers, so they are what `query()` returns.
- * Call it holding PGlite's query lock. Errors: rejects with the statement's `DatabaseError`
+ * Call it in the caller's turn (see the turns in {@link openPgliteDb}): not between the statements
+ * of another caller's open transaction. Errors: rejects with the statement's `DatabaseError`
  * (`code`, `constraint`, `detail`, as node-postgres raises it for the PostgreSQL backend).
  */
 async function runStatement<T>(pg: PGlite, sql: string, params: unknown[] = []): Promise<T[]> {
