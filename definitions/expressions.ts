@@ -198,7 +198,9 @@ function typeName(value: CelValue): string {
   return 'message';
 }
 
-const env = celEnv();
+// Made at the first plan, not at import: a Temporal worker evaluates this module again for every
+// workflow it starts (each has its own module scope), and an apply never evaluates an expression.
+let env: ReturnType<typeof celEnv> | undefined;
 
 /** Plans of the expressions seen, by text: an expression of a loop or map is evaluated many times. */
 const plans = new Map<string, ReturnType<typeof plan>>();
@@ -213,7 +215,7 @@ function planOf(text: string): ReturnType<typeof plan> {
     } catch (error) {
       throw new ExpressionError(`invalid expression ${JSON.stringify(text)}: ${(error as Error).message.replace(/^<input>:\d+:\d+: /, '')}`);
     }
-    compiled = plan(env, parsed);
+    compiled = plan((env ??= celEnv()), parsed);
     if (plans.size >= MAX_PLANS) plans.delete(plans.keys().next().value!);
     plans.set(text, compiled);
   }

@@ -26,12 +26,22 @@ export const REPLY_SCHEMA_DRAFT = 'https://json-schema.org/draft/2020-12/schema'
 /** Most validator messages quoted in a re-ask or a failure. */
 const MAX_PROBLEMS = 10;
 
+let ajv: InstanceType<typeof Ajv2020> | undefined;
+
 /**
- * Strict about the schema itself (an unknown keyword such as `enums` is an error, not ignored),
- * lenient about combinations ajv's strictest modes warn of; every error of a reply, not the first.
+ * The one ajv instance: strict about the schema itself (an unknown keyword such as `enums` is an
+ * error, not ignored), lenient about combinations ajv's strictest modes warn of; every error of a
+ * reply, not the first. Made at the first schema, not at import (ajv compiles its meta-schemas
+ * then): a Temporal worker evaluates this module again for every workflow it starts, and most
+ * never check a reply.
  */
-const ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictTuples: false, strictRequired: false, logger: false });
-addFormats(ajv);
+function schemaCompiler(): InstanceType<typeof Ajv2020> {
+  if (!ajv) {
+    ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictTuples: false, strictRequired: false, logger: false });
+    addFormats(ajv);
+  }
+  return ajv;
+}
 
 /** Compiled validators by the schema's JSON: a step in a loop or a map checks many replies. */
 const validators = new Map<string, ValidateFunction>();
@@ -54,12 +64,12 @@ export function compileReplySchema(schema: Record<string, unknown>): CompiledSch
   }
   let validate: ValidateFunction;
   try {
-    validate = ajv.compile(schema);
+    validate = schemaCompiler().compile(schema);
   } catch (error) {
     return { ok: false, message: (error as Error).message };
   } finally {
     // ajv keeps every schema it compiled; ours are kept in `validators`, bounded.
-    ajv.removeSchema(schema);
+    schemaCompiler().removeSchema(schema);
   }
   if (validators.size >= MAX_VALIDATORS) validators.delete(validators.keys().next().value!);
   validators.set(key, validate);

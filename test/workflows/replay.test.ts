@@ -19,7 +19,7 @@ import { fileURLToPath } from 'node:url';
 import { historyFromJSON } from '@temporalio/common/lib/proto-utils.js';
 import { Worker } from '@temporalio/worker';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { workflowsPath } from '../../worker/worker.ts';
+import { workflowBundlerOptions, workflowsPath } from '../../worker/worker.ts';
 import { APPLY_PATCHES } from '../../workflows/apply-workflow.ts';
 import { installQuietRuntime } from '../support/quiet-temporal.ts';
 
@@ -163,7 +163,7 @@ describe('replay', () => {
 
   it('replay: every recorded history replays against the current workflow code without a determinism error', async () => {
     const results = [];
-    for await (const result of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-current' }, histories())) results.push(result);
+    for await (const result of Worker.runReplayHistories({ workflowsPath, bundlerOptions: workflowBundlerOptions, replayName: 'replay-current' }, histories())) results.push(result);
     expect(results.map((r) => [r.workflowId, r.error?.message])).toEqual(histories().map((h) => [h.workflowId, undefined]));
   }, 120_000);
 

@@ -15,7 +15,7 @@ import { applyWorkflowId, withTemporalClient } from '../../engine/temporal-engin
 import type { DesiredState } from '../../plan/types.ts';
 import { startServer } from '../../service/index.ts';
 import { CLIENT_SERVICE_NAME, WORKER_SERVICE_NAME, createTelemetry } from '../../temporal/telemetry.ts';
-import { createWorker, workflowsPath } from '../../worker/worker.ts';
+import { createWorker, workflowBundlerOptions, workflowsPath } from '../../worker/worker.ts';
 import { applyWorkflow } from '../../workflows/apply-workflow.ts';
 import { describeTemporal, testSettings } from '../support/temporal.ts';
 import { desiredFromFile, withOrganizationName } from '../support/synthetic.ts';
@@ -218,10 +218,10 @@ describeTemporal('tracing on temporal', () => {
     // The trace context rides in headers, never in commands: a traced run replays with tracing
     // and without, so turning it on or off under running workflows is safe.
     const history = await withTemporalClient(testSettings(), (client) => client.workflow.getHandle(applyWorkflowId(orgName)).fetchHistory(), {});
-    await Worker.runReplayHistory({ workflowsPath, replayName: 'replay-traced-untraced' }, history);
+    await Worker.runReplayHistory({ workflowsPath, bundlerOptions: workflowBundlerOptions, replayName: 'replay-traced-untraced' }, history);
     const replayTelemetry = createTelemetry(otelEnv, { defaultServiceName: WORKER_SERVICE_NAME });
     try {
-      await Worker.runReplayHistory({ workflowsPath, replayName: 'replay-traced-traced', ...replayTelemetry!.workerOptions }, history);
+      await Worker.runReplayHistory({ workflowsPath, bundlerOptions: workflowBundlerOptions, replayName: 'replay-traced-traced', ...replayTelemetry!.workerOptions }, history);
     } finally {
       await replayTelemetry?.shutdown();
     }

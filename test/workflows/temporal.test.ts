@@ -20,7 +20,7 @@ import { applyLocally } from '../../engine/local-engine.ts';
 import { applyWithTemporal, applyWorkflowId } from '../../engine/temporal-engine.ts';
 import type { DesiredState } from '../../plan/types.ts';
 import { startServer } from '../../service/index.ts';
-import { workflowsPath } from '../../worker/worker.ts';
+import { workflowBundlerOptions, workflowsPath } from '../../worker/worker.ts';
 import { planOf, readObserved } from '../../workflows/apply-orchestration.ts';
 import type { ApplyInput, ApplyResult } from '../../workflows/apply-orchestration.ts';
 import { applyWorkflow } from '../../workflows/apply-workflow.ts';
@@ -196,7 +196,7 @@ describeTemporal('temporal engine', () => {
       runId = history.events?.at(-1)?.workflowExecutionContinuedAsNewEventAttributes?.newExecutionRunId ?? undefined;
     }
     expect(runs.length).toBeGreaterThan(1);
-    for await (const replayed of Worker.runReplayHistories({ workflowsPath, replayName: 'replay-large' }, runs)) {
+    for await (const replayed of Worker.runReplayHistories({ workflowsPath, bundlerOptions: workflowBundlerOptions, replayName: 'replay-large' }, runs)) {
       expect(replayed.error?.message, replayed.workflowId).toBeUndefined();
     }
   }, 180_000);
@@ -380,6 +380,6 @@ describeTemporal('temporal engine', () => {
     const handle = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [inputFor(desired)] });
     await handle.result();
     const history = await handle.fetchHistory();
-    await expect(Worker.runReplayHistory({ workflowsPath }, history, handle.workflowId)).resolves.toBeUndefined();
+    await expect(Worker.runReplayHistory({ workflowsPath, bundlerOptions: workflowBundlerOptions }, history, handle.workflowId)).resolves.toBeUndefined();
   }, 120_000);
 });
