@@ -107,17 +107,21 @@ class FailureCounter extends DecoratorHandler {
     this.#open = false;
     inFlightChange(-1);
   }
+  /** The decorated handler's method of that name (undici's types do not declare the controller API on DecoratorHandler). */
+  #forward(name: 'onResponseStart' | 'onResponseEnd' | 'onResponseError', ...args: unknown[]): void {
+    (DecoratorHandler.prototype as unknown as Record<typeof name, (...a: unknown[]) => void>)[name].call(this, ...args);
+  }
   onResponseStart(controller: unknown, statusCode: number, headers: unknown, statusMessage?: string): void {
     if (statusCode < 200 || statusCode >= 300) counts.failed++;
-    (DecoratorHandler.prototype as unknown as { onResponseStart: (...args: unknown[]) => void }).onResponseStart.call(this, controller, statusCode, headers, statusMessage);
+    this.#forward('onResponseStart', controller, statusCode, headers, statusMessage);
   }
   onResponseEnd(controller: unknown, trailers: unknown): void {
     this.#done();
-    (DecoratorHandler.prototype as unknown as { onResponseEnd: (...args: unknown[]) => void }).onResponseEnd.call(this, controller, trailers);
+    this.#forward('onResponseEnd', controller, trailers);
   }
   onResponseError(controller: unknown, error: Error): void {
     this.#done();
-    (DecoratorHandler.prototype as unknown as { onResponseError: (...args: unknown[]) => void }).onResponseError.call(this, controller, error);
+    this.#forward('onResponseError', controller, error);
   }
 }
 const plainDispatcher = new Agent();

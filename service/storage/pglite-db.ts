@@ -42,12 +42,13 @@ export async function openPgliteDb(dataDir?: string): Promise<Db> {
   // tenth of the server's allocation per request.
   let taken = false;
   const turns: Array<() => void> = [];
+  const waitTurn = () => new Promise<void>((resolve) => turns.push(resolve));
   const take = (): Promise<void> | undefined => {
     if (!taken) {
       taken = true;
       return undefined;
     }
-    return new Promise((resolve) => turns.push(resolve));
+    return waitTurn();
   };
   const release = () => {
     const next = turns.shift();
@@ -57,7 +58,7 @@ export async function openPgliteDb(dataDir?: string): Promise<Db> {
   return {
     query<T>(sql: string, params?: unknown[]) {
       if (!taken) return runStatement<T>(pg, sql, params);
-      return new Promise<void>((resolve) => turns.push(resolve)).then(() => runStatement<T>(pg, sql, params)).finally(release);
+      return waitTurn().then(() => runStatement<T>(pg, sql, params)).finally(release);
     },
     async transaction<T>(fn: (tx: Queryable) => Promise<T>) {
       await take();
