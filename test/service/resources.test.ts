@@ -222,6 +222,23 @@ describe('provider keys', () => {
   });
 });
 
+describe('indexes', () => {
+  it('edges: the edges of a team are found by an index, so its edge count (read by every create in the team) does not read every edge of every organization', async () => {
+    const db = await openDb({ inMemory: true });
+    try {
+      const plan = await db.transaction(async (tx) => {
+        await tx.query(`SET LOCAL enable_seqscan = off`);
+        return tx.query<{ 'QUERY PLAN': string }>(`EXPLAIN SELECT count(*) FROM edges e WHERE e.team_id = $1`, [randomUUID()]);
+      });
+      const text = plan.map((row) => row['QUERY PLAN']).join('\n');
+      expect(text).not.toContain('Seq Scan');
+      expect(text).toMatch(/Index (Only )?Scan using edges_team|Bitmap Index Scan on edges_team/);
+    } finally {
+      await db.close();
+    }
+  });
+});
+
 describe('provider key hints stored before the rule', () => {
   it('provider keys: migration 0014 masks the hint of every stored key that may have under 12 characters and keeps the hint of a longer one', async () => {
     const db = await openDb({ inMemory: true });
