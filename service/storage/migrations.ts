@@ -890,6 +890,18 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
     id: '0020_edges_team_index',
     statements: [`CREATE INDEX edges_team ON edges(team_id)`],
   },
+  {
+    // The other foreign keys without an index on their columns: deleting the row they refer to
+    // (a team, an organization, a human) had the database scan the whole referencing table for
+    // its cascade. A team's delete with 100,000 threads stored took 8.5 ms for that scan alone
+    // (0.2 ms with the index), growing with the table and under the team's lock.
+    id: '0021_foreign_key_indexes',
+    statements: [
+      `CREATE INDEX threads_team ON threads(team_id)`,
+      `CREATE INDEX access_requests_org ON access_requests(org_id)`,
+      `CREATE INDEX sign_in_links_human ON sign_in_links(human_id)`,
+    ],
+  },
 ];
 
 /**

@@ -223,6 +223,23 @@ describe('provider keys', () => {
 });
 
 describe('indexes', () => {
+  it('schema: every foreign key has an index on its columns, so deleting the row it refers to does not read the whole referencing table', async () => {
+    const db = await openDb({ inMemory: true });
+    try {
+      const unindexed = await db.query<{ constraint: string }>(`
+        SELECT c.conrelid::regclass || '.' || c.conname AS constraint
+          FROM pg_constraint c
+         WHERE c.contype = 'f'
+           AND NOT EXISTS (
+             SELECT 1 FROM pg_index i
+              WHERE i.indrelid = c.conrelid AND (i.indkey::int2[])[0:array_length(c.conkey, 1) - 1] = c.conkey)
+         ORDER BY 1`);
+      expect(unindexed.map((row) => row.constraint)).toEqual([]);
+    } finally {
+      await db.close();
+    }
+  });
+
   it('edges: the edges of a team are found by an index, so its edge count (read by every create in the team) does not read every edge of every organization', async () => {
     const db = await openDb({ inMemory: true });
     try {
