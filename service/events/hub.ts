@@ -13,6 +13,15 @@
  * {@link EventHub.onSequenced} listeners (the webhook dispatcher). Safety nets: every `sweepMs`
  * the hub numbers events that a process killed after its commit left without a seq, and every
  * `pollMs` it looks at the organizations it follows for events no announcement told of.
+ *
+ * Numbering waits for someone who wants the numbers. A numbering is a write with a durable commit
+ * of its own (a number a reader has seen must survive a crash), and one per append cost an HTTP
+ * append ~17% of its rate at one client (docs/performance.md, "Numbering when someone waits").
+ * So when no subscriber of this process follows the organization, {@link EventHub.announce}
+ * tells the other processes that unnumbered events wait ({@link unnumberedKey}; a hub that
+ * follows the organization numbers them at once) and numbers them itself `coalesceMs` later, one
+ * statement for every change of that window. Readers of the log number what they need first
+ * ({@link EventHub.settle}), so nobody reads past an event that is only waiting for its number.
  */
 import type { Notifier } from '../domain/notifier.ts';
 import type { Queryable } from '../storage/db.ts';
@@ -20,6 +29,16 @@ import { eventColumns, headSeq, toEvent, type EventRow, type StoredEvent } from 
 
 /** Events numbered per statement of the sequencer; a burst takes more statements. */
 const sequenceBatch = 500;
+
+/**
+ * The {@link Notifier} key that tells the other processes that `orgId` has committed events still
+ * without a seq, numbered by their writer only `coalesceMs` later: a hub following the
+ * organization numbers them on hearing it. (The plain key, the organization id, says that new
+ * events were numbered.)
+ */
+export function unnumberedKey(orgId: string): string {
+  return `unnumbered:${orgId}`;
+}
 
 /** A change this process committed under a topic, told to its {@link EventHub.onHint} listeners. */
 export interface Hint {
@@ -82,7 +101,9 @@ export interface EventHub {
   /**
    * Announces that `orgId`'s log grew: call it after the commit. Numbers the new events (the
    * sequencer), hands them to this process's subscribers, tells the other processes, and calls
-   * the {@link onSequenced} listeners. Returns at once; the work runs in the background.
+   * the {@link onSequenced} listeners. Returns at once; the work runs in the background: at once
+   * when a subscriber of this process follows `orgId`, otherwise after `coalesceMs` (with the other
+   * processes told at once, so that one whose subscribers follow `orgId` numbers them first).
    * `hints` (changes under topics such as {@link threadTopic}, with what their writer knows of
    * them) go to this process's {@link onHint} listeners first, synchronously; when one had a
    * listener, the numbering starts two turns of the event loop later (`setImmediate`), after the
@@ -125,6 +146,12 @@ export interface EventHubOptions {
   pollMs?: number;
   /** How often events left without a seq (their writer died after its commit) are numbered; default 1,000 ms. */
   sweepMs?: number;
+  /**
+   * How long the numbering of an announcement that no subscriber of this process waits for is
+   * put off, so that the changes of that window are numbered by one statement; default 25 ms. 0
+   * numbers every announcement at once.
+   */
+  coalesceMs?: number;
   /** Told about failed reads (retried after a second); default silent. */
   log?: (message: string, error: unknown) => void;
 }
@@ -160,6 +187,9 @@ export function createEventHub(options: EventHubOptions): EventHub {
   const hints = new Map<string, Set<(detail: unknown) => void>>();
   const sequencing = new Map<string, { again: boolean; next: Array<(error?: unknown) => void> }>();
   const stats = { reads: 0, sequencings: 0, events: 0 };
+  const coalesceMs = options.coalesceMs ?? 25;
+  /** Organizations whose numbering is put off, with the timer that will run it. */
+  const deferred = new Map<string, NodeJS.Timeout>();
   let closed = false;
 
   const poll = setInterval(() => void pollFollowed(), options.pollMs ?? 5_000);
@@ -172,6 +202,12 @@ export function createEventHub(options: EventHubOptions): EventHub {
    * (with the run's failure, if any) is called after a run that started after this call.
    */
   function sequence(orgId: string, done?: (error?: unknown) => void): void {
+    // This run (or the one it joins) numbers what a put-off numbering would have.
+    const putOff = deferred.get(orgId);
+    if (putOff) {
+      clearTimeout(putOff);
+      deferred.delete(orgId);
+    }
     const running = sequencing.get(orgId);
     if (running) {
       running.again = true;
@@ -202,6 +238,27 @@ export function createEventHub(options: EventHubOptions): EventHub {
         for (const callback of state.next.splice(0)) callback(failure ?? (closed ? new Error('the event hub is closed') : undefined));
       }
     })();
+  }
+
+  /**
+   * Numbers `orgId`'s new events `coalesceMs` from the first announcement no subscriber of this
+   * process waits for, and tells the other processes now that they are there.
+   */
+  function defer(orgId: string): void {
+    notifier.publish(unnumberedKey(orgId));
+    if (deferred.has(orgId)) return;
+    const timer = setTimeout(() => {
+      deferred.delete(orgId);
+      if (!closed) sequence(orgId);
+    }, coalesceMs);
+    // The sweep numbers what a process that exits meanwhile leaves.
+    timer.unref();
+    deferred.set(orgId, timer);
+  }
+
+  /** Runs a numbering put off by {@link defer} now (someone started waiting for the numbers). */
+  function hasten(orgId: string): void {
+    if (deferred.has(orgId)) sequence(orgId);
   }
 
   /** What follows a numbering: the other processes are told, this one's subscribers and listeners get the events. */
@@ -264,7 +321,15 @@ export function createEventHub(options: EventHubOptions): EventHub {
     };
     // Listen before asking where the log stands: an event committed after the question is
     // announced to this listener, and one committed before is counted in the answer.
-    state.stopListening = notifier.subscribe(orgId, () => void read(state));
+    const stopReading = notifier.subscribe(orgId, () => void read(state));
+    // Another process put off numbering what it wrote; this one has subscribers, so it numbers
+    // now (one numbering runs at a time per organization, whoever starts it).
+    const stopNumbering = notifier.subscribe(unnumberedKey(orgId), () => void sequence(orgId));
+    state.stopListening = () => {
+      stopReading();
+      stopNumbering();
+    };
+    hasten(orgId);
     state.ready = headSeq(db, orgId).then((head) => {
       state.head = Math.max(state.head, head);
     });
@@ -370,7 +435,8 @@ export function createEventHub(options: EventHubOptions): EventHub {
         }
       }
       if (!hinted) {
-        sequence(orgId);
+        if (coalesceMs > 0 && !orgs.has(orgId)) defer(orgId);
+        else sequence(orgId);
         return false;
       }
       // On a database with one connection (PGlite) the numbering runs in this thread: it waits
@@ -425,6 +491,14 @@ export function createEventHub(options: EventHubOptions): EventHub {
     },
     stats: () => ({ ...stats, hintListeners: [...hints.values()].reduce((n, set) => n + set.size, 0) }),
     async close() {
+      // What this process put off is numbered before it stops, so a graceful stop leaves nothing
+      // for another process's sweep.
+      await Promise.all(
+        [...deferred.keys()].map(
+          (orgId) =>
+            new Promise<void>((resolve) => sequence(orgId, () => resolve())),
+        ),
+      );
       closed = true;
       clearInterval(poll);
       clearInterval(sweep);

@@ -165,6 +165,9 @@ export async function createWebhook(
 ): Promise<CreatedWebhook> {
   await assertOrganizationReachable(deps.db, caller, orgId);
   await assertDeliverableUrl(input.url, runtime.settings);
+  // "From now on" starts after what is committed now: its events get their numbers first (the
+  // writer may have put numbering off, events/hub.ts), so the cursor below is past them.
+  await deps.events.settle(orgId);
   const secret = input.secret ?? generateWebhookSecret();
   const row = await deps.db.transaction(async (tx) => {
     // The organization's row lock serialises the count below with concurrent creations.
@@ -226,6 +229,8 @@ export async function updateWebhook(
   patch: { name?: string | undefined; url?: string | undefined; events?: string[] | undefined; description?: string | undefined; status?: WebhookStatus | undefined },
 ): Promise<Webhook> {
   if (patch.url !== undefined) await assertDeliverableUrl(patch.url, runtime.settings);
+  // Enabling skips what was written before it: numbered first, as at creation.
+  if (patch.status === 'enabled') await deps.events.settle((await findWebhook(deps.db, caller, webhookId)).org_id);
   const row = await deps.db.transaction(async (tx) => {
     const found = await findWebhook(tx, caller, webhookId, true);
     if (patch.name !== undefined && patch.name !== found.name) {
