@@ -3,7 +3,7 @@ import type { Edge } from '../../api/schemas.ts';
 import type { Queryable } from '../storage/db.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
-import { getTeam } from './teams.ts';
+import { getTeam, lockTeamForChange } from './teams.ts';
 import { appendEvent } from '../events/log.ts';
 
 /** A stored edge. */
@@ -51,42 +51,49 @@ export async function getEdge(db: Queryable, caller: Caller, edgeId: string): Pr
 export async function createEdge(deps: DomainDeps, caller: Caller, teamId: string, participants: [string, string]): Promise<Edge> {
   const [a, b] = participants;
   const created = await deps.db.transaction(async (tx) => {
-    const team = await getTeam(tx, caller, teamId);
+    const orgId = await lockTeamForChange(tx, caller, teamId);
     if (a === b) {
       throw new ServiceError('invalid_request', 'participants must be two different ids', {
         errors: [{ path: 'participants.1', message: 'must differ from participants.0' }],
       });
     }
-    const locked = await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [teamId]);
-    // The team's deletion held the lock first: it is gone.
-    if (locked.length === 0) throw new ServiceError('not_found', 'team not found');
-    const found = await tx.query<{ id: string }>(`SELECT id FROM participants WHERE team_id = $1 AND id IN ($2, $3)`, [teamId, a, b]);
-    const missing = participants
-      .map((id, index) => ({ id, index }))
-      .filter(({ id }) => !found.some((row) => row.id === id));
-    if (missing.length > 0) {
-      throw new ServiceError('unknown_reference', `no agent or human of this team has id ${missing.map((m) => m.id).join(', ')}`, {
-        errors: missing.map((m) => ({ path: `participants.${m.index}`, message: 'not an agent or human of this team' })),
-      });
-    }
-    const existing = await tx.query<{ id: string }>(
-      `SELECT id FROM edges WHERE LEAST(participant_a, participant_b) = LEAST($1::uuid, $2::uuid)
-        AND GREATEST(participant_a, participant_b) = GREATEST($1::uuid, $2::uuid)`,
-      [a, b],
+    // One statement in the common case: both participants in the team, the pair without an edge
+    // (the unique index edges_pair). Under the team's lock, so what it found stays true.
+    const rows = await tx.query<EdgeRow>(
+      `INSERT INTO edges (id, team_id, participant_a, participant_b)
+       SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM participants WHERE team_id = $2 AND id IN ($3, $4)) = 2
+       ON CONFLICT DO NOTHING RETURNING *`,
+      [newId(), teamId, a, b],
     );
-    if (existing[0]) throw new ServiceError('conflict', 'an edge between these participants already exists', { extra: { existing_id: existing[0].id } });
-    const rows = await tx.query<EdgeRow>(`INSERT INTO edges (id, team_id, participant_a, participant_b) VALUES ($1, $2, $3, $4) RETURNING *`, [
-      newId(),
-      teamId,
-      a,
-      b,
-    ]);
+    if (!rows[0]) await explainRefusedEdge(tx, teamId, participants);
     const edge = toEdge(rows[0]!);
-    await appendEvent(tx, { orgId: team.org_id, teamId, type: 'edge.created', data: edge });
-    return { edge, orgId: team.org_id };
+    await appendEvent(tx, { orgId, teamId, type: 'edge.created', data: edge });
+    return { edge, orgId };
   });
   deps.events.announce(created.orgId);
   return created.edge;
+}
+
+/**
+ * Throws why an edge between `participants` of team `teamId` was not inserted.
+ * Errors: `unknown_reference` (a participant not in the team: checked first), `conflict` (the
+ * pair has an edge; `existing_id` names it).
+ */
+async function explainRefusedEdge(tx: Queryable, teamId: string, participants: [string, string]): Promise<never> {
+  const [a, b] = participants;
+  const found = await tx.query<{ id: string }>(`SELECT id FROM participants WHERE team_id = $1 AND id IN ($2, $3)`, [teamId, a, b]);
+  const missing = participants.map((id, index) => ({ id, index })).filter(({ id }) => !found.some((row) => row.id === id));
+  if (missing.length > 0) {
+    throw new ServiceError('unknown_reference', `no agent or human of this team has id ${missing.map((m) => m.id).join(', ')}`, {
+      errors: missing.map((m) => ({ path: `participants.${m.index}`, message: 'not an agent or human of this team' })),
+    });
+  }
+  const existing = await tx.query<{ id: string }>(
+    `SELECT id FROM edges WHERE LEAST(participant_a, participant_b) = LEAST($1::uuid, $2::uuid)
+      AND GREATEST(participant_a, participant_b) = GREATEST($1::uuid, $2::uuid)`,
+    [a, b],
+  );
+  throw new ServiceError('conflict', 'an edge between these participants already exists', { extra: { existing_id: existing[0]?.id } });
 }
 
 /** Lists a team's edges. Errors: `not_found` (team). */

@@ -5,7 +5,7 @@ import { wakeAgentWork } from './agent-work.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { lockDeletable } from './deletion.ts';
 import { iso, isUuid, newId } from './ids.ts';
-import { getTeam } from './teams.ts';
+import { getTeam, lockTeamForChange } from './teams.ts';
 import { appendEvent } from '../events/log.ts';
 
 /** The two kinds of team participant; agents and humans share names and edges. */
@@ -96,6 +96,25 @@ async function assertNameFree(tx: Queryable, teamId: string, name: string, excep
   if (rows[0]) throw new ServiceError('conflict', `a participant named "${name}" already exists in this team`, { extra: { existing_id: rows[0].id } });
 }
 
+/**
+ * Inserts a participant unless its team already has one named as it (the team's unique name
+ * index, migration 0001: agents and humans share it) and returns the row. Call with the team
+ * locked ({@link lockTeamForChange}), so that the name found taken is still taken.
+ * Errors: `conflict` (with `existing_id`).
+ */
+async function insertParticipant(tx: Queryable, columns: string[], values: unknown[]): Promise<ParticipantRow> {
+  const params = values.map((_, i) => `$${i + 1}`).join(', ');
+  const rows = await tx.query<ParticipantRow>(
+    `INSERT INTO participants (${columns.join(', ')}) VALUES (${params}) ON CONFLICT (team_id, name) DO NOTHING RETURNING *`,
+    values,
+  );
+  if (rows[0]) return rows[0];
+  const teamId = values[columns.indexOf('team_id')] as string;
+  const name = values[columns.indexOf('name')] as string;
+  const [taken] = await tx.query<{ id: string }>(`SELECT id FROM participants WHERE team_id = $1 AND name = $2`, [teamId, name]);
+  throw new ServiceError('conflict', `a participant named "${name}" already exists in this team`, { extra: { existing_id: taken?.id } });
+}
+
 /** The writable fields of an agent (contract §5). */
 export interface AgentInput {
   name?: string | undefined;
@@ -130,14 +149,14 @@ function assertModelForProvider(provider: Provider | null | undefined, model: st
 export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
   assertModelForProvider(input.provider, input.model);
   const agent = await deps.db.transaction(async (tx) => {
-    const team = await getTeam(tx, caller, teamId);
-    await assertNameFree(tx, teamId, input.name);
-    const rows = await tx.query<ParticipantRow>(
-      `INSERT INTO participants (id, team_id, kind, name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day)
-       VALUES ($1, $2, 'agent', $3, $4, $5, $6, $7, $8, $9, $10) RETURNING *`,
+    const orgId = await lockTeamForChange(tx, caller, teamId);
+    const row = await insertParticipant(
+      tx,
+      ['id', 'team_id', 'kind', 'name', 'description', 'provider', 'model', 'instructions', 'status', 'deletion_protection', 'max_tokens_per_day'],
       [
         newId(),
         teamId,
+        'agent',
         input.name,
         input.description ?? '',
         input.provider ?? null,
@@ -148,9 +167,9 @@ export async function createAgent(deps: DomainDeps, caller: Caller, teamId: stri
         input.max_tokens_per_day ?? null,
       ],
     );
-    const created = toAgent(rows[0]!);
-    await appendEvent(tx, { orgId: team.org_id, teamId, type: 'agent.created', data: created });
-    return { created, orgId: team.org_id };
+    const created = toAgent(row);
+    await appendEvent(tx, { orgId, teamId, type: 'agent.created', data: created });
+    return { created, orgId };
   });
   deps.events.announce(agent.orgId);
   return agent.created;
@@ -223,15 +242,15 @@ export async function createHuman(
   input: { name: string; email?: string | null | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Human> {
   const human = await deps.db.transaction(async (tx) => {
-    const team = await getTeam(tx, caller, teamId);
-    await assertNameFree(tx, teamId, input.name);
-    const rows = await tx.query<ParticipantRow>(
-      `INSERT INTO participants (id, team_id, kind, name, email, deletion_protection) VALUES ($1, $2, 'human', $3, $4, $5) RETURNING *`,
-      [newId(), teamId, input.name, input.email ?? null, input.deletion_protection ?? false],
+    const orgId = await lockTeamForChange(tx, caller, teamId);
+    const row = await insertParticipant(
+      tx,
+      ['id', 'team_id', 'kind', 'name', 'email', 'deletion_protection'],
+      [newId(), teamId, 'human', input.name, input.email ?? null, input.deletion_protection ?? false],
     );
-    const created = toHuman(rows[0]!);
-    await appendEvent(tx, { orgId: team.org_id, teamId, type: 'human.created', data: created });
-    return { created, orgId: team.org_id };
+    const created = toHuman(row);
+    await appendEvent(tx, { orgId, teamId, type: 'human.created', data: created });
+    return { created, orgId };
   });
   deps.events.announce(human.orgId);
   return human.created;
