@@ -127,7 +127,9 @@ export interface EventHub {
   settle(orgId: string): Promise<void>;
   /**
    * Subscribes `listener` to `orgId`'s events of `topic` from now on. Resolves once the hub knows
-   * where the log stands (one query when it followed no one of the organization yet).
+   * where the log stands: when it followed no one of the organization yet, it first numbers what
+   * is committed (a writer may have put that off) and then reads the head, so every event
+   * committed before the call is at or below {@link Subscription.head}.
    */
   subscribe(orgId: string, topic: string, listener: EventListener): Promise<Subscription>;
   /** Calls `listener` with the events this process numbered (in seq order, per organization). */
@@ -256,11 +258,6 @@ export function createEventHub(options: EventHubOptions): EventHub {
     deferred.set(orgId, timer);
   }
 
-  /** Runs a numbering put off by {@link defer} now (someone started waiting for the numbers). */
-  function hasten(orgId: string): void {
-    if (deferred.has(orgId)) sequence(orgId);
-  }
-
   /** What follows a numbering: the other processes are told, this one's subscribers and listeners get the events. */
   function handOut(orgId: string, events: StoredEvent[]): void {
     notifier.publish(orgId);
@@ -329,10 +326,13 @@ export function createEventHub(options: EventHubOptions): EventHub {
       stopReading();
       stopNumbering();
     };
-    hasten(orgId);
-    state.ready = headSeq(db, orgId).then((head) => {
-      state.head = Math.max(state.head, head);
-    });
+    // What is committed now is numbered before the head is read, so that it is at or below the
+    // head: a writer (of this process or another) may have put its numbering off.
+    state.ready = new Promise<void>((resolve, reject) => sequence(orgId, (error) => (error === undefined ? resolve() : reject(error))))
+      .then(() => headSeq(db, orgId))
+      .then((head) => {
+        state.head = Math.max(state.head, head);
+      });
     orgs.set(orgId, state);
     return state;
   }

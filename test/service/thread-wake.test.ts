@@ -100,6 +100,9 @@ describe('thread wake through the hub', () => {
 
   /** Starts a poll through `deps` and resolves once it listens for hints. */
   async function listening(deps: DomainDeps, threadId: string, cursor: string) {
+    // The thread's opening was numbered later (the server's hub had no waiter then): numbered
+    // now, before the poll's first read, the poll has no reason to read again once it subscribed.
+    await deps.events.settle(h.orgId);
     let settled = false;
     const polling = getThreadPage(deps, { orgId: h.orgId, keyId: '' } satisfies Caller, threadId, { after: cursor, limit: 50, wait: 30 }).then((page) => ((settled = true), page));
     for (let i = 0; i < 1000 && deps.events.stats().hintListeners === 0; i += 1) await sleep(5);
