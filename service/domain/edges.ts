@@ -4,7 +4,7 @@ import type { Queryable } from '../storage/db.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { getTeam, lockTeamForChange } from './teams.ts';
-import { appendEvent } from '../events/log.ts';
+import { appendEvent, insertWithEvent } from '../events/log.ts';
 
 /** A stored edge. */
 export interface EdgeRow {
@@ -51,23 +51,26 @@ export async function getEdge(db: Queryable, caller: Caller, edgeId: string): Pr
 export async function createEdge(deps: DomainDeps, caller: Caller, teamId: string, participants: [string, string]): Promise<Edge> {
   const [a, b] = participants;
   const created = await deps.db.transaction(async (tx) => {
-    const orgId = await lockTeamForChange(tx, caller, teamId);
+    const { orgId, now } = await lockTeamForChange(tx, caller, teamId);
     if (a === b) {
       throw new ServiceError('invalid_request', 'participants must be two different ids', {
         errors: [{ path: 'participants.1', message: 'must differ from participants.0' }],
       });
     }
+    const edge = toEdge({ id: newId(), team_id: teamId, participant_a: a, participant_b: b, created_at: now });
     // One statement in the common case: both participants in the team, the pair without an edge
-    // (the unique index edges_pair). Under the team's lock, so what it found stays true.
-    const rows = await tx.query<EdgeRow>(
+    // (the unique index edges_pair), and the event. Under the team's lock, so what it found stays true.
+    const inserted = await insertWithEvent<EdgeRow>(
+      tx,
       `INSERT INTO edges (id, team_id, participant_a, participant_b)
        SELECT $1, $2, $3, $4 WHERE (SELECT count(*) FROM participants WHERE team_id = $2 AND id IN ($3, $4)) = 2
-       ON CONFLICT DO NOTHING RETURNING *`,
-      [newId(), teamId, a, b],
+       ON CONFLICT DO NOTHING`,
+      [edge.edge_id, teamId, a, b],
+      { orgId, teamId, type: 'edge.created', data: edge },
     );
-    if (!rows[0]) await explainRefusedEdge(tx, teamId, participants);
-    const edge = toEdge(rows[0]!);
-    await appendEvent(tx, { orgId, teamId, type: 'edge.created', data: edge });
+    if (!inserted) await explainRefusedEdge(tx, teamId, participants);
+    // The event was written from `edge`: it must be what was stored.
+    if (JSON.stringify(toEdge(inserted!)) !== JSON.stringify(edge)) throw new Error('a created edge differs from the row stored');
     return { edge, orgId };
   });
   deps.events.announce(created.orgId);

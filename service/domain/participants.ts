@@ -6,7 +6,7 @@ import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { lockDeletable } from './deletion.ts';
 import { iso, isUuid, newId } from './ids.ts';
 import { getTeam, lockTeamForChange } from './teams.ts';
-import { appendEvent } from '../events/log.ts';
+import { appendEvent, insertWithEvent } from '../events/log.ts';
 
 /** The two kinds of team participant; agents and humans share names and edges. */
 export const ParticipantKinds = { agent: 'agent', human: 'human' } as const;
@@ -97,22 +97,35 @@ async function assertNameFree(tx: Queryable, teamId: string, name: string, excep
 }
 
 /**
- * Inserts a participant unless its team already has one named as it (the team's unique name
- * index, migration 0001: agents and humans share it) and returns the row. Call with the team
- * locked ({@link lockTeamForChange}), so that the name found taken is still taken.
+ * Inserts `row` unless its team already has a participant named as it (the team's unique name
+ * index, migration 0001: agents and humans share it), with its `<kind>.created` event (`data`
+ * is `row` in its wire form) in the same statement. Call with the team locked
+ * ({@link lockTeamForChange}), so that a name found taken is still taken, and with
+ * `row.created_at` the transaction's `now()`, the column's default.
  * Errors: `conflict` (with `existing_id`).
  */
-async function insertParticipant(tx: Queryable, columns: string[], values: unknown[]): Promise<ParticipantRow> {
-  const params = values.map((_, i) => `$${i + 1}`).join(', ');
-  const rows = await tx.query<ParticipantRow>(
-    `INSERT INTO participants (${columns.join(', ')}) VALUES (${params}) ON CONFLICT (team_id, name) DO NOTHING RETURNING *`,
-    values,
+async function insertParticipant<W extends Record<string, unknown>>(
+  tx: Queryable,
+  orgId: string,
+  row: ParticipantRow,
+  wire: (row: ParticipantRow) => W,
+): Promise<W> {
+  const { created_at: _createdAt, org_id: _orgId, ...values } = row;
+  const columns = Object.keys(values);
+  const created = wire(row);
+  const inserted = await insertWithEvent<ParticipantRow>(
+    tx,
+    `INSERT INTO participants (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (team_id, name) DO NOTHING`,
+    Object.values(values),
+    { orgId, teamId: row.team_id, type: `${row.kind}.created`, data: created },
   );
-  if (rows[0]) return rows[0];
-  const teamId = values[columns.indexOf('team_id')] as string;
-  const name = values[columns.indexOf('name')] as string;
-  const [taken] = await tx.query<{ id: string }>(`SELECT id FROM participants WHERE team_id = $1 AND name = $2`, [teamId, name]);
-  throw new ServiceError('conflict', `a participant named "${name}" already exists in this team`, { extra: { existing_id: taken?.id } });
+  if (inserted) {
+    // The event was written from `row`: it must be what was stored.
+    if (JSON.stringify(wire(inserted)) !== JSON.stringify(created)) throw new Error(`a created ${row.kind} differs from the row stored`);
+    return created;
+  }
+  const [taken] = await tx.query<{ id: string }>(`SELECT id FROM participants WHERE team_id = $1 AND name = $2`, [row.team_id, row.name]);
+  throw new ServiceError('conflict', `a participant named "${row.name}" already exists in this team`, { extra: { existing_id: taken?.id } });
 }
 
 /** The writable fields of an agent (contract §5). */
@@ -149,27 +162,23 @@ function assertModelForProvider(provider: Provider | null | undefined, model: st
 export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
   assertModelForProvider(input.provider, input.model);
   const agent = await deps.db.transaction(async (tx) => {
-    const orgId = await lockTeamForChange(tx, caller, teamId);
-    const row = await insertParticipant(
-      tx,
-      ['id', 'team_id', 'kind', 'name', 'description', 'provider', 'model', 'instructions', 'status', 'deletion_protection', 'max_tokens_per_day'],
-      [
-        newId(),
-        teamId,
-        'agent',
-        input.name,
-        input.description ?? '',
-        input.provider ?? null,
-        input.model ?? null,
-        input.instructions ?? '',
-        input.status ?? 'active',
-        input.deletion_protection ?? false,
-        input.max_tokens_per_day ?? null,
-      ],
-    );
-    const created = toAgent(row);
-    await appendEvent(tx, { orgId, teamId, type: 'agent.created', data: created });
-    return { created, orgId };
+    const { orgId, now } = await lockTeamForChange(tx, caller, teamId);
+    const row: ParticipantRow = {
+      id: newId(),
+      team_id: teamId,
+      kind: 'agent',
+      name: input.name,
+      description: input.description ?? '',
+      provider: input.provider ?? null,
+      model: input.model ?? null,
+      instructions: input.instructions ?? '',
+      status: input.status ?? 'active',
+      email: null,
+      deletion_protection: input.deletion_protection ?? false,
+      max_tokens_per_day: input.max_tokens_per_day ?? null,
+      created_at: now,
+    };
+    return { created: await insertParticipant(tx, orgId, row, toAgent), orgId };
   });
   deps.events.announce(agent.orgId);
   return agent.created;
@@ -242,15 +251,23 @@ export async function createHuman(
   input: { name: string; email?: string | null | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Human> {
   const human = await deps.db.transaction(async (tx) => {
-    const orgId = await lockTeamForChange(tx, caller, teamId);
-    const row = await insertParticipant(
-      tx,
-      ['id', 'team_id', 'kind', 'name', 'email', 'deletion_protection'],
-      [newId(), teamId, 'human', input.name, input.email ?? null, input.deletion_protection ?? false],
-    );
-    const created = toHuman(row);
-    await appendEvent(tx, { orgId, teamId, type: 'human.created', data: created });
-    return { created, orgId };
+    const { orgId, now } = await lockTeamForChange(tx, caller, teamId);
+    const row: ParticipantRow = {
+      id: newId(),
+      team_id: teamId,
+      kind: 'human',
+      name: input.name,
+      description: '',
+      provider: null,
+      model: null,
+      instructions: '',
+      status: 'active',
+      email: input.email ?? null,
+      deletion_protection: input.deletion_protection ?? false,
+      max_tokens_per_day: null,
+      created_at: now,
+    };
+    return { created: await insertParticipant(tx, orgId, row, toHuman), orgId };
   });
   deps.events.announce(human.orgId);
   return human.created;

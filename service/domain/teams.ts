@@ -53,20 +53,21 @@ export async function getTeam(db: Queryable, caller: Caller, teamId: string): Pr
 
 /**
  * Locks team `teamId` (`FOR UPDATE`) for a change of its members — agents, humans, edges — if the
- * caller reaches its organization, and returns the organization's id. One statement where a read
- * of the team and its lock were two: a create of a member runs five statements, not seven or
- * eight (docs/performance.md, "Fewer statements per create"). The lock serialises the change with
+ * caller reaches its organization, and returns the organization's id and the transaction's
+ * `now()` (the `created_at` of what it creates). One statement where a read of the team and its
+ * lock were two: a create of a member runs two statements in its transaction, not five or six
+ * (docs/performance.md, "Fewer statements per create"). The lock serialises the change with
  * the team's deletion and with the other changes of its members.
  * Errors: `not_found` (out of reach, or deleted meanwhile: its deletion held the lock first).
  */
-export async function lockTeamForChange(tx: Queryable, caller: Caller, teamId: string): Promise<string> {
+export async function lockTeamForChange(tx: Queryable, caller: Caller, teamId: string): Promise<{ orgId: string; now: Date }> {
   if (!isUuid(teamId)) throw new ServiceError('not_found', 'team not found');
-  const rows = await tx.query<{ org_id: string }>(
-    `SELECT t.org_id FROM teams t JOIN organizations o ON o.id = t.org_id WHERE t.id = $2 AND ${reaches('o', 1)} FOR UPDATE OF t`,
+  const rows = await tx.query<{ org_id: string; now: Date }>(
+    `SELECT t.org_id, now() AS now FROM teams t JOIN organizations o ON o.id = t.org_id WHERE t.id = $2 AND ${reaches('o', 1)} FOR UPDATE OF t`,
     [caller.orgId, teamId],
   );
   if (!rows[0]) throw new ServiceError('not_found', 'team not found');
-  return rows[0].org_id;
+  return { orgId: rows[0].org_id, now: rows[0].now };
 }
 
 /** Throws `conflict` (with `existing_id`) when another team of `orgId` is named `name`. */

@@ -40,6 +40,25 @@ export async function appendEvent(tx: Queryable, event: NewEvent): Promise<strin
   return rows[0]!.event_id;
 }
 
+/**
+ * Runs `insert` (an `INSERT … ` without `RETURNING`, its parameters `params`) and, when it inserted
+ * its row, writes `event` with it, in one statement: a create then takes one round trip fewer
+ * than an insert followed by {@link appendEvent}. The event's data is made before the row exists,
+ * so the caller builds it from what it inserts (ids, values, and the transaction's `now()`, which
+ * every default `now()` of the transaction equals). Output: the inserted row, or undefined when
+ * the insert inserted nothing (`ON CONFLICT DO NOTHING`, a false `WHERE`): no event is written then.
+ */
+export async function insertWithEvent<T>(tx: Queryable, insert: string, params: unknown[], event: NewEvent): Promise<T | undefined> {
+  const n = params.length;
+  const rows = await tx.query<T & { event_id: string }>(
+    `WITH made AS (${insert} RETURNING *) SELECT made.*, acs_append_event($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}::json) AS event_id FROM made`,
+    [...params, event.orgId, event.teamId, event.type, JSON.stringify(event.data)],
+  );
+  if (!rows[0]) return undefined;
+  const { event_id: _eventId, ...row } = rows[0];
+  return row as T;
+}
+
 /** An event row as `SELECT … FROM events` returns it. */
 export interface EventRow {
   org_id: string;
