@@ -128,6 +128,29 @@ async function insertParticipant<W extends Record<string, unknown>>(
   throw new ServiceError('conflict', `a participant named "${row.name}" already exists in this team`, { extra: { existing_id: taken?.id } });
 }
 
+/**
+ * A new participant row: `fields` (those not undefined) over the columns' defaults (migration
+ * 0001 and later), of `kind` in team `teamId`, created at `now` (the transaction's `now()`).
+ */
+function newParticipantRow(teamId: string, kind: ParticipantKind, now: Date, fields: Partial<ParticipantRow> & { name: string }): ParticipantRow {
+  const given = Object.fromEntries(Object.entries(fields).filter(([, value]) => value !== undefined));
+  return {
+    id: newId(),
+    team_id: teamId,
+    kind,
+    description: '',
+    provider: null,
+    model: null,
+    instructions: '',
+    status: 'active',
+    email: null,
+    deletion_protection: false,
+    max_tokens_per_day: null,
+    created_at: now,
+    ...given,
+  } as ParticipantRow;
+}
+
 /** The writable fields of an agent (contract §5). */
 export interface AgentInput {
   name?: string | undefined;
@@ -163,21 +186,8 @@ export async function createAgent(deps: DomainDeps, caller: Caller, teamId: stri
   assertModelForProvider(input.provider, input.model);
   const agent = await deps.db.transaction(async (tx) => {
     const { orgId, now } = await lockTeamForChange(tx, caller, teamId);
-    const row: ParticipantRow = {
-      id: newId(),
-      team_id: teamId,
-      kind: 'agent',
-      name: input.name,
-      description: input.description ?? '',
-      provider: input.provider ?? null,
-      model: input.model ?? null,
-      instructions: input.instructions ?? '',
-      status: input.status ?? 'active',
-      email: null,
-      deletion_protection: input.deletion_protection ?? false,
-      max_tokens_per_day: input.max_tokens_per_day ?? null,
-      created_at: now,
-    };
+    const { name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day } = input;
+    const row = newParticipantRow(teamId, 'agent', now, { name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day });
     return { created: await insertParticipant(tx, orgId, row, toAgent), orgId };
   });
   deps.events.announce(agent.orgId);
@@ -252,21 +262,7 @@ export async function createHuman(
 ): Promise<Human> {
   const human = await deps.db.transaction(async (tx) => {
     const { orgId, now } = await lockTeamForChange(tx, caller, teamId);
-    const row: ParticipantRow = {
-      id: newId(),
-      team_id: teamId,
-      kind: 'human',
-      name: input.name,
-      description: '',
-      provider: null,
-      model: null,
-      instructions: '',
-      status: 'active',
-      email: input.email ?? null,
-      deletion_protection: input.deletion_protection ?? false,
-      max_tokens_per_day: null,
-      created_at: now,
-    };
+    const row = newParticipantRow(teamId, 'human', now, { name: input.name, email: input.email, deletion_protection: input.deletion_protection });
     return { created: await insertParticipant(tx, orgId, row, toHuman), orgId };
   });
   deps.events.announce(human.orgId);

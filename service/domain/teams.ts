@@ -56,7 +56,7 @@ export async function getTeam(db: Queryable, caller: Caller, teamId: string): Pr
  * caller reaches its organization, and returns the organization's id and the transaction's
  * `now()` (the `created_at` of what it creates). One statement where a read of the team and its
  * lock were two: a create of a member runs two statements in its transaction, not five or six
- * (docs/performance.md, "Fewer statements per create"). The lock serialises the change with
+ * (docs/performance.md, "Then: fewer statements per create, and numbering when someone waits"). The lock serialises the change with
  * the team's deletion and with the other changes of its members.
  * Errors: `not_found` (out of reach, or deleted meanwhile: its deletion held the lock first).
  */
