@@ -31,13 +31,13 @@ export interface NewEvent {
  * Output: the event id.
  */
 export async function appendEvent(tx: Queryable, event: NewEvent): Promise<string> {
-  const rows = await tx.query<{ event_id: string }>(`SELECT acs_append_event($1, $2, $3, $4::json) AS event_id`, [
-    event.orgId,
-    event.teamId,
-    event.type,
-    JSON.stringify(event.data),
-  ]);
+  const rows = await tx.query<{ event_id: string }>(`SELECT acs_append_event($1, $2, $3, $4::json) AS event_id`, eventParams(event));
   return rows[0]!.event_id;
+}
+
+/** The parameters of `acs_append_event` for `event`, in its order. */
+function eventParams(event: NewEvent): unknown[] {
+  return [event.orgId, event.teamId, event.type, JSON.stringify(event.data)];
 }
 
 /**
@@ -45,18 +45,22 @@ export async function appendEvent(tx: Queryable, event: NewEvent): Promise<strin
  * its row, writes `event` with it, in one statement: a create then takes one round trip fewer
  * than an insert followed by {@link appendEvent}. The event's data is made before the row exists,
  * so the caller builds it from what it inserts (ids, values, and the transaction's `now()`, which
- * every default `now()` of the transaction equals). Output: the inserted row, or undefined when
- * the insert inserted nothing (`ON CONFLICT DO NOTHING`, a false `WHERE`): no event is written then.
+ * every default `now()` of the transaction equals); `wire` maps the stored row to its API form,
+ * which must be the event's data. Output: the inserted row, or undefined when the insert inserted
+ * nothing (`ON CONFLICT DO NOTHING`, a false `WHERE`): no event is written then.
+ * Errors: throws (a bug, not a client's error) when the stored row's API form is not the event's data.
  */
-export async function insertWithEvent<T>(tx: Queryable, insert: string, params: unknown[], event: NewEvent): Promise<T | undefined> {
+export async function insertWithEvent<T>(tx: Queryable, insert: string, params: unknown[], event: NewEvent, wire: (row: T) => unknown): Promise<T | undefined> {
   const n = params.length;
   const rows = await tx.query<T & { event_id: string }>(
     `WITH made AS (${insert} RETURNING *) SELECT made.*, acs_append_event($${n + 1}, $${n + 2}, $${n + 3}, $${n + 4}::json) AS event_id FROM made`,
-    [...params, event.orgId, event.teamId, event.type, JSON.stringify(event.data)],
+    [...params, ...eventParams(event)],
   );
   if (!rows[0]) return undefined;
-  const { event_id: _eventId, ...row } = rows[0];
-  return row as T;
+  const { event_id: _eventId, ...stored } = rows[0];
+  const row = stored as T;
+  if (JSON.stringify(wire(row)) !== JSON.stringify(event.data)) throw new Error(`${event.type}: the event written differs from the row stored`);
+  return row;
 }
 
 /** An event row as `SELECT … FROM events` returns it. */

@@ -45,6 +45,22 @@ function notifierBus(): () => Notifier {
   };
 }
 
+/**
+ * A hub of one process that puts numbering off for a minute (or `coalesceMs`) and never sweeps
+ * nor polls within a test; `notifier` joins it to other processes (default: alone).
+ */
+function hubOf(notifier: Notifier = notifierBus()(), coalesceMs = aMinute): EventHub {
+  return createEventHub({ db, notifier, coalesceMs, sweepMs: aMinute, pollMs: aMinute });
+}
+
+/** A writing and a reading process on one notifier bus; `close` stops both. */
+function twoProcesses(): { writer: EventHub; reader: EventHub; close: () => Promise<void> } {
+  const processes = notifierBus();
+  const writer = hubOf(processes());
+  const reader = hubOf(processes());
+  return { writer, reader, close: async () => void (await Promise.all([writer.close(), reader.close()])) };
+}
+
 /** Commits `count` events of `orgId` (as a change's transaction writes them: without a seq). */
 async function writeEvents(orgId: string, count: number): Promise<void> {
   for (let i = 0; i < count; i += 1) {
@@ -72,7 +88,7 @@ async function collect(hub: EventHub, orgId: string, lastSeq: number): Promise<{
 describe('event numbering', () => {
   it('numbering: announcements no subscriber waits for are numbered later, all by one statement', async () => {
     const orgId = randomUUID();
-    const hub = createEventHub({ db, notifier: notifierBus()(), coalesceMs: aMinute, sweepMs: aMinute });
+    const hub = hubOf();
     try {
       for (let i = 0; i < 5; i += 1) {
         await writeEvents(orgId, 1);
@@ -94,7 +110,7 @@ describe('event numbering', () => {
 
   it('numbering: with a subscriber of the organization in the process, an announcement is numbered and handed out at once', async () => {
     const orgId = randomUUID();
-    const hub = createEventHub({ db, notifier: notifierBus()(), coalesceMs: aMinute, sweepMs: aMinute });
+    const hub = hubOf();
     try {
       const { events, stop } = await collect(hub, orgId, 2);
       await writeEvents(orgId, 2);
@@ -108,7 +124,7 @@ describe('event numbering', () => {
 
   it('numbering: a subscriber that arrives while a numbering is put off has it run first: what was committed before is at or below its head', async () => {
     const orgId = randomUUID();
-    const hub = createEventHub({ db, notifier: notifierBus()(), coalesceMs: aMinute, sweepMs: aMinute });
+    const hub = hubOf();
     try {
       await writeEvents(orgId, 3);
       hub.announce(orgId);
@@ -126,9 +142,7 @@ describe('event numbering', () => {
 
   it('numbering: a subscriber in one process numbers what another process committed and put off before it subscribed', async () => {
     const orgId = randomUUID();
-    const processes = notifierBus();
-    const writer = createEventHub({ db, notifier: processes(), coalesceMs: aMinute, sweepMs: aMinute });
-    const reader = createEventHub({ db, notifier: processes(), coalesceMs: aMinute, sweepMs: aMinute, pollMs: aMinute });
+    const { writer, reader, close } = twoProcesses();
     try {
       await writeEvents(orgId, 2);
       writer.announce(orgId);
@@ -137,16 +151,13 @@ describe('event numbering', () => {
       expect(writer.stats().sequencings).toBe(0);
       stop();
     } finally {
-      await writer.close();
-      await reader.close();
+      await close();
     }
   });
 
   it('numbering: a process whose subscribers follow the organization numbers what another process wrote and put off, as soon as it is told', async () => {
     const orgId = randomUUID();
-    const processes = notifierBus();
-    const writer = createEventHub({ db, notifier: processes(), coalesceMs: aMinute, sweepMs: aMinute });
-    const reader = createEventHub({ db, notifier: processes(), coalesceMs: aMinute, sweepMs: aMinute, pollMs: aMinute });
+    const { writer, reader, close } = twoProcesses();
     try {
       const { events, stop } = await collect(reader, orgId, 3);
       await writeEvents(orgId, 3);
@@ -155,14 +166,13 @@ describe('event numbering', () => {
       expect(writer.stats().sequencings).toBe(0);
       stop();
     } finally {
-      await writer.close();
-      await reader.close();
+      await close();
     }
   });
 
   it('numbering: closing the hub numbers what it put off, so a graceful stop leaves nothing for the sweep', async () => {
     const orgId = randomUUID();
-    const hub = createEventHub({ db, notifier: notifierBus()(), coalesceMs: aMinute, sweepMs: aMinute });
+    const hub = hubOf();
     await writeEvents(orgId, 2);
     hub.announce(orgId);
     expect(await unnumbered(orgId)).toBe(2);
@@ -172,7 +182,7 @@ describe('event numbering', () => {
 
   it('numbering: coalesceMs 0 numbers every announcement at once', async () => {
     const orgId = randomUUID();
-    const hub = createEventHub({ db, notifier: notifierBus()(), coalesceMs: 0, sweepMs: aMinute });
+    const hub = hubOf(notifierBus()(), 0);
     try {
       await writeEvents(orgId, 1);
       hub.announce(orgId);
