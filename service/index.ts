@@ -123,6 +123,12 @@ export interface ServerOptions {
   eventRetentionMs?: number;
   /** Keep-alive period of event streams in milliseconds; default 15,000 (contract §9). */
   streamKeepAliveMs?: number;
+  /**
+   * How long a writer puts off numbering its events when none of this process's waiters follows
+   * the organization, in milliseconds (events/hub.ts `coalesceMs`); default 25. 0 numbers every
+   * change at once (tests that watch the notifications themselves).
+   */
+  eventCoalesceMs?: number;
 }
 
 /** A running acs-server. */
@@ -212,7 +218,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   try {
     const env = options.env ?? process.env;
     const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
-    const events = createEventHub({ db, notifier, log: (message, error) => app?.log.error({ err: error }, message) });
+    const events = createEventHub({
+      db,
+      notifier,
+      ...(options.eventCoalesceMs === undefined ? {} : { coalesceMs: options.eventCoalesceMs }),
+      log: (message, error) => app?.log.error({ err: error }, message),
+    });
     hub = events;
     // The embedded database has one process (its data dir is locked): earlier instances are gone.
     instance = await registerInstance(db, { sole: !options.databaseUrl });

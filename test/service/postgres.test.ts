@@ -41,7 +41,9 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
   });
 
   it('postgres storage: two servers starting together migrate once and share data', async () => {
-    servers = await Promise.all([startServer({ databaseUrl: url, port: 0, tickMs: 20 }), startServer({ databaseUrl: url, port: 0, tickMs: 20 })]);
+    // Every change numbered at once: the notifier test below counts the notifications that follow a numbering.
+    const options = { databaseUrl: url, port: 0, tickMs: 20, eventCoalesceMs: 0 };
+    servers = await Promise.all([startServer(options), startServer(options)]);
     const [one, two] = servers as [RunningServer, RunningServer];
     const { org_id, api_key } = await one.provisionOrganization('pg-org');
     const headers = { 'x-api-key': api_key };
