@@ -268,6 +268,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       webhooks: worker,
       streamKeepAliveMs: options.streamKeepAliveMs,
     });
+    if (options.databaseUrl && !env.ACS_ENCRYPTION_KEY && dataDir === undefined) {
+      // resolveEncryptionKey made a key for this process alone: what it seals outlives it in the database.
+      app.log.warn(
+        'no encryption key given (ACS_ENCRYPTION_KEY or a data dir): this process encrypts provider keys with a random key of its own, which other processes and its own restarts cannot decrypt',
+      );
+    }
     const devOrg = options.devCredentialsFile ? await ensureDevCredentials(db, options.devCredentialsFile) : undefined;
     await app.listen({ host: options.host ?? '127.0.0.1', port: options.port ?? 8080 });
     const address = app.server.address();

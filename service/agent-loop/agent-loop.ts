@@ -227,6 +227,8 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   const inFlight = new Set<Promise<void>>();
   // Agents whose missing provider key was logged (logNoKeyOnce).
   const noKeyLogged = new Set<string>();
+  // Organizations and providers whose unreadable key was logged (logUnreadableKeyOnce).
+  const unreadableKeyLogged = new Set<string>();
   let timer: NodeJS.Timeout | undefined;
   let pumping: Promise<void> | undefined;
   let pumpAgain = false;
@@ -331,7 +333,17 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       return park(claim, { at: new Date(agent.next_day) });
     }
 
-    const apiKey = deps.secrets.open(agent.ciphertext);
+    let apiKey: string;
+    try {
+      apiKey = deps.secrets.open(agent.ciphertext);
+    } catch {
+      // Sealed with another encryption key. With a lost key nobody can open it until it is set
+      // again (which wakes the work); with processes that do not share their key, another one
+      // can: backing off leaves the row to it.
+      logUnreadableKeyOnce(agent);
+      return park(claim, { inMs: backoffMs(claim.failures + 1) }, { failures: claim.failures + 1 });
+    }
+    unreadableKeyLogged.delete(`${agent.org_id}:${agent.provider}`);
     if (apiKey.trim() === '') return park(claim, 'never');
     const conversation: Turn[] = recent
       .slice(0, contextMessages)
@@ -392,6 +404,20 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
    * provider waits for its organization's key: without the line, its peer's messages would go
    * unanswered with nothing in the log to tell why.
    */
+  /**
+   * Says once per organization and provider (in this process, until the key opens again) that its
+   * stored key cannot be decrypted with this process's encryption key, and what fixes it.
+   */
+  function logUnreadableKeyOnce(agent: AgentContext): void {
+    const gate = `${agent.org_id}:${agent.provider}`;
+    if (unreadableKeyLogged.has(gate)) return;
+    unreadableKeyLogged.add(gate);
+    log.error(
+      { org_id: agent.org_id, provider: agent.provider, agent: agent.name },
+      `the organization's ${agent.provider} key was encrypted with another encryption key than this process's: processes sharing a database must share ACS_ENCRYPTION_KEY (or one data dir); if the key was lost, set the provider key again (PUT /api/v1/organizations/${agent.org_id}/api-keys/${agent.provider})`,
+    );
+  }
+
   function logNoKeyOnce(claim: Claim, agent: AgentContext): void {
     if (noKeyLogged.has(claim.agent_id)) return;
     noKeyLogged.add(claim.agent_id);

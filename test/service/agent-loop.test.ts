@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { Writable } from 'node:stream';
 import { tmpdir } from 'node:os';
@@ -181,6 +182,49 @@ describe.runIf(postgresBackend)('agent loop under concurrency', () => {
 
     const all = await waitForThread(h, threadId, (ms) => ms.some((m) => m.content === 'echo: again'), 15_000);
     expect(all.map((m) => m.content)).toEqual(['hello', 'echo: hello', 'again', 'echo: again']);
+  });
+});
+
+describe('agent loop: a key encrypted with another encryption key', () => {
+  it('agent loop: a provider key that another encryption key sealed is logged once, naming the fix, and the agent answers once the key is set again', async () => {
+    const dataDir = await mkdtemp(join(tmpdir(), 'acs-loop-key-'));
+    cleanups.push(() => rm(dataDir, { recursive: true, force: true }));
+    const before = await startHarness({ dataDir, env: { ACS_ENCRYPTION_KEY: randomBytes(32).toString('hex') } });
+    const ids = await buildTeam(before, { provider: 'echo' });
+    expect((await before.call('PUT', `/api/v1/organizations/${before.orgId}/api-keys/echo`, { api_key: 'stored-before' })).status).toBe(200);
+    await before.server.close();
+
+    // The same data, another process key: the stored key no longer decrypts.
+    const lines: Array<{ level: number; msg: string; org_id?: string; provider?: string }> = [];
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+        done();
+      },
+    });
+    const server = await startServer({ dataDir, port: 0, tickMs: 20, env: { ACS_ENCRYPTION_KEY: randomBytes(32).toString('hex') }, logger: { level: 'warn', stream } });
+    cleanups.push(() => server.close());
+    const h = { ...before, server, call: (method: string, path: string, body?: unknown) => request(server.url + path, method, body, { 'x-api-key': before.apiKey }) };
+    const unreadable = () => lines.filter((l) => l.msg.startsWith("the organization's echo key was encrypted with another encryption key"));
+    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'one' });
+    const deadline = Date.now() + 30_000;
+    while (unreadable().length === 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
+    expect(unreadable()[0]).toMatchObject({ level: 50, org_id: before.orgId, provider: 'echo' });
+    expect(unreadable()[0]!.msg).toBe(
+      `the organization's echo key was encrypted with another encryption key than this process's: processes sharing a database must share ACS_ENCRYPTION_KEY (or one data dir); if the key was lost, set the provider key again (PUT /api/v1/organizations/${before.orgId}/api-keys/echo)`,
+    );
+    // Another message, over retries: still the one line, and nothing written in the agent's name.
+    await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids.humanId, content: 'two' });
+    const cursor = (await h.call('GET', `/api/v1/threads/${thread.body.thread_id}`)).body.next_after;
+    const quiet = await h.call('GET', `/api/v1/threads/${thread.body.thread_id}?after=${cursor}&wait=1`);
+    expect(quiet.body.messages).toEqual([]);
+    expect(unreadable()).toHaveLength(1);
+    expect(JSON.stringify(lines)).not.toContain('stored-before');
+
+    // Set again under this process's key: the agent answers what waited.
+    expect((await h.call('PUT', `/api/v1/organizations/${before.orgId}/api-keys/echo`, { api_key: 'stored-after' })).status).toBe(200);
+    const all = await waitForThread(h, thread.body.thread_id, (ms) => ms.filter((m) => m.sender_id === ids.agentId).length >= 2);
+    expect(all.map((m) => m.content)).toEqual(['one', 'two', 'echo: one', 'echo: two']);
   });
 });
 

@@ -1,3 +1,5 @@
+import { randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
@@ -8,14 +10,6 @@ import { request } from './helpers.ts';
 // Runs against a real PostgreSQL when ACS_TEST_DATABASE_URL names one (any database: the test
 // creates and drops its own); skipped otherwise.
 const adminUrl = process.env.ACS_TEST_DATABASE_URL;
-
-/** Sends one notification on the messages channel from a connection of its own. */
-async function notify(databaseUrl: string, payload: string): Promise<void> {
-  const client = new pg.Client({ connectionString: databaseUrl });
-  await client.connect();
-  await client.query(`SELECT pg_notify($1, $2)`, [EVENTS_CHANNEL, payload]);
-  await client.end();
-}
 
 describe.skipIf(!adminUrl)('postgres storage', () => {
   const dbName = `acs_test_${process.pid}_${Date.now()}`;
@@ -41,8 +35,9 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
   });
 
   it('postgres storage: two servers starting together migrate once and share data', async () => {
-    // Every change numbered at once: the notifier test below counts the notifications that follow a numbering.
-    const options = { databaseUrl: url, port: 0, tickMs: 20, eventCoalesceMs: 0 };
+    // Processes on one database share the encryption key (docs/operating-acs-server.md): without it,
+    // the key one of them stored is one the other cannot decrypt.
+    const options = { databaseUrl: url, port: 0, tickMs: 20, env: { ACS_ENCRYPTION_KEY: randomBytes(32).toString('hex') } };
     servers = await Promise.all([startServer(options), startServer(options)]);
     const [one, two] = servers as [RunningServer, RunningServer];
     const { org_id, api_key } = await one.provisionOrganization('pg-org');
@@ -83,6 +78,28 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
     const later = await request(`${threadUrl}?after=${messages[3]!.message_id}&wait=1`, 'GET', undefined, h);
     expect(later.body.messages).toEqual([]);
     expect(later.body.message_count).toBe(4);
+  });
+
+  it('postgres storage: a process given no encryption key warns at start that what it encrypts outlives its key; one given a key does not', async () => {
+    const startWith = async (env: NodeJS.ProcessEnv) => {
+      const lines: Array<{ level: number; msg: string }> = [];
+      const stream = new Writable({
+        write(chunk: Buffer, _encoding, done) {
+          for (const line of chunk.toString('utf8').split('\n').filter(Boolean)) lines.push(JSON.parse(line));
+          done();
+        },
+      });
+      const server = await startServer({ databaseUrl: url, port: 0, env, logger: { level: 'warn', stream } });
+      await server.close();
+      return lines.filter((l) => l.msg.startsWith('no encryption key given'));
+    };
+    const without = await startWith({});
+    expect(without).toHaveLength(1);
+    expect(without[0]).toMatchObject({
+      level: 40,
+      msg: 'no encryption key given (ACS_ENCRYPTION_KEY or a data dir): this process encrypts provider keys with a random key of its own, which other processes and its own restarts cannot decrypt',
+    });
+    expect(await startWith({ ACS_ENCRYPTION_KEY: randomBytes(32).toString('hex') })).toEqual([]);
   });
 
   it('postgres storage: of two transactions that deadlock, the one PostgreSQL aborts is run again, and both commit', async () => {
@@ -159,9 +176,15 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
       const bob = await request(`${one.url}/api/v1/teams/${team.body.team_id}/humans`, 'POST', { name: 'bob' }, h);
       const edge = await request(`${one.url}/api/v1/teams/${team.body.team_id}/edges`, 'POST', { participants: [ann.body.human_id, bob.body.human_id] }, h);
       const thread = await request(`${one.url}/api/v1/edges/${edge.body.edge_id}/threads`, 'POST', { sender_agent_id: ann.body.human_id, content: 'hi' }, h);
-      // The opening message's notification may still be on its way: wait until it has passed.
-      const drained = new Promise<void>((resolve) => notifier.subscribe('drain', resolve));
-      await notify(url, 'drain');
+      // The setup's notifications may still be on their way (the server numbers events and sends
+      // their NOTIFY after its response): wait until they have passed. Reading the log numbers
+      // whatever is left, so every NOTIFY of the organization is queued on the server's notifier
+      // connection by then; a change to another organization, made after that read, is sent after
+      // them on that connection, so once its notification arrives theirs have.
+      expect((await request(`${one.url}/api/v1/organizations/${org_id}/events?limit=1`, 'GET', undefined, h)).status).toBe(200);
+      const other = await one.provisionOrganization('pg-notify-other');
+      const drained = new Promise<void>((resolve) => notifier.subscribe(other.org_id, resolve));
+      expect((await request(`${one.url}/api/v1/organizations/${other.org_id}/teams`, 'POST', { team_name: 'later' }, { 'x-api-key': other.api_key })).status).toBe(201);
       await drained;
       const events: string[] = [];
       let wake: () => void = () => {};
