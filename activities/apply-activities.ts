@@ -28,6 +28,7 @@ import { createKeyring } from './keyring.ts';
 import { retrying } from './retrying.ts';
 import type { RetryWait } from './retrying.ts';
 import { mapBounded } from '../workflows/bounded.ts';
+import { jsonBytes } from '../workflows/payload-bytes.ts';
 import { ApplicationFailure } from '@temporalio/common';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
@@ -70,8 +71,8 @@ export interface ObservedOrganization {
 /**
  * How many team graphs one read call returns: it reads up to `maxTeams` at once, `parallelism`
  * requests in flight, and returns the first of them, in order, while their JSON stays within
- * `maxBytes` (at least one), so that a call's result stays below Temporal's 2 MB per payload
- * whatever the teams hold.
+ * `maxBytes` bytes of UTF-8 (`workflows/payload-bytes.ts`; at least one), so that a call's result
+ * stays below Temporal's 2 MB per payload whatever the teams hold.
  */
 export interface GraphRead {
   parallelism: number;
@@ -88,7 +89,7 @@ async function readGraphs(client: AcsClient, teamIds: readonly string[], read: G
   let bytes = 0;
   let keep = 0;
   while (keep < graphs.length) {
-    bytes += JSON.stringify(graphs[keep]).length;
+    bytes += jsonBytes(graphs[keep]);
     if (keep > 0 && bytes > read.maxBytes) break;
     keep++;
   }

@@ -25,6 +25,7 @@
 import { continueAsNew, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ApplyActivities } from '../activities/apply-activities.ts';
 import { orchestrateApply } from './apply-orchestration.ts';
+import { jsonBytes } from './payload-bytes.ts';
 import { DEFAULT_TEMPORAL_BATCH_SIZE, DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE } from './apply-orchestration.ts';
 import type { AppliedChange, ApplyInput, ApplyResult, OutcomeCounts } from './apply-orchestration.ts';
 import { DEFAULT_ACTIVITY_TIMEOUT_SECONDS, temporalRetryPolicy } from './retry-policy.ts';
@@ -44,8 +45,8 @@ export const DEFAULT_HISTORY_EVENT_LIMIT = 10_000;
 export const MAX_LISTED_CHANGES = 5_000;
 
 /**
- * Most characters of JSON the listed changes may take (a change with long instructions is several
- * KB): the result stays under half of Temporal's 2 MB payload limit.
+ * Most bytes of JSON (UTF-8, `payload-bytes.ts`) the listed changes may take (a change with long
+ * instructions is several KB): the result stays under half of Temporal's 2 MB payload limit.
  */
 export const MAX_LISTED_BYTES = 1_000_000;
 
@@ -54,7 +55,7 @@ export function listed(applied: AppliedChange[], omitted: OutcomeCounts | undefi
   let size = 0;
   let keep = 0;
   while (keep < applied.length && keep < MAX_LISTED_CHANGES) {
-    size += JSON.stringify(applied[keep]).length;
+    size += jsonBytes(applied[keep]);
     if (size > MAX_LISTED_BYTES) break;
     keep++;
   }

@@ -143,6 +143,19 @@ describe('apply activities', () => {
     expect((await acts.readTeams({ connection, teamIds: asked, read: { parallelism: 2, maxTeams: 10, maxBytes: 1 } })).map((t) => t.team.team_name)).toEqual(['r3']);
   });
 
+  it('readTeams: its byte budget counts UTF-8 bytes, so teams described in Japanese are cut where their JSON is sent, not at a third of it', async () => {
+    const acts = createApplyActivities({ env });
+    const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };
+    const ids: string[] = [];
+    for (const name of ['j1', 'j2', 'j3']) ids.push((await acts.ensure({ connection, kind: 'team', parentId: orgId, fields: { team_name: name, description: '日本語のチーム説明。'.repeat(50), deletion_protection: false } })).id);
+    const [first] = await acts.readTeams({ connection, teamIds: ids, read: { parallelism: 2, maxTeams: 10, maxBytes: 1_000_000 } });
+    const bytes = Buffer.byteLength(JSON.stringify(first));
+    // Room for two teams by their characters, for one and a half by their bytes.
+    const budget = Math.floor(bytes * 1.5);
+    expect(JSON.stringify(first).length * 2).toBeLessThan(budget);
+    expect((await acts.readTeams({ connection, teamIds: ids, read: { parallelism: 2, maxTeams: 10, maxBytes: budget } })).map((t) => t.team.team_name)).toEqual(['j1']);
+  });
+
   it('readOrganization: with teamGraphs, the graphs of its first teams come with it', async () => {
     const acts = createApplyActivities({ env });
     const connection = { baseUrl: server.url, apiKeyEnv: 'ACS_TEST_KEY' };

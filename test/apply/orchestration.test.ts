@@ -291,6 +291,17 @@ describe('apply result', () => {
     expect(listed(many.slice(0, 10), undefined)).toEqual({ applied: many.slice(0, 10) });
   });
 
+  it('apply result: the size cut counts UTF-8 bytes, so changes written in Chinese or Japanese stay under MAX_LISTED_BYTES as the payload is sent', async () => {
+    const { listed, MAX_LISTED_BYTES } = await import('../../workflows/apply-workflow.ts');
+    const big = Array.from(
+      { length: 600 },
+      (_, i): AppliedChange => ({ action: 'create', kind: 'agent', name: `a${i}`, team: 't', address: `team/t/agent/a${i}`, fields: AgentFields.toWire({ name: `a${i}`, instructions: '日本語の指示。'.repeat(600) }), outcome: 'created' }),
+    );
+    const cut = listed(big, undefined);
+    expect(Buffer.byteLength(JSON.stringify(cut.applied))).toBeLessThanOrEqual(MAX_LISTED_BYTES + cut.applied.length);
+    expect(cut.applied.length + (cut.omitted?.created ?? 0)).toBe(600);
+  });
+
   it('apply result: changes with large fields are cut by size too, so the result stays under MAX_LISTED_BYTES', async () => {
     const { listed, MAX_LISTED_BYTES } = await import('../../workflows/apply-workflow.ts');
     const big = Array.from(
