@@ -95,12 +95,13 @@ describe('teamctl events tail', () => {
     const { edgeId, danaId, botId } = await team('tail-json');
     const other = await team('tail-other');
     const run = tail(['--team', 'tail-json', '--types', 'message.*', '--json']);
-    // The stream starts from now: wait until it is connected by seeing an event written after it started.
-    let sent = 0;
+    // The stream starts from now: wait until it is connected by seeing an event written after it
+    // started. Its start may take seconds on a loaded machine, so the pings go on (every half
+    // second) until one is seen, not for a fixed number of tries.
+    let checks = 0;
     const lines = await run.until((l) => {
-      if (l.length === 0 && sent < 20) {
-        sent++;
-        void client.openThread(edgeId, { sender_agent_id: danaId, content: `ping ${sent}` });
+      if (l.length === 0 && checks++ % 5 === 0) {
+        void client.openThread(edgeId, { sender_agent_id: danaId, content: `ping ${checks}` });
         void client.openThread(other.edgeId, { sender_agent_id: other.danaId, content: 'elsewhere' });
       }
       return l.length > 0;
