@@ -42,6 +42,7 @@ function hints(place: Place): Record<string, string> {
     keys_refused: `put a valid organization key in one of the named variables (an operator issues one: ${acsServer} admin keys issue --org ORG_ID; a dev server's is in its --dev-credentials file)`,
     apply_in_progress: 'wait for the running apply to finish (temporal workflow result --workflow-id ID), or stop it: temporal workflow cancel --workflow-id ID (terminate if it does not end)',
     no_worker: 'start one where the service\'s key and provider keys are in the environment: teamctl worker (--task-queue to match)',
+    input_too_large: 'apply it with --engine local (no such limit), or split the definition into several organizations',
     not_applied: 'apply the definition first: teamctl apply -f FILE',
     run_not_found: 'list runs with: teamctl runs list',
     schedule_not_found: 'list schedules with: teamctl schedules list -f FILE; apply creates the schedules of a file',

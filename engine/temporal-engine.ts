@@ -16,6 +16,7 @@ import type { TemporalSettings } from '../temporal/settings.ts';
 import { CLIENT_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
 import type { ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
 import { applyWorkflow } from '../workflows/apply-workflow.ts';
+import { jsonBytes } from '../workflows/payload-bytes.ts';
 
 /** Where and how to run a workflow: Temporal's settings and the task queue the worker polls. */
 export interface TemporalTarget {
@@ -56,6 +57,26 @@ export async function withTemporalClient<T>(settings: TemporalSettings, fn: (cli
   }
 }
 
+/**
+ * Temporal's limit for one payload, in bytes: the server's `limit.blobSize.error` (default 2 MiB);
+ * past it the server refuses the start ("Blob data size exceeds limit").
+ */
+export const TEMPORAL_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
+
+/** The `input_too_large` error of an apply whose input is `bytes` long (unknown when the server said so). */
+function inputTooLarge(orgName: string, bytes: number | undefined): ToolkitError {
+  const size = bytes === undefined ? 'over the Temporal server\'s limit for one payload' : `${(bytes / 1024 / 1024).toFixed(1)} MiB as JSON, over Temporal's limit of ${TEMPORAL_PAYLOAD_LIMIT_BYTES / 1024 / 1024} MiB for one payload`;
+  return new ToolkitError('input_too_large', `the apply of organization "${orgName}" would start a workflow whose input (the definition) is ${size}; nothing was started`);
+}
+
+/** Whether `error` is the server refusing a payload over its size limit (gRPC INVALID_ARGUMENT, "Blob data size exceeds limit"). */
+function isBlobSizeRefusal(error: unknown): boolean {
+  for (let current = error, depth = 0; current instanceof Error && depth < 5; current = current.cause, depth++) {
+    if (/blob data size exceeds limit/i.test(current.message)) return true;
+  }
+  return false;
+}
+
 /** How long {@link assertWorkerPolls} gives a worker that has just started to poll, in ms. */
 export const WORKER_GRACE_MS = 5_000;
 
@@ -83,12 +104,17 @@ export async function assertWorkerPolls(client: Client, namespace: string, taskQ
 }
 
 /**
- * Runs `applyWorkflow(input)` on Temporal and returns its result. Errors: `temporal_unreachable`;
+ * Runs `applyWorkflow(input)` on Temporal and returns its result. Errors: `input_too_large` when
+ * the input's JSON is over {@link TEMPORAL_PAYLOAD_LIMIT_BYTES} or the server refuses its size
+ * (nothing is started); `temporal_unreachable`;
  * `no_worker` when no worker polls the task queue (nothing is started);
  * `apply_in_progress` when an apply of the same organization is running; `WorkflowFailedError`
  * (its cause is the activity's `ApplicationFailure`, typed by the stable code) when it fails.
  */
 export async function applyWithTemporal(input: ApplyInput, target: TemporalTarget): Promise<ApplyResult> {
+  // Refused here, before any connection: the server would refuse it only after the worker check.
+  const bytes = jsonBytes(input);
+  if (bytes > TEMPORAL_PAYLOAD_LIMIT_BYTES) throw inputTooLarge(input.desired.organization.name, bytes);
   return withTemporalClient(target.settings, async (client) => {
     const workflowId = applyWorkflowId(input.desired.organization.name);
     await assertWorkerPolls(client, target.settings.namespace, target.taskQueue, target.onWait);
@@ -102,6 +128,8 @@ export async function applyWithTemporal(input: ApplyInput, target: TemporalTarge
         args: [input],
       });
     } catch (error) {
+      // A server configured with a lower limit than the default.
+      if (isBlobSizeRefusal(error)) throw inputTooLarge(input.desired.organization.name, undefined);
       if (error instanceof WorkflowExecutionAlreadyStartedError) {
         const running = await client.workflow.getHandle(workflowId).describe().catch(() => undefined);
         throw new ToolkitError(

@@ -62,6 +62,8 @@ export const ToolkitErrorCodes = {
   apply_in_progress: 'apply_in_progress',
   /** No Temporal worker polls the task queue a workflow would run on. */
   no_worker: 'no_worker',
+  /** A workflow's input is over Temporal's limit for one payload (2 MB by default): nothing was started. */
+  input_too_large: 'input_too_large',
   /** Every key of a keyring was refused by the service (401). */
   keys_refused: 'keys_refused',
   /** What a run needs (its organization, its team) is not on the service: the definition was not applied. */
