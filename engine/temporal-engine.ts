@@ -16,7 +16,7 @@ import type { TemporalSettings } from '../temporal/settings.ts';
 import { CLIENT_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
 import type { ApplyInput, ApplyResult } from '../workflows/apply-orchestration.ts';
 import { applyWorkflow } from '../workflows/apply-workflow.ts';
-import { jsonBytes } from '../workflows/payload-bytes.ts';
+import { jsonBytes, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../workflows/payload-bytes.ts';
 
 /** Where and how to run a workflow: Temporal's settings and the task queue the worker polls. */
 export interface TemporalTarget {
@@ -56,12 +56,6 @@ export async function withTemporalClient<T>(settings: TemporalSettings, fn: (cli
     }
   }
 }
-
-/**
- * Temporal's limit for one payload, in bytes: the server's `limit.blobSize.error` (default 2 MiB);
- * past it the server refuses the start ("Blob data size exceeds limit").
- */
-export const TEMPORAL_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
 
 /** The `input_too_large` error of an apply whose input is `bytes` long (unknown when the server said so). */
 function inputTooLarge(orgName: string, bytes: number | undefined): ToolkitError {

@@ -16,6 +16,7 @@ import type { TemporalSettings } from '../temporal/settings.ts';
 import { WORKER_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
 import { startEventsListener } from './events-listener.ts';
 import type { EventsListener } from './events-listener.ts';
+import { PAYLOAD_WARN_BYTES } from '../workflows/payload-bytes.ts';
 import { ensureAwaitingThreads } from './search-attributes.ts';
 import type { SearchAttributeOutcome } from './search-attributes.ts';
 
@@ -80,7 +81,8 @@ export interface TeamctlWorker {
  */
 export async function createWorker(settings: TemporalSettings, options: WorkerOptions): Promise<TeamctlWorker> {
   const telemetry = createTelemetry(options.env ?? process.env, { defaultServiceName: WORKER_SERVICE_NAME, instrumentHttp: true });
-  const connection = await NativeConnection.connect(settings.connectionOptions).catch(async (error: unknown) => {
+  // The SDK warns from 512 KiB, which a result listing some 2,500 changes passes by design.
+  const connection = await NativeConnection.connect({ ...settings.connectionOptions, payloadLimits: { payloadsWarnSize: PAYLOAD_WARN_BYTES } }).catch(async (error: unknown) => {
     await telemetry?.shutdown();
     throw temporalUnreachable(settings, error);
   });

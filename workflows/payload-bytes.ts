@@ -6,6 +6,19 @@
  * code (the sandbox) and activities both use it.
  */
 
+/**
+ * Temporal's limit for one payload, in bytes: the server's `limit.blobSize.error` (default 2 MiB);
+ * past it the server refuses the start or the workflow task ("Blob data size exceeds limit").
+ */
+export const TEMPORAL_PAYLOAD_LIMIT_BYTES = 2 * 1024 * 1024;
+
+/**
+ * Where a worker warns about a payload's size, in bytes: at half of {@link TEMPORAL_PAYLOAD_LIMIT_BYTES}.
+ * What an apply records stays under it by design (a result's listed changes and a read's team
+ * graphs at most 1,000,000 bytes each), so a warning means a payload nearing the limit.
+ */
+export const PAYLOAD_WARN_BYTES = TEMPORAL_PAYLOAD_LIMIT_BYTES / 2;
+
 // ASCII-only text is by far the common case: one native test instead of a loop.
 const ASCII = /^[\x00-\x7f]*$/;
 

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { reportError } from '../../cli/errors.ts';
-import { applyWithTemporal, TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../../engine/temporal-engine.ts';
+import { applyWithTemporal } from '../../engine/temporal-engine.ts';
 import { loadTemporalSettings } from '../../temporal/settings.ts';
+import { TEMPORAL_PAYLOAD_LIMIT_BYTES } from '../../workflows/payload-bytes.ts';
 import { syntheticDefinition } from '../support/synthetic.ts';
 
 describe('apply on Temporal: the input size', () => {

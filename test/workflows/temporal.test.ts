@@ -18,6 +18,7 @@ import { AcsClient } from '../../client/acs-client.ts';
 import { runCli } from '../../cli/program.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
 import { applyWithTemporal, applyWorkflowId } from '../../engine/temporal-engine.ts';
+import { desiredState } from '../../plan/desired.ts';
 import type { DesiredState } from '../../plan/types.ts';
 import { startServer } from '../../service/index.ts';
 import { workflowBundlerOptions, workflowsPath } from '../../worker/worker.ts';
@@ -27,7 +28,7 @@ import { applyWorkflow } from '../../workflows/apply-workflow.ts';
 import { startFaultProxy } from '../support/fault-proxy.ts';
 import { recordingFetch } from '../support/fetch.ts';
 import { shape } from '../support/live-state.ts';
-import { desiredFromFile, resourceCount, syntheticDefinition, withOrganizationName } from '../support/synthetic.ts';
+import { desiredFromFile, resourceCount, syntheticDefinition, syntheticResources, withOrganizationName } from '../support/synthetic.ts';
 import { connectTestClient, describeTemporal, historyText, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
 
 const ECHO_KEY = 'temporal-echo-provider-secret-5d2e';
@@ -200,6 +201,23 @@ describeTemporal('temporal engine', () => {
       expect(replayed.error?.message, replayed.workflowId).toBeUndefined();
     }
   }, 180_000);
+
+  it('apply --engine temporal: an apply whose result is over 512 KiB (within its own bound of 1,000,000 bytes) leaves no payload-size warning in the worker\'s log', async () => {
+    const taskQueue = `teamctl-test-${randomUUID()}`;
+    const worker = await spawnWorker(taskQueue, { ...env, TEMPORAL_ADDRESS: process.env.TEMPORAL_ADDRESS! });
+    try {
+      // 300 agents with instructions of 2,000 characters: each listed change carries them.
+      const resources = syntheticResources(`payload-${randomUUID().slice(0, 8)}`, { teams: 6, agents: 50, humans: 0, edges: 0 });
+      for (const team of resources.teams!) for (const agent of team.agents!) Object.assign(agent, { instructions: 'Answer in one line. '.repeat(100) });
+      const result = await applyWithTemporal(inputFor(desiredState(resources)), target(taskQueue));
+      expect(result.applied).toHaveLength(resourceCount({ teams: 6, agents: 50, edges: 0 }));
+      expect(result.omitted).toBeUndefined();
+      expect(Buffer.byteLength(JSON.stringify(result))).toBeGreaterThan(512 * 1024);
+      expect(worker.output()).not.toMatch(/TMPRL1103|exceeded the warning limit/);
+    } finally {
+      await worker.kill('SIGTERM');
+    }
+  });
 
   it('apply --engine temporal: at parallelism 1 a new team with its participants and edges is one local activity, and a re-apply reads the whole live state with one', async () => {
     const taskQueue = await queueWithWorker();
