@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import { afterAll, beforeAll } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
 import type { Db } from '../../service/storage/db.ts';
@@ -63,7 +64,10 @@ async function startHarnessServer(options: ServerOptions): Promise<RunningServer
   const database = await createTestDatabase(testDatabaseUrl);
   let server: RunningServer;
   try {
-    server = await startServer({ ...base, inMemory: false, databaseUrl: database.url });
+    // A deployment on PostgreSQL has an encryption key of its own (docs/operating-acs-server.md);
+    // without one the server warns at start, which tests that read the log would see.
+    const env = options.env ?? process.env;
+    server = await startServer({ ...base, inMemory: false, databaseUrl: database.url, env: { ...env, ACS_ENCRYPTION_KEY: env.ACS_ENCRYPTION_KEY || randomBytes(32).toString('hex') } });
   } catch (error) {
     await database.drop();
     throw error;
