@@ -14,9 +14,9 @@ import type { ActivityDeps } from '../activities/apply-activities.ts';
 import { temporalUnreachable } from '../temporal/settings.ts';
 import type { TemporalSettings } from '../temporal/settings.ts';
 import { WORKER_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
+import { PAYLOAD_WARN_BYTES } from '../workflows/payload-bytes.ts';
 import { startEventsListener } from './events-listener.ts';
 import type { EventsListener } from './events-listener.ts';
-import { PAYLOAD_WARN_BYTES } from '../workflows/payload-bytes.ts';
 import { ensureAwaitingThreads } from './search-attributes.ts';
 import type { SearchAttributeOutcome } from './search-attributes.ts';
 

@@ -400,11 +400,6 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   }
 
   /**
-   * Says once per agent (in this process, until the agent has a key again) that an agent with a
-   * provider waits for its organization's key: without the line, its peer's messages would go
-   * unanswered with nothing in the log to tell why.
-   */
-  /**
    * Says once per organization and provider (in this process, until the key opens again) that its
    * stored key cannot be decrypted with this process's encryption key, and what fixes it.
    */
@@ -418,6 +413,11 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     );
   }
 
+  /**
+   * Says once per agent (in this process, until the agent has a key again) that an agent with a
+   * provider waits for its organization's key: without the line, its peer's messages would go
+   * unanswered with nothing in the log to tell why.
+   */
   function logNoKeyOnce(claim: Claim, agent: AgentContext): void {
     if (noKeyLogged.has(claim.agent_id)) return;
     noKeyLogged.add(claim.agent_id);
