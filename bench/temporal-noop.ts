@@ -27,7 +27,7 @@ import { createApplyActivities } from '../activities/apply-activities.ts';
 import { applyLocally } from '../engine/local-engine.ts';
 import { applyWorkflowId } from '../engine/temporal-engine.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
-import { syntheticDefinition, type SyntheticSize } from '../test/support/synthetic.ts';
+import { resourceCount, syntheticDefinition, type SyntheticSize } from '../test/support/synthetic.ts';
 import { createWorker } from '../worker/worker.ts';
 import { READ_BYTES, TEAMS_PER_READ, type ApplyInput } from '../workflows/apply-orchestration.ts';
 import { applyWorkflow } from '../workflows/apply-workflow.ts';
@@ -132,7 +132,7 @@ function render(figures: SizeFigures[], backend: string, load: number[]): string
     const over = f.temporal.map((t, i) => t - f.local[i]!);
     const ratio = f.temporal.map((t, i) => t / f.local[i]!);
     lines.push(
-      `| ${f.size.teams} (${1 + f.size.teams * (1 + f.size.agents + f.size.edges)}) | ${f.inputKiB.toFixed(0)} | ${median(f.local).toFixed(0)} (${range(f.local)}) | ${median(f.activity).toFixed(0)} (${range(f.activity)}) | ${median(f.temporal).toFixed(0)} (${range(f.temporal)}) | ${median(over).toFixed(0)} | ${median(ratio).toFixed(2)} | ${median(f.toFirstTask).toFixed(0)} | ${median(f.firstTask).toFixed(0)} | ${median(f.toResult).toFixed(0)} |`,
+      `| ${f.size.teams} (${resourceCount(f.size)}) | ${f.inputKiB.toFixed(0)} | ${median(f.local).toFixed(0)} (${range(f.local)}) | ${median(f.activity).toFixed(0)} (${range(f.activity)}) | ${median(f.temporal).toFixed(0)} (${range(f.temporal)}) | ${median(over).toFixed(0)} | ${median(ratio).toFixed(2)} | ${median(f.toFirstTask).toFixed(0)} | ${median(f.firstTask).toFixed(0)} | ${median(f.toResult).toFixed(0)} |`,
     );
   }
   return lines.join('\n');
