@@ -230,7 +230,7 @@ export function renderApplyReport(machine: ApplyMachine, plan: ApplyPlan, result
       `(1 organization, ${n(plan.teams)} teams, ${n(plan.teams * plan.agents)} agents, ${n(plan.teams * plan.edges)} edges) and a no-op re-apply on each engine, ` +
       `so every ratio below compares figures of one run. Floor = the apply's requests ÷ the service's create rate at 32 clients in the apply's shape ` +
       `(each client on teams of its own: create the team, its ${plan.agents} agents one by one, its ${plan.edges} edges one by one, then the next team; ${plan.seconds} s after a warm-up). ` +
-      `Client CPU = the bench process's CPU time per request over ${n(plan.clientRequests)} sequential creates with each client, in five rounds with the clients in turn.`,
+      `Client CPU = the CPU time per request of a process running one client alone (bench/client-cpu.ts), over ${n(plan.clientRequests)} sequential creates with each client after 200 unmeasured, in five rounds with the clients in turn.`,
   );
   lines.push('');
   lines.push(`Goals at parallelism ${parallelism} (the default), each ratio from one run, the range over the runs:`);

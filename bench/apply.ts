@@ -24,7 +24,7 @@
  * through, so the client measured is the one teamctl runs. Not part of the tests: numbers depend on
  * the machine.
  */
-import { spawnSync } from 'node:child_process';
+import { fork, spawnSync } from 'node:child_process';
 import { randomUUID } from 'node:crypto';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { mkdtemp, rm, writeFile } from 'node:fs/promises';
@@ -33,11 +33,9 @@ import { join } from 'node:path';
 import { Client, Connection, type WorkflowHandle } from '@temporalio/client';
 import { DefaultLogger, Runtime } from '@temporalio/worker';
 import { Agent, DecoratorHandler, setGlobalDispatcher, type Dispatcher } from 'undici';
-import { AcsClient } from '../client/acs-client.ts';
 import { createApplyActivities } from '../activities/apply-activities.ts';
 import { applyLocally } from '../engine/local-engine.ts';
 import { applyWorkflowId } from '../engine/temporal-engine.ts';
-import { AgentFields } from '../api/schemas.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
 import { resourceCount, syntheticDefinition, type SyntheticSize } from '../test/support/synthetic.ts';
 import { createWorker, type TeamctlWorker } from '../worker/worker.ts';
@@ -293,56 +291,73 @@ async function createRate(server: ServerProcess, probe: CpuProbe, clients: numbe
 }
 
 /**
- * The bench process's CPU per request of each client, over `count` sequential creates of agents
- * (the apply's most common request, with the apply's bodies) into a team of each client's own:
- * plain `node:http` + `JSON.parse` (bench/client.ts, the floor's load generator), `AcsClient` as
- * teamctl sends (undici's `request`), and `AcsClient` over `fetch` (the transport before). Each
- * client first sends 100 requests unmeasured (JIT, connections); then five rounds, each client
- * in turn. The server's own time is not in this process's CPU; the bench process does nothing else
- * meanwhile.
+ * The CPU per request of each client, over `count` sequential creates of agents (the apply's most
+ * common request, with the apply's bodies) into a team of each client's own: plain `node:http` +
+ * `JSON.parse` (bench/client.ts, the floor's load generator), `AcsClient` as teamctl sends (undici's
+ * `request`), and `AcsClient` over `fetch` (the transport before). Each client runs in a process of
+ * its own (bench/client-cpu.ts says why), sends 200 requests unmeasured (JIT, connections), then
+ * five rounds, the clients taking turns within each and the order reversed every other round, so
+ * that a change of the machine's load falls on every client alike.
  */
 async function clientCpu(server: ServerProcess, count: number): Promise<ClientCpu[]> {
   const plain = createClient(server.url, server.apiKey);
   const tag = randomUUID().slice(0, 8);
   const org = expectStatus(await plain.call('POST', '/organizations', { org_name: `client-${tag}` }), 201, 'create organization').body.org_id as string;
-  // The bodies are made beforehand: the client's own CPU is what is measured, not the test data's.
-  const bodies = Array.from({ length: 100 + count + 5 }, (_, i) => AgentFields.toWire({ name: `agent-${i}`, description: `agent ${i} of the client CPU measurement` }));
-  const body = (i: number) => bodies[i]!;
-  const clients: Array<[ClientCpu['client'], (teamId: string, i: number) => Promise<unknown>]> = [
-    ['node-http', async (teamId, i) => expectStatus(await plain.call('POST', `/teams/${teamId}/agents`, body(i)), 201, 'create agent').body],
-    ['acs-client', (() => {
-      const client = new AcsClient({ baseUrl: server.url, apiKey: server.apiKey });
-      return (teamId: string, i: number) => client.createAgent(teamId, body(i));
-    })()],
-    ['acs-client-fetch', (() => {
-      const client = new AcsClient({ baseUrl: server.url, apiKey: server.apiKey, fetch: globalThis.fetch });
-      return (teamId: string, i: number) => client.createAgent(teamId, body(i));
-    })()],
-  ];
-  // Five rounds, the clients in turn within each: a change of the machine's load during the
-  // measurement falls on every client alike instead of on whichever ran then.
-  const teams = new Map<string, string>();
-  const used = new Map<string, number>();
-  for (const [name, send] of clients) {
-    const team = expectStatus(await plain.call('POST', `/organizations/${org}/teams`, { team_name: `${name}-${tag}` }), 201, 'create team').body.team_id as string;
-    teams.set(name, team);
-    used.set(name, 0);
-    for (let i = 0; i < 100; i++) await send(team, i);
-  }
-  const rounds = 5;
-  const perRound = Math.ceil(count / rounds);
-  for (let round = 0; round < rounds; round++) {
-    for (const [name, send] of clients) {
-      const team = teams.get(name)!;
-      const before = process.cpuUsage();
-      for (let i = 0; i < perRound; i++) await send(team, 100 + round * perRound + i);
-      const cpu = process.cpuUsage(before);
-      used.set(name, used.get(name)! + cpu.user + cpu.system);
+  const names: ClientCpu['client'][] = ['node-http', 'acs-client', 'acs-client-fetch'];
+  const children = new Map<ClientCpu['client'], { run: (count: number) => Promise<number>; stop: () => void }>();
+  try {
+    for (const name of names) {
+      const team = expectStatus(await plain.call('POST', `/organizations/${org}/teams`, { team_name: `${name}-${tag}` }), 201, 'create team').body.team_id as string;
+      children.set(name, await clientProcess(name, server, team));
     }
+    for (const name of names) await children.get(name)!.run(200);
+    const rounds = 5;
+    const perRound = Math.ceil(count / rounds);
+    const used = new Map(names.map((name) => [name, 0]));
+    for (let round = 0; round < rounds; round++) {
+      for (const name of round % 2 === 0 ? names : [...names].reverse()) used.set(name, used.get(name)! + (await children.get(name)!.run(perRound)));
+    }
+    return names.map((name) => ({ client: name, requests: perRound * rounds, microsPerRequest: used.get(name)! / (perRound * rounds) }));
+  } finally {
+    for (const child of children.values()) child.stop();
+    plain.destroy();
   }
-  const results: ClientCpu[] = clients.map(([name]) => ({ client: name, requests: perRound * rounds, microsPerRequest: used.get(name)! / (perRound * rounds) }));
-  plain.destroy();
-  return results;
+}
+
+/** Starts bench/client-cpu.ts for one client; `run(n)` has it send n creates and resolves with its CPU microseconds. */
+async function clientProcess(name: ClientCpu['client'], server: ServerProcess, team: string): Promise<{ run: (count: number) => Promise<number>; stop: () => void }> {
+  const child = fork(join(import.meta.dirname, 'client-cpu.ts'), [], {
+    env: { ...process.env, BENCH_CLIENT: name, BENCH_CLIENT_URL: server.url, BENCH_CLIENT_KEY: server.apiKey, BENCH_CLIENT_TEAM: team },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
+  const pending = new Map<number, { resolve: (micros: number) => void; reject: (error: Error) => void }>();
+  let nextId = 1;
+  await new Promise<void>((resolve, reject) => {
+    child.once('exit', (code) => {
+      reject(new Error(`bench/client-cpu.ts (${name}) exited with ${code}`));
+      for (const waiter of pending.values()) waiter.reject(new Error(`bench/client-cpu.ts (${name}) exited with ${code}`));
+    });
+    child.on('message', (message: { type?: string; id?: number; micros?: number; error?: string }) => {
+      if (message.type === 'ready') return resolve();
+      const waiter = pending.get(message.id!);
+      if (!waiter) return;
+      pending.delete(message.id!);
+      if (message.error) waiter.reject(new Error(`bench/client-cpu.ts (${name}): ${message.error}`));
+      else waiter.resolve(message.micros!);
+    });
+  });
+  return {
+    run: (count) =>
+      new Promise((resolve, reject) => {
+        const id = nextId++;
+        pending.set(id, { resolve, reject });
+        child.send({ id, count });
+      }),
+    stop: () => {
+      child.removeAllListeners('exit');
+      child.kill();
+    },
+  };
 }
 
 // ---------------------------------------------------------------------------------------------
