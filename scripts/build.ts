@@ -18,7 +18,8 @@
  *
  * Last, the embedded database's template (`service/storage/pglite-template.ts`: the data
  * directory `initdb` makes) is made beside the built module, so an installed acs-server never runs
- * `initdb` itself; and the console's browser bundle is built into `dist/console/`
+ * `initdb` itself, and so are PGlite's two modules of `--pglite-compiler mixed`
+ * (`service/storage/pglite-split.ts`); and the console's browser bundle is built into `dist/console/`
  * (console/build.ts). Exits with the first failing step's status.
  */
 import { spawnSync } from 'node:child_process';
@@ -50,8 +51,11 @@ if (compiled.status !== 0) {
   });
   // V8's baseline compiler only: the step runs initdb once, optimising PGlite would only cost memory.
   const template = spawnSync(process.execPath, ['--liftoff-only', 'dist/service/storage/make-pglite-template.js'], { cwd: root, stdio: 'inherit' });
-  process.exitCode = template.status ?? 1;
-  if (template.status === 0) {
+  // PGlite's module in two for `--pglite-compiler mixed` (pglite-split.ts): binaryen, a
+  // devDependency, is here at build time and not in an installed package.
+  const split = template.status === 0 ? spawnSync(process.execPath, ['--liftoff-only', 'dist/service/storage/make-pglite-split.js'], { cwd: root, stdio: 'inherit' }) : template;
+  process.exitCode = split.status ?? 1;
+  if (split.status === 0) {
     // The console (console/build.ts): served by the installed acs-server from dist/console/.
     const { buildConsole } = await import('../console/build.ts');
     const info = await buildConsole(fileURLToPath(new URL('../dist/console', import.meta.url)));

@@ -172,10 +172,10 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
     .option('--log-file <file>', `append the log to FILE; - for stdout (default: stdout, or ${LOG_FILE_NAME} beside the data when started in the background of a terminal)`)
     .addOption(
-      new Option('--pglite-compiler <compiler>', 'how V8 compiles the embedded database: baseline keeps peak memory under 300 MB, optimizing runs bulk SQL faster at a ~600 MB peak (default: $ACS_PGLITE_COMPILER, else baseline)')
+      new Option('--pglite-compiler <compiler>', 'how V8 compiles the embedded database: mixed optimises all but its five largest functions (bulk SQL at full speed, peak under 300 MB), baseline optimises nothing, optimizing everything (a ~800 MB peak) (default: $ACS_PGLITE_COMPILER, else mixed)')
         .choices(Object.values(PgliteCompilers))
         .env('ACS_PGLITE_COMPILER')
-        .default(PgliteCompilers.baseline),
+        .default(PgliteCompilers.mixed),
     )
     .action(
       (flags: {
@@ -210,6 +210,14 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
         // Before the embedded database compiles its WebAssembly; nothing else here uses any.
         if (!databaseUrl && flags.pgliteCompiler === PgliteCompilers.baseline) keepWasmAtBaseline();
+        /** `mixed`: the split modules, made in a child process the first time; at baseline when none can be had. */
+        const prepareCompiler = async () => {
+          if (databaseUrl || flags.pgliteCompiler !== PgliteCompilers.mixed) return;
+          const { prepareMixedCompiler } = await import('./storage/pglite-split.ts');
+          if (await prepareMixedCompiler()) return;
+          keepWasmAtBaseline();
+          if (!flags.quiet) process.stderr.write('acs-server: the embedded database\'s split modules could not be made (binaryen is a development dependency); --pglite-compiler baseline instead\n');
+        };
         const terminal = Boolean(process.stdout.isTTY);
         // In the background of a terminal (`acs-server start … &`) the log would run through
         // whatever the person does next in it: it goes to a file, and the terminal keeps one line.
@@ -227,8 +235,9 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         if ((flags.oidcIssuer === undefined) !== (flags.oidcClientId === undefined)) {
           throw new InvalidArgumentError('--oidc-issuer and --oidc-client-id go together');
         }
-        return run(async () =>
-          serveUntilSignal(
+        return run(async () => {
+          await prepareCompiler();
+          return serveUntilSignal(
             {
               host: flags.host,
               port: flags.port,
@@ -264,8 +273,8 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
             },
             flags.quiet,
             logFile,
-          ),
-        );
+          );
+        });
       },
     );
 

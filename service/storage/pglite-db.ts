@@ -7,6 +7,7 @@ import { Parser } from 'pg-protocol/dist/parser.js';
 // that both backends take the same values.
 import pgUtils from 'pg/lib/utils.js';
 import type { Db, Queryable } from './db.ts';
+import { preparedSplit, withSplitInstantiation } from './pglite-split.ts';
 import { copyTemplate, pgliteTemplate, TemplateMemoryFS } from './pglite-template.ts';
 
 /**
@@ -29,10 +30,13 @@ export async function openPgliteDb(dataDir?: string): Promise<Db> {
   const fresh = dataDir === undefined || !existsSync(join(dataDir, 'PG_VERSION'));
   const template = fresh ? await pgliteTemplate() : undefined;
   if (template && dataDir !== undefined && isEmptyOrMissing(dataDir)) await copyTemplate(template, dataDir);
-  const pg = await PGlite.create({
+  const options = {
     ...(dataDir === undefined ? (template ? { fs: new TemplateMemoryFS(template) } : {}) : { dataDir }),
     startParams: [...PGlite.defaultStartParams, '-c', `shared_buffers=${dataDir === undefined ? sharedBuffers.inMemory : sharedBuffers.onDisk}`],
-  });
+  };
+  // `--pglite-compiler mixed`: PGlite's module in two (pglite-split.ts).
+  const split = preparedSplit();
+  const pg = split ? await withSplitInstantiation(split, () => PGlite.create({ ...options, pgliteWasmModule: split.main })) : await PGlite.create(options);
   // Which statements may run when. A statement runs inside the database synchronously (one call
   // into its WebAssembly, see runStatement), so two statements never interleave; what must not
   // happen is a statement of `query()` running between the statements of an open transaction,

@@ -7,12 +7,19 @@
  * is hot — during the migrations at start. With optimisation off the embedded server's peak
  * memory stays under 300 MB; the cost is CPU: ~1.9× for SQL that runs long loops (an
  * `INSERT … SELECT` of 100,000 rows), ~1.1–1.3× for the service's requests (single-row writes,
- * indexed reads) (docs/performance.md, "Memory of the embedded database").
+ * indexed reads) (docs/performance.md, "Memory of the embedded database"). The default, `mixed`,
+ * keeps only that function and four others of PostgreSQL's largest at baseline and optimises the
+ * rest (pglite-split.ts).
  */
 import v8 from 'node:v8';
 
 /** The choices of `acs-server start --pglite-compiler`. */
 export const PgliteCompilers = {
+  /**
+   * Hot functions optimised except PostgreSQL's five largest, which stay at baseline in a module
+   * of their own (pglite-split.ts): the optimised speed at a peak under 300 MB. The default.
+   */
+  mixed: 'mixed',
   /** Liftoff only: no optimising compile, peak memory under 300 MB. */
   baseline: 'baseline',
   /** V8's default: hot functions optimised (faster bulk SQL, a ~600 MB transient peak). */
