@@ -198,10 +198,14 @@ export async function makeSplit(dir: string): Promise<void> {
   const work = await mkdtemp(join(dirname(dir), '.splitting-'));
   try {
     const bytes = await splitPglite(await readFile(pgliteWasmPath()));
-    await writeFile(join(work, 'main.wasm'), bytes.main);
-    await writeFile(join(work, 'split.wasm'), bytes.split);
+    // A directory of its own inside the work one: mkdtemp's is private (0700), and an installed
+    // package is read by whoever runs it.
+    const made = join(work, 'split');
+    await mkdir(made);
+    await writeFile(join(made, 'main.wasm'), bytes.main);
+    await writeFile(join(made, 'split.wasm'), bytes.split);
     try {
-      await rename(work, dir);
+      await rename(made, dir);
     } catch (error) {
       if (!isSplitDir(dir)) throw error;
     }
