@@ -31,13 +31,12 @@
  * whole module, ~340 MB for ~5 s, out of the server's peak) and cached. When none can be had (a
  * packed install without them, no binaryen), the caller falls back to the baseline compiler.
  */
-import { spawn } from 'node:child_process';
 import { existsSync, readFileSync } from 'node:fs';
 import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
-import { dirname, extname, join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
-import { pgliteVersion, templateCacheDir } from './pglite-template.ts';
+import { pgliteVersion, shippedCachedOrMade } from './pglite-template.ts';
 
 /**
  * The functions moved into the split module, by their export names in PGlite's `pglite.wasm`:
@@ -102,7 +101,7 @@ function isSplitDir(dir: string): boolean {
  * Rewrites PGlite's module (`wasm`, the bytes of `pglite.wasm`) into the two modules. Errors: when
  * a function of {@link SPLIT_FUNCTIONS} is not among the module's exports (another PGlite build),
  * or binaryen (a devDependency) is not installed. Costs ~340 MB and ~5 s: run it in a child
- * process ({@link makeSplitInChild}) or at build time.
+ * process (`make-pglite-split`, as {@link pgliteSplitDir} does) or at build time.
  */
 export async function splitPglite(wasm: Uint8Array): Promise<SplitBytes> {
   const { default: binaryen } = await import('binaryen');
@@ -214,33 +213,13 @@ export async function makeSplit(dir: string): Promise<void> {
   }
 }
 
-/** Makes the split modules at `dir` in a child process (`make-pglite-split`); resolves true when `dir` holds them afterwards. */
-export async function makeSplitInChild(dir: string): Promise<boolean> {
-  const script = fileURLToPath(new URL(`./make-pglite-split${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
-  await new Promise<void>((resolve) => {
-    const child = spawn(process.execPath, ['--liftoff-only', script, dir], { stdio: ['ignore', 'ignore', 'ignore'] });
-    child.on('error', () => resolve());
-    child.on('exit', () => resolve());
-  });
-  return isSplitDir(dir);
-}
-
 /**
  * The directory of the installed PGlite's split modules: the shipped one, else the cached one,
- * else one made now in a child process and cached. Undefined when none can be had.
+ * else one made now in a child process (`make-pglite-split`) and cached. Undefined when none can
+ * be had.
  */
 export async function pgliteSplitDir(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
-  const name = splitName(await pgliteVersion());
-  for (const dir of [shippedSplitDir(), templateCacheDir(env)]) {
-    if (isSplitDir(join(dir, name))) return join(dir, name);
-  }
-  const dir = join(templateCacheDir(env), name);
-  try {
-    if (await makeSplitInChild(dir)) return dir;
-  } catch {
-    // No child process: the caller falls back.
-  }
-  return undefined;
+  return shippedCachedOrMade(splitName(await pgliteVersion()), shippedSplitDir(), 'make-pglite-split', isSplitDir, env);
 }
 
 /**

@@ -102,7 +102,7 @@ function templateDirectories(template: string): string[] {
  * Makes a template in this process at `dir`: PGlite's `initdb` on a data directory beside it, shut
  * down cleanly, then renamed to `dir`, so a reader never sees half a template (when another
  * process made `dir` first, that one is kept). Costs what an `initdb` costs (hundreds of MB,
- * seconds): call it in a child process ({@link makeTemplateInChild}) or at build time.
+ * seconds): call it in a child process (`make-pglite-template`, as {@link pgliteTemplate} does) or at build time.
  */
 export async function makeTemplate(dir: string): Promise<void> {
   const { PGlite } = await import('@electric-sql/pglite');
@@ -125,39 +125,55 @@ export async function makeTemplate(dir: string): Promise<void> {
 }
 
 /**
- * Makes a template in a child process of this Node (the module's sibling script,
- * `make-pglite-template`), with V8 kept to its baseline WebAssembly compiler there: the child
- * runs `initdb` once and exits, so optimising PGlite's code would only add to its peak.
- * Resolves true when `dir` holds a template afterwards.
+ * Runs `script` (a sibling module of this one, by name without extension: `make-pglite-template`)
+ * in a child process of this Node with `dir` as its argument and V8 kept to its baseline
+ * WebAssembly compiler there: the child makes one thing once and exits, so optimising PGlite's
+ * code (or binaryen's) would only add to its peak. Resolves when it has exited, however.
  */
-export async function makeTemplateInChild(dir: string): Promise<boolean> {
-  const script = fileURLToPath(new URL(`./make-pglite-template${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
+async function runSiblingScript(script: string, dir: string): Promise<void> {
+  const path = fileURLToPath(new URL(`./${script}${extname(fileURLToPath(import.meta.url))}`, import.meta.url));
   await new Promise<void>((resolve) => {
-    const child = spawn(process.execPath, ['--liftoff-only', script, dir], { stdio: ['ignore', 'ignore', 'ignore'] });
+    const child = spawn(process.execPath, ['--liftoff-only', path, dir], { stdio: ['ignore', 'ignore', 'ignore'] });
     child.on('error', () => resolve());
     child.on('exit', () => resolve());
   });
-  return isTemplate(dir);
+}
+
+/**
+ * A directory made once per PGlite version and kept (the template; the modules of
+ * `pglite-split.ts`): `name` in `shipped` (beside the built module, where `npm run build` puts
+ * it), else in the cache directory ({@link templateCacheDir}), else made there now by the sibling
+ * module `script` in a child process ({@link runSiblingScript}). `complete(dir)` says whether a
+ * directory holds the whole thing. Undefined when none can be had (no writable cache, the child
+ * failed).
+ */
+export async function shippedCachedOrMade(
+  name: string,
+  shipped: string,
+  script: string,
+  complete: (dir: string) => boolean,
+  env: NodeJS.ProcessEnv = process.env,
+): Promise<string | undefined> {
+  for (const dir of [shipped, templateCacheDir(env)]) {
+    if (complete(join(dir, name))) return join(dir, name);
+  }
+  const dir = join(templateCacheDir(env), name);
+  try {
+    await runSiblingScript(script, dir);
+  } catch {
+    // No child process: nothing made.
+  }
+  return complete(dir) ? dir : undefined;
 }
 
 /**
  * The template directory for the installed PGlite: the shipped one, else the cached one, else one
- * made now in a child process and cached. Undefined when none can be had (no writable cache, the
- * child failed) or `ACS_PGLITE_TEMPLATE` is `off`: PGlite then runs `initdb` itself.
+ * made now in a child process (`make-pglite-template`) and cached. Undefined when none can be had
+ * or `ACS_PGLITE_TEMPLATE` is `off`: PGlite then runs `initdb` itself.
  */
 export async function pgliteTemplate(env: NodeJS.ProcessEnv = process.env): Promise<string | undefined> {
   if (env[TEMPLATE_SWITCH_ENV] === 'off') return undefined;
-  const name = templateName(await pgliteVersion());
-  for (const dir of [shippedTemplateDir(), templateCacheDir(env)]) {
-    if (isTemplate(join(dir, name))) return join(dir, name);
-  }
-  const dir = join(templateCacheDir(env), name);
-  try {
-    if (await makeTemplateInChild(dir)) return dir;
-  } catch {
-    // No child process: fall back to initdb.
-  }
-  return undefined;
+  return shippedCachedOrMade(templateName(await pgliteVersion()), shippedTemplateDir(), 'make-pglite-template', isTemplate, env);
 }
 
 /**
