@@ -172,7 +172,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--quiet', 'log warnings and errors only, and no "listening" line', false)
     .option('--log-file <file>', `append the log to FILE; - for stdout (default: stdout, or ${LOG_FILE_NAME} beside the data when started in the background of a terminal)`)
     .addOption(
-      new Option('--pglite-compiler <compiler>', 'how V8 compiles the embedded database: mixed optimises all but its five largest functions (bulk SQL at full speed, peak under 300 MB), baseline optimises nothing, optimizing everything (a ~800 MB peak) (default: $ACS_PGLITE_COMPILER, else mixed)')
+      new Option('--pglite-compiler <compiler>', 'how V8 compiles the embedded database: mixed optimises all but its five largest functions (bulk SQL at full speed, starts under 300 MB), baseline optimises nothing, optimizing everything (a ~800 MB peak) (default: $ACS_PGLITE_COMPILER, else mixed)')
         .choices(Object.values(PgliteCompilers))
         .env('ACS_PGLITE_COMPILER')
         .default(PgliteCompilers.mixed),
