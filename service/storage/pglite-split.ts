@@ -98,18 +98,18 @@ function isSplitDir(dir: string): boolean {
 }
 
 /**
- * Rewrites PGlite's module (`wasm`, the bytes of `pglite.wasm`) into the two modules. Errors: when
+ * Rewrites PGlite's module (`bytes`, those of `pglite.wasm`) into the two modules. Errors: when
  * a function of {@link SPLIT_FUNCTIONS} is not among the module's exports (another PGlite build),
  * or binaryen (a devDependency) is not installed. Costs ~340 MB and ~5 s: run it in a child
  * process (`make-pglite-split`, as {@link pgliteSplitDir} does) or at build time.
  */
-export async function splitPglite(wasm: Uint8Array): Promise<SplitBytes> {
+export async function splitPglite(bytes: Uint8Array): Promise<SplitBytes> {
   const { default: binaryen } = await import('binaryen');
   // The features PGlite's module uses; binaryen's "all" would write newer encodings V8 rejects.
   const features =
     binaryen.Features.MutableGlobals | binaryen.Features.SignExt | binaryen.Features.NontrappingFPToInt | binaryen.Features.BulkMemory | binaryen.Features.ReferenceTypes | binaryen.Features.Multivalue;
   const read = () => {
-    const module = binaryen.readBinary(wasm);
+    const module = binaryen.readBinary(bytes);
     module.setFeatures(features);
     return module;
   };

@@ -4,7 +4,7 @@
  * embedded database that runs on both as on PGlite's own module — errors raised inside a moved
  * function included.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -72,7 +72,7 @@ describe('PGlite split', () => {
     await expect(splitPglite(new Uint8Array([0x00, 0x61, 0x73, 0x6d, 0x01, 0x00, 0x00, 0x00]))).rejects.toThrow(/no function exported as raw_parser/);
     // A cache directory that cannot be made (under a file): nothing shipped in a checkout, nothing made.
     const blocked = join(work, 'not-a-dir');
-    await (await import('node:fs/promises')).writeFile(blocked, '');
+    await writeFile(blocked, '');
     expect(await prepareMixedCompiler({ ...process.env, [TEMPLATE_DIR_ENV]: join(blocked, 'cache') })).toBe(false);
     expect(preparedSplit()).toBeUndefined();
   }, 60_000);
