@@ -2,8 +2,9 @@
  * One run of `npm run bench:memory`'s SQL part, in a fresh process (bench/memory.ts forks it once
  * per compiler and round): an in-memory acs-server in this process, with V8's optimising compiler
  * kept off PGlite (`BENCH_COMPILER=baseline`), kept off its five largest functions only (`mixed`,
- * as `acs-server start` does by default: service/storage/pglite-split.ts) or not (`optimizing`). It measures, by wall time and by this thread's CPU time (PGlite runs on the main
- * thread; the CPU time leaves out other processes' load on a shared machine):
+ * as `acs-server start` does by default: service/storage/pglite-split.ts) or not (`optimizing`).
+ * It measures, by wall time and by this thread's CPU time (PGlite runs on the main thread; the CPU
+ * time leaves out other processes' load on a shared machine):
  * - bulk SQL: 100,000 messages seeded into one thread with one `INSERT … SELECT` (as bench/run.ts
  *   seeds), after a warm-up of 10,000;
  * - the service's requests: 1,000 agents created one by one over HTTP, then 1,000 page reads
@@ -11,15 +12,11 @@
  * Prints one JSON line with the figures and this process's peak memory (VmHWM, MiB).
  */
 import { readFileSync } from 'node:fs';
-import { keepWasmAtBaseline } from '../service/storage/wasm-tiering.ts';
+import { PgliteCompilers, usePgliteCompiler } from '../service/storage/wasm-tiering.ts';
 import { createClient, expectStatus } from './client.ts';
 
-const compiler = process.env.BENCH_COMPILER === 'optimizing' || process.env.BENCH_COMPILER === 'mixed' ? process.env.BENCH_COMPILER : 'baseline';
-if (compiler === 'baseline') keepWasmAtBaseline();
-if (compiler === 'mixed') {
-  const { prepareMixedCompiler } = await import('../service/storage/pglite-split.ts');
-  if (!(await prepareMixedCompiler())) throw new Error('bench/memory-sql.ts: the split modules could not be made');
-}
+const compiler = Object.values(PgliteCompilers).find((c) => c === process.env.BENCH_COMPILER) ?? PgliteCompilers.baseline;
+if ((await usePgliteCompiler(compiler)) !== compiler) throw new Error('bench/memory-sql.ts: the split modules could not be made');
 const { openDb } = await import('../service/storage/open-db.ts');
 const { startServer } = await import('../service/index.ts');
 

@@ -20,7 +20,7 @@ import type { AdminStorage } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
 import { defaultConnectionLimits } from './http/connection-limits.ts';
 import type { ServerOptions } from './index.ts';
-import { keepWasmAtBaseline, PgliteCompilers, type PgliteCompiler } from './storage/wasm-tiering.ts';
+import { keepWasmAtBaseline, PgliteCompilers, usePgliteCompiler, type PgliteCompiler } from './storage/wasm-tiering.ts';
 import { defaultLogFile, defaultLogFormat, inBackgroundOfTerminal, LOG_FILE_NAME, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
 
 // What a command runs is imported when it runs: `acs-server --version` and `--help` load neither
@@ -208,15 +208,13 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         pgliteCompiler: PgliteCompiler;
       }) => {
         const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
-        // Before the embedded database compiles its WebAssembly; nothing else here uses any.
-        if (!databaseUrl && flags.pgliteCompiler === PgliteCompilers.baseline) keepWasmAtBaseline();
-        /** `mixed`: the split modules, made in a child process the first time; at baseline when none can be had. */
+        /** Before the embedded database compiles its WebAssembly; nothing else here uses any. */
         const prepareCompiler = async () => {
-          if (databaseUrl || flags.pgliteCompiler !== PgliteCompilers.mixed) return;
-          const { prepareMixedCompiler } = await import('./storage/pglite-split.ts');
-          if (await prepareMixedCompiler()) return;
-          keepWasmAtBaseline();
-          if (!flags.quiet) process.stderr.write('acs-server: the embedded database\'s split modules could not be made (binaryen is a development dependency); --pglite-compiler baseline instead\n');
+          if (databaseUrl) return;
+          const inEffect = await usePgliteCompiler(flags.pgliteCompiler);
+          if (inEffect !== flags.pgliteCompiler && !flags.quiet) {
+            process.stderr.write(`acs-server: the embedded database's split modules could not be made (binaryen is a development dependency); --pglite-compiler ${inEffect} instead\n`);
+          }
         };
         const terminal = Boolean(process.stdout.isTTY);
         // In the background of a terminal (`acs-server start … &`) the log would run through

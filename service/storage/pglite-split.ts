@@ -32,11 +32,11 @@
  * packed install without them, no binaryen), the caller falls back to the baseline compiler.
  */
 import { existsSync, readFileSync } from 'node:fs';
-import { mkdir, mkdtemp, readFile, rename, rm, writeFile } from 'node:fs/promises';
+import { readFile, writeFile } from 'node:fs/promises';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import v8 from 'node:v8';
-import { pgliteVersion, shippedCachedOrMade } from './pglite-template.ts';
+import { makeWhole, pgliteVersion, shippedCachedOrMade } from './pglite-template.ts';
 
 /**
  * The functions moved into the split module, by their export names in PGlite's `pglite.wasm`:
@@ -189,28 +189,14 @@ export async function splitPglite(bytes: Uint8Array): Promise<SplitBytes> {
 
 /**
  * Makes the split modules of the installed PGlite at `dir` in this process (`main.wasm`,
- * `split.wasm`), written beside it and renamed into place so a reader never sees half of them.
+ * `split.wasm`), whole or not at all ({@link makeWhole}).
  */
 export async function makeSplit(dir: string): Promise<void> {
-  // Where it goes first: a directory that cannot be written fails before seconds of rewriting.
-  await mkdir(dirname(dir), { recursive: true });
-  const work = await mkdtemp(join(dirname(dir), '.splitting-'));
-  try {
+  await makeWhole(dir, isSplitDir, async (made) => {
     const bytes = await splitPglite(await readFile(pgliteWasmPath()));
-    // A directory of its own inside the work one: mkdtemp's is private (0700), and an installed
-    // package is read by whoever runs it.
-    const made = join(work, 'split');
-    await mkdir(made);
     await writeFile(join(made, 'main.wasm'), bytes.main);
     await writeFile(join(made, 'split.wasm'), bytes.split);
-    try {
-      await rename(made, dir);
-    } catch (error) {
-      if (!isSplitDir(dir)) throw error;
-    }
-  } finally {
-    await rm(work, { recursive: true, force: true });
-  }
+  });
 }
 
 /**

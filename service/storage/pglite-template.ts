@@ -99,29 +99,43 @@ function templateDirectories(template: string): string[] {
 }
 
 /**
- * Makes a template in this process at `dir`: PGlite's `initdb` on a data directory beside it, shut
- * down cleanly, then renamed to `dir`, so a reader never sees half a template (when another
- * process made `dir` first, that one is kept). Costs what an `initdb` costs (hundreds of MB,
- * seconds): call it in a child process (`make-pglite-template`, as {@link pgliteTemplate} does) or at build time.
+ * Makes a directory whole at `dir`, or not at all: `fill` writes it into a fresh directory beside
+ * `dir` (in a private work directory), which is then renamed to `dir`, so a reader never sees half
+ * of it; when another process made `dir` first (`complete(dir)`), that one is kept. The parent is
+ * made first, so a place that cannot be written fails before `fill`'s work.
  */
-export async function makeTemplate(dir: string): Promise<void> {
-  const { PGlite } = await import('@electric-sql/pglite');
+export async function makeWhole(dir: string, complete: (dir: string) => boolean, fill: (into: string) => Promise<void>): Promise<void> {
   await mkdir(dirname(dir), { recursive: true });
   const work = await mkdtemp(join(dirname(dir), '.making-'));
   try {
-    const template = join(work, 'template');
-    await mkdir(template);
-    const pg = await PGlite.create({ dataDir: join(template, 'data'), initDbStartParams: INITDB_ARGS });
-    await pg.close();
-    await writeFile(join(template, DIRS_FILE), `${JSON.stringify(directoriesOf(join(template, 'data')))}\n`);
+    // A directory of its own inside the work one: mkdtemp's is private (0700), and what is made
+    // here may be read by whoever runs an installed package.
+    const made = join(work, 'made');
+    await mkdir(made);
+    await fill(made);
     try {
-      await rename(template, dir);
+      await rename(made, dir);
     } catch (error) {
-      if (!isTemplate(dir)) throw error;
+      if (!complete(dir)) throw error;
     }
   } finally {
     await rm(work, { recursive: true, force: true });
   }
+}
+
+/**
+ * Makes a template in this process at `dir` ({@link makeWhole}): PGlite's `initdb` on a data
+ * directory, shut down cleanly, and its manifest. Costs what an `initdb` costs (hundreds of MB,
+ * seconds): call it in a child process (`make-pglite-template`, as {@link pgliteTemplate} does) or
+ * at build time.
+ */
+export async function makeTemplate(dir: string): Promise<void> {
+  const { PGlite } = await import('@electric-sql/pglite');
+  await makeWhole(dir, isTemplate, async (template) => {
+    const pg = await PGlite.create({ dataDir: join(template, 'data'), initDbStartParams: INITDB_ARGS });
+    await pg.close();
+    await writeFile(join(template, DIRS_FILE), `${JSON.stringify(directoriesOf(join(template, 'data')))}\n`);
+  });
 }
 
 /**

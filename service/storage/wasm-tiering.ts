@@ -40,3 +40,19 @@ export function keepWasmAtBaseline(): void {
   v8.setFlagsFromString('--no-wasm-tier-up');
   v8.setFlagsFromString('--no-wasm-dynamic-tiering');
 }
+
+/**
+ * Makes the embedded databases this process opens from now on compile as `compiler` says: `mixed`
+ * finds or makes the split modules (pglite-split.ts, loaded only then), `baseline`
+ * {@link keepWasmAtBaseline}, `optimizing` leaves V8 as it is. Resolves with the compiler in
+ * effect: `baseline` when `mixed` was asked for and the split modules cannot be had.
+ */
+export async function usePgliteCompiler(compiler: PgliteCompiler): Promise<PgliteCompiler> {
+  if (compiler === PgliteCompilers.mixed) {
+    const { prepareMixedCompiler } = await import('./pglite-split.ts');
+    if (await prepareMixedCompiler()) return compiler;
+    compiler = PgliteCompilers.baseline;
+  }
+  if (compiler === PgliteCompilers.baseline) keepWasmAtBaseline();
+  return compiler;
+}
