@@ -1,6 +1,7 @@
 import pg from 'pg';
 import pRetry from 'p-retry';
 import type { Db, Queryable } from './db.ts';
+import { createStatementNames, type StatementNames } from './prepared-statements.ts';
 
 /**
  * SQLSTATEs after which PostgreSQL asks the client to run the transaction again: 40P01
@@ -17,7 +18,10 @@ export const TRANSACTION_RETRIES = 4;
  * Connects to a PostgreSQL server through a `pg` connection pool.
  * Input: a connection URL (`postgres://user:pass@host:5432/db`). Returns a {@link Db} whose
  * transactions are run again (up to {@link TRANSACTION_RETRIES} times, after 5–200 ms) when
- * PostgreSQL aborts them as a deadlock victim or a serialization failure.
+ * PostgreSQL aborts them as a deadlock victim or a serialization failure. Statements run often
+ * become named prepared statements (storage/prepared-statements.ts); a statement or transaction
+ * that fails because a prepared one went stale, or because a pooler does not keep them, is run
+ * again unnamed.
  * Errors: queries reject with the driver's error when the server is unreachable, and a
  * transaction with its last attempt's error.
  */
@@ -25,9 +29,12 @@ export async function openPostgresDb(databaseUrl: string): Promise<Db> {
   const pool = new pg.Pool({ connectionString: databaseUrl });
   // An idle client losing its connection must not crash the process; the next query reports it.
   pool.on('error', () => {});
+  const names = createStatementNames();
+  // Failures of a transaction's statement that a run unnamed would not meet (see runNamed).
+  const renamed = new WeakSet<object>();
   return {
     async query<T>(sql: string, params?: unknown[]) {
-      return (await pool.query(sql, params)).rows as T[];
+      return (await runNamed(names, sql, params, (config) => pool.query(config))) as T[];
     },
     // Every transaction function of the service only reads and writes through `tx` (caches and
     // notifications are touched after the commit), so running it again is safe.
@@ -37,7 +44,7 @@ export async function openPostgresDb(databaseUrl: string): Promise<Db> {
         minTimeout: 5,
         maxTimeout: 200,
         randomize: true,
-        shouldRetry: ({ error }) => RETRYABLE.has((error as { code?: string }).code ?? ''),
+        shouldRetry: ({ error }) => RETRYABLE.has((error as { code?: string }).code ?? '') || renamed.has(error),
       });
     },
     async close() {
@@ -51,7 +58,14 @@ export async function openPostgresDb(databaseUrl: string): Promise<Db> {
       await client.query('BEGIN');
       const result = await fn({
         async query<R>(sql: string, params?: unknown[]) {
-          return (await client.query(sql, params)).rows as R[];
+          const config = names.config(sql, params);
+          try {
+            return (await client.query(config)).rows as R[];
+          } catch (error) {
+            // The transaction is aborted: run it again whole, this statement unnamed.
+            if (error !== null && typeof error === 'object' && names.retryUnnamed(config, error)) renamed.add(error);
+            throw error;
+          }
         },
       });
       await client.query('COMMIT');
@@ -62,5 +76,21 @@ export async function openPostgresDb(databaseUrl: string): Promise<Db> {
     } finally {
       client.release();
     }
+  }
+}
+
+/**
+ * Runs `sql` through `run` as {@link StatementNames.config} names it, and once more unnamed when
+ * the named run failed in a way {@link StatementNames.retryUnnamed} recognises. A failed
+ * statement outside a transaction changed nothing, so running it again is safe.
+ * Output: the result rows. Errors: the driver's error.
+ */
+async function runNamed(names: StatementNames, sql: string, params: unknown[] | undefined, run: (config: pg.QueryConfig) => Promise<pg.QueryResult>): Promise<unknown[]> {
+  const config = names.config(sql, params);
+  try {
+    return (await run(config)).rows;
+  } catch (error) {
+    if (!names.retryUnnamed(config, error)) throw error;
+    return (await run({ text: sql, values: params })).rows;
   }
 }

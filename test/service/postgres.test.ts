@@ -3,8 +3,9 @@ import { Writable } from 'node:stream';
 import pg from 'pg';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
-import { createPgNotifier, EVENTS_CHANNEL } from '../../service/storage/pg-notifier.ts';
+import { createPgNotifier, EVENTS_CHANNEL, FOLLOWS_CHANNEL, NOTIFIER_APPLICATION_NAME } from '../../service/storage/pg-notifier.ts';
 import { openPostgresDb } from '../../service/storage/postgres-db.ts';
+import { eventually } from '../support/decide.ts';
 import { request } from './helpers.ts';
 
 // Runs against a real PostgreSQL when ACS_TEST_DATABASE_URL names one (any database: the test
@@ -136,6 +137,34 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
     }
   });
 
+  it('postgres storage: a statement run often is prepared once on its connection, and a table changed under it is read again with its new columns', async () => {
+    const db = await openPostgresDb(url);
+    const other = new pg.Client({ connectionString: url });
+    await other.connect();
+    try {
+      await db.query(`CREATE TABLE prepared_probe (id int PRIMARY KEY, a text NOT NULL)`);
+      await db.query(`INSERT INTO prepared_probe VALUES (1, 'one')`);
+      const read = `SELECT * FROM prepared_probe WHERE id = $1`;
+      // One transaction is one connection: the statement's preparation is visible to it.
+      const prepared = await db.transaction(async (tx) => {
+        for (let i = 0; i < 4; i += 1) expect(await tx.query(read, [1])).toEqual([{ id: 1, a: 'one' }]);
+        return tx.query<{ statement: string }>(`SELECT statement FROM pg_prepared_statements WHERE statement = $1`, [read]);
+      });
+      expect(prepared).toEqual([{ statement: read }]);
+      for (let i = 0; i < 4; i += 1) await db.query(read, [1]);
+      // Another process's migration changes the table: PostgreSQL refuses the plans prepared
+      // for the old row type (0A000), and the statement is run again, outside and inside a transaction.
+      await other.query(`ALTER TABLE prepared_probe ADD COLUMN b int NOT NULL DEFAULT 7`);
+      expect(await db.query(read, [1])).toEqual([{ id: 1, a: 'one', b: 7 }]);
+      await other.query(`ALTER TABLE prepared_probe DROP COLUMN a`);
+      expect(await db.transaction((tx) => tx.query(read, [1]))).toEqual([{ id: 1, b: 7 }]);
+      expect(await db.query(read, [1])).toEqual([{ id: 1, b: 7 }]);
+    } finally {
+      await other.end();
+      await db.close();
+    }
+  });
+
   it('postgres notifier: after its LISTEN connection is killed it reconnects, wakes every waiter once and hears new notifications', async () => {
     const notifier = await createPgNotifier(url, { retryMs: 20 });
     const admin = new pg.Client({ connectionString: url });
@@ -149,8 +178,8 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
         });
       });
       const killed = await admin.query(
-        `SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = current_database() AND query = $1`,
-        [`LISTEN ${EVENTS_CHANNEL}`],
+        `SELECT pg_terminate_backend(pid) AS done FROM pg_stat_activity WHERE datname = current_database() AND application_name = $1`,
+        [NOTIFIER_APPLICATION_NAME],
       );
       expect(killed.rows.length).toBeGreaterThan(0);
       await woken;
@@ -162,6 +191,68 @@ describe.skipIf(!adminUrl)('postgres storage', () => {
     } finally {
       await admin.end();
       await notifier.close();
+    }
+  });
+
+  it('postgres notifier: a key no other process follows is not announced; one that another process follows is, until it stops following', async () => {
+    const writer = await createPgNotifier(url, { warmUpMs: 0 });
+    const reader = await createPgNotifier(url, { warmUpMs: 0 });
+    const observer = new pg.Client({ connectionString: url });
+    await observer.connect();
+    try {
+      const sent: string[] = [];
+      observer.on('notification', (message) => {
+        if (message.channel === EVENTS_CHANNEL && message.payload) sent.push(message.payload);
+      });
+      await observer.query(`LISTEN ${EVENTS_CHANNEL}`);
+      const heard: string[] = [];
+      const stopFollowing = reader.subscribe('followed', () => heard.push('followed'));
+      reader.subscribe('sentinel', () => heard.push('sentinel'));
+      await eventually(async () => writer.followedElsewhere('followed') || undefined, 10_000);
+      expect(writer.followedElsewhere('nobody-follows')).toBe(false);
+      // Announcements go out in the order published: had the first been sent, it would precede the sentinel.
+      writer.publish('nobody-follows');
+      writer.publish('followed');
+      writer.publish('sentinel');
+      await eventually(async () => sent.includes('sentinel') || undefined, 10_000);
+      expect(sent).toEqual(['followed', 'sentinel']);
+      expect(heard).toEqual(['followed', 'sentinel']);
+      stopFollowing();
+      await eventually(async () => !writer.followedElsewhere('followed') || undefined, 10_000);
+      writer.publish('followed');
+      writer.publish('sentinel');
+      await eventually(async () => sent.filter((key) => key === 'sentinel').length === 2 || undefined, 10_000);
+      expect(sent).toEqual(['followed', 'sentinel', 'sentinel']);
+      // A process that closes stops being announced to.
+      await reader.close();
+      await eventually(async () => !writer.followedElsewhere('sentinel') || undefined, 10_000);
+    } finally {
+      await observer.end();
+      await reader.close();
+      await writer.close();
+    }
+  });
+
+  it('postgres notifier: a process that starts later learns what the others follow, and forgets the follows of a connection that is gone', async () => {
+    const early = await createPgNotifier(url, { warmUpMs: 0 });
+    const ghost = new pg.Client({ connectionString: url });
+    await ghost.connect();
+    let late: Awaited<ReturnType<typeof createPgNotifier>> | undefined;
+    try {
+      early.subscribe('followed-before', () => {});
+      // A process killed without a word: it announced a follow and its connection then went away.
+      await ghost.query(`LISTEN ${FOLLOWS_CHANNEL}`);
+      late = await createPgNotifier(url, { warmUpMs: 0, sweepMs: 50 });
+      // It only hears the follow if it asks: the announcement was made before it listened.
+      await eventually(async () => late!.followedElsewhere('followed-before') || undefined, 10_000);
+      await ghost.query(`SELECT pg_notify($1, '+ghost-key')`, [FOLLOWS_CHANNEL]);
+      await eventually(async () => late!.followedElsewhere('ghost-key') || undefined, 10_000);
+      await ghost.end();
+      await eventually(async () => !late!.followedElsewhere('ghost-key') || undefined, 10_000);
+      expect(late.followedElsewhere('followed-before')).toBe(true);
+    } finally {
+      await late?.close();
+      await early.close();
     }
   });
 
