@@ -289,7 +289,7 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
     async close() {
       // Appends committed before the close are still announced to the other processes, unless
       // the connection hangs: then the close does not wait for more than a couple of seconds.
-      // The others stop announcing to this process: each key it follows is announced as `-`.
+      // The others stop notifying this process: each key it follows is announced as `-`.
       for (const key of emitter.eventNames()) if (typeof key === 'string') changedFollows.add(key);
       emitter.removeAllListeners();
       const drained = (async () => {
@@ -309,7 +309,6 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
       if (retryTimer) clearTimeout(retryTimer);
       const last = client;
       client = undefined;
-      emitter.removeAllListeners();
       await last?.end().catch(() => {});
     },
   };
