@@ -107,6 +107,11 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
     for (const name of emitter.eventNames()) emitter.emit(name);
   };
 
+  /** Every key this process follows is to be announced again (after a `?`, a (re)connect, a close). */
+  const changeAllFollows = () => {
+    for (const key of emitter.eventNames()) if (typeof key === 'string') changedFollows.add(key);
+  };
+
   const followedElsewhere = (key: string) => Date.now() < warmUntil || (followers.get(key)?.size ?? 0) > 0;
 
   /**
@@ -136,7 +141,7 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
   /** What another process announced on {@link FOLLOWS_CHANNEL}. */
   function heardFollows(pid: number, payload: string): void {
     if (payload === '?') {
-      for (const key of emitter.eventNames()) if (typeof key === 'string') changedFollows.add(key);
+      changeAllFollows();
       announceFollows();
       return;
     }
@@ -254,7 +259,7 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
    */
   function joined(): void {
     warmUntil = Date.now() + warmUpMs;
-    for (const key of emitter.eventNames()) if (typeof key === 'string') changedFollows.add(key);
+    changeAllFollows();
     askFollows = true;
     announceFollows();
   }
@@ -290,7 +295,7 @@ export async function createPgNotifier(databaseUrl: string, options: PgNotifierO
       // Appends committed before the close are still announced to the other processes, unless
       // the connection hangs: then the close does not wait for more than a couple of seconds.
       // The others stop notifying this process: each key it follows is announced as `-`.
-      for (const key of emitter.eventNames()) if (typeof key === 'string') changedFollows.add(key);
+      changeAllFollows();
       emitter.removeAllListeners();
       const drained = (async () => {
         flush();
