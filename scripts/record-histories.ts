@@ -7,7 +7,8 @@
  *
  * Recorded: an apply that creates the example; the same apply again (a no-op); an apply that
  * deletes (approved) and renames; the destroy of that organization; a synthetic apply that
- * continues as new (its first run); an apply that fails (an unset secret). Pipelines of
+ * continues as new (its first run); a synthetic apply whose batches each hold several teams; an
+ * apply that fails (an unset secret). Pipelines of
  * examples/triage.yaml as it was before pipelines decided: triage to completion (a continued
  * thread, a parallel group), its first run when it continues as new, the human-in-the-loop
  * approval answered, and one cancelled while it waits. Pipelines that decide ({@link DECIDE}):
@@ -270,6 +271,8 @@ try {
   await record('apply-deletes-and-rename', input(renamed, { approvedDeletes: 'all' }));
   await record('destroy-example', input(renamed, { destroy: true, approvedDeletes: 'all' }));
   await record('apply-continue-as-new', input(syntheticDefinition('recorded-large', { teams: 4, agents: 2, humans: 1, edges: 2 }), { historyEventLimit: 20 }));
+  // Batches that each hold several teams' changes (the cross-team patch): 6 teams of 6 changes, 2 at a time.
+  await record('apply-cross-team-batches', input(syntheticDefinition('recorded-cross-team', { teams: 6, agents: 2, humans: 1, edges: 2 }), { parallelism: 2 }));
   const failing = withOrganizationName(example, 'recorded-failure');
   const unset = { ...failing, organization: { ...failing.organization, providerKeys: [{ provider: 'echo' as const, secretRef: '${env:RECORD_UNSET_VARIABLE}' }] } };
   await record('apply-fails-unresolved-secret', input(unset), true);

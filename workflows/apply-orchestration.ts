@@ -74,6 +74,19 @@ export const DEFAULT_TEMPORAL_BATCH_SIZE = 20;
  */
 export const DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE = 40;
 
+/**
+ * Default size of a batch that may hold several teams ({@link OrchestrationOptions.crossTeamBatchSize}):
+ * five teams of 10 participants and 20 edges. Measured on a fresh apply of 100 such teams
+ * (docs/performance.md): 127 calls with one team a call, ~75 at 100, ~65 at 160, ~62 at 240.
+ */
+export const DEFAULT_TEMPORAL_CROSS_TEAM_BATCH_SIZE = 160;
+
+/**
+ * With cross-team batches, the fewest changes a batch's share shrinks to at the end of an apply
+ * (without them, one): a call of one or two changes costs the worker about as much as one of 8.
+ */
+export const CROSS_TEAM_MIN_SHARE = 8;
+
 /** Most teams one read call reads ({@link OrchestrationOptions.batchedReads}). */
 export const TEAMS_PER_READ = 100;
 
@@ -140,6 +153,15 @@ export interface OrchestrationOptions {
    * three calls (team, participants, edges).
    */
   chainedBatches?: boolean;
+  /**
+   * With {@link chainedBatches}: asked once, when the first batch is formed (a run with nothing to
+   * change never asks). A number lets a batch, once it holds its team's changes, take the whole
+   * chains of other teams with nothing in flight while they fit, up to that many changes in all
+   * (within each batch's share of the changes left). Every activity call costs the Temporal worker
+   * a workflow activation and its payloads, ~2–3 ms of CPU (docs/performance.md), so a fresh
+   * apply of 100 teams makes about half the calls. `undefined`: a batch holds one team.
+   */
+  crossTeamBatchSize?: () => number | undefined;
 }
 
 /**
@@ -413,7 +435,7 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
     });
   }
 
-  const complete = await runGraph(tasks, limit, Math.max(1, options.batchSize ?? 1), run, options.shouldPause, options.chainedBatches ?? false);
+  const complete = await runGraph(tasks, limit, Math.max(1, options.batchSize ?? 1), run, options.shouldPause, options.chainedBatches ?? false, options.crossTeamBatchSize);
   // Parallel changes finish in any order; results are reported in plan order.
   return { orgId: orgId ?? '', applied: applied.sort((x, y) => x.index - y.index).map((a) => a.entry), complete };
 }
@@ -447,6 +469,9 @@ function laneOf(change: Change): string {
  * takes, while it has room, the tasks of its lane whose unfinished dependencies are all in it,
  * each after those (the activity makes a batch's steps in order), and holds at most its share of
  * the tasks not yet started (their count ÷ `limit`), so that the end of a run is not one long batch.
+ * With `crossTeam` (asked once, at the first batch; chained only) a batch that has room after its
+ * lane's chain takes the whole chains of other lanes with nothing in flight, in the same order of
+ * choice, while each fits in that room (up to the number it answers instead of `batchSize`).
  * Returns true when every task ran, false when `shouldPause` stopped it first; raises the first
  * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
  */
@@ -457,6 +482,7 @@ async function runGraph(
   run: (batch: Task[]) => Promise<void>,
   shouldPause?: (started: number) => boolean,
   chained = false,
+  crossTeam?: () => number | undefined,
 ): Promise<boolean> {
   interface Lane {
     ready: Task[];
@@ -477,31 +503,59 @@ async function runGraph(
   // in flight would create a promise per task on every turn, and in Temporal's workflow sandbox
   // every promise costs a captured stack trace.
   // A failure is queued like a success and counts only once dequeued, in finishing order.
-  const settled: Array<{ lane: Lane; batch: Task[]; error?: { error: unknown } }> = [];
+  const settled: Array<{ lanes: Lane[]; batch: Task[]; error?: { error: unknown } }> = [];
   let wake: (() => void) | undefined;
   let running = 0;
   let started = 0;
   let finished = 0;
   let failure: { error: unknown } | undefined;
   let paused = false;
+  /** The size of a batch of several lanes: undefined until the first batch asks `crossTeam`. */
+  let crossTeamSize: number | undefined | null = null;
 
-  const next = (): { lane: Lane; batch: Task[] } | undefined => {
+  /** The lane served next: the one with the fewest batches in flight, the least recently served among equals. */
+  const choose = (among: (lane: Lane) => boolean): Lane | undefined => {
     let best: Lane | undefined;
     for (const lane of lanes.values()) {
-      if (lane.ready.length === 0) continue;
+      if (lane.ready.length === 0 || !among(lane)) continue;
       if (!best || lane.inFlight < best.inFlight || (lane.inFlight === best.inFlight && lane.servedAt < best.servedAt)) best = lane;
     }
+    return best;
+  };
+  const idle = (lane: Lane) => lane.inFlight === 0;
+  const next = (): { lanes: Lane[]; batch: Task[] } | undefined => {
+    const best = choose(() => true);
     if (!best) return undefined;
+    if (chained && crossTeamSize === null) crossTeamSize = crossTeam?.();
+    const taken = [best];
     best.inFlight++;
     best.servedAt = started;
     // Chained batches run their changes one after another, so the last ones of an apply would
     // leave places idle while one long batch finishes: a batch takes at most its share of the
-    // changes not yet started, and shrinks towards one change as the apply ends.
-    const size = chained ? Math.min(batchSize, Math.max(1, Math.ceil((tasks.length - started) / limit))) : batchSize;
+    // changes not yet started, and shrinks towards one change (with cross-team batches, towards
+    // CROSS_TEAM_MIN_SHARE) as the apply ends.
+    const share = Math.max(crossTeamSize ? CROSS_TEAM_MIN_SHARE : 1, Math.ceil((tasks.length - started) / limit));
+    const size = chained ? Math.min(batchSize, share) : batchSize;
     const batch = best.ready.splice(0, size);
     if (chained) chain(batch, size);
+    if (chained && crossTeamSize) {
+      const room = Math.min(crossTeamSize, share);
+      // Another lane joins only whole (a team split across calls would cost a call more) and only
+      // while nothing of it is in flight (two calls would queue on its row lock).
+      for (let other = choose(idle); other && batch.length < room; other = choose(idle)) {
+        const part = other.ready.slice(0, room - batch.length);
+        if (part.length < other.ready.length) break;
+        chain(part, room - batch.length + 1);
+        if (batch.length + part.length > room) break;
+        other.ready.splice(0, other.ready.length);
+        other.inFlight++;
+        other.servedAt = started;
+        taken.push(other);
+        batch.push(...part);
+      }
+    }
     for (const task of batch) task.started = true;
-    return { lane: best, batch };
+    return { lanes: taken, batch };
   };
   /** Adds to `batch`, up to `size` and in dependency order, the tasks of its lane whose unfinished dependencies are all in it. */
   const chain = (batch: Task[], size: number) => {
@@ -516,8 +570,8 @@ async function runGraph(
       }
     }
   };
-  const settle = (lane: Lane, batch: Task[], error?: { error: unknown }) => {
-    settled.push(error ? { lane, batch, error } : { lane, batch });
+  const settle = (lanes: Lane[], batch: Task[], error?: { error: unknown }) => {
+    settled.push(error ? { lanes, batch, error } : { lanes, batch });
     wake?.();
     wake = undefined;
   };
@@ -534,12 +588,12 @@ async function runGraph(
       }
       const taken = next();
       if (!taken) break;
-      const { lane, batch } = taken;
+      const { lanes: of, batch } = taken;
       started += batch.length;
       running++;
       run(batch).then(
-        () => settle(lane, batch),
-        (error: unknown) => settle(lane, batch, { error }),
+        () => settle(of, batch),
+        (error: unknown) => settle(of, batch, { error }),
       );
     }
     if (running === 0) break;
@@ -551,7 +605,7 @@ async function runGraph(
     if (done.error) failure ??= done.error;
     running--;
     finished += done.batch.length;
-    done.lane.inFlight--;
+    for (const lane of done.lanes) lane.inFlight--;
     if (failure) continue;
     for (const task of done.batch) {
       for (const dependent of task.dependents) {

@@ -5,8 +5,10 @@
  *
  * Changes go in batches of up to `batchSize` (default 40) of one team per activity call
  * (`runSteps`, which retries each step under the same policy) — a new team with its participants
- * and edges in one call, each step naming the ids the steps before it made — and the live state is
- * read with one call per 50 teams; the calls run as *local* activities: in the worker that runs the workflow, each recorded as one marker event, with no
+ * and edges in one call, each step naming the ids the steps before it made; a call with room left
+ * takes the whole changes of other teams nothing else works on, up to 160 in all
+ * (`crossTeamBatches`) — and the live state is
+ * read with one call per 100 teams; the calls run as *local* activities: in the worker that runs the workflow, each recorded as one marker event, with no
  * round trip through the server's task queues. Both cut the worker's and the history's cost per
  * change by an order of magnitude (see docs/performance.md). A local activity cut short by a worker crash runs again on the next
  * worker; the activities are idempotent by business key, so that is safe. The worker records
@@ -25,18 +27,24 @@
 import { continueAsNew, patched, proxyActivities, proxyLocalActivities, sleep, workflowInfo } from '@temporalio/workflow';
 import type { ApplyActivities } from '../activities/apply-activities.ts';
 import { orchestrateApply } from './apply-orchestration.ts';
-import { DEFAULT_TEMPORAL_BATCH_SIZE, DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE } from './apply-orchestration.ts';
+import { DEFAULT_TEMPORAL_BATCH_SIZE, DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE, DEFAULT_TEMPORAL_CROSS_TEAM_BATCH_SIZE } from './apply-orchestration.ts';
 import type { AppliedChange, ApplyInput, ApplyResult, OutcomeCounts } from './apply-orchestration.ts';
 import { jsonBytes } from './payload-bytes.ts';
 import { DEFAULT_ACTIVITY_TIMEOUT_SECONDS, temporalRetryPolicy } from './retry-policy.ts';
 
 /**
  * Patch ids (`patched()`): a run started by this code reads the teams in batches
- * (`readTeams`, up to 50 teams a call) and lets a batch of changes hold a team with its
- * participants and edges (`chainedBatches`), and records its plan by awaiting an activity instead
- * of a timer (`planBoundary`); a run recorded before replays as it ran.
+ * (`readTeams`, up to 100 teams a call) and lets a batch of changes hold a team with its
+ * participants and edges (`chainedBatches`), records its plan by awaiting an activity instead
+ * of a timer (`planBoundary`), and lets a batch hold several teams (`crossTeamBatches`, asked
+ * when the first batch is formed); a run recorded before replays as it ran.
  */
-export const APPLY_PATCHES = { batchedReads: 'apply-batched-team-reads', chainedBatches: 'apply-chained-batches', planBoundary: 'apply-plan-boundary-activity' } as const;
+export const APPLY_PATCHES = {
+  batchedReads: 'apply-batched-team-reads',
+  chainedBatches: 'apply-chained-batches',
+  planBoundary: 'apply-plan-boundary-activity',
+  crossTeamBatches: 'apply-cross-team-batches',
+} as const;
 
 /** Default of `ApplyInput.historyEventLimit`: Temporal warns at 10,240 events and stops at 51,200. */
 export const DEFAULT_HISTORY_EVENT_LIMIT = 10_000;
@@ -90,6 +98,8 @@ export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
     batchSize: input.batchSize ?? (chainedBatches ? DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE : DEFAULT_TEMPORAL_BATCH_SIZE),
     batchedReads,
     chainedBatches,
+    // Asked when the first batch is formed, after the plan is recorded: a no-op records no marker.
+    crossTeamBatchSize: () => (patched(APPLY_PATCHES.crossTeamBatches) ? (input.batchSize ?? DEFAULT_TEMPORAL_CROSS_TEAM_BATCH_SIZE) : undefined),
   });
   const { applied, omitted } = listed([...(input.carried ?? []), ...result.applied], input.carriedOmitted);
   if (!result.complete) return continueAsNew<typeof applyWorkflow>({ ...input, carried: applied, ...(omitted ? { carriedOmitted: omitted } : {}) });

@@ -5,7 +5,7 @@
 import { describe, expect, it } from 'vitest';
 import type { EnsureResult } from '../../activities/apply-activities.ts';
 import { AgentFields } from '../../api/schemas.ts';
-import { orchestrateApply, readObserved, TEAMS_PER_READ } from '../../workflows/apply-orchestration.ts';
+import { CROSS_TEAM_MIN_SHARE, orchestrateApply, readObserved, TEAMS_PER_READ } from '../../workflows/apply-orchestration.ts';
 import type { AppliedChange, OrchestratedActivities } from '../../workflows/apply-orchestration.ts';
 import { syntheticDefinition, resourceCount } from '../support/synthetic.ts';
 
@@ -28,6 +28,11 @@ function recordingActivities(options: { failOn?: string } = {}) {
   };
   const batches: string[][] = [];
   const inputs: Array<Array<Record<string, unknown>>> = [];
+  /** Each call's steps by name (`team team-001`, `participant team-001/agent-0001`…), in call order. */
+  const named: string[][] = [];
+  /** The teams of the calls in flight, and any team two calls held at once. */
+  const teamsInFlight = new Map<string, number>();
+  const sharedTeams: string[] = [];
   const ensure = (input: Record<string, unknown>): string => {
     const fields = input.fields as { org_name?: string; team_name?: string; name?: string; participants?: string[] };
     const team = String(input.parentId).split('#')[0]!.slice(5);
@@ -62,11 +67,31 @@ function recordingActivities(options: { failOn?: string } = {}) {
         : Array.isArray(value) ? value.map(resolve)
         : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]))
         : value;
-      for (const step of steps) results.push(await fakes[step.op]!(resolve(step.input) as Record<string, unknown>));
+      const names: string[] = [];
+      named.push(names);
+      const teams = new Set<string>();
+      try {
+        for (const step of steps) {
+          const input = resolve(step.input) as Record<string, unknown>;
+          if (step.op === 'ensure') {
+            const name = ensure(input);
+            names.push(name);
+            const team = name.startsWith('team ') ? name.slice('team '.length) : name.includes('/') ? name.split(' ')[1]!.split('/')[0]! : undefined;
+            if (team !== undefined && !teams.has(team)) {
+              teams.add(team);
+              if ((teamsInFlight.get(team) ?? 0) > 0) sharedTeams.push(team);
+              teamsInFlight.set(team, (teamsInFlight.get(team) ?? 0) + 1);
+            }
+          }
+          results.push(await fakes[step.op]!(input));
+        }
+      } finally {
+        for (const team of teams) teamsInFlight.set(team, teamsInFlight.get(team)! - 1);
+      }
       return results;
     },
   } as unknown as OrchestratedActivities;
-  return { acts, log, batches, inputs, maxInFlight: () => maxInFlight };
+  return { acts, log, batches, inputs, named, sharedTeams, maxInFlight: () => maxInFlight };
 }
 
 const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'KEY' };
@@ -172,6 +197,70 @@ describe('apply orchestration', () => {
     }
     expect(Math.max(...batches.map((b) => b.length))).toBe(9);
     expect(batches.at(-1)!.length).toBe(1);
+  });
+
+  it('orchestration: with cross-team batches, a call holds the whole chains of several teams in dependency order, never a team another call in flight holds, and an apply makes fewer calls', async () => {
+    const size = { teams: 12, agents: 4, humans: 1, edges: 3 };
+    const desired = syntheticDefinition('cross-team', size);
+    const total = resourceCount(size);
+    const oneTeam = recordingActivities();
+    await orchestrateApply({ connection, desired, parallelism: 2 }, oneTeam.acts, { batchSize: 40, chainedBatches: true });
+    const { acts, log, batches, named, sharedTeams } = recordingActivities();
+    let asked = 0;
+    const result = await orchestrateApply({ connection, desired, parallelism: 2 }, acts, {
+      batchSize: 40,
+      chainedBatches: true,
+      crossTeamBatchSize: () => {
+        asked++;
+        return 30;
+      },
+    });
+    expect(result.applied).toHaveLength(total);
+    expect(asked).toBe(1);
+    expect(Math.max(...batches.map((b) => b.length))).toBe(27);
+    // The organization, then three teams of 9 changes a call while the changes left allow it.
+    const teamsOf = (names: string[]) => [...new Set(names.map((n) => (n.startsWith('team ') ? n.slice(5) : n.split(' ')[1]!.split('/')[0]!)))];
+    const whole = named.slice(1).filter((names) => teamsOf(names).length > 1);
+    expect(whole.length).toBeGreaterThan(0);
+    for (const names of whole) {
+      for (const team of teamsOf(names)) {
+        const its = names.filter((n) => n === `team ${team}` || n.includes(` ${team}/`));
+        expect(its, team).toHaveLength(9);
+        expect(its[0]).toBe(`team ${team}`);
+      }
+    }
+    expect(sharedTeams).toEqual([]);
+    // 8 calls instead of 16.
+    expect(batches.length).toBeLessThanOrEqual(oneTeam.batches.length / 2);
+    for (const line of log.filter((l) => l.startsWith('start ') && !l.startsWith('start org'))) {
+      const [kind, path] = line.slice('start '.length).split(' ') as [string, string];
+      const team = path.split('/')[0]!;
+      if (kind !== 'team') expect(log.indexOf(`end team ${team}`), line).toBeLessThan(log.indexOf(line));
+      if (kind === 'edge') for (const p of path.split('/')[1]!.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
+    }
+  });
+
+  it('orchestration: with cross-team batches, the end of an apply makes fewer calls under CROSS_TEAM_MIN_SHARE changes, and a run with nothing to change never asks for the size', async () => {
+    const size = { teams: 8, agents: 10, humans: 0, edges: 20 };
+    const desired = syntheticDefinition('cross-team-tail', size);
+    const small = (batches: string[][]) => batches.slice(1).filter((b) => b.length < CROSS_TEAM_MIN_SHARE).length;
+    const oneTeam = recordingActivities();
+    await orchestrateApply({ connection, desired, parallelism: 8 }, oneTeam.acts, { batchSize: 40, chainedBatches: true });
+    const { acts, batches } = recordingActivities();
+    const result = await orchestrateApply({ connection, desired, parallelism: 8 }, acts, { batchSize: 40, chainedBatches: true, crossTeamBatchSize: () => 160 });
+    expect(result.applied).toHaveLength(resourceCount(size));
+    // The shares of 248 changes at parallelism 8 shrink 31, 28, 24…; below 8 only what is left of a team.
+    expect(small(batches)).toBeLessThan(small(oneTeam.batches) / 2);
+    expect(batches.length).toBeLessThan(oneTeam.batches.length);
+    let asked = 0;
+    const inSync = {
+      readOrganization: async () => ({ organization: { org_id: 'o-1' }, providerKeys: [], teams: [], inSync: true }),
+      readTeam: async () => ({}),
+      readTeams: async () => [],
+      runSteps: async () => [],
+    } as unknown as OrchestratedActivities;
+    await orchestrateApply({ connection, desired }, inSync, { batchedReads: true, chainedBatches: true, crossTeamBatchSize: () => (asked++, 160) });
+    expect(asked).toBe(0);
   });
 
   it('readObserved: with batched reads, the organization brings the graphs of its first teams, and the rest are read by readTeams calls of at most TEAMS_PER_READ teams, asking again past a call\'s budget, within `parallelism`, in the organization\'s order', async () => {

@@ -45,21 +45,28 @@ describe('replay', () => {
   it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after each of its patches), and pipelines completed, continued as new, answered by a human and cancelled, polling and waiting by push', () => {
     expect(files).toEqual([
       'apply-continue-as-new-batched.json',
+      'apply-continue-as-new-cross-team.json',
       'apply-continue-as-new-plan-activity.json',
       'apply-continue-as-new.json',
+      'apply-cross-team-batches.json',
       'apply-deletes-and-rename-batched.json',
+      'apply-deletes-and-rename-cross-team.json',
       'apply-deletes-and-rename-plan-activity.json',
       'apply-deletes-and-rename.json',
       'apply-example-create-batched.json',
+      'apply-example-create-cross-team.json',
       'apply-example-create-plan-activity.json',
       'apply-example-create.json',
       'apply-example-no-op-batched.json',
+      'apply-example-no-op-cross-team.json',
       'apply-example-no-op-plan-activity.json',
       'apply-example-no-op.json',
       'apply-fails-unresolved-secret-batched.json',
+      'apply-fails-unresolved-secret-cross-team.json',
       'apply-fails-unresolved-secret-plan-activity.json',
       'apply-fails-unresolved-secret.json',
       'destroy-example-batched.json',
+      'destroy-example-cross-team.json',
       'destroy-example-plan-activity.json',
       'destroy-example.json',
       'pipeline-approval.json',
@@ -91,8 +98,9 @@ describe('replay', () => {
     expect(last('pipeline-cancelled').workflowExecutionCanceledEventAttributes).toBeTruthy();
     // The apply histories of before and after the patches of APPLY_PATCHES: the old ones replay
     // down the old path, the -batched ones with batched reads and chained batches, the
-    // -plan-activity ones also recording their plan with an activity instead of a timer.
-    for (const suffix of ['-batched', '-plan-activity']) {
+    // -plan-activity ones also recording their plan with an activity instead of a timer, the
+    // -cross-team ones (and apply-cross-team-batches) also batching several teams in one call.
+    for (const suffix of ['-batched', '-plan-activity', '-cross-team']) {
       expect(last(`apply-continue-as-new${suffix}`).workflowExecutionContinuedAsNewEventAttributes).toBeTruthy();
       expect(last(`apply-fails-unresolved-secret${suffix}`).workflowExecutionFailedEventAttributes).toBeTruthy();
       for (const name of ['apply-example-create', 'apply-example-no-op', 'apply-deletes-and-rename', 'destroy-example']) {
@@ -104,17 +112,26 @@ describe('replay', () => {
     const timers = (name: string) => events(name).filter((e) => e.timerStartedEventAttributes).length;
     const planRecorded = (name: string) => events(name).filter((e) => e.activityTaskScheduledEventAttributes?.activityType?.name === 'planRecorded').length;
     // Runs with changes to make: the ones of the plan-activity patch, and the timer of before it.
-    const withChanges = ['apply-example-create', 'apply-deletes-and-rename', 'destroy-example', 'apply-continue-as-new'];
+    const withChanges = ['apply-example-create', 'apply-deletes-and-rename', 'destroy-example', 'apply-continue-as-new', 'apply-cross-team-batches'];
     for (const name of files.map((f) => f.replace(/\.json$/, '')).filter((n) => n.startsWith('apply-') || n.startsWith('destroy-'))) {
-      const base = name.replace(/-(batched|plan-activity)$/, '');
+      const base = name.replace(/-(batched|plan-activity|cross-team)$/, '');
       const planned = withChanges.includes(base);
-      if (name.endsWith('-plan-activity')) {
+      if (name.endsWith('-cross-team') || name === 'apply-cross-team-batches') {
+        expect({ patches: patches(name), planRecorded: planRecorded(name), timers: timers(name) }, name).toEqual({ patches: planned ? 4 : 2, planRecorded: planned ? 1 : 0, timers: 0 });
+      } else if (name.endsWith('-plan-activity')) {
         expect({ patches: patches(name), planRecorded: planRecorded(name), timers: timers(name) }, name).toEqual({ patches: planned ? 3 : 2, planRecorded: planned ? 1 : 0, timers: 0 });
       } else {
         expect({ patches: patches(name), planRecorded: planRecorded(name), timers: timers(name) }, name).toEqual({ patches: name.endsWith('-batched') ? 2 : 0, planRecorded: 0, timers: planned ? 1 : 0 });
       }
     }
-    expect(Object.keys(APPLY_PATCHES)).toHaveLength(3);
+    // A call of apply-cross-team-batches made three teams of 6 changes each.
+    const batchSizes = events('apply-cross-team-batches')
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+      .map((e) => JSON.parse(Buffer.from(e.markerRecordedEventAttributes!.details!.result!.payloads![0]!.data!).toString()))
+      .filter((result): result is unknown[] => Array.isArray(result))
+      .map((result) => result.length);
+    expect(Math.max(...batchSizes)).toBe(18);
+    expect(Object.keys(APPLY_PATCHES)).toHaveLength(4);
   });
 
   it('replay: the pipelines that decide were recorded doing what they say: a re-ask, a branch skipped, 3 iterations, 5 items, a child workflow, a timer', () => {
