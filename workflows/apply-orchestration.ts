@@ -76,8 +76,10 @@ export const DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE = 40;
 
 /**
  * Default size of a batch that may hold several teams ({@link OrchestrationOptions.crossTeamBatchSize}):
- * five teams of 10 participants and 20 edges. Measured on a fresh apply of 100 such teams
- * (docs/performance.md): 127 calls with one team a call, ~75 at 100, ~65 at 160, ~62 at 240.
+ * five teams of 10 participants and 20 edges. A fresh apply of 100 such teams at parallelism 8
+ * (docs/performance.md) made 127 calls with one team a call; with batches of several teams ~75
+ * at 100, ~65 at 160 and ~62 at 240, and 49–50 at 160 once shares stopped shrinking below
+ * {@link CROSS_TEAM_MIN_SHARE}.
  */
 export const DEFAULT_TEMPORAL_CROSS_TEAM_BATCH_SIZE = 160;
 
