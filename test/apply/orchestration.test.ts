@@ -96,6 +96,16 @@ function recordingActivities(options: { failOn?: string } = {}) {
 
 const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'KEY' };
 
+/** Every participant (and edge) of the log started after its team's create ended, and every edge after both its participants'. */
+function expectEachAfterWhatItWaitsFor(log: string[]): void {
+  for (const line of log.filter((l) => l.startsWith('start ') && !l.startsWith('start org'))) {
+    const [kind, path] = line.slice('start '.length).split(' ') as [string, string];
+    const team = path.split('/')[0]!;
+    if (kind !== 'team') expect(log.indexOf(`end team ${team}`), line).toBeLessThan(log.indexOf(line));
+    if (kind === 'edge') for (const p of path.split('/')[1]!.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
+  }
+}
+
 describe('apply orchestration', () => {
   it('orchestration: every change starts after the creates it needs ended, and each change runs once', async () => {
     const desired = syntheticDefinition('graph', { teams: 6, agents: 3, humans: 1, edges: 3 });
@@ -175,12 +185,7 @@ describe('apply orchestration', () => {
     const result = await orchestrateApply({ connection, desired, parallelism: 3 }, acts, { batchSize: 4, chainedBatches: true });
     expect(result.applied).toHaveLength(resourceCount(size));
     expect(Math.max(...batches.map((b) => b.length))).toBe(4);
-    for (const line of log.filter((l) => l.startsWith('start ') && !l.startsWith('start org'))) {
-      const [kind, path] = line.slice('start '.length).split(' ') as [string, string];
-      const team = path.split('/')[0]!;
-      if (kind !== 'team') expect(log.indexOf(`end team ${team}`), line).toBeLessThan(log.indexOf(line));
-      if (kind === 'edge') for (const p of path.split('/')[1]!.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
-    }
+    expectEachAfterWhatItWaitsFor(log);
   });
 
   it('orchestration: with chained batches, a batch holds at most its share of the changes not yet started, so the end of an apply is not one long call', async () => {
@@ -232,12 +237,7 @@ describe('apply orchestration', () => {
     expect(sharedTeams).toEqual([]);
     // 8 calls instead of 16.
     expect(batches.length).toBeLessThanOrEqual(oneTeam.batches.length / 2);
-    for (const line of log.filter((l) => l.startsWith('start ') && !l.startsWith('start org'))) {
-      const [kind, path] = line.slice('start '.length).split(' ') as [string, string];
-      const team = path.split('/')[0]!;
-      if (kind !== 'team') expect(log.indexOf(`end team ${team}`), line).toBeLessThan(log.indexOf(line));
-      if (kind === 'edge') for (const p of path.split('/')[1]!.split(',')) expect(log.indexOf(`end participant ${team}/${p}`), line).toBeLessThan(log.indexOf(line));
-    }
+    expectEachAfterWhatItWaitsFor(log);
   });
 
   it('orchestration: with cross-team batches, the end of an apply makes fewer calls under CROSS_TEAM_MIN_SHARE changes, and a run with nothing to change never asks for the size', async () => {
