@@ -28,12 +28,17 @@ export interface ApplyInput {
   /** Most changes (and reads) in flight at once (default {@link DEFAULT_PARALLELISM}). */
   parallelism?: number;
   /**
-   * Changes of one team made by one activity call, one after another (default: 1 on the local
-   * engine, {@link DEFAULT_TEMPORAL_BATCH_SIZE} on Temporal, where every activity costs the worker
-   * and the history a little).
+   * Most changes one activity call makes, one after another (default: 1 on the local engine; on
+   * Temporal, where every activity costs the worker and the history a little, 40 of one team, or
+   * {@link DEFAULT_TEMPORAL_CROSS_TEAM_BATCH_SIZE} when a call may hold several teams). Given, it
+   * bounds both.
    */
   batchSize?: number;
-  /** Temporal only: seconds one activity call (a batch) may run before it is retried (default 300). */
+  /**
+   * Temporal only: seconds one activity call (a batch) may run before it is retried, for each
+   * {@link DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE} changes it holds (default 300: a call of 160
+   * changes may run 1,200 s), so that a change has the time it had when a call held one team.
+   */
   activityTimeoutSeconds?: number;
   /**
    * Temporal only: once the workflow's history holds this many events, it finishes the changes
@@ -474,6 +479,8 @@ function laneOf(change: Change): string {
  * With `crossTeam` (asked once, at the first batch; chained only) a batch that has room after its
  * lane's chain takes the whole chains of other lanes with nothing in flight, in the same order of
  * choice, while each fits in that room (up to the number it answers instead of `batchSize`).
+ * A batch stops at its first failed change (`runSteps`), so the changes after it in the batch, of
+ * other lanes too, are not made; the run fails either way, and a re-run makes them.
  * Returns true when every task ran, false when `shouldPause` stopped it first; raises the first
  * failure once the tasks in flight have settled (tasks waiting for a failed one never start).
  */

@@ -79,16 +79,26 @@ export function listed(applied: AppliedChange[], omitted: OutcomeCounts | undefi
  * Fails with the first activity's `ApplicationFailure` (its `type` is the stable code).
  */
 export async function applyWorkflow(input: ApplyInput): Promise<ApplyResult> {
-  const activities = proxyLocalActivities<ApplyActivities>({
-    startToCloseTimeout: (input.activityTimeoutSeconds ?? DEFAULT_ACTIVITY_TIMEOUT_SECONDS) * 1000,
-    retry: temporalRetryPolicy(),
-  });
+  const timeoutMs = (input.activityTimeoutSeconds ?? DEFAULT_ACTIVITY_TIMEOUT_SECONDS) * 1000;
+  const activities = proxyLocalActivities<ApplyActivities>({ startToCloseTimeout: timeoutMs, retry: temporalRetryPolicy() });
+  // A call of several teams gets the time per change that a call of one team had: under a low
+  // rate limit its changes are paced, and a call cut short by its timeout starts over.
+  const longer = new Map<number, typeof activities>();
+  const runSteps: ApplyActivities['runSteps'] = (stepsInput) => {
+    const scale = Math.ceil(stepsInput.steps.length / DEFAULT_TEMPORAL_CHAINED_BATCH_SIZE);
+    if (scale <= 1) return activities.runSteps(stepsInput);
+    let proxy = longer.get(scale);
+    if (!proxy) longer.set(scale, (proxy = proxyLocalActivities<ApplyActivities>({ startToCloseTimeout: scale * timeoutMs, retry: temporalRetryPolicy() })));
+    return proxy.runSteps(stepsInput);
+  };
   // Regular, not local: awaiting it completes the workflow task (see the module comment).
   const planBoundary = proxyActivities<Pick<ApplyActivities, 'planRecorded'>>({ startToCloseTimeout: '1 minute', retry: temporalRetryPolicy() });
   const limit = input.historyEventLimit ?? DEFAULT_HISTORY_EVENT_LIMIT;
   const batchedReads = patched(APPLY_PATCHES.batchedReads);
   const chainedBatches = patched(APPLY_PATCHES.chainedBatches);
-  const result = await orchestrateApply(input, activities, {
+  // The SDK's proxy has no own keys to spread: its activities are named one by one.
+  const acts = { readOrganization: activities.readOrganization, readTeam: activities.readTeam, readTeams: activities.readTeams, runSteps };
+  const result = await orchestrateApply(input, acts, {
     // Local activities' markers reach the history only as workflow tasks complete, so the count
     // of changes started in this pass (at most one marker each) is added to the recorded length.
     shouldPause: (started) => workflowInfo().historyLength + started >= limit || workflowInfo().continueAsNewSuggested,

@@ -3,7 +3,7 @@ import { createApplyActivities } from '../../activities/apply-activities.ts';
 import type { Connection } from '../../activities/connection.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { applyLocally } from '../../engine/local-engine.ts';
-import { readObserved } from '../../workflows/apply-orchestration.ts';
+import { orchestrateApply, readObserved } from '../../workflows/apply-orchestration.ts';
 import { computePlan } from '../../plan/plan.ts';
 import type { DesiredState } from '../../plan/types.ts';
 import { desiredFromFile, withOrganizationName } from '../support/synthetic.ts';
@@ -70,6 +70,26 @@ describe('apply', () => {
     });
     expect(state.teams[0]!.agents.map((a) => [a.name, a.provider])).toEqual([['archivist', null], ['scout', 'echo']]);
     expect(state.providerKeys).toEqual([`echo:${ECHO_KEY.slice(-4)}`]);
+  });
+
+  it('orchestration: with cross-team batches, a run with changes asks for the batch size once, and a re-run with nothing to change never does (Temporal records no patch marker for it)', async () => {
+    const desired = definitionFor('acme-cross-team');
+    let asked = 0;
+    const options = {
+      batchSize: 40,
+      chainedBatches: true,
+      crossTeamBatchSize: () => {
+        asked++;
+        return 160;
+      },
+    };
+    const first = await orchestrateApply({ connection, desired }, createApplyActivities({ env }), options);
+    expect(first.applied).toHaveLength(8);
+    expect(asked).toBe(1);
+    // Read one team at a time (no in-sync answer from the read): the empty plan reaches the scheduler.
+    const again = await orchestrateApply({ connection, desired }, createApplyActivities({ env }), options);
+    expect(again).toMatchObject({ applied: [], complete: true });
+    expect(asked).toBe(1);
   });
 
   it('apply: a run killed after each mutating step in turn, then re-run, ends as one uninterrupted run with no duplicate', async () => {

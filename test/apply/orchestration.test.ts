@@ -30,9 +30,9 @@ function recordingActivities(options: { failOn?: string } = {}) {
   const inputs: Array<Array<Record<string, unknown>>> = [];
   /** Each call's steps by name (`team team-001`, `participant team-001/agent-0001`…), in call order. */
   const named: string[][] = [];
-  /** The teams of the calls in flight, and any team two calls held at once. */
+  /** The calls in flight of each team, and the teams that joined a call (after its first team) while a call of them was in flight. */
   const teamsInFlight = new Map<string, number>();
-  const sharedTeams: string[] = [];
+  const joinedBusy: string[] = [];
   const ensure = (input: Record<string, unknown>): string => {
     const fields = input.fields as { org_name?: string; team_name?: string; name?: string; participants?: string[] };
     const team = String(input.parentId).split('#')[0]!.slice(5);
@@ -67,22 +67,25 @@ function recordingActivities(options: { failOn?: string } = {}) {
         : Array.isArray(value) ? value.map(resolve)
         : value && typeof value === 'object' ? Object.fromEntries(Object.entries(value).map(([k, v]) => [k, resolve(v)]))
         : value;
+      // The call's teams in the order of its steps, known before any step runs.
+      const teamOfStep = (i: number): string | undefined => {
+        const { op, input } = steps[i]!;
+        if (op !== 'ensure' || input.kind === 'organization') return undefined;
+        if (input.kind === 'team') return (input.fields as { team_name: string }).team_name;
+        const parent = input.parentId;
+        return parent && typeof parent === 'object' ? teamOfStep((parent as { resultOf: number }).resultOf) : String(parent).split('#')[0]!.slice('team '.length);
+      };
+      const teams = [...new Set(steps.map((_, i) => teamOfStep(i)).filter((t): t is string => t !== undefined))];
+      teams.forEach((team, i) => {
+        if (i > 0 && (teamsInFlight.get(team) ?? 0) > 0) joinedBusy.push(team);
+        teamsInFlight.set(team, (teamsInFlight.get(team) ?? 0) + 1);
+      });
       const names: string[] = [];
       named.push(names);
-      const teams = new Set<string>();
       try {
         for (const step of steps) {
           const input = resolve(step.input) as Record<string, unknown>;
-          if (step.op === 'ensure') {
-            const name = ensure(input);
-            names.push(name);
-            const team = name.startsWith('team ') ? name.slice('team '.length) : name.includes('/') ? name.split(' ')[1]!.split('/')[0]! : undefined;
-            if (team !== undefined && !teams.has(team)) {
-              teams.add(team);
-              if ((teamsInFlight.get(team) ?? 0) > 0) sharedTeams.push(team);
-              teamsInFlight.set(team, (teamsInFlight.get(team) ?? 0) + 1);
-            }
-          }
+          if (step.op === 'ensure') names.push(ensure(input));
           results.push(await fakes[step.op]!(input));
         }
       } finally {
@@ -91,7 +94,7 @@ function recordingActivities(options: { failOn?: string } = {}) {
       return results;
     },
   } as unknown as OrchestratedActivities;
-  return { acts, log, batches, inputs, named, sharedTeams, maxInFlight: () => maxInFlight };
+  return { acts, log, batches, inputs, named, joinedBusy, maxInFlight: () => maxInFlight };
 }
 
 const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'KEY' };
@@ -204,13 +207,13 @@ describe('apply orchestration', () => {
     expect(batches.at(-1)!.length).toBe(1);
   });
 
-  it('orchestration: with cross-team batches, a call holds the whole chains of several teams in dependency order, never a team another call in flight holds, and an apply makes fewer calls', async () => {
+  it('orchestration: with cross-team batches, a call holds the whole chains of several teams in dependency order, none of them joining while a call of it is in flight, and an apply makes fewer calls', async () => {
     const size = { teams: 12, agents: 4, humans: 1, edges: 3 };
     const desired = syntheticDefinition('cross-team', size);
     const total = resourceCount(size);
     const oneTeam = recordingActivities();
     await orchestrateApply({ connection, desired, parallelism: 2 }, oneTeam.acts, { batchSize: 40, chainedBatches: true });
-    const { acts, log, batches, named, sharedTeams } = recordingActivities();
+    const { acts, log, batches, named, joinedBusy } = recordingActivities();
     let asked = 0;
     const result = await orchestrateApply({ connection, desired, parallelism: 2 }, acts, {
       batchSize: 40,
@@ -234,10 +237,24 @@ describe('apply orchestration', () => {
         expect(its[0]).toBe(`team ${team}`);
       }
     }
-    expect(sharedTeams).toEqual([]);
+    expect(joinedBusy).toEqual([]);
     // 8 calls instead of 16.
     expect(batches.length).toBeLessThanOrEqual(oneTeam.batches.length / 2);
     expectEachAfterWhatItWaitsFor(log);
+  });
+
+  it('orchestration: with cross-team batches, a team with changes ready while a call of it is in flight joins no other call as a further team', async () => {
+    // Calls of 2 changes of a team, up to 4 in all: a team's first call holds the team and an
+    // agent; its other 5 agents are then ready, 2 go to its next call and 3 stay ready while that
+    // call is in flight, and the next call formed has room for them.
+    const size = { teams: 4, agents: 6, humans: 0, edges: 0 };
+    const desired = syntheticDefinition('cross-team-busy', size);
+    const { acts, joinedBusy, named } = recordingActivities();
+    const result = await orchestrateApply({ connection, desired, parallelism: 3 }, acts, { batchSize: 2, chainedBatches: true, crossTeamBatchSize: () => 4 });
+    expect(result.applied).toHaveLength(resourceCount(size));
+    const teams = (names: string[]) => new Set(names.filter((n) => n !== 'org').map((n) => n.split(' ')[1]!.split('/')[0]));
+    expect(named.some((names) => teams(names).size > 1)).toBe(true);
+    expect(joinedBusy).toEqual([]);
   });
 
   it('orchestration: with cross-team batches, the end of an apply makes fewer calls under CROSS_TEAM_MIN_SHARE changes, and a run with nothing to change never asks for the size', async () => {

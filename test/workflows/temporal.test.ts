@@ -240,6 +240,28 @@ describeTemporal('temporal engine', () => {
     expect(await localActivities(again.firstExecutionRunId)).toBe(1);
   }, 120_000);
 
+  it('apply --engine temporal: a call of several teams has the time per change a call of one team has: 63 changes at 40 ms each finish under a 2 s timeout per 40, each change once', async () => {
+    const taskQueue = await queueWithWorker();
+    const size = { teams: 3, agents: 10, humans: 0, edges: 10 };
+    const desired = syntheticDefinition(`slow-calls-${randomUUID()}`, size);
+    const total = resourceCount(size);
+    // Each request takes 40 ms more: the call of the three teams (63 changes, one after another)
+    // needs ~2.5 s, past 2 s but within the 4 s that two times 40 changes get.
+    const proxy = await startFaultProxy({ target: server.url, delayMs: 40 });
+    try {
+      const input = { ...inputFor(desired, { parallelism: 1, activityTimeoutSeconds: 2 }), connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_API_KEY' } };
+      const handle = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [input] });
+      expect((await handle.result()).applied).toHaveLength(total);
+      const markers = ((await handle.fetchHistory()).events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');
+      // readOrganization, the organization's create, the three teams in one call.
+      expect(markers).toHaveLength(3);
+      expect(proxy.created()).toBe(total);
+      expect(proxy.forwarded.filter((line) => line.includes(' POST '))).toHaveLength(total);
+    } finally {
+      await proxy.close();
+    }
+  }, 120_000);
+
   it('apply --engine temporal: the worker killed with SIGKILL at three points of an apply, a new one started each time: the apply completes, nothing is created twice, the graph equals the definition', async () => {
     const taskQueue = `teamctl-chaos-${randomUUID()}`;
     const size = { teams: 30, agents: 3, humans: 1, edges: 3 };
