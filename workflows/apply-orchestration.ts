@@ -519,7 +519,7 @@ async function runGraph(
   let finished = 0;
   let failure: { error: unknown } | undefined;
   let paused = false;
-  /** The size of a batch of several lanes: undefined until the first batch asks `crossTeam`. */
+  /** The size of a batch of several lanes: null until the first batch asks `crossTeam`, undefined if it answers none. */
   let crossTeamSize: number | undefined | null = null;
 
   /** The lane served next: the one with the fewest batches in flight, the least recently served among equals. */
@@ -552,8 +552,8 @@ async function runGraph(
       // Another lane joins only whole (a team split across calls would cost a call more) and only
       // while nothing of it is in flight (two calls would queue on its row lock).
       for (let other = choose(idle); other && batch.length < room; other = choose(idle)) {
-        const part = other.ready.slice(0, room - batch.length);
-        if (part.length < other.ready.length) break;
+        if (other.ready.length > room - batch.length) break;
+        const part = [...other.ready];
         chain(part, room - batch.length + 1);
         if (batch.length + part.length > room) break;
         other.ready.splice(0, other.ready.length);

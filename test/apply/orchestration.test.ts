@@ -99,6 +99,11 @@ function recordingActivities(options: { failOn?: string } = {}) {
 
 const connection = { baseUrl: 'http://acs.test', apiKeyEnv: 'KEY' };
 
+/** The teams of one call's steps by name (`team team-001`, `edge team-001/a,b`…), in step order, once each. */
+function teamsOf(names: string[]): string[] {
+  return [...new Set(names.filter((n) => n !== 'org').map((n) => n.split(' ')[1]!.split('/')[0]!))];
+}
+
 /** Every participant (and edge) of the log started after its team's create ended, and every edge after both its participants'. */
 function expectEachAfterWhatItWaitsFor(log: string[]): void {
   for (const line of log.filter((l) => l.startsWith('start ') && !l.startsWith('start org'))) {
@@ -227,7 +232,6 @@ describe('apply orchestration', () => {
     expect(asked).toBe(1);
     expect(Math.max(...batches.map((b) => b.length))).toBe(27);
     // The organization, then three teams of 9 changes a call while the changes left allow it.
-    const teamsOf = (names: string[]) => [...new Set(names.map((n) => (n.startsWith('team ') ? n.slice(5) : n.split(' ')[1]!.split('/')[0]!)))];
     const whole = named.slice(1).filter((names) => teamsOf(names).length > 1);
     expect(whole.length).toBeGreaterThan(0);
     for (const names of whole) {
@@ -252,8 +256,7 @@ describe('apply orchestration', () => {
     const { acts, joinedBusy, named } = recordingActivities();
     const result = await orchestrateApply({ connection, desired, parallelism: 3 }, acts, { batchSize: 2, chainedBatches: true, crossTeamBatchSize: () => 4 });
     expect(result.applied).toHaveLength(resourceCount(size));
-    const teams = (names: string[]) => new Set(names.filter((n) => n !== 'org').map((n) => n.split(' ')[1]!.split('/')[0]));
-    expect(named.some((names) => teams(names).size > 1)).toBe(true);
+    expect(named.some((names) => teamsOf(names).length > 1)).toBe(true);
     expect(joinedBusy).toEqual([]);
   });
 
