@@ -6,7 +6,7 @@ import { deleteTeamAttachments } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { countCascade, lockDeletable, protectedResources } from './deletion.ts';
 import { iso, isUuid, newId } from './ids.ts';
-import { appendEvent } from '../events/log.ts';
+import { appendEvent, insertWithEvent } from '../events/log.ts';
 
 const selectTeam = `
   SELECT t.id, t.org_id, t.name, t.description, t.engine_id, t.deletion_protection, t.created_at,
@@ -85,7 +85,7 @@ async function assertTeamNameFree(db: Queryable, orgId: string, name: string, ex
  * `deletion_protection` to false, and `engine_id` is assigned here. Writes `team.created` to the
  * organization's event log in the same transaction (contract §9).
  * Errors: `not_found` (organization out of reach, or deleted meanwhile), `conflict` (team name
- * taken in the organization).
+ * taken in the organization, with `existing_id`).
  */
 export async function createTeam(
   deps: DomainDeps,
@@ -93,25 +93,37 @@ export async function createTeam(
   orgId: string,
   input: { team_name: string; description?: string | undefined; deletion_protection?: boolean | undefined },
 ): Promise<Team> {
+  if (!isUuid(orgId)) throw new ServiceError('not_found', 'organization not found');
   const team = await deps.db.transaction(async (tx) => {
-    await assertOrganizationReachable(tx, caller, orgId);
-    // Row lock on the organization serialises name checks of concurrent creations, and this
-    // creation with the organization's deletion (which takes the same lock first).
-    const locked = await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [orgId]);
-    if (locked.length === 0) throw new ServiceError('not_found', 'organization not found');
-    await assertTeamNameFree(tx, orgId, input.team_name);
-    const teamId = newId();
-    await tx.query(`INSERT INTO teams (id, org_id, name, description, engine_id, deletion_protection) VALUES ($1, $2, $3, $4, $5, $6)`, [
-      teamId,
+    // The organization in reach, held against its deletion (FOR KEY SHARE, which the deletion's
+    // FOR UPDATE waits for) but not against other teams' creations: the (org_id, name) index keeps
+    // names unique. An exclusive lock here made an apply's team creations commit one at a time.
+    const [org] = await tx.query<{ now: Date }>(`SELECT now() AS now FROM organizations o WHERE o.id = $2 AND ${reaches('o', 1)} FOR KEY SHARE OF o`, [
+      caller.orgId,
       orgId,
-      input.team_name,
-      input.description ?? '',
-      newId(),
-      input.deletion_protection ?? false,
     ]);
-    const created = await getTeam(tx, caller, teamId);
-    await appendEvent(tx, { orgId, teamId, type: 'team.created', data: created });
-    return created;
+    if (!org) throw new ServiceError('not_found', 'organization not found');
+    const row: Omit<TeamRow, 'agent_count' | 'edge_count' | 'created_at'> = {
+      id: newId(),
+      org_id: orgId,
+      name: input.team_name,
+      description: input.description ?? '',
+      engine_id: newId(),
+      deletion_protection: input.deletion_protection ?? false,
+    };
+    const wire = (stored: Omit<TeamRow, 'agent_count' | 'edge_count'>) => toTeam({ ...stored, agent_count: 0, edge_count: 0 });
+    const created = wire({ ...row, created_at: org.now });
+    const columns = Object.keys(row);
+    const inserted = await insertWithEvent(
+      tx,
+      `INSERT INTO teams (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (org_id, name) DO NOTHING`,
+      Object.values(row),
+      { orgId, teamId: row.id, type: 'team.created', data: created },
+      wire,
+    );
+    if (inserted) return created;
+    const [taken] = await tx.query<{ id: string }>(`SELECT id FROM teams WHERE org_id = $1 AND name = $2`, [orgId, input.team_name]);
+    throw new ServiceError('conflict', `a team named "${input.team_name}" already exists`, { extra: { existing_id: taken?.id } });
   });
   deps.events.announce(orgId);
   return team;

@@ -1,5 +1,7 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { randomUUID } from 'node:crypto';
 import type { Db } from '../../service/storage/db.ts';
+import { postgresBackend } from '../support/postgres.ts';
 import { startHarnessWithDb, type Harness } from './helpers.ts';
 
 // What a create of a team member costs the database (docs/performance.md, "Fewer statements per
@@ -7,7 +9,7 @@ import { startHarnessWithDb, type Harness } from './helpers.ts';
 
 /** The statements of each transaction the server ran, in order. */
 let transactions: string[][];
-let h: Harness;
+let h: Harness & { db: Db };
 
 beforeAll(async () => {
   transactions = [];
@@ -77,5 +79,115 @@ describe('creates of team members', () => {
     expect((await h.call('GET', `/api/v1/teams/${team.team_id}/humans`)).body.humans).toHaveLength(1);
     const events = (await h.call('GET', `/api/v1/organizations/${h.orgId}/events?team_id=${team.team_id}`)).body.events as Array<{ type: string }>;
     expect(events.map((event) => event.type)).toEqual(['team.created', 'agent.created', 'human.created', 'edge.created']);
+  });
+});
+
+describe('creates of teams', () => {
+  it('creates: a team takes two statements in its transaction: its organization held against deletion (FOR KEY SHARE), then the insert with its event', async () => {
+    const created = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'two-statements', description: 'd' });
+    expect(created.status).toBe(201);
+    const statements = transactionOf(/INSERT INTO teams/);
+    expect(statements).toHaveLength(2);
+    expect(statements[0]).toMatch(/FOR KEY SHARE OF o/);
+    expect(statements[1]).toMatch(/INSERT INTO teams[\s\S]*ON CONFLICT \(org_id, name\) DO NOTHING[\s\S]*acs_append_event/);
+    // The answer, the stored team and its event agree.
+    expect(created.body).toMatchObject({ team_name: 'two-statements', description: 'd', agent_count: 0, edge_count: 0, deletion_protection: false });
+    expect((await h.call('GET', `/api/v1/teams/${created.body.team_id}`)).body).toMatchObject(created.body);
+    const events = (await h.call('GET', `/api/v1/organizations/${h.orgId}/events?team_id=${created.body.team_id}`)).body.events as Array<{ type: string; data: unknown }>;
+    expect(events.map((e) => [e.type, e.data])).toEqual([['team.created', created.body]]);
+  });
+
+  it('creates: a team name taken in the organization is a 409 conflict with existing_id, and writes no event', async () => {
+    const first = (await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'taken' })).body;
+    const before = (await h.call('GET', `/api/v1/organizations/${h.orgId}/events`)).body.events.length as number;
+    const again = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'taken' });
+    expect([again.status, again.body.code, again.body.existing_id]).toEqual([409, 'conflict', first.team_id]);
+    expect((await h.call('GET', `/api/v1/organizations/${h.orgId}/events`)).body.events).toHaveLength(before);
+  });
+
+  it('creates: a team in an organization the key does not reach is 404, and nothing is stored', async () => {
+    const reply = await h.call('POST', `/api/v1/organizations/${randomUUID()}/teams`, { team_name: 'nowhere' });
+    expect([reply.status, reply.body.code]).toEqual([404, 'not_found']);
+    expect(await h.db.query(`SELECT 1 FROM teams WHERE name = 'nowhere'`)).toHaveLength(0);
+  });
+});
+
+/** What a transaction of the test's own (as another process's request would) holds until `release`. */
+async function holding(sql: string, params: unknown[]): Promise<{ release: (commit: boolean) => Promise<void> }> {
+  let finish!: (commit: boolean) => void;
+  const finished = new Promise<boolean>((resolve) => (finish = resolve));
+  let ran!: () => void;
+  const running = new Promise<void>((resolve) => (ran = resolve));
+  const done = h.db
+    .transaction(async (tx) => {
+      await tx.query(sql, params);
+      ran();
+      if (!(await finished)) throw new Error('rolled back by the test');
+    })
+    .catch((error: unknown) => {
+      if (!(error instanceof Error && error.message === 'rolled back by the test')) throw error;
+    });
+  await Promise.race([running, done]);
+  return {
+    release: async (commit) => {
+      finish(commit);
+      await done;
+    },
+  };
+}
+
+/** Resolves once a request of the server waits for a lock (PostgreSQL only). */
+async function lockWaitSeen(): Promise<'waited'> {
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; await new Promise((resolve) => setTimeout(resolve, 20))) {
+    const rows = await h.db.query<{ n: number }>(`SELECT count(*)::int AS n FROM pg_stat_activity WHERE datname = current_database() AND wait_event_type = 'Lock'`);
+    if (rows[0]!.n > 0) return 'waited';
+  }
+  throw new Error('no request waited for a lock within 30 s');
+}
+
+const insertTeam = `INSERT INTO teams (id, org_id, name, engine_id) VALUES ($1, $2, $3, $4)`;
+
+// PGlite runs one transaction at a time, so only PostgreSQL can interleave these.
+describe.runIf(postgresBackend)('creates of teams under concurrency', () => {
+  it('concurrency: a team creation does not wait for another team of the organization whose creation has not committed', async () => {
+    const held = await holding(insertTeam, [randomUUID(), h.orgId, 'uncommitted', randomUUID()]);
+    try {
+      const reply = h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'beside-it' });
+      expect(await Promise.race([reply.then(() => 'answered' as const), lockWaitSeen()])).toBe('answered');
+      expect((await reply).status).toBe(201);
+    } finally {
+      await held.release(false);
+    }
+  });
+
+  it('concurrency: a creation of a name another uncommitted creation holds waits for it, then is a 409 conflict with its id, or a 201 if it rolled back', async () => {
+    for (const commit of [true, false]) {
+      const name = `contested-${commit}`;
+      const id = randomUUID();
+      const held = await holding(insertTeam, [id, h.orgId, name, randomUUID()]);
+      const reply = h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: name });
+      try {
+        await lockWaitSeen();
+      } finally {
+        await held.release(commit);
+      }
+      const answer = await reply;
+      if (commit) expect([answer.status, answer.body.code, answer.body.existing_id]).toEqual([409, 'conflict', id]);
+      else expect([answer.status, answer.body.team_name]).toEqual([201, name]);
+    }
+  });
+
+  it('concurrency: a team creation that waits for its organization\'s deletion finds the organization gone: 404, and no team is stored', async () => {
+    const org = (await h.call('POST', '/api/v1/organizations', { org_name: `doomed-${randomUUID().slice(0, 8)}` })).body;
+    const held = await holding(`DELETE FROM organizations WHERE id = $1`, [org.org_id]);
+    const reply = h.call('POST', `/api/v1/organizations/${org.org_id}/teams`, { team_name: 'too-late' });
+    try {
+      await lockWaitSeen();
+    } finally {
+      await held.release(true);
+    }
+    const answer = await reply;
+    expect([answer.status, answer.body.code]).toEqual([404, 'not_found']);
+    expect(await h.db.query(`SELECT 1 FROM teams WHERE org_id = $1`, [org.org_id])).toHaveLength(0);
   });
 });
