@@ -59,7 +59,7 @@ export async function createEdge(deps: DomainDeps, caller: Caller, teamId: strin
     }
     const edge = toEdge({ id: newId(), team_id: teamId, participant_a: a, participant_b: b, created_at: now });
     // One statement in the common case: both participants in the team, the pair without an edge
-    // (the unique index edges_pair), and the event. Under the team's lock, so what it found stays true.
+    // (the unique index edges_pair), and the event. With the team held, no participant is deleted meanwhile.
     const inserted = await insertWithEvent<EdgeRow>(
       tx,
       `INSERT INTO edges (id, team_id, participant_a, participant_b)

@@ -99,8 +99,9 @@ async function assertNameFree(tx: Queryable, teamId: string, name: string, excep
 /**
  * Inserts `row` unless its team already has a participant named as it (the team's unique name
  * index, migration 0001: agents and humans share it), with its `<kind>.created` event (`data`
- * is `row` in its wire form) in the same statement. Call with the team locked
- * ({@link lockTeamForChange}), so that a name found taken is still taken, and with
+ * is `row` in its wire form) in the same statement. Call with the team held
+ * ({@link lockTeamForChange}: a rename or deletion of the participant that took the name waits
+ * for it), so that a name found taken is still taken, and with
  * `row.created_at` the transaction's `now()`, the column's default.
  * Errors: `conflict` (with `existing_id`).
  */

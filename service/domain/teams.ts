@@ -52,18 +52,21 @@ export async function getTeam(db: Queryable, caller: Caller, teamId: string): Pr
 }
 
 /**
- * Locks team `teamId` (`FOR UPDATE`) for a change of its members — agents, humans, edges — if the
+ * Holds team `teamId` for a creation of one of its members — an agent, a human, an edge — if the
  * caller reaches its organization, and returns the organization's id and the transaction's
- * `now()` (the `created_at` of what it creates). One statement where a read of the team and its
- * lock were two: a create of a member runs two statements in its transaction, not five or six
- * (docs/performance.md, "Then: fewer statements per create, and numbering when someone waits"). The lock serialises the change with
- * the team's deletion and with the other changes of its members.
+ * `now()` (the `created_at` of what it creates). The hold is `FOR KEY SHARE`: the team's deletion
+ * and its members' renames and deletions (`FOR UPDATE`) wait for the creation, and it for them,
+ * but creations do not wait for each other: names and pairs stay unique through the unique
+ * indexes the inserts name (`ON CONFLICT DO NOTHING`). With `FOR UPDATE` the creations of one
+ * team's members committed one at a time (docs/performance.md, "Then: creations in one team side
+ * by side"). One statement where a read of the team and its lock were two: a create of a member
+ * runs two statements in its transaction.
  * Errors: `not_found` (out of reach, or deleted meanwhile: its deletion held the lock first).
  */
 export async function lockTeamForChange(tx: Queryable, caller: Caller, teamId: string): Promise<{ orgId: string; now: Date }> {
   if (!isUuid(teamId)) throw new ServiceError('not_found', 'team not found');
   const rows = await tx.query<{ org_id: string; now: Date }>(
-    `SELECT t.org_id, now() AS now FROM teams t JOIN organizations o ON o.id = t.org_id WHERE t.id = $2 AND ${reaches('o', 1)} FOR UPDATE OF t`,
+    `SELECT t.org_id, now() AS now FROM teams t JOIN organizations o ON o.id = t.org_id WHERE t.id = $2 AND ${reaches('o', 1)} FOR KEY SHARE OF t`,
     [caller.orgId, teamId],
   );
   if (!rows[0]) throw new ServiceError('not_found', 'team not found');

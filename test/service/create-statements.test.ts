@@ -39,7 +39,7 @@ function transactionOf(pattern: RegExp): string[] {
 }
 
 describe('creates of team members', () => {
-  it('creates: an agent, a human and an edge each take two statements in their transaction: lock the team, then insert with the event', async () => {
+  it('creates: an agent, a human and an edge each take two statements in their transaction: the team held against deletion (FOR KEY SHARE), then insert with the event', async () => {
     const team = (await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'counted' })).body;
     const agent = await h.call('POST', `/api/v1/teams/${team.team_id}/agents`, { name: 'bot' });
     expect(agent.status).toBe(201);
@@ -52,7 +52,7 @@ describe('creates of team members', () => {
     const edgeTx = transactionOf(/INSERT INTO edges/);
     for (const statements of [agentTx, humanTx, edgeTx]) {
       expect(statements).toHaveLength(2);
-      expect(statements[0]).toMatch(/FOR UPDATE OF t/);
+      expect(statements[0]).toMatch(/FOR KEY SHARE OF t/);
       expect(statements[1]).toMatch(/INSERT INTO[\s\S]*acs_append_event/);
     }
     expect(humanTx).not.toBe(agentTx);
@@ -146,6 +146,7 @@ async function lockWaitSeen(): Promise<'waited'> {
 }
 
 const insertTeam = `INSERT INTO teams (id, org_id, name, engine_id) VALUES ($1, $2, $3, $4)`;
+const insertAgent = `INSERT INTO participants (id, team_id, kind, name) VALUES ($1, $2, 'agent', $3)`;
 
 // PGlite runs one transaction at a time, so only PostgreSQL can interleave these.
 describe.runIf(postgresBackend)('creates of teams under concurrency', () => {
@@ -189,5 +190,76 @@ describe.runIf(postgresBackend)('creates of teams under concurrency', () => {
     const answer = await reply;
     expect([answer.status, answer.body.code]).toEqual([404, 'not_found']);
     expect(await h.db.query(`SELECT 1 FROM teams WHERE org_id = $1`, [org.org_id])).toHaveLength(0);
+  });
+});
+
+describe.runIf(postgresBackend)('creates of team members under concurrency', () => {
+  const newTeam = async () => (await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: `side-${randomUUID().slice(0, 8)}` })).body.team_id as string;
+
+  it('concurrency: an agent\'s and an edge\'s creation do not wait for another member of the team whose creation has not committed', async () => {
+    const teamId = await newTeam();
+    const ann = (await h.call('POST', `/api/v1/teams/${teamId}/humans`, { name: 'ann' })).body.human_id as string;
+    const bob = (await h.call('POST', `/api/v1/teams/${teamId}/humans`, { name: 'bob' })).body.human_id as string;
+    const held = await holding(insertAgent, [randomUUID(), teamId, 'uncommitted']);
+    try {
+      const agent = h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'beside-it' });
+      expect(await Promise.race([agent.then(() => 'answered' as const), lockWaitSeen()])).toBe('answered');
+      expect((await agent).status).toBe(201);
+      const edge = h.call('POST', `/api/v1/teams/${teamId}/edges`, { participants: [ann, bob] });
+      expect(await Promise.race([edge.then(() => 'answered' as const), lockWaitSeen()])).toBe('answered');
+      expect((await edge).status).toBe(201);
+    } finally {
+      await held.release(false);
+    }
+  });
+
+  it('concurrency: a creation of a name another uncommitted member creation holds waits for it, then is a 409 conflict with its id, or a 201 if it rolled back', async () => {
+    const teamId = await newTeam();
+    for (const commit of [true, false]) {
+      const name = `contested-${commit}`;
+      const id = randomUUID();
+      const held = await holding(insertAgent, [id, teamId, name]);
+      const reply = h.call('POST', `/api/v1/teams/${teamId}/humans`, { name });
+      try {
+        await lockWaitSeen();
+      } finally {
+        await held.release(commit);
+      }
+      const answer = await reply;
+      if (commit) expect([answer.status, answer.body.code, answer.body.existing_id]).toEqual([409, 'conflict', id]);
+      else expect([answer.status, answer.body.name]).toEqual([201, name]);
+    }
+  });
+
+  it('concurrency: a member\'s creation waits for an uncommitted rename of another member to its name, then is a 409 conflict with that member\'s id', async () => {
+    const teamId = await newTeam();
+    const eve = (await h.call('POST', `/api/v1/teams/${teamId}/humans`, { name: 'eve' })).body.human_id as string;
+    // What a rename holds (participants.ts, assertNameFree): the team, then the renamed row.
+    const held = await holding(
+      `WITH team AS (SELECT 1 FROM teams WHERE id = $1 FOR UPDATE) UPDATE participants SET name = 'mallory' WHERE id = $2 AND EXISTS (SELECT 1 FROM team)`,
+      [teamId, eve],
+    );
+    const reply = h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'mallory' });
+    try {
+      await lockWaitSeen();
+    } finally {
+      await held.release(true);
+    }
+    const answer = await reply;
+    expect([answer.status, answer.body.code, answer.body.existing_id]).toEqual([409, 'conflict', eve]);
+  });
+
+  it('concurrency: a member\'s creation that waits for its team\'s deletion finds the team gone: 404, and nothing is stored', async () => {
+    const teamId = await newTeam();
+    const held = await holding(`DELETE FROM teams WHERE id = $1`, [teamId]);
+    const reply = h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'too-late' });
+    try {
+      await lockWaitSeen();
+    } finally {
+      await held.release(true);
+    }
+    const answer = await reply;
+    expect([answer.status, answer.body.code]).toEqual([404, 'not_found']);
+    expect(await h.db.query(`SELECT 1 FROM participants WHERE team_id = $1`, [teamId])).toHaveLength(0);
   });
 });
