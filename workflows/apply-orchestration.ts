@@ -5,7 +5,8 @@
  * dependency graph (`plan/dependencies.ts`) — a team's participants after the team is created, an
  * edge after both its participants are, a participant's delete after its edges', everything
  * after the organization — with at most `parallelism` changes in flight, spread across teams so
- * that parallel calls do not queue behind one team's row lock.
+ * that parallel calls do not queue behind one team's row lock (the service takes it for the
+ * renames and deletions of a team's members; their creations only share it).
  *
  * It knows activities only as types and does no I/O itself, so the Temporal workflow runs it in
  * its sandbox and the local engine runs it in-process, unchanged. It is deterministic: the next
@@ -550,7 +551,7 @@ async function runGraph(
     if (chained && crossTeamSize) {
       const room = Math.min(crossTeamSize, share);
       // Another lane joins only whole (a team split across calls would cost a call more) and only
-      // while nothing of it is in flight (two calls would queue on its row lock).
+      // while nothing of it is in flight (two calls of its renames or deletions would queue on its row lock).
       for (let other = choose(idle); other && batch.length < room; other = choose(idle)) {
         if (other.ready.length > room - batch.length) break;
         const part = [...other.ready];
