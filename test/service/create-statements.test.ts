@@ -2,7 +2,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { randomUUID } from 'node:crypto';
 import type { Db } from '../../service/storage/db.ts';
 import { postgresBackend } from '../support/postgres.ts';
-import { startHarnessWithDb, type Harness } from './helpers.ts';
+import { startHarnessWithDb, type Harness, type Reply } from './helpers.ts';
 
 // What a create of a team member costs the database (docs/performance.md, "Fewer statements per
 // create"): the apply's 3,000 creates of agents, humans and edges are most of its requests.
@@ -145,6 +145,28 @@ async function lockWaitSeen(): Promise<'waited'> {
   throw new Error('no request waited for a lock within 30 s');
 }
 
+/**
+ * The answer of `send()` when it must wait for a transaction of the test's own that ran `sql`:
+ * that transaction commits (or with `commit` false rolls back) once the request is seen waiting.
+ */
+async function answerAfterWaiting(sql: string, params: unknown[], send: () => Promise<Reply>, commit = true): Promise<Reply> {
+  const held = await holding(sql, params);
+  const reply = send();
+  try {
+    await lockWaitSeen();
+  } finally {
+    await held.release(commit);
+  }
+  return reply;
+}
+
+/** The answer of `send()`, which must come without the request waiting for a lock. */
+async function answeredWithoutWaiting(send: () => Promise<Reply>): Promise<Reply> {
+  const reply = send();
+  expect(await Promise.race([reply.then(() => 'answered' as const), lockWaitSeen()])).toBe('answered');
+  return reply;
+}
+
 const insertTeam = `INSERT INTO teams (id, org_id, name, engine_id) VALUES ($1, $2, $3, $4)`;
 const insertAgent = `INSERT INTO participants (id, team_id, kind, name) VALUES ($1, $2, 'agent', $3)`;
 
@@ -153,9 +175,7 @@ describe.runIf(postgresBackend)('creates of teams under concurrency', () => {
   it('concurrency: a team creation does not wait for another team of the organization whose creation has not committed', async () => {
     const held = await holding(insertTeam, [randomUUID(), h.orgId, 'uncommitted', randomUUID()]);
     try {
-      const reply = h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'beside-it' });
-      expect(await Promise.race([reply.then(() => 'answered' as const), lockWaitSeen()])).toBe('answered');
-      expect((await reply).status).toBe(201);
+      expect((await answeredWithoutWaiting(() => h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'beside-it' }))).status).toBe(201);
     } finally {
       await held.release(false);
     }
@@ -165,14 +185,7 @@ describe.runIf(postgresBackend)('creates of teams under concurrency', () => {
     for (const commit of [true, false]) {
       const name = `contested-${commit}`;
       const id = randomUUID();
-      const held = await holding(insertTeam, [id, h.orgId, name, randomUUID()]);
-      const reply = h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: name });
-      try {
-        await lockWaitSeen();
-      } finally {
-        await held.release(commit);
-      }
-      const answer = await reply;
+      const answer = await answerAfterWaiting(insertTeam, [id, h.orgId, name, randomUUID()], () => h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: name }), commit);
       if (commit) expect([answer.status, answer.body.code, answer.body.existing_id]).toEqual([409, 'conflict', id]);
       else expect([answer.status, answer.body.team_name]).toEqual([201, name]);
     }
@@ -180,14 +193,9 @@ describe.runIf(postgresBackend)('creates of teams under concurrency', () => {
 
   it('concurrency: a team creation that waits for its organization\'s deletion finds the organization gone: 404, and no team is stored', async () => {
     const org = (await h.call('POST', '/api/v1/organizations', { org_name: `doomed-${randomUUID().slice(0, 8)}` })).body;
-    const held = await holding(`DELETE FROM organizations WHERE id = $1`, [org.org_id]);
-    const reply = h.call('POST', `/api/v1/organizations/${org.org_id}/teams`, { team_name: 'too-late' });
-    try {
-      await lockWaitSeen();
-    } finally {
-      await held.release(true);
-    }
-    const answer = await reply;
+    const answer = await answerAfterWaiting(`DELETE FROM organizations WHERE id = $1`, [org.org_id], () =>
+      h.call('POST', `/api/v1/organizations/${org.org_id}/teams`, { team_name: 'too-late' }),
+    );
     expect([answer.status, answer.body.code]).toEqual([404, 'not_found']);
     expect(await h.db.query(`SELECT 1 FROM teams WHERE org_id = $1`, [org.org_id])).toHaveLength(0);
   });
@@ -202,12 +210,8 @@ describe.runIf(postgresBackend)('creates of team members under concurrency', () 
     const bob = (await h.call('POST', `/api/v1/teams/${teamId}/humans`, { name: 'bob' })).body.human_id as string;
     const held = await holding(insertAgent, [randomUUID(), teamId, 'uncommitted']);
     try {
-      const agent = h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'beside-it' });
-      expect(await Promise.race([agent.then(() => 'answered' as const), lockWaitSeen()])).toBe('answered');
-      expect((await agent).status).toBe(201);
-      const edge = h.call('POST', `/api/v1/teams/${teamId}/edges`, { participants: [ann, bob] });
-      expect(await Promise.race([edge.then(() => 'answered' as const), lockWaitSeen()])).toBe('answered');
-      expect((await edge).status).toBe(201);
+      expect((await answeredWithoutWaiting(() => h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'beside-it' }))).status).toBe(201);
+      expect((await answeredWithoutWaiting(() => h.call('POST', `/api/v1/teams/${teamId}/edges`, { participants: [ann, bob] }))).status).toBe(201);
     } finally {
       await held.release(false);
     }
@@ -218,14 +222,7 @@ describe.runIf(postgresBackend)('creates of team members under concurrency', () 
     for (const commit of [true, false]) {
       const name = `contested-${commit}`;
       const id = randomUUID();
-      const held = await holding(insertAgent, [id, teamId, name]);
-      const reply = h.call('POST', `/api/v1/teams/${teamId}/humans`, { name });
-      try {
-        await lockWaitSeen();
-      } finally {
-        await held.release(commit);
-      }
-      const answer = await reply;
+      const answer = await answerAfterWaiting(insertAgent, [id, teamId, name], () => h.call('POST', `/api/v1/teams/${teamId}/humans`, { name }), commit);
       if (commit) expect([answer.status, answer.body.code, answer.body.existing_id]).toEqual([409, 'conflict', id]);
       else expect([answer.status, answer.body.name]).toEqual([201, name]);
     }
@@ -235,30 +232,17 @@ describe.runIf(postgresBackend)('creates of team members under concurrency', () 
     const teamId = await newTeam();
     const eve = (await h.call('POST', `/api/v1/teams/${teamId}/humans`, { name: 'eve' })).body.human_id as string;
     // What a rename holds (participants.ts, assertNameFree): the team, then the renamed row.
-    const held = await holding(
+    const answer = await answerAfterWaiting(
       `WITH team AS (SELECT 1 FROM teams WHERE id = $1 FOR UPDATE) UPDATE participants SET name = 'mallory' WHERE id = $2 AND EXISTS (SELECT 1 FROM team)`,
       [teamId, eve],
+      () => h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'mallory' }),
     );
-    const reply = h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'mallory' });
-    try {
-      await lockWaitSeen();
-    } finally {
-      await held.release(true);
-    }
-    const answer = await reply;
     expect([answer.status, answer.body.code, answer.body.existing_id]).toEqual([409, 'conflict', eve]);
   });
 
   it('concurrency: a member\'s creation that waits for its team\'s deletion finds the team gone: 404, and nothing is stored', async () => {
     const teamId = await newTeam();
-    const held = await holding(`DELETE FROM teams WHERE id = $1`, [teamId]);
-    const reply = h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'too-late' });
-    try {
-      await lockWaitSeen();
-    } finally {
-      await held.release(true);
-    }
-    const answer = await reply;
+    const answer = await answerAfterWaiting(`DELETE FROM teams WHERE id = $1`, [teamId], () => h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'too-late' }));
     expect([answer.status, answer.body.code]).toEqual([404, 'not_found']);
     expect(await h.db.query(`SELECT 1 FROM participants WHERE team_id = $1`, [teamId])).toHaveLength(0);
   });
