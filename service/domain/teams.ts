@@ -117,16 +117,23 @@ export async function createTeam(
     const wire = (stored: Omit<TeamRow, 'agent_count' | 'edge_count'>) => toTeam({ ...stored, agent_count: 0, edge_count: 0 });
     const created = wire({ ...row, created_at: org.now });
     const columns = Object.keys(row);
-    const inserted = await insertWithEvent(
-      tx,
-      `INSERT INTO teams (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (org_id, name) DO NOTHING`,
-      Object.values(row),
-      { orgId, teamId: row.id, type: 'team.created', data: created },
-      wire,
-    );
-    if (inserted) return created;
-    const [taken] = await tx.query<{ id: string }>(`SELECT id FROM teams WHERE org_id = $1 AND name = $2`, [orgId, input.team_name]);
-    throw new ServiceError('conflict', `a team named "${input.team_name}" already exists`, { extra: { existing_id: taken?.id } });
+    // The team that held the name may be deleted between the insert and the look for it (its
+    // deletion takes no lock this creation holds): the name is then free, and the insert is tried
+    // again. Each turn either inserts, finds the holder, or saw a holder deleted.
+    for (let attempt = 1; ; attempt++) {
+      const inserted = await insertWithEvent(
+        tx,
+        `INSERT INTO teams (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (org_id, name) DO NOTHING`,
+        Object.values(row),
+        { orgId, teamId: row.id, type: 'team.created', data: created },
+        wire,
+      );
+      if (inserted) return created;
+      const [taken] = await tx.query<{ id: string }>(`SELECT id FROM teams WHERE org_id = $1 AND name = $2`, [orgId, input.team_name]);
+      if (taken || attempt === 3) {
+        throw new ServiceError('conflict', `a team named "${input.team_name}" already exists`, { extra: taken ? { existing_id: taken.id } : {} });
+      }
+    }
   });
   deps.events.announce(orgId);
   return team;
@@ -156,6 +163,10 @@ export async function updateTeam(
       await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [found.org_id]);
       await assertTeamNameFree(tx, found.org_id, patch.team_name, teamId);
     }
+    // FOR UPDATE, which waits for the creations of members in progress (they hold the team FOR KEY
+    // SHARE; an UPDATE alone would not wait): the event's agent and edge counts are then the
+    // team's, not those before a creation that commits first.
+    await tx.query(`SELECT 1 FROM teams WHERE id = $1 FOR UPDATE`, [teamId]);
     const updated = await tx.query(
       `UPDATE teams SET name = COALESCE($2, name), description = COALESCE($3, description),
          deletion_protection = COALESCE($4, deletion_protection) WHERE id = $1 RETURNING id`,

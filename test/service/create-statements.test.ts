@@ -10,6 +10,20 @@ import { startHarnessWithDb, type Harness, type Reply } from './helpers.ts';
 /** The statements of each transaction the server ran, in order. */
 let transactions: string[][];
 let h: Harness & { db: Db };
+/** A transaction statement to stop after (see {@link pauseAfter}). */
+let pause: { pattern: RegExp; reached: () => void; gate: Promise<void> } | undefined;
+
+/**
+ * Stops the next transaction statement matching `pattern`, once it has run, until `release()`:
+ * `reached` resolves when it has stopped there (its transaction still open, its locks held).
+ */
+function pauseAfter(pattern: RegExp): { reached: Promise<void>; release: () => void } {
+  let reached!: () => void;
+  let release!: () => void;
+  const reachedPromise = new Promise<void>((resolve) => (reached = resolve));
+  pause = { pattern, reached, gate: new Promise<void>((resolve) => (release = resolve)) };
+  return { reached: reachedPromise, release };
+}
 
 beforeAll(async () => {
   transactions = [];
@@ -21,7 +35,19 @@ beforeAll(async () => {
           db.transaction((tx) => {
             const statements: string[] = [];
             transactions.push(statements);
-            return fn({ query: (sql: string, params?: unknown[]) => (statements.push(sql), tx.query(sql, params)) });
+            return fn({
+              query: async <T,>(sql: string, params?: unknown[]) => {
+                statements.push(sql);
+                const result = await tx.query<T>(sql, params);
+                const stop = pause;
+                if (stop?.pattern.test(sql)) {
+                  pause = undefined;
+                  stop.reached();
+                  await stop.gate;
+                }
+                return result;
+              },
+            });
           }),
         close: () => db.close(),
       }) as Db,
@@ -191,6 +217,22 @@ describe.runIf(postgresBackend)('creates of teams under concurrency', () => {
     }
   });
 
+  it('concurrency: a team creation that finds its name taken by a team deleted before it looks for it creates the team: 201', async () => {
+    const holder = (await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'vanishing' })).body;
+    const paused = pauseAfter(/INSERT INTO teams/);
+    const reply = h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'vanishing' });
+    await paused.reached;
+    try {
+      // A team's deletion takes no lock the creation holds: it does not wait for it.
+      expect((await h.call('DELETE', `/api/v1/teams/${holder.team_id}`)).status).toBe(200);
+    } finally {
+      paused.release();
+    }
+    const answer = await reply;
+    expect([answer.status, answer.body.team_name]).toEqual([201, 'vanishing']);
+    expect(answer.body.team_id).not.toBe(holder.team_id);
+  });
+
   it('concurrency: a team creation that waits for its organization\'s deletion finds the organization gone: 404, and no team is stored', async () => {
     const org = (await h.call('POST', '/api/v1/organizations', { org_name: `doomed-${randomUUID().slice(0, 8)}` })).body;
     const answer = await answerAfterWaiting(`DELETE FROM organizations WHERE id = $1`, [org.org_id], () =>
@@ -238,6 +280,25 @@ describe.runIf(postgresBackend)('creates of team members under concurrency', () 
       () => h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'mallory' }),
     );
     expect([answer.status, answer.body.code, answer.body.existing_id]).toEqual([409, 'conflict', eve]);
+  });
+
+  it('concurrency: a team\'s PATCH waits for a member\'s creation in progress, and its answer and team.updated event count that member', async () => {
+    const teamId = await newTeam();
+    const paused = pauseAfter(/INSERT INTO participants/);
+    const agent = h.call('POST', `/api/v1/teams/${teamId}/agents`, { name: 'counted' });
+    await paused.reached;
+    let patch: Promise<Reply>;
+    try {
+      patch = h.call('PATCH', `/api/v1/teams/${teamId}`, { description: 'after' });
+      expect(await Promise.race([patch.then(() => 'answered' as const), lockWaitSeen()])).toBe('waited');
+    } finally {
+      paused.release();
+    }
+    expect((await agent).status).toBe(201);
+    const patched = await patch;
+    expect([patched.status, patched.body.agent_count]).toEqual([200, 1]);
+    const events = (await h.call('GET', `/api/v1/organizations/${h.orgId}/events?team_id=${teamId}`)).body.events as Array<{ type: string; data: { agent_count?: number } }>;
+    expect(events.filter((e) => e.type === 'team.updated').map((e) => e.data.agent_count)).toEqual([1]);
   });
 
   it('concurrency: a member\'s creation that waits for its team\'s deletion finds the team gone: 404, and nothing is stored', async () => {
