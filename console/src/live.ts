@@ -1,8 +1,8 @@
 /**
- * Keeping a page current: `refresh` runs at once, then whenever the person's event stream says
- * something happened in their threads (`GET /api/v1/me/events/stream`, one EventSource per
- * organization of theirs, shared by every page), and on a slow timer besides, in case a stream
- * cannot be held (a proxy that cuts it). When a stream is refused (the session ended), the page
+ * Keeping a page current: `refresh` runs at once, again when the person's event stream opens,
+ * then whenever that stream says something happened in their threads (`GET
+ * /api/v1/me/events/stream`, one EventSource per organization of theirs, shared by every page),
+ * and on a slow timer besides, in case a stream cannot be held (a proxy that cuts it). When a stream is refused (the session ended), the page
  * refreshes at once, which signs the console out.
  */
 import { useEffect, useRef } from 'preact/hooks';
@@ -31,6 +31,10 @@ function open(orgId: string): Stream {
   const source = new EventSource(`/api/v1/me/events/stream?org_id=${encodeURIComponent(orgId)}`);
   const stream: Stream = { source, listeners: new Set() };
   for (const type of ['message.created', 'thread.opened']) source.addEventListener(type, () => notify(stream));
+  // A stream begins at its connection: what happened between a page's first load and that moment
+  // (an agent's reply to the message that opened the thread, say) is not on it. Each page looks
+  // once more when its stream opens, so nothing waits for the 30 s fallback.
+  source.addEventListener('open', () => notify(stream));
   source.addEventListener('error', () => {
     // CONNECTING: the browser reconnects by itself (from the last event id). CLOSED: refused.
     if (source.readyState !== EventSource.CLOSED) return;
@@ -63,8 +67,8 @@ export function closePersonEvents(): void {
 }
 
 /**
- * Runs `refresh` now, on every event of the person's threads (several at once run it once), and
- * every 30 s; `options.intervalMs` is the timer where the browser has no EventSource.
+ * Runs `refresh` now, when the person's stream opens, on every event of the person's threads
+ * (several at once run it once), and every 30 s; `options.intervalMs` is the timer where the browser has no EventSource.
  */
 export function useLiveUpdates(refresh: () => Promise<void>, options: { intervalMs: number }, deps: unknown[] = []): void {
   const { me } = useSession();
