@@ -2,8 +2,8 @@
  * Keeping a page current: `refresh` runs at once, again when the person's event stream opens,
  * then whenever that stream says something happened in their threads (`GET
  * /api/v1/me/events/stream`, one EventSource per organization of theirs, shared by every page),
- * and on a slow timer besides, in case a stream cannot be held (a proxy that cuts it). When a stream is refused (the session ended), the page
- * refreshes at once, which signs the console out.
+ * and on a slow timer besides, in case a stream cannot be held (a proxy that cuts it). When a
+ * stream is refused (the session ended), the page refreshes at once, which signs the console out.
  */
 import { useEffect, useRef } from 'preact/hooks';
 import { usePolling } from './page.ts';
@@ -68,7 +68,8 @@ export function closePersonEvents(): void {
 
 /**
  * Runs `refresh` now, when the person's stream opens, on every event of the person's threads
- * (several at once run it once), and every 30 s; `options.intervalMs` is the timer where the browser has no EventSource.
+ * (several at once run it once), and every 30 s; `options.intervalMs` is the timer where the
+ * browser has no EventSource.
  */
 export function useLiveUpdates(refresh: () => Promise<void>, options: { intervalMs: number }, deps: unknown[] = []): void {
   const { me } = useSession();

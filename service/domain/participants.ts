@@ -1,6 +1,6 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Agent, AgentStatus, Human, Provider } from '../../api/schemas.ts';
-import type { Queryable } from '../storage/db.ts';
+import { insertUnlessTaken, type Queryable } from '../storage/db.ts';
 import { wakeAgentWork } from './agent-work.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { lockDeletable } from './deletion.ts';
@@ -112,12 +112,12 @@ async function insertParticipant<W extends Record<string, unknown>>(
   wire: (row: ParticipantRow) => W,
 ): Promise<W> {
   const { created_at: _createdAt, org_id: _orgId, ...values } = row;
-  const columns = Object.keys(values);
   const created = wire(row);
+  const { sql, params } = insertUnlessTaken('participants', values, 'team_id, name');
   const inserted = await insertWithEvent<ParticipantRow>(
     tx,
-    `INSERT INTO participants (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (team_id, name) DO NOTHING`,
-    Object.values(values),
+    sql,
+    params,
     { orgId, teamId: row.team_id, type: `${row.kind}.created`, data: created },
     wire,
   );

@@ -1,6 +1,6 @@
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Team, TeamDeletionPreview } from '../../api/schemas.ts';
-import type { Queryable } from '../storage/db.ts';
+import { insertUnlessTaken, type Queryable } from '../storage/db.ts';
 import { assertOrganizationReachable } from './access-checks.ts';
 import { deleteTeamAttachments } from './attachments.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
@@ -116,15 +116,15 @@ export async function createTeam(
     };
     const wire = (stored: Omit<TeamRow, 'agent_count' | 'edge_count'>) => toTeam({ ...stored, agent_count: 0, edge_count: 0 });
     const created = wire({ ...row, created_at: org.now });
-    const columns = Object.keys(row);
+    const { sql, params } = insertUnlessTaken('teams', row, 'org_id, name');
     // The team that held the name may be deleted between the insert and the look for it (its
     // deletion takes no lock this creation holds): the name is then free, and the insert is tried
     // again. Each turn either inserts, finds the holder, or saw a holder deleted.
     for (let attempt = 1; ; attempt++) {
       const inserted = await insertWithEvent(
         tx,
-        `INSERT INTO teams (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (org_id, name) DO NOTHING`,
-        Object.values(row),
+        sql,
+        params,
         { orgId, teamId: row.id, type: 'team.created', data: created },
         wire,
       );

@@ -23,6 +23,20 @@ export interface Db extends Queryable {
   close(): Promise<void>;
 }
 
+/**
+ * `INSERT INTO table (…) VALUES ($1, …) ON CONFLICT (conflict) DO NOTHING` for the columns of
+ * `row`, in its key order, and the parameters in that order. Output: `{ sql, params }`, for
+ * `insertWithEvent` (events/log.ts), which inserts nothing and writes no event when the row's
+ * unique key is taken.
+ */
+export function insertUnlessTaken(table: string, row: Record<string, unknown>, conflict: string): { sql: string; params: unknown[] } {
+  const columns = Object.keys(row);
+  return {
+    sql: `INSERT INTO ${table} (${columns.join(', ')}) VALUES (${columns.map((_, i) => `$${i + 1}`).join(', ')}) ON CONFLICT (${conflict}) DO NOTHING`,
+    params: Object.values(row),
+  };
+}
+
 /** Whether `error` is a PostgreSQL unique violation (SQLSTATE 23505) on either driver. */
 export function isUniqueViolation(error: unknown): boolean {
   return typeof error === 'object' && error !== null && (error as { code?: unknown }).code === '23505';
