@@ -95,9 +95,11 @@ export interface ClientCpu {
   microsPerRequest: number;
 }
 
-/** One run of one backend: a fresh server, its floor, the client CPU and the applies. */
+/** One run of one backend: a fresh server, its floor (measured before and after the applies), the client CPU and the applies. */
 export interface BackendRun {
   floor: ThroughputResult;
+  /** The same measurement again after the applies; absent in runs recorded before it was taken. */
+  floorAfter?: ThroughputResult;
   clientCpu: ClientCpu[];
   applies: ApplyRun[];
 }
@@ -148,9 +150,24 @@ export function range(values: number[], digits = 2): string {
   return lo === hi ? lo : `${lo}–${hi}`;
 }
 
-/** The floor of one apply: its requests at the service's create rate with 32 clients, seconds. */
+/**
+ * The service's create rate at 32 clients around the run's applies, creates/s: the harmonic mean
+ * of the rates measured before and after them (so the floor's seconds are the mean of the two),
+ * or the one before when there is no second.
+ */
+export function floorRate(run: BackendRun): number {
+  if (!run.floorAfter) return run.floor.perSecond;
+  return 2 / (1 / run.floor.perSecond + 1 / run.floorAfter.perSecond);
+}
+
+/** The floor's drift within one run: the rate after the applies ÷ the rate before them (NaN with no second). */
+export function floorDrift(run: BackendRun): number {
+  return run.floorAfter ? run.floorAfter.perSecond / run.floor.perSecond : NaN;
+}
+
+/** The floor of one apply: its requests at the service's create rate with 32 clients ({@link floorRate}), seconds. */
 export function floorSeconds(run: BackendRun, apply: ApplyRun): number {
-  return (apply.gets + apply.mutations) / run.floor.perSecond;
+  return (apply.gets + apply.mutations) / floorRate(run);
 }
 
 /** The run's apply of `engine`, `kind` and `parallelism`, if measured. */
@@ -226,10 +243,11 @@ export function renderApplyReport(machine: ApplyMachine, plan: ApplyPlan, result
   );
   lines.push('');
   lines.push(
-    `Each run starts a fresh server (a new data dir, a new database) and measures, in this order: the floor, the client's CPU per request, then a fresh apply of ${n(plan.creates)} creates ` +
-      `(1 organization, ${n(plan.teams)} teams, ${n(plan.teams * plan.agents)} agents, ${n(plan.teams * plan.edges)} edges) and a no-op re-apply on each engine, ` +
+    `Each run starts a fresh server (a new data dir, a new database) and measures, in this order: the floor, a fresh apply of ${n(plan.creates)} creates ` +
+      `(1 organization, ${n(plan.teams)} teams, ${n(plan.teams * plan.agents)} agents, ${n(plan.teams * plan.edges)} edges) and a no-op re-apply on each engine, the floor again, then the client's CPU per request, ` +
       `so every ratio below compares figures of one run. Floor = the apply's requests ÷ the service's create rate at 32 clients in the apply's shape ` +
-      `(each client on teams of its own: create the team, its ${plan.agents} agents one by one, its ${plan.edges} edges one by one, then the next team; ${plan.seconds} s after a warm-up). ` +
+      `(each client on teams of its own: create the team, its ${plan.agents} agents one by one, its ${plan.edges} edges one by one, then the next team; ${plan.seconds} s, the first time after a warm-up), ` +
+      `the mean of its seconds before and after the applies: the machine's speed drifts within a run (the floor's drift row), and a floor taken on one side only carries that drift into the ratio. ` +
       `Client CPU = the CPU time per request of a process running one client alone (bench/client-cpu.ts), over ${n(plan.clientRequests)} sequential creates with each client after 200 unmeasured, in five rounds with the clients in turn.`,
   );
   lines.push('');
@@ -250,6 +268,7 @@ export function renderApplyReport(machine: ApplyMachine, plan: ApplyPlan, result
   lines.push(`| parallelism ${parallelism}, ${runs} runs (min–max) | ${results.map((r) => label(r.backend)).join(' | ')} |`);
   lines.push(`|---|${results.map(() => '---:').join('|')}|`);
   lines.push(`| floor (service's create rate at 32 clients), s | ${results.map((r) => cell(r, (run) => { const a = find(run, 'local', 'fresh', parallelism) ?? run.applies[0]; return a ? floorSeconds(run, a) : NaN; })).join(' | ')} |`);
+  lines.push(`| floor's drift within a run: its rate after the applies ÷ before | ${results.map((r) => cell(r, floorDrift)).join(' | ')} |`);
   lines.push(`| local engine, fresh, s (× floor) | ${results.map((r) => `${cell(r, wall('local', 'fresh'))} (${cell(r, (run) => ratios(run, parallelism).localVsFloor)} ×)`).join(' | ')} |`);
   lines.push(
     `| Temporal, fresh, s (× floor, × local) | ${results.map((r) => `${cell(r, wall('temporal', 'fresh'))} (${cell(r, (run) => ratios(run, parallelism).temporalVsFloor)} × floor, ${cell(r, (run) => ratios(run, parallelism).temporalVsLocal)} × local)`).join(' | ')} |`,

@@ -1,7 +1,8 @@
 /**
  * `npm run bench:apply`: an apply of 100 teams × 10 agents × 20 edges (3,101 creates) on the local
  * engine and on Temporal, on PGlite and on PostgreSQL, against the floor: the requests it sends ÷
- * the service's own create rate at 32 concurrent clients. Also a no-op re-apply of each, the
+ * the service's own create rate at 32 concurrent clients, measured before and after the applies
+ * (the mean of the two; bench/apply-report.ts `floorRate`). Also a no-op re-apply of each, the
  * Temporal apply's history (events, bytes, runs of its continue-as-new chain, largest payload), and
  * the client's CPU per request beside a plain `node:http` client's. Everything is measured
  * `BENCH_APPLY_RUNS` times (default 5), each run on a fresh server, so that every ratio compares
@@ -483,8 +484,8 @@ async function measure(
 }
 
 /**
- * One run of one backend on `server` (fresh): warm-up, the floor, the client CPU, then at each
- * parallelism a fresh apply and a no-op re-apply on the local engine and on Temporal.
+ * One run of one backend on `server` (fresh): warm-up, the floor, then at each parallelism a fresh
+ * apply and a no-op re-apply on the local engine and on Temporal, the floor again, the client CPU.
  */
 async function runOnce(backend: BackendApplyResult['backend'], server: ServerProcess, temporal: TemporalSide | undefined, run: number): Promise<BackendRun> {
   activityEnv[KEY_ENV] = server.apiKey;
@@ -495,8 +496,6 @@ async function runOnce(backend: BackendApplyResult['backend'], server: ServerPro
   await createRate(server, probe, 8, 2);
   const floor = await createRate(server, probe, 32, seconds);
   log(`${backend} run ${run}: floor ${floor.perSecond.toFixed(0)} creates/s (${floor.creates} in ${floor.seconds.toFixed(1)} s); CPU bench ${floor.cpu.bench.toFixed(1)} s, server ${floor.cpu.server.toFixed(1)} s, pg ${floor.cpu.postgres.toFixed(1)} s, machine ${floor.cpu.machine.toFixed(1)} s`);
-  const cpu = await clientCpu(server, CLIENT_REQUESTS);
-  log(`${backend} run ${run}: client CPU per request ${cpu.map((c) => `${c.client} ${c.microsPerRequest.toFixed(0)} µs`).join(', ')}`);
 
   const applies: ApplyRun[] = [];
   const all = [...new Set([...localParallelisms, ...temporalParallelisms])].sort((a, b) => a - b);
@@ -524,7 +523,12 @@ async function runOnce(backend: BackendApplyResult['backend'], server: ServerPro
       }
     }
   }
-  return { floor, clientCpu: cpu, applies };
+  // The floor again: the machine's speed drifts over a run, and the mean of both sides bounds what it did to the applies between them.
+  const floorAfter = await createRate(server, probe, 32, seconds);
+  log(`${backend} run ${run}: floor after the applies ${floorAfter.perSecond.toFixed(0)} creates/s (${floorAfter.creates} in ${floorAfter.seconds.toFixed(1)} s)`);
+  const cpu = await clientCpu(server, CLIENT_REQUESTS);
+  log(`${backend} run ${run}: client CPU per request ${cpu.map((c) => `${c.client} ${c.microsPerRequest.toFixed(0)} µs`).join(', ')}`);
+  return { floor, floorAfter, clientCpu: cpu, applies };
 }
 
 // ---------------------------------------------------------------------------------------------
