@@ -98,8 +98,8 @@ export interface ClientCpu {
 /** One run of one backend: a fresh server, its floor (measured before and after the applies), the client CPU and the applies. */
 export interface BackendRun {
   floor: ThroughputResult;
-  /** The same measurement again after the applies; absent in runs recorded before it was taken. */
-  floorAfter?: ThroughputResult;
+  /** The same measurement again after the applies. */
+  floorAfter: ThroughputResult;
   clientCpu: ClientCpu[];
   applies: ApplyRun[];
 }
@@ -152,17 +152,15 @@ export function range(values: number[], digits = 2): string {
 
 /**
  * The service's create rate at 32 clients around the run's applies, creates/s: the harmonic mean
- * of the rates measured before and after them (so the floor's seconds are the mean of the two),
- * or the one before when there is no second.
+ * of the rates measured before and after them, so the floor's seconds are the mean of the two.
  */
 export function floorRate(run: BackendRun): number {
-  if (!run.floorAfter) return run.floor.perSecond;
   return 2 / (1 / run.floor.perSecond + 1 / run.floorAfter.perSecond);
 }
 
-/** The floor's drift within one run: the rate after the applies ÷ the rate before them (NaN with no second). */
+/** The floor's drift within one run: the rate after the applies ÷ the rate before them. */
 export function floorDrift(run: BackendRun): number {
-  return run.floorAfter ? run.floorAfter.perSecond / run.floor.perSecond : NaN;
+  return run.floorAfter.perSecond / run.floor.perSecond;
 }
 
 /** The floor of one apply: its requests at the service's create rate with 32 clients ({@link floorRate}), seconds. */
