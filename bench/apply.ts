@@ -494,8 +494,10 @@ async function runOnce(backend: BackendApplyResult['backend'], server: ServerPro
 
   // Warm-up: JIT, pool connections, caches (as bench/run.ts does before its rates).
   await createRate(server, probe, 8, 2);
+  const logFloor = (what: string, r: ThroughputResult) =>
+    log(`${backend} run ${run}: ${what} ${r.perSecond.toFixed(0)} creates/s (${r.creates} in ${r.seconds.toFixed(1)} s); CPU bench ${r.cpu.bench.toFixed(1)} s, server ${r.cpu.server.toFixed(1)} s, pg ${r.cpu.postgres.toFixed(1)} s, machine ${r.cpu.machine.toFixed(1)} s`);
   const floor = await createRate(server, probe, 32, seconds);
-  log(`${backend} run ${run}: floor ${floor.perSecond.toFixed(0)} creates/s (${floor.creates} in ${floor.seconds.toFixed(1)} s); CPU bench ${floor.cpu.bench.toFixed(1)} s, server ${floor.cpu.server.toFixed(1)} s, pg ${floor.cpu.postgres.toFixed(1)} s, machine ${floor.cpu.machine.toFixed(1)} s`);
+  logFloor('floor', floor);
 
   const applies: ApplyRun[] = [];
   const all = [...new Set([...localParallelisms, ...temporalParallelisms])].sort((a, b) => a - b);
@@ -523,9 +525,9 @@ async function runOnce(backend: BackendApplyResult['backend'], server: ServerPro
       }
     }
   }
-  // The floor again: the machine's speed drifts over a run, and the mean of both sides bounds what it did to the applies between them.
+  // The floor again: the machine's speed drifts over a run, and the mean of both sides averages a drift between them out of the ratio.
   const floorAfter = await createRate(server, probe, 32, seconds);
-  log(`${backend} run ${run}: floor after the applies ${floorAfter.perSecond.toFixed(0)} creates/s (${floorAfter.creates} in ${floorAfter.seconds.toFixed(1)} s)`);
+  logFloor('floor after the applies', floorAfter);
   const cpu = await clientCpu(server, CLIENT_REQUESTS);
   log(`${backend} run ${run}: client CPU per request ${cpu.map((c) => `${c.client} ${c.microsPerRequest.toFixed(0)} µs`).join(', ')}`);
   return { floor, floorAfter, clientCpu: cpu, applies };
