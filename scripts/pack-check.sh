@@ -87,6 +87,15 @@ check_on() {
     (cd "$work" && PATH="$node_dir:$prefix/bin:$PATH" exec teamctl worker --task-queue "$queue") >"$work/worker-$line.log" 2>&1 &
     worker=$!
     pids+=("$worker")
+    # As the server is waited for above: the worker bundles the installed workflows before it
+    # polls, which on a busy machine can take longer than the 5 s a run waits for a worker.
+    local waited=0
+    until grep -q '^teamctl worker polling task queue' "$work/worker-$line.log"; do
+      kill -0 "$worker" 2>/dev/null || { cat "$work/worker-$line.log" >&2; fail "teamctl worker exited before it polled on Node $line"; }
+      [ "$waited" -lt 120 ] || { cat "$work/worker-$line.log" >&2; fail "teamctl worker did not poll within 120 s on Node $line"; }
+      sleep 1
+      waited=$((waited + 1))
+    done
     run_with "$node_dir" teamctl run triage -f "$package/examples/triage.yaml" --input ticket=T-1 --engine temporal --task-queue "$queue" >"$work/run-$line.log" 2>&1 \
       || { cat "$work/run-$line.log" "$work/worker-$line.log" >&2; fail "teamctl run on Temporal on Node $line"; }
     grep -q '^output: ' "$work/run-$line.log" || fail "the pipeline run printed no output on Node $line"
