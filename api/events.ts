@@ -4,6 +4,7 @@
  * generated from.
  */
 import { z } from 'zod';
+import { ToolCall } from './agent-tools.ts';
 import { resourceFields } from './resource-fields.ts';
 import { Agent, Edge, Human, Id, LongText, Message, Name, Team, Thread, Timestamp, maxGraceSeconds } from './schemas.ts';
 
@@ -24,6 +25,8 @@ export const EventTypes = {
   // Edges have no PATCH, so the service never writes it; named so that a filter may say `edge.*` or list it.
   'edge.updated': 'edge.updated',
   'edge.deleted': 'edge.deleted',
+  'tool_call.started': 'tool_call.started',
+  'tool_call.finished': 'tool_call.finished',
 } as const;
 export type EventType = keyof typeof EventTypes;
 export const EventTypeSchema = z.enum(EventTypes);
@@ -107,6 +110,12 @@ export const Event = z
     event('edge.created', Edge, 'An edge was created.'),
     event('edge.updated', Edge, 'Reserved: edges cannot be changed, so the service does not write it.'),
     event('edge.deleted', deletedData('edge_id'), 'An edge was deleted, with its threads and messages.'),
+    event(
+      'tool_call.started',
+      ToolCall,
+      'A tool call of an agent\'s turn began to run, or began to wait for its approval (`status` says which; contract §11). Written again when an approved call starts.',
+    ),
+    event('tool_call.finished', ToolCall, 'A tool call of an agent\'s turn ended: completed, failed or rejected (contract §11).'),
   ])
   .meta({ id: 'Event' });
 export type Event = z.infer<typeof Event>;

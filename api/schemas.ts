@@ -5,6 +5,8 @@
  * client types its results with them, and the OpenAPI document is generated from them.
  */
 import { z } from 'zod';
+import { AgentTools, AgentToolsBody, defaultMaxSteps, maxMaxSteps } from './agent-tools.ts';
+import { Id, Timestamp } from './primitives.ts';
 import { minProviderKeyLength } from './provider-key-hint.ts';
 import { resourceFields } from './resource-fields.ts';
 
@@ -24,10 +26,7 @@ export const Subject = trimmed(0, 200);
 export const Content = trimmed(1, 32768);
 /** A channel hint (contract §1). */
 export const Channel = z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'must match ^[a-z][a-z0-9_-]{0,31}$');
-/** An identifier (UUID string), lowercased so that ids compare equal however a client spells them. */
-export const Id = z.uuid().overwrite((id) => id.toLowerCase());
-/** An ISO 8601 UTC timestamp with milliseconds (documented as `format: date-time`). */
-export const Timestamp = z.string().meta({ format: 'date-time' });
+export { Id, Timestamp } from './primitives.ts';
 
 /** The LLM providers the service knows (contract §5). */
 export const Providers = ['openai', 'anthropic', 'google', 'mistral', 'groq', 'openrouter', 'echo'] as const;
@@ -100,6 +99,12 @@ export const AgentFields = resourceFields({
     description:
       'Daily token budget (input plus output tokens per UTC day); once spent the agent calls no provider until the next UTC day. null: unlimited; left out: left as it is on the service (unlimited for a new agent)',
   },
+  maxSteps: {
+    rest: 'max_steps',
+    value: z.number().int().min(1).max(maxMaxSteps),
+    default: defaultMaxSteps,
+    description: `Most model calls of one turn of an agent with tools (1–${maxMaxSteps}, default ${defaultMaxSteps}); a turn that reaches it ends with a reply saying so`,
+  },
   protect,
 });
 
@@ -117,11 +122,13 @@ export const CreateOrganizationBody = OrganizationFields.createBody.meta({ id: '
 export const PatchOrganizationBody = OrganizationFields.patchBody.omit({ org_name: true }).meta({ id: 'PatchOrganizationBody' });
 export const CreateTeamBody = TeamFields.createBody.meta({ id: 'CreateTeamBody' });
 export const PatchTeamBody = TeamFields.patchBody.meta({ id: 'PatchTeamBody' });
-export const CreateAgentBody = AgentFields.createBody.meta({
+/** `tools` in an agent's create and PATCH bodies (contract §11): null or absent at creation, no tools. */
+const toolsBody = AgentToolsBody.nullable().optional();
+export const CreateAgentBody = AgentFields.createBody.extend({ tools: toolsBody }).meta({
   id: 'CreateAgentBody',
   description: 'A provider other than `echo` needs a `model` (400 `invalid_request` naming `model` otherwise).',
 });
-export const PatchAgentBody = AgentFields.patchBody.meta({
+export const PatchAgentBody = AgentFields.patchBody.extend({ tools: toolsBody }).meta({
   id: 'PatchAgentBody',
   description: 'The agent after the change must have a `model` if its provider is not `echo` (400 `invalid_request` naming `model` otherwise).',
 });
@@ -191,6 +198,7 @@ export const Agent = z.object({
   agent_id: Id,
   team_id: Id,
   ...AgentFields.resourceShape,
+  tools: AgentTools.nullable(),
   created_at: Timestamp,
 }).meta({ id: 'Agent' });
 export type Agent = z.infer<typeof Agent>;

@@ -24,7 +24,7 @@ import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import os from 'node:os';
 import { join } from 'node:path';
 import { setTimeout as sleep } from 'node:timers/promises';
-import { claimWork } from '../service/agent-loop/agent-loop.ts';
+import { claimWork } from '../service/agent-loop/work.ts';
 import { startServer } from '../service/index.ts';
 import type { Db } from '../service/storage/db.ts';
 import { openDb } from '../service/storage/open-db.ts';

@@ -228,7 +228,16 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // The embedded database has one process (its data dir is locked): earlier instances are gone.
     instance = await registerInstance(db, { sole: !options.databaseUrl });
     // Writes of a request holding an Idempotency-Key claim mark it committed in their transaction.
-    const deps: DomainDeps = { db: markingCommits(db), events, inboxes: createWakeOneQueues(events), secrets, instanceId: instance.id };
+    const webhookSettings: WebhookSettings = { ...defaultWebhookSettings, ...options.webhooks };
+    const deps: DomainDeps = {
+      db: markingCommits(db),
+      events,
+      inboxes: createWakeOneQueues(events),
+      secrets,
+      instanceId: instance.id,
+      // Agents' remote MCP servers follow the rules of webhook URLs (contract §11).
+      urls: { allowPrivate: webhookSettings.allowPrivate, resolve: webhookSettings.resolve },
+    };
     const heldWaits = createHeldWaits({
       perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
       perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
@@ -240,7 +249,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     // for the deployment); the embedded database has one process, which counts in memory.
     const rateLimitStore = options.databaseUrl ? createPostgresRateLimitStore(db) : createMemoryRateLimitStore();
     const connectionLimits = { ...defaultConnectionLimits, ...options.connectionLimits };
-    const settings: WebhookSettings = { ...defaultWebhookSettings, ...options.webhooks };
+    const settings = webhookSettings;
     // The worker logs through the app's logger, which exists only once the app is built.
     const logError = (message: string, error?: unknown) => app?.log.error({ err: error }, message);
     worker = startWebhookWorker(deps, settings, logError);

@@ -107,6 +107,9 @@ function participantsOf(event: Event): string[] {
     case 'edge.created':
     case 'edge.updated':
       return [...event.data.participants];
+    case 'tool_call.started':
+    case 'tool_call.finished':
+      return [event.data.agent_id, ...(event.data.waiting_on ? [event.data.waiting_on.participant_id] : [])];
     default:
       return [];
   }
@@ -151,6 +154,13 @@ export function summary(event: Event, names: NameBook): string {
       return names.name(event.data.human_id ?? '');
     case 'edge.deleted':
       return event.data.edge_id ?? '';
+    case 'tool_call.started':
+    case 'tool_call.finished': {
+      const d = event.data;
+      const tool = d.server === null ? d.tool : `${d.server}.${d.tool}`;
+      const asked = d.waiting_on ? ` -> ${names.name(d.waiting_on.participant_id)}` : '';
+      return `${names.name(d.agent_id)} ${tool}${asked}: ${d.status}${d.error ? ` (${d.error.split(':')[0]})` : ''}  thread ${d.thread_id}`;
+    }
   }
 }
 

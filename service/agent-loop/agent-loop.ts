@@ -12,19 +12,30 @@
 import { randomUUID } from 'node:crypto';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
-import { newId } from '../domain/ids.ts';
 import { insertMessage } from '../domain/threads.ts';
 import type { Queryable } from '../storage/db.ts';
 import { isUniqueViolation } from '../storage/db.ts';
 import { redactKey } from './providers/redact-key.ts';
 import { ProviderFailure, type ProviderReply, type ReplyProvider, type Turn } from './providers/types.ts';
+import { createTurnRunner } from './turns/run-turn.ts';
+import {
+  claimWork,
+  contextMessages,
+  maxContent,
+  nextSql,
+  parkRow,
+  parkSql,
+  readySql,
+  recordUsage,
+  releaseDeadLeases,
+  type AgentContext,
+  type Claim,
+  type Due,
+  type LoopLogger,
+  type ThreadMessage,
+} from './work.ts';
 
-/** Where the loop reports; a pino logger fits. */
-export interface LoopLogger {
-  info(object: Record<string, unknown>, message: string): void;
-  warn(object: Record<string, unknown>, message: string): void;
-  error(object: Record<string, unknown>, message: string): void;
-}
+export type { LoopLogger } from './work.ts';
 
 /** Options of {@link startAgentLoop}. */
 export interface AgentLoopOptions {
@@ -60,142 +71,6 @@ export interface AgentLoop {
   stop(): Promise<void>;
 }
 
-/** The contract's longest message (§1): a longer reply is cut there. */
-const maxContent = 32_768;
-// The conversation handed to a provider: the most recent messages only, to bound prompt size.
-const contextMessages = 50;
-
-/** What the loop needs to know about the agent of a claimed row (read with the claim). */
-export interface AgentContext {
-  kind: string;
-  name: string;
-  status: string;
-  provider: string | null;
-  model: string | null;
-  instructions: string;
-  max_tokens_per_day: number | null;
-  team_id: string;
-  org_id: string;
-  ciphertext: string | null;
-  refused: boolean;
-  /** Tokens counted against the budget in the current UTC day. */
-  tokens_today: number;
-  /** The start of the next UTC day, by the database's clock. */
-  next_day: Date;
-}
-
-/** A claimed work row, with its agent (null when the agent is gone). */
-export interface Claim {
-  agent_id: string;
-  thread_id: string;
-  handled_seq: number;
-  latest_seq: number;
-  failures: number;
-  token: string;
-  agent: AgentContext | null;
-}
-
-/** One message of the thread, newest first in {@link nextSql}'s answer. */
-interface ThreadMessage {
-  id: string;
-  seq: number;
-  sender_id: string;
-  content: string;
-  reply_to: string | null;
-}
-
-/** When a row may be claimed again: in some milliseconds, at a time, or once something wakes it. */
-type Due = { inMs: number } | { at: Date } | 'never';
-
-// Claims and reads each claimed row's agent in one statement (one round trip per batch).
-const claimSql = `
-  WITH picked AS (
-    SELECT agent_id, thread_id FROM agent_work
-     WHERE latest_seq > handled_seq AND due_at <= now()
-     ORDER BY due_at LIMIT $1
-     FOR UPDATE SKIP LOCKED
-  ), leased AS (
-    UPDATE agent_work w SET due_at = now() + make_interval(secs => $2), lease_token = $3, woken = false
-      FROM picked p
-     WHERE w.agent_id = p.agent_id AND w.thread_id = p.thread_id
-    RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures
-  )
-  SELECT l.*, a.id IS NOT NULL AS found, a.kind, a.name, a.status, a.provider, a.model, a.instructions, a.max_tokens_per_day,
-         a.team_id, t.org_id, pk.ciphertext, pk.refused_at IS NOT NULL AS refused,
-         COALESCE(d.tokens::float8, 0) AS tokens_today,
-         (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS next_day
-    FROM leased l
-    LEFT JOIN participants a ON a.id = l.agent_id
-    LEFT JOIN teams t ON t.id = a.team_id
-    LEFT JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
-    LEFT JOIN agent_daily_usage d ON d.agent_id = a.id AND d.day = (now() AT TIME ZONE 'UTC')::date`;
-
-/**
- * Claims up to `limit` due work rows for `leaseSeconds` under `token`: the rows with work whose
- * `due_at` has come, oldest due first, skipping rows another transaction holds (`FOR UPDATE SKIP
- * LOCKED`); their `due_at` moves to the lease's end, so no other process claims them meanwhile.
- * This one statement is what a tick costs when there is nothing to do: it reads only the partial
- * index of rows with work, however many idle threads there are. Output: the claimed rows, each
- * with its agent as it is now.
- */
-export async function claimWork(db: Queryable, limit: number, leaseSeconds: number, token: string): Promise<Claim[]> {
-  const rows = await db.query<Omit<Claim, 'token' | 'agent'> & AgentContext & { found: boolean }>(claimSql, [limit, leaseSeconds, token]);
-  return rows.map(({ agent_id, thread_id, handled_seq, latest_seq, failures, found, ...agent }) => ({
-    agent_id,
-    thread_id,
-    handled_seq,
-    latest_seq,
-    failures,
-    token,
-    agent: found ? agent : null,
-  }));
-}
-
-// The oldest peer message after the mark that the agent has not answered, and the thread up to
-// it, newest first: the conversation as it stood, and the run the ping-pong guard looks at. No
-// row: nothing left to answer. Answered are the messages the loop answered (its answer carries
-// `reply_to`; a mark that starts at 0 after the migration thus skips them) and every message
-// before one the agent wrote by hand (over MCP or REST, `reply_to` null: an external agent that
-// gets a provider does not answer its conversations again); both lookups read only the messages
-// after the mark. When that hand-written message expects a reply (`expects_reply`: a program such
-// as a pipeline step wrote it as the agent and waits for the answer), the first peer message after
-// it is that program's answer, not the agent's to answer: it is skipped (`asked`).
-const nextSql = `
-  WITH spoke AS (
-    SELECT COALESCE(max(h.seq), $2) AS seq FROM messages h
-     WHERE h.thread_id = $1 AND h.seq > $2 AND h.sender_id = $3 AND h.reply_to IS NULL
-  ), asked AS (
-    SELECT min(p.seq) AS seq FROM spoke, messages h, messages p
-     WHERE h.thread_id = $1 AND h.seq = spoke.seq AND h.sender_id = $3 AND h.expects_reply
-       AND p.thread_id = $1 AND p.seq > spoke.seq AND p.sender_id <> $3
-  ), next AS (
-    SELECT m.seq FROM messages m, spoke, asked
-     WHERE m.thread_id = $1 AND m.seq > spoke.seq AND m.sender_id <> $3 AND m.seq IS DISTINCT FROM asked.seq
-       AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
-     ORDER BY m.seq LIMIT 1
-  )
-  SELECT r.id, r.seq, r.sender_id, r.content, r.reply_to
-    FROM next, LATERAL (SELECT * FROM messages q WHERE q.thread_id = $1 AND q.seq <= next.seq ORDER BY q.seq DESC LIMIT $4) r
-   ORDER BY r.seq DESC`;
-
-// Whether an agent may call its provider now: active, with a key that was not refused.
-const readySql = `
-  SELECT a.status = 'active' AND pk.ciphertext IS NOT NULL AND pk.refused_at IS NULL AS ready
-    FROM participants a JOIN teams t ON t.id = a.team_id
-    LEFT JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
-   WHERE a.id = $1`;
-
-// Gives a claimed row back: moves its mark and sets when it is due again, unless a change that
-// wakes the agent's work (agent-work.ts) came while it was claimed (`woken`): what the claim read
-// (a paused agent, no key, a spent budget) may be stale then, so the row is due at once. Such a
-// change holds the row's lock until it commits, and this UPDATE waits for it and reads the flag.
-const parkSql = (due: Due): string => {
-  const dueAt = due === 'never' ? `'infinity'::timestamptz` : 'inMs' in due ? `now() + make_interval(secs => $6::float8 / 1000)` : `$6::timestamptz`;
-  return `UPDATE agent_work SET handled_seq = GREATEST(handled_seq, $3), due_at = CASE WHEN woken THEN now() ELSE ${dueAt} END,
-                 lease_token = NULL, failures = $5, woken = false
-           WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $4`;
-};
-
 /**
  * Starts the agent loop of contract §8. Every `tickMs` (and at once after each finished reply) it
  * claims due work, up to `concurrency` calls in flight. For each claimed (agent, thread) it answers
@@ -218,7 +93,8 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   const maxBackoffMs = options.maxBackoffMs ?? 300_000;
   const concurrency = Math.max(1, options.concurrency ?? 8);
   const callTimeoutMs = options.callTimeoutMs ?? 120_000;
-  const leaseSeconds = (callTimeoutMs + (options.leaseMarginMs ?? 30_000)) / 1000;
+  const leaseMarginMs = options.leaseMarginMs ?? 30_000;
+  const leaseSeconds = (callTimeoutMs + leaseMarginMs) / 1000;
   const stopping = new AbortController();
   const onShutdown = () => stopping.abort();
   options.signal?.addEventListener('abort', onShutdown, { once: true });
@@ -232,32 +108,23 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   let timer: NodeJS.Timeout | undefined;
   let pumping: Promise<void> | undefined;
   let pumpAgain = false;
+  // When the leases of stopped processes were last looked for (0: at the first tick).
+  let lastSweep = 0;
+  const sweepEveryMs = 5_000;
 
   const backoffMs = (failures: number) => Math.min(maxBackoffMs, options.tickMs * 2 ** failures);
+  const turns = createTurnRunner({
+    deps,
+    log,
+    callTimeoutMs,
+    leaseMarginMs,
+    autoReplyLimit,
+    stopping: stopping.signal,
+    onProviderFailure: (claim, agent, failure, reason) => onFailure(claim, agent, failure, reason),
+    onBudgetSpent: (claim, agent) => budgetSpent(claim, agent),
+  });
 
-  async function park(claim: Claim, due: Due, changes: { handledSeq?: number; failures?: number } = {}): Promise<void> {
-    const at = due === 'never' ? null : 'inMs' in due ? Math.max(0, due.inMs) : due.at.toISOString();
-    const params: unknown[] = [claim.agent_id, claim.thread_id, changes.handledSeq ?? 0, claim.token, changes.failures ?? claim.failures];
-    if (at !== null) params.push(at);
-    await deps.db.query(parkSql(due), params);
-  }
-
-  /**
-   * Records what one paid call cost: a row of `agent_usage` (`messageId`: the reply posted, null
-   * when none was) and its tokens on the agent's day, which the budget reads.
-   */
-  async function recordUsage(tx: Queryable, claim: Claim, agent: AgentContext, paid: Pick<ProviderReply, 'usage' | 'model'>, messageId: string | null): Promise<void> {
-    await tx.query(
-      `INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-      [newId(), claim.agent_id, agent.team_id, claim.thread_id, messageId, agent.provider, paid.model, paid.usage.inputTokens, paid.usage.outputTokens],
-    );
-    await tx.query(
-      `INSERT INTO agent_daily_usage (agent_id, day, tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
-       ON CONFLICT (agent_id, day) DO UPDATE SET tokens = agent_daily_usage.tokens + EXCLUDED.tokens`,
-      [claim.agent_id, paid.usage.inputTokens + paid.usage.outputTokens],
-    );
-  }
+  const park = (claim: Claim, due: Due, changes: { handledSeq?: number; failures?: number } = {}) => parkRow(deps.db, claim, due, changes);
 
   /** Posts the reply, records its usage and moves the mark, in one transaction. Output: whether the reply was posted. */
   async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply): Promise<boolean> {
@@ -289,7 +156,36 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     }
   }
 
-  /** Handles one claimed row: at most one provider call, then the row is parked or due again. */
+  /** The daily budget is spent: said once a day, and the row waits for the next UTC day. */
+  async function budgetSpent(claim: Claim, agent: AgentContext): Promise<void> {
+    await logBudgetOnce(claim.agent_id, agent);
+    return park(claim, { at: new Date(agent.next_day) });
+  }
+
+  /**
+   * The organization's provider key, opened for a call; undefined (and the row parked) when it
+   * cannot be used: sealed with another encryption key (backed off: with processes that do not
+   * share their key, another one can open it; with a lost key, setting it again wakes the work),
+   * or empty (parked until a change wakes it).
+   */
+  async function openKey(claim: Claim, agent: AgentContext): Promise<string | undefined> {
+    let apiKey: string;
+    try {
+      apiKey = deps.secrets.open(agent.ciphertext!);
+    } catch {
+      logUnreadableKeyOnce(agent);
+      await park(claim, { inMs: backoffMs(claim.failures + 1) }, { failures: claim.failures + 1 });
+      return undefined;
+    }
+    unreadableKeyLogged.delete(`${agent.org_id}:${agent.provider}`);
+    if (apiKey.trim() === '') {
+      await park(claim, 'never');
+      return undefined;
+    }
+    return apiKey;
+  }
+
+  /** Handles one claimed row: at most one provider call (a turn: its steps), then the row is parked or due again. */
   async function handle(claim: Claim): Promise<void> {
     const { agent } = claim;
     // Gone, or no longer an agent with a provider: nothing to do until it gets one (the PATCH that
@@ -320,6 +216,13 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     const waitMs = (notBefore.get(gate) ?? 0) - Date.now();
     if (waitMs > 0) return park(claim, { inMs: waitMs });
 
+    // An agent with tools answers with a turn of steps (contract §11, turns/run-turn.ts).
+    if (agent.tools !== null) {
+      if (agent.max_tokens_per_day !== null && agent.tokens_today >= agent.max_tokens_per_day) return budgetSpent(claim, agent);
+      const key = await openKey(claim, agent);
+      return key === undefined ? undefined : turns.run(claim, agent, provider, key);
+    }
+
     // The thread as it stood when the message to answer arrived, newest first; enough for the guard too.
     const recent = await deps.db.query<ThreadMessage>(nextSql, [claim.thread_id, claim.handled_seq, claim.agent_id, Math.max(contextMessages, autoReplyLimit)]);
     const incoming = recent[0];
@@ -328,23 +231,10 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     if (incoming.reply_to !== null && run.length === autoReplyLimit && run.every((m) => m.reply_to !== null)) {
       return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
     }
-    if (agent.max_tokens_per_day !== null && agent.tokens_today >= agent.max_tokens_per_day) {
-      await logBudgetOnce(claim.agent_id, agent);
-      return park(claim, { at: new Date(agent.next_day) });
-    }
+    if (agent.max_tokens_per_day !== null && agent.tokens_today >= agent.max_tokens_per_day) return budgetSpent(claim, agent);
 
-    let apiKey: string;
-    try {
-      apiKey = deps.secrets.open(agent.ciphertext);
-    } catch {
-      // Sealed with another encryption key. With a lost key nobody can open it until it is set
-      // again (which wakes the work); with processes that do not share their key, another one
-      // can: backing off leaves the row to it.
-      logUnreadableKeyOnce(agent);
-      return park(claim, { inMs: backoffMs(claim.failures + 1) }, { failures: claim.failures + 1 });
-    }
-    unreadableKeyLogged.delete(`${agent.org_id}:${agent.provider}`);
-    if (apiKey.trim() === '') return park(claim, 'never');
+    const apiKey = await openKey(claim, agent);
+    if (apiKey === undefined) return;
     const conversation: Turn[] = recent
       .slice(0, contextMessages)
       .reverse()
@@ -463,11 +353,17 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       return pumping;
     }
     pumping = (async () => {
+      // Rows leased by processes that are gone are given up first (work.ts), at most every few seconds.
+      if (Date.now() - lastSweep >= sweepEveryMs) {
+        lastSweep = Date.now();
+        const released = await releaseDeadLeases(deps.db);
+        if (released > 0) log.info({ rows: released }, 'agent loop: took over work leased by a process that stopped');
+      }
       do {
         pumpAgain = false;
         const free = concurrency - inFlight.size;
         if (free <= 0 || stopping.signal.aborted) break;
-        for (const claim of await claimWork(deps.db, free, leaseSeconds, randomUUID())) start(claim);
+        for (const claim of await claimWork(deps.db, free, leaseSeconds, randomUUID(), deps.instanceId ?? null)) start(claim);
       } while (pumpAgain && !stopping.signal.aborted);
     })()
       .catch((error: unknown) => log.error({ reason: (error as Error).message }, 'agent loop: claiming work failed'))

@@ -1,5 +1,6 @@
 import type { EventHub } from '../events/hub.ts';
 import type { WakeOneQueues } from '../events/wake-one.ts';
+import type { UrlPolicy } from '../outbound/url-guard.ts';
 import type { Db } from '../storage/db.ts';
 import type { SecretBox } from './secret-box.ts';
 
@@ -24,6 +25,11 @@ export interface DomainDeps {
   inboxes: WakeOneQueues;
   secrets: SecretBox;
   instanceId?: string | undefined;
+  /**
+   * Where the service's own requests may go (`--webhook-allow-private`, and a stand-in resolver in
+   * tests): agents' remote MCP servers follow it (contract §11). Default: public https only.
+   */
+  urls?: UrlPolicy | undefined;
 }
 
 /** SQL predicate on an `organizations` alias `o` that holds when `$n` (the caller's org) reaches it. */

@@ -1,6 +1,9 @@
 import { ServiceError } from '../../errors/catalogue.ts';
+import type { AgentTools, AgentToolsBody } from '../../api/agent-tools.ts';
 import type { Agent, AgentStatus, Human, Provider } from '../../api/schemas.ts';
 import { insertUnlessTaken, type Queryable } from '../storage/db.ts';
+import { prepareTools, toolsResource } from './agent-tools.ts';
+import { abandonOpenTurns } from './tool-calls.ts';
 import { wakeAgentWork } from './agent-work.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { lockDeletable } from './deletion.ts';
@@ -25,6 +28,11 @@ interface ParticipantRow {
   email: string | null;
   deletion_protection: boolean;
   max_tokens_per_day: number | null;
+  max_steps: number;
+  /** `tools` in the API's form (stored JSON), null when none (migration 0022). */
+  tools: AgentTools | string | null;
+  /** The sealed header values of the agent's MCP servers: never leaves the service. */
+  tool_secrets: string | null;
   created_at: Date;
   /** The team's organization (only where the statement selects it: {@link findParticipant}). */
   org_id?: string;
@@ -42,6 +50,8 @@ function toAgent(row: ParticipantRow): Agent {
     status: row.status,
     deletion_protection: row.deletion_protection,
     max_tokens_per_day: row.max_tokens_per_day,
+    max_steps: row.max_steps,
+    tools: toolsResource(row.tools),
     created_at: iso(row.created_at),
   };
 }
@@ -111,7 +121,9 @@ async function insertParticipant<W extends Record<string, unknown>>(
   row: ParticipantRow,
   wire: (row: ParticipantRow) => W,
 ): Promise<W> {
-  const { created_at: _createdAt, org_id: _orgId, ...values } = row;
+  const { created_at: _createdAt, org_id: _orgId, ...rest } = row;
+  // jsonb takes the JSON text; null stays SQL null.
+  const values = { ...rest, tools: rest.tools === null ? null : JSON.stringify(rest.tools) };
   const created = wire(row);
   const { sql, params } = insertUnlessTaken('participants', values, 'team_id, name');
   const inserted = await insertWithEvent<ParticipantRow>(
@@ -144,6 +156,9 @@ function newParticipantRow(teamId: string, kind: ParticipantKind, now: Date, fie
     email: null,
     deletion_protection: false,
     max_tokens_per_day: null,
+    max_steps: 10,
+    tools: null,
+    tool_secrets: null,
     created_at: now,
     ...given,
   } as ParticipantRow;
@@ -159,6 +174,14 @@ export interface AgentInput {
   status?: AgentStatus | undefined;
   deletion_protection?: boolean | undefined;
   max_tokens_per_day?: number | null | undefined;
+  max_steps?: number | undefined;
+  /** What the agent may call (contract §11); null: nothing. */
+  tools?: AgentToolsBody | null | undefined;
+}
+
+/** The URL rules of the deployment (`--webhook-allow-private`), default public https only. */
+function urlPolicyOf(deps: DomainDeps) {
+  return deps.urls ?? { allowPrivate: false };
 }
 
 /**
@@ -175,17 +198,31 @@ function assertModelForProvider(provider: Provider | null | undefined, model: st
 
 /**
  * Adds an agent to a team; defaults: description "", provider null (external agent), model null,
- * instructions "", status active, deletion_protection false, max_tokens_per_day null (unlimited).
- * Writes `agent.created` (contract §9).
- * Errors: `invalid_request` (a provider other than echo without a model), `not_found` (team),
- * `conflict` (name taken).
+ * instructions "", status active, deletion_protection false, max_tokens_per_day null (unlimited),
+ * max_steps 10, tools null (contract §11). Writes `agent.created` (contract §9).
+ * Errors: `invalid_request` (a provider other than echo without a model; tools that break a rule of
+ * §11, domain/agent-tools.ts), `not_found` (team), `conflict` (name taken), `unknown_reference`
+ * (`tools.approval.by` names no human of the team), `webhook_url_refused` (a server's URL).
  */
 export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
   assertModelForProvider(input.provider, input.model);
   const agent = await deps.db.transaction(async (tx) => {
     const { orgId, now } = await lockTeamForChange(tx, caller, teamId);
-    const { name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day } = input;
-    const row = newParticipantRow(teamId, 'agent', now, { name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day });
+    const { name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day, max_steps } = input;
+    const stored = await prepareTools(tx, { teamId, provider: provider ?? null, secrets: deps.secrets, policy: urlPolicyOf(deps) }, input.tools ?? null, null);
+    const row = newParticipantRow(teamId, 'agent', now, {
+      name,
+      description,
+      provider,
+      model,
+      instructions,
+      status,
+      deletion_protection,
+      max_tokens_per_day,
+      max_steps,
+      tools: stored.tools,
+      tool_secrets: stored.sealed,
+    });
     return { created: await insertParticipant(tx, orgId, row, toAgent), orgId };
   });
   deps.events.announce(agent.orgId);
@@ -215,10 +252,13 @@ function updatedRow(rows: ParticipantRow[], kind: ParticipantKind): ParticipantR
 
 /**
  * Changes any agent field but ids (`deletion_protection` included, contract §4); `null` clears
- * provider, model or max_tokens_per_day. Parked work of the agent becomes due at once (an agent
- * made active, a budget raised: agent-work.ts). Writes `agent.updated` (contract §9).
+ * provider, model, max_tokens_per_day or tools. `tools` replaces the whole object (contract §11; a
+ * server given without `headers` keeps those stored for its name). Parked work of the agent
+ * becomes due at once (an agent made active, a budget raised: agent-work.ts). Writes
+ * `agent.updated` (contract §9).
  * Errors: `not_found` (also when deleted meanwhile), `conflict`, `invalid_request` (the agent
- * would have a provider other than echo and no model).
+ * would have a provider other than echo and no model, or tools without a provider, or tools that
+ * break a rule of §11), `unknown_reference` (`tools.approval.by`), `webhook_url_refused`.
  */
 export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: string, patch: AgentInput): Promise<Agent> {
   const agent = await deps.db.transaction(async (tx) => {
@@ -228,17 +268,43 @@ export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: str
     // (after the team's, the order deletions take them in): read before it, a concurrent PATCH's
     // change (a budget, a provider, a status) would be written back over.
     const row = updatedRow(await tx.query<ParticipantRow>(`SELECT * FROM participants WHERE id = $1 FOR NO KEY UPDATE`, [agentId]), 'agent');
-    const next = { ...row, ...Object.fromEntries(Object.entries(patch).filter(([, v]) => v !== undefined)) } as ParticipantRow;
+    const { tools: toolsPatch, ...fields } = patch;
+    const next = { ...row, ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) } as ParticipantRow;
     assertModelForProvider(next.provider, next.model);
+    // Tools are checked against the agent as the PATCH leaves it: tools kept on an agent whose
+    // provider is removed are refused as tools given to one without.
+    const previous = { tools: toolsResource(row.tools), sealed: row.tool_secrets };
+    const context = { teamId: found.team_id, provider: next.provider, secrets: deps.secrets, policy: urlPolicyOf(deps) };
+    const stored =
+      toolsPatch !== undefined
+        ? await prepareTools(tx, context, toolsPatch, previous)
+        : previous.tools !== null && next.provider === null
+          ? await prepareTools(tx, context, {}, previous)
+          : previous;
     // deletion_protection is set from the patch alone, not from the row read above: a value read
     // before this statement took the row lock would undo a concurrent change of the flag.
     const rows = await tx.query<ParticipantRow>(
       `UPDATE participants SET name = $2, description = $3, provider = $4, model = $5, instructions = $6, status = $7,
-         max_tokens_per_day = $8, deletion_protection = COALESCE($9, deletion_protection)
+         max_tokens_per_day = $8, deletion_protection = COALESCE($9, deletion_protection), max_steps = $10,
+         tools = $11::jsonb, tool_secrets = $12
         WHERE id = $1 RETURNING *`,
-      [agentId, next.name, next.description, next.provider, next.model, next.instructions, next.status, next.max_tokens_per_day, patch.deletion_protection ?? null],
+      [
+        agentId,
+        next.name,
+        next.description,
+        next.provider,
+        next.model,
+        next.instructions,
+        next.status,
+        next.max_tokens_per_day,
+        patch.deletion_protection ?? null,
+        next.max_steps,
+        stored.tools === null ? null : JSON.stringify(stored.tools),
+        stored.sealed,
+      ],
     );
     const updated = updatedRow(rows, 'agent');
+    if (previous.tools !== null && stored.tools === null) await abandonOpenTurns(tx, agentId, 'tools_removed: the agent\'s tools were removed while this turn was open');
     if (next.provider !== null) await wakeAgentWork(tx, agentId, { backfill: row.provider === null });
     const changed = toAgent(updated);
     await appendEvent(tx, { orgId: found.org_id!, teamId: found.team_id, type: 'agent.updated', data: changed });

@@ -10,6 +10,8 @@
  * mcp-keys.ts), with the sender fixed here, never taken from the request. Read marks are the
  * participants' own (`thread_reads`, as for agents over MCP: agent-inbox.ts).
  */
+import type { ToolCallList } from '../../api/agent-tools.ts';
+import { listToolCalls } from './tool-calls.ts';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { CreatedMcpKey, McpKey, Message, TeamGraph, Thread } from '../../api/schemas.ts';
 import type { MeEdge, MeHuman, MeThread, MeThreadPage } from '../../api/session-schemas.ts';
@@ -199,6 +201,21 @@ export async function readPersonThread(
   const { orgId, ...thread } = await personThread(deps.db, person, threadId);
   const page = await getThreadPage(deps, callerIn(orgId), threadId, { after: request.after, limit: request.limit, wait: 0 });
   return { ...thread, messages: page.messages, has_more: page.has_more, next_after: page.next_after };
+}
+
+/**
+ * The tool calls of the agents' turns on one of the person's threads (contract §11: a session for
+ * its own threads), as `GET /threads/{thread_id}/tool-calls` gives them. Errors: `not_found`
+ * (outside the person's reach), `invalid_cursor`.
+ */
+export async function listPersonThreadToolCalls(
+  deps: DomainDeps,
+  person: Person,
+  threadId: string,
+  query: { after?: string | undefined; limit: number },
+): Promise<ToolCallList> {
+  await personThread(deps.db, person, threadId);
+  return listToolCalls(deps.db, threadId, query.after, query.limit);
 }
 
 /**

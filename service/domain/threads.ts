@@ -206,6 +206,30 @@ export async function insertMessage(
 }
 
 /**
+ * Inserts a thread on an edge and its first message inside `tx` (no access or participant check:
+ * callers do them); `subject` defaults to "", `channel` to "web". Its `thread.opened` and
+ * `message.created` events are written at the commit (migration 0011_events): announce the
+ * organization then. Output: the thread's id and the first message as stored.
+ * Errors: `not_found` (the edge went meanwhile), `unknown_reference`.
+ */
+export async function insertThread(
+  tx: Queryable,
+  input: { edgeId: string; teamId: string; senderId: string; content: string; subject?: string | undefined; channel?: string | undefined; expects_reply?: boolean | undefined },
+): Promise<{ threadId: string; first: AppendedMessage }> {
+  const id = newId();
+  await tx.query(`INSERT INTO threads (id, edge_id, team_id, opener_id, subject, channel) VALUES ($1, $2, $3, $4, $5, $6)`, [
+    id,
+    input.edgeId,
+    input.teamId,
+    input.senderId,
+    input.subject ?? '',
+    input.channel ?? 'web',
+  ]);
+  const first = await insertMessage(tx, id, input.senderId, input.content, { expectsReply: input.expects_reply });
+  return { threadId: id, first };
+}
+
+/**
  * Opens a thread on an edge and posts its first message in one transaction (contract §5);
  * `subject` defaults to "", `channel` to "web". Returns the Thread (message_count 1, unread_count 0).
  * Errors: `not_found` (edge), `not_a_participant` (sender not on the edge), `unknown_reference`
@@ -220,17 +244,7 @@ export async function openThread(
   const { threadId, orgId } = await deps.db.transaction(async (tx) => {
     const edge = await getEdge(tx, caller, edgeId);
     assertParticipant(edge.participants, input.sender_agent_id);
-    const id = newId();
-    await tx.query(`INSERT INTO threads (id, edge_id, team_id, opener_id, subject, channel) VALUES ($1, $2, $3, $4, $5, $6)`, [
-      id,
-      edgeId,
-      edge.team_id,
-      input.sender_agent_id,
-      input.subject ?? '',
-      input.channel ?? 'web',
-    ]);
-    const first = await insertMessage(tx, id, input.sender_agent_id, input.content, { expectsReply: input.expects_reply });
-    // thread.opened and message.created are written at the commit (migration 0011_events).
+    const { threadId: id, first } = await insertThread(tx, { edgeId, teamId: edge.team_id, senderId: input.sender_agent_id, ...input });
     return { threadId: id, orgId: first.org_id };
   });
   deps.events.announce(orgId);

@@ -1,42 +1,17 @@
 /**
- * The seven tools of the MCP endpoint (contract §7), each a thin wrapper over one operation of
- * `domain/agent-inbox.ts` for the agent the MCP key names. Arguments and results are the Zod
- * schemas of `api/mcp-tools.ts` (derived from the REST schemas); the SDK validates arguments
- * against them before a handler runs and results after. A failure is an MCP tool error
+ * The seven tools of the MCP endpoint (contract §7), each the one implementation of
+ * `tools/team-tools.ts` (over `domain/agent-inbox.ts`) for the agent the MCP key names. Arguments
+ * and results are the Zod schemas of `api/mcp-tools.ts` (derived from the REST schemas); the SDK
+ * validates arguments against them before a handler runs and results after. A failure is an MCP tool error
  * (`isError: true`, a JSON-RPC result, not a JSON-RPC error) whose text starts with the stable
  * code of the error catalogue: `not_found: …`, `invalid_cursor: …`, `unknown_reference: …`.
  */
 import type { McpServer } from '@modelcontextprotocol/sdk/server/mcp.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
-import {
-  ListEdgesArgs,
-  ListEdgesResult,
-  ListThreadsArgs,
-  ListThreadsResult,
-  McpToolNames,
-  OpenThreadArgs,
-  OpenThreadResult,
-  ReadThreadArgs,
-  ReadThreadResult,
-  SendMessageArgs,
-  SendMessageResult,
-  WaitForMessagesArgs,
-  WaitForMessagesResult,
-  WhoamiArgs,
-  WhoamiResult,
-} from '../../api/mcp-tools.ts';
+import type { AgentIdentity } from '../domain/agent-inbox.ts';
 import type { DomainDeps } from '../domain/caller.ts';
-import {
-  listAgentEdges,
-  listAgentThreads,
-  openAgentThread,
-  readAgentThread,
-  sendAgentMessage,
-  waitForAgentMessages,
-  whoami,
-  type AgentIdentity,
-} from '../domain/agent-inbox.ts';
+import { teamTools } from '../tools/team-tools.ts';
 import { toProblem } from '../http/problem.ts';
 
 /** What the tools of one MCP request act with. */
@@ -94,104 +69,21 @@ async function run(context: ToolContext, operation: () => Promise<Record<string,
   return turn;
 }
 
-// Where a tool's description says "your", it means the agent the MCP key is bound to.
-const onlyYours = 'A thread or edge you are not on is reported as not found, like an id that does not exist.';
-
 /**
- * Registers the seven tools on `server` for the agent of `context` (contract §7): `whoami`,
- * `list_edges`, `list_threads`, `read_thread`, `send_message`, `open_thread`, `wait_for_messages`.
+ * Registers the seven tools of contract §7 on `server` for the agent of `context`: `whoami`,
+ * `list_edges`, `list_threads`, `read_thread`, `send_message`, `open_thread`, `wait_for_messages`,
+ * each the one implementation of tools/team-tools.ts (which provider agents' turns call too).
  */
 export function registerAgentTools(server: McpServer, context: ToolContext): void {
   const { deps, agent } = context;
-  const readOnly = { readOnlyHint: true, openWorldHint: false } as const;
-
-  server.registerTool(
-    McpToolNames.whoami,
-    {
-      title: 'Who am I',
-      description: 'Your agent record (name, instructions, status…) and the ids and names of your team and organization.',
-      inputSchema: WhoamiArgs,
-      outputSchema: WhoamiResult,
-      annotations: readOnly,
-    },
-    () => run(context, () => whoami(deps, agent)),
-  );
-
-  server.registerTool(
-    McpToolNames.list_edges,
-    {
-      title: 'List my edges',
-      description: 'Your edges, oldest first: the participants you can talk to, each with its id, kind (agent or human) and name. Threads live on edges.',
-      inputSchema: ListEdgesArgs,
-      outputSchema: ListEdgesResult,
-      annotations: readOnly,
-    },
-    () => run(context, async () => ({ edges: await listAgentEdges(deps, agent) })),
-  );
-
-  server.registerTool(
-    McpToolNames.list_threads,
-    {
-      title: 'List my threads',
-      description: `Threads on your edges (or on one edge), newest first, each with your own unread_count. ${onlyYours}`,
-      inputSchema: ListThreadsArgs,
-      outputSchema: ListThreadsResult,
-      annotations: readOnly,
-    },
-    (args) => run(context, () => listAgentThreads(deps, agent, args)),
-  );
-
-  server.registerTool(
-    McpToolNames.read_thread,
-    {
-      title: 'Read a thread',
-      description:
-        'A page of one of your threads: up to limit messages after the message id after (from the start without it), oldest first, ' +
-        'with has_more and next_after (pass it as after to read on). Marks the returned messages read for you; unread_count is yours after this read. ' +
-        onlyYours,
-      inputSchema: ReadThreadArgs,
-      outputSchema: ReadThreadResult,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
-    },
-    (args) => run(context, () => readAgentThread(deps, agent, args)),
-  );
-
-  server.registerTool(
-    McpToolNames.send_message,
-    {
-      title: 'Send a message',
-      description: `Appends a message from you to one of your threads and returns it. ${onlyYours} Nothing is written then.`,
-      inputSchema: SendMessageArgs,
-      outputSchema: SendMessageResult,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    },
-    (args) => run(context, () => sendAgentMessage(deps, agent, args)),
-  );
-
-  server.registerTool(
-    McpToolNames.open_thread,
-    {
-      title: 'Open a thread',
-      description: `Opens a new thread on one of your edges with a first message from you (subject and channel optional; channel defaults to web) and returns it. ${onlyYours} Nothing is written then.`,
-      inputSchema: OpenThreadArgs,
-      outputSchema: OpenThreadResult,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    },
-    (args) => run(context, () => openAgentThread(deps, agent, args)),
-  );
-
-  server.registerTool(
-    McpToolNames.wait_for_messages,
-    {
-      title: 'Wait for messages',
-      description:
-        'Your unread messages from your peers, on one thread or on all your threads, oldest first: at once when there are any, ' +
-        'otherwise the first ones that arrive within timeout_seconds (0–30), otherwise none. Returned messages are marked read for you. ' +
-        `Call it again (it does not busy-wait) to keep listening. ${onlyYours}`,
-      inputSchema: WaitForMessagesArgs,
-      outputSchema: WaitForMessagesResult,
-      annotations: { readOnlyHint: false, destructiveHint: false, idempotentHint: false, openWorldHint: false },
-    },
-    (args, extra) => run(context, () => waitForAgentMessages(deps, agent, args, AbortSignal.any([context.signal, extra.signal])), { alongside: true }),
-  );
+  for (const tool of teamTools) {
+    server.registerTool(
+      tool.name,
+      { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output, annotations: tool.annotations },
+      (args: Record<string, unknown>, extra: { signal: AbortSignal }) =>
+        run(context, () => tool.run({ deps, agent, signal: tool.holdsWait ? AbortSignal.any([context.signal, extra.signal]) : context.signal }, args), {
+          alongside: tool.holdsWait === true,
+        }),
+    );
+  }
 }

@@ -1,29 +1,53 @@
 /**
  * A real HTTP server on loopback standing in for an OpenAI-compatible model server (vLLM, Ollama,
  * LiteLLM…): it serves `POST …/chat/completions`, records every request and answers as a test
- * says. The service reaches it through `OPENAI_BASE_URL`, as it would reach a real one.
+ * says — text, or tool calls in the Chat Completions format (`choices[0].message.tool_calls`,
+ * `finish_reason: 'tool_calls'`). The service reaches it through `OPENAI_BASE_URL`, as it would
+ * reach a real one. Streaming (`stream: true`) is not served. Tool-calling scripts: see
+ * {@link scriptedToolCompletions} and model-script.ts.
  */
-import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { randomBytes } from 'node:crypto';
+import { conversationOf, parseJson, toolCallsOf, type Conversation, type ConversationEvent, type ModelScript, type OfferedTool, type ScriptedToolCall } from './model-script.ts';
+import { startModelStub, type ModelStub, type RecordedRequest, type StubAnswer as Answer } from './model-stub-server.ts';
 
-/** One request as the stub received it. */
-export interface StubRequest {
-  /** 1-based arrival number. */
-  n: number;
-  path: string;
-  headers: IncomingMessage['headers'];
-  body: { model: string; messages: Array<{ role: string; content: string }>; [key: string]: unknown };
-  /** Arrival time (ms since the epoch). */
-  at: number;
-  /** Set once the client gave up on the request (closed it before an answer was sent). */
-  aborted: boolean;
+/** A tool call as Chat Completions writes it (in a response, and in an assistant message of a request). */
+export interface ChatToolCall {
+  id: string;
+  type: 'function';
+  function: { name: string; arguments: string };
 }
 
-/** How the stub answers one request: a status, headers and a JSON body, or never (`hang`). */
-export type StubAnswer = { status: number; headers?: Record<string, string>; body: unknown } | 'hang';
+/** A message of a Chat Completions request. `content` is a string, text parts, or null (an assistant message that only calls tools). */
+export interface ChatMessage {
+  role: string;
+  /** Read it as text with {@link textOf}. */
+  content: string | null | Array<{ type: string; text?: string }>;
+  tool_calls?: ChatToolCall[];
+  /** On a `role: 'tool'` message: the call it answers. */
+  tool_call_id?: string;
+  name?: string;
+}
 
-/** A chat completion answering `content`, with the given token usage (OpenAI's response shape). */
-export function completion(model: string, content: string, usage = { prompt_tokens: 11, completion_tokens: 7 }): StubAnswer {
+/** A tool offered in a Chat Completions request (`body.tools`). */
+export interface ChatTool {
+  type: 'function';
+  function: { name: string; description?: string; parameters?: unknown; strict?: boolean };
+}
+
+/** One request as the stub received it. */
+export interface StubRequest extends RecordedRequest<{ model: string; messages: ChatMessage[]; tools?: ChatTool[]; [key: string]: unknown }> {}
+
+/** How the stub answers one request: a status, headers and a JSON body, or never (`hang`). */
+export type StubAnswer = Answer;
+
+/** The text of a message content: a string, text parts joined, or '' for null. */
+export function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((part: { text?: unknown }) => (typeof part?.text === 'string' ? part.text : '')).join('');
+  return '';
+}
+
+function chatCompletion(model: string, message: object, finishReason: string, usage: { prompt_tokens: number; completion_tokens: number }): StubAnswer {
   return {
     status: 200,
     body: {
@@ -31,85 +55,104 @@ export function completion(model: string, content: string, usage = { prompt_toke
       object: 'chat.completion',
       created: Math.floor(Date.now() / 1000),
       model,
-      choices: [{ index: 0, message: { role: 'assistant', content }, finish_reason: 'stop' }],
+      choices: [{ index: 0, message, finish_reason: finishReason }],
       usage: { ...usage, total_tokens: usage.prompt_tokens + usage.completion_tokens },
     },
   };
 }
 
+/** A chat completion answering `content`, with the given token usage (OpenAI's response shape). */
+export function completion(model: string, content: string, usage = { prompt_tokens: 11, completion_tokens: 7 }): StubAnswer {
+  return chatCompletion(model, { role: 'assistant', content }, 'stop', usage);
+}
+
+/**
+ * A chat completion whose message calls `calls` (content null, `finish_reason: 'tool_calls'`),
+ * with the given token usage. Each call's `input` is sent JSON-encoded as `arguments` (a string
+ * as it is), its id is `id` or a fresh `call_…`.
+ */
+export function toolCallCompletion(model: string, calls: readonly ScriptedToolCall[], usage = { prompt_tokens: 11, completion_tokens: 7 }): StubAnswer {
+  const toolCalls: ChatToolCall[] = calls.map((call) => ({
+    id: call.id ?? `call_${randomBytes(12).toString('hex')}`,
+    type: 'function',
+    function: { name: call.name, arguments: typeof call.input === 'string' ? call.input : JSON.stringify(call.input) },
+  }));
+  return chatCompletion(model, { role: 'assistant', content: null, tool_calls: toolCalls }, 'tool_calls', usage);
+}
+
 /** The default answer: `reply to: <the last user message>`, 11 input and 7 output tokens. */
 export function echoCompletion(request: StubRequest): StubAnswer {
   const last = request.body.messages.filter((m) => m.role === 'user').at(-1);
-  return completion(request.body.model, `reply to: ${last?.content ?? ''}`);
+  return completion(request.body.model, `reply to: ${textOf(last?.content)}`);
+}
+
+/** The tools a request offers (`body.tools`), in its order; [] when none. */
+export function offeredTools(request: StubRequest): OfferedTool[] {
+  return (request.body.tools ?? []).map((t) => ({ name: t.function.name, description: t.function.description, inputSchema: t.function.parameters }));
+}
+
+/**
+ * A request read as a script reads it (model-script.ts): system prompt, user texts, tools offered,
+ * the assistant messages' `tool_calls` (arguments parsed) and the `role: 'tool'` results, each
+ * with the name of the call its `tool_call_id` answers.
+ */
+export function chatConversation(request: StubRequest): Conversation {
+  const { body } = request;
+  const system = body.messages.filter((m) => m.role === 'system' || m.role === 'developer').map((m) => textOf(m.content));
+  const events: ConversationEvent[] = [];
+  for (const m of body.messages) {
+    if (m.role === 'user') events.push({ userText: textOf(m.content) });
+    else if (m.role === 'assistant' && m.tool_calls?.length) {
+      for (const call of m.tool_calls) {
+        const parsed = parseJson(call.function.arguments);
+        events.push({ call: { id: call.id, name: call.function.name, input: parsed === undefined ? call.function.arguments : parsed } });
+      }
+    } else if (m.role === 'assistant') events.push({ textReply: true });
+    else if (m.role === 'tool') {
+      const text = textOf(m.content);
+      events.push({ result: { toolCallId: m.tool_call_id ?? '', text, json: parseJson(text), isError: undefined } });
+    }
+  }
+  return conversationOf(body.model, system.length > 0 ? system.join('\n\n') : undefined, offeredTools(request), events);
+}
+
+/**
+ * Answers by a tool-calling script (model-script.ts): each request is read with
+ * {@link chatConversation}, and the script's move becomes a {@link completion} (text), a
+ * {@link toolCallCompletion} (calls), the raw answer it gives, or — when it returns undefined —
+ * {@link echoCompletion}'s answer. The script sees only the request's own conversation, so
+ * concurrent threads and tests do not shift one another.
+ */
+export function scriptedToolCompletions(script: ModelScript): (request: StubRequest) => Promise<StubAnswer> {
+  return async (request) => {
+    const reply = await script(chatConversation(request));
+    if (reply === undefined) return echoCompletion(request);
+    if (typeof reply === 'string') return completion(request.body.model, reply);
+    const calls = toolCallsOf(reply);
+    if (calls) return toolCallCompletion(request.body.model, calls);
+    return (reply as { answer: StubAnswer }).answer;
+  };
 }
 
 /** A running stub. */
-export interface OpenAiStub {
+export interface OpenAiStub extends ModelStub<StubRequest> {
   /** `http://127.0.0.1:PORT`; give the service `${origin}/v1` (or any path prefix) as `OPENAI_BASE_URL`. */
   origin: string;
-  requests: StubRequest[];
-  /** The most requests that were open (received, not yet answered or closed) at once. */
-  maxInFlight(): number;
-  /** Resolves with the request once the stub has received `n` requests. */
-  received(n: number): Promise<StubRequest>;
-  close(): Promise<void>;
 }
 
 /**
  * Starts the stub on a free loopback port. `answer` decides each response (default
- * {@link echoCompletion}); a request to any path not ending in `/chat/completions` is 404.
+ * {@link echoCompletion}); a request to any path not ending in `/chat/completions` is 404, a body
+ * that is not JSON is 400 (neither is recorded).
  */
 export async function startOpenAiStub(answer: (request: StubRequest) => StubAnswer | Promise<StubAnswer> = echoCompletion): Promise<OpenAiStub> {
-  const requests: StubRequest[] = [];
-  const waiters: Array<{ n: number; resolve: (r: StubRequest) => void }> = [];
-  const held = new Set<ServerResponse>();
-  let open = 0;
-  let maxOpen = 0;
-  const server = createServer((req, res) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', async () => {
-      if (req.method !== 'POST' || !req.url?.endsWith('/chat/completions')) {
-        res.writeHead(404).end();
-        return;
-      }
-      const request: StubRequest = { n: requests.length + 1, path: req.url, headers: req.headers, body: JSON.parse(Buffer.concat(chunks).toString('utf8')), at: Date.now(), aborted: false };
-      requests.push(request);
-      open += 1;
-      maxOpen = Math.max(maxOpen, open);
-      res.on('close', () => {
-        open -= 1;
-        if (!res.writableEnded) request.aborted = true;
-        held.delete(res);
-      });
-      for (const waiter of waiters.filter((w) => w.n <= requests.length)) {
-        waiters.splice(waiters.indexOf(waiter), 1);
-        waiter.resolve(requests[waiter.n - 1]!);
-      }
-      const reply = await answer(request);
-      if (reply === 'hang') {
-        held.add(res);
-        return;
-      }
-      res.writeHead(reply.status, { 'content-type': 'application/json', ...reply.headers }).end(JSON.stringify(reply.body));
-    });
+  const error = (status: number, message: string, type: string): StubAnswer => ({ status, body: { error: { message, type, param: null, code: null } } });
+  return startModelStub<StubRequest['body']>({
+    accepts: (path) => path.split('?')[0]!.endsWith('/chat/completions'),
+    notFound: error(404, 'not found', 'invalid_request_error'),
+    badRequest: error(400, 'the body is not JSON', 'invalid_request_error'),
+    answer,
   });
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  const { port } = server.address() as AddressInfo;
-  return {
-    origin: `http://127.0.0.1:${port}`,
-    requests,
-    maxInFlight: () => maxOpen,
-    received(n) {
-      if (requests.length >= n) return Promise.resolve(requests[n - 1]!);
-      return new Promise((resolve) => waiters.push({ n, resolve }));
-    },
-    async close() {
-      for (const res of held) res.destroy();
-      server.closeAllConnections();
-      await new Promise<void>((resolve) => server.close(() => resolve()));
-    },
-  };
 }
 
 /**
@@ -128,11 +171,11 @@ export interface ScriptedRule {
  * `revise` twice, then `approve`): the first rule that matches a request answers it (see
  * {@link ScriptedRule}); a request no rule matches gets {@link echoCompletion}'s answer. The
  * script is read from each request's own conversation, so concurrent threads and tests do not
- * shift one another.
+ * shift one another. For replies that call tools, see {@link scriptedToolCompletions}.
  */
 export function scriptedCompletions(rules: readonly ScriptedRule[]): (request: StubRequest) => StubAnswer {
   return (request) => {
-    const users = request.body.messages.filter((m) => m.role === 'user').map((m) => m.content);
+    const users = request.body.messages.filter((m) => m.role === 'user').map((m) => textOf(m.content));
     const last = users.at(-1) ?? '';
     const rule = rules.find((r) => (r.model === undefined || r.model === request.body.model) && r.match.test(last));
     if (!rule) return echoCompletion(request);

@@ -3,9 +3,9 @@
  * language model, with the agent's instructions as the system prompt and the thread as the
  * messages, and the SDK's failures turned into {@link ProviderFailure}s the loop acts on.
  */
-import { APICallError, generateText, type LanguageModel } from 'ai';
+import { APICallError, generateText, jsonSchema, tool, type LanguageModel, type ModelMessage } from 'ai';
 import { redactKey } from './redact-key.ts';
-import { ProviderFailure, type ProviderReply, type ReplyRequest } from './types.ts';
+import { ProviderFailure, type ProviderReply, type ReplyProvider, type ReplyRequest, type StepReply, type StepRequest } from './types.ts';
 
 // The SDK prints its warnings (an unsupported setting, say) on the console; the service logs JSON
 // only, and nothing in a warning is for an operator to act on.
@@ -73,8 +73,73 @@ export async function replyWithModel(model: LanguageModel, request: ReplyRequest
   return { text: result.text, usage, model: answeredBy };
 }
 
+/** An error's message, whatever was thrown. */
+function errorText(error: unknown): string {
+  return error instanceof Error ? error.message : String(error);
+}
+
+/**
+ * Asks `model` for one step of a turn (contract §11) through the AI SDK: the tools are given
+ * without `execute` (the turn runs them itself, recording each call before its result is used), so
+ * the SDK returns after one model call with the tool calls asked for. Their input is not checked
+ * here (the turn checks it against each tool's schema and tells the model what is wrong); an
+ * unknown tool or input that is not JSON comes back `invalid`. Output: {@link StepReply}, whose
+ * `assistant` holds the SDK's assistant messages as they are (provider metadata included, which
+ * some vendors need back in the next step). Errors: a {@link ProviderFailure}; an empty answer
+ * (no text, no tool call) is `failed`, with what it cost as `paid`.
+ */
+export async function stepWithModel(model: LanguageModel, request: StepRequest, requestedModel: string): Promise<StepReply> {
+  let result;
+  try {
+    result = await generateText({
+      model,
+      ...(request.instructions.trim() === '' ? {} : { instructions: request.instructions }),
+      messages: request.messages as ModelMessage[],
+      ...(request.tools.length > 0
+        ? { tools: Object.fromEntries(request.tools.map((t) => [t.name, tool({ description: t.description, inputSchema: jsonSchema(t.inputSchema) })])) }
+        : {}),
+      maxRetries: 0,
+      abortSignal: request.signal,
+    });
+  } catch (error) {
+    throw toProviderFailure(error, request.apiKey);
+  }
+  const usage = { inputTokens: result.usage.inputTokens ?? 0, outputTokens: result.usage.outputTokens ?? 0 };
+  const answeredBy = result.response.modelId || requestedModel;
+  const toolCalls = result.toolCalls.map((call) => ({
+    id: call.toolCallId,
+    name: call.toolName,
+    input: call.input,
+    invalid: 'invalid' in call && call.invalid ? redactKey(errorText((call as { error?: unknown }).error), request.apiKey).slice(0, 500) : undefined,
+  }));
+  if (toolCalls.length === 0 && result.text.trim() === '') {
+    throw new ProviderFailure('failed', 'the provider returned an empty reply', { paid: { usage, model: answeredBy } });
+  }
+  // Only the model's own messages: results of invalid calls the SDK may add are the turn's to give.
+  const assistant = result.response.messages.filter((message) => message.role === 'assistant');
+  return { text: result.text, toolCalls, assistant, usage, model: answeredBy };
+}
+
 /** The agent's model, which the service requires for every provider but echo. Errors: `failed` when missing. */
-export function requireModel(request: ReplyRequest, provider: string): string {
+export function requireModel(request: { model: string | null }, provider: string): string {
   if (!request.model) throw new ProviderFailure('failed', `the agent has no model (required for ${provider})`);
   return request.model;
+}
+
+/**
+ * A vendor's provider over the AI SDK: one reply (§8) and one step with tools (§11), with the
+ * model that `languageModel` makes for the organization's key. Input: the provider's name (for
+ * errors) and the model factory. Output: the {@link ReplyProvider}.
+ */
+export function aiSdkProvider(name: string, languageModel: (apiKey: string, model: string) => LanguageModel): ReplyProvider {
+  return {
+    async reply(request) {
+      const model = requireModel(request, name);
+      return replyWithModel(languageModel(request.apiKey, model), request, model);
+    },
+    async step(request) {
+      const model = requireModel(request, name);
+      return stepWithModel(languageModel(request.apiKey, model), request, model);
+    },
+  };
 }

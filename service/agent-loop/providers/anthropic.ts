@@ -1,5 +1,5 @@
 import { createAnthropic } from '@ai-sdk/anthropic';
-import { replyWithModel, requireModel } from './ai-sdk.ts';
+import { aiSdkProvider } from './ai-sdk.ts';
 import type { ReplyProvider } from './types.ts';
 
 /** The default of `ANTHROPIC_BASE_URL` (contract §8): an origin, as Anthropic's official SDK reads it. */
@@ -13,10 +13,5 @@ export const DEFAULT_ANTHROPIC_BASE_URL = 'https://api.anthropic.com';
  */
 export function createAnthropicProvider(settings: { baseUrl?: string | undefined } = {}): ReplyProvider {
   const origin = (settings.baseUrl || DEFAULT_ANTHROPIC_BASE_URL).replace(/\/+$/, '');
-  return {
-    async reply(request) {
-      const model = requireModel(request, 'anthropic');
-      return replyWithModel(createAnthropic({ apiKey: request.apiKey, baseURL: `${origin}/v1` })(model), request, model);
-    },
-  };
+  return aiSdkProvider('anthropic', (apiKey, model) => createAnthropic({ apiKey, baseURL: `${origin}/v1` })(model));
 }

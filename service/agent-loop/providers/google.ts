@@ -1,5 +1,5 @@
 import { createGoogleGenerativeAI } from '@ai-sdk/google';
-import { replyWithModel, requireModel } from './ai-sdk.ts';
+import { aiSdkProvider } from './ai-sdk.ts';
 import type { ReplyProvider } from './types.ts';
 
 /**
@@ -7,10 +7,5 @@ import type { ReplyProvider } from './types.ts';
  * `x-goog-api-key`), through the AI SDK's Google provider.
  */
 export function createGoogleProvider(): ReplyProvider {
-  return {
-    async reply(request) {
-      const model = requireModel(request, 'google');
-      return replyWithModel(createGoogleGenerativeAI({ apiKey: request.apiKey })(model), request, model);
-    },
-  };
+  return aiSdkProvider('google', (apiKey, model) => createGoogleGenerativeAI({ apiKey })(model));
 }

@@ -1,5 +1,5 @@
 import { createOpenAI } from '@ai-sdk/openai';
-import { replyWithModel, requireModel } from './ai-sdk.ts';
+import { aiSdkProvider } from './ai-sdk.ts';
 import type { ReplyProvider } from './types.ts';
 
 /** The default of `OPENAI_BASE_URL` (contract §8): OpenAI's API, as its official SDK reads it. */
@@ -13,10 +13,5 @@ export const DEFAULT_OPENAI_BASE_URL = 'https://api.openai.com/v1';
  */
 export function createOpenAiProvider(settings: { baseUrl?: string | undefined } = {}): ReplyProvider {
   const baseURL = (settings.baseUrl || DEFAULT_OPENAI_BASE_URL).replace(/\/+$/, '');
-  return {
-    async reply(request) {
-      const model = requireModel(request, 'openai');
-      return replyWithModel(createOpenAI({ apiKey: request.apiKey, baseURL }).chat(model), request, model);
-    },
-  };
+  return aiSdkProvider('openai', (apiKey, model) => createOpenAI({ apiKey, baseURL }).chat(model));
 }

@@ -1,5 +1,5 @@
 import { createOpenRouter } from '@openrouter/ai-sdk-provider';
-import { replyWithModel, requireModel } from './ai-sdk.ts';
+import { aiSdkProvider } from './ai-sdk.ts';
 import type { ReplyProvider } from './types.ts';
 
 /**
@@ -7,10 +7,5 @@ import type { ReplyProvider } from './types.ts';
  * provider; models are named as OpenRouter names them (`anthropic/claude-sonnet-4`).
  */
 export function createOpenRouterProvider(): ReplyProvider {
-  return {
-    async reply(request) {
-      const model = requireModel(request, 'openrouter');
-      return replyWithModel(createOpenRouter({ apiKey: request.apiKey }).chat(model), request, model);
-    },
-  };
+  return aiSdkProvider('openrouter', (apiKey, model) => createOpenRouter({ apiKey }).chat(model));
 }

@@ -1,7 +1,7 @@
 /** The providers acs-server runs, by name (contract §5 lists them; §8 says how each is reached). */
 import { Providers, type Provider } from '../../../api/schemas.ts';
 import { echoProvider } from './echo.ts';
-import type { ReplyProvider } from './types.ts';
+import { ProviderFailure, type ReplyProvider } from './types.ts';
 
 /**
  * A provider whose adapter module (and the vendor SDK under it) is loaded at its first call, not
@@ -12,13 +12,19 @@ import type { ReplyProvider } from './types.ts';
  */
 function lazyProvider(load: () => Promise<ReplyProvider>): ReplyProvider {
   let loading: Promise<ReplyProvider> | undefined;
+  const loaded = () =>
+    (loading ??= load().catch((error: unknown) => {
+      loading = undefined;
+      throw error;
+    }));
   return {
     async reply(request) {
-      loading ??= load().catch((error: unknown) => {
-        loading = undefined;
-        throw error;
-      });
-      return (await loading).reply(request);
+      return (await loaded()).reply(request);
+    },
+    async step(request) {
+      const provider = await loaded();
+      if (!provider.step) throw new ProviderFailure('failed', 'this provider cannot call tools');
+      return provider.step(request);
     },
   };
 }

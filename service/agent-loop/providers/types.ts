@@ -36,12 +36,57 @@ export interface ProviderReply {
   model: string;
 }
 
+/** A tool a model may call in a step (contract §11): its name as the model sees it, what it does, and its input's JSON Schema. */
+export interface StepTool {
+  name: string;
+  description: string;
+  inputSchema: Record<string, unknown>;
+}
+
+/** One tool call a model asked for. `invalid` says why it cannot run as asked (an unknown tool, input that is not JSON). */
+export interface ModelToolCall {
+  /** The model's id of the call, which its result must name. */
+  id: string;
+  name: string;
+  input: unknown;
+  invalid?: string | undefined;
+}
+
 /**
- * An LLM vendor as the agent loop uses it. Implementations must never put `apiKey` into an error
+ * One step of a turn (contract §11): the model is asked, with the tools it may call, to go on from
+ * `messages` (the thread as the agent sees it, then the turn's earlier steps and their tool
+ * results, as the Vercel AI SDK's `ModelMessage`s in JSON).
+ */
+export interface StepRequest {
+  apiKey: string;
+  model: string | null;
+  instructions: string;
+  /** `ModelMessage`s of the AI SDK (JSON, as stored between steps). */
+  messages: unknown[];
+  tools: StepTool[];
+  /** The peer message the turn answers (echo answers from it). */
+  answering: string;
+  signal: AbortSignal;
+}
+
+/** A step's answer: text (the reply, when there is no tool call), tool calls, and the model's messages to keep for the next step. */
+export interface StepReply {
+  text: string;
+  toolCalls: ModelToolCall[];
+  /** The assistant messages of this step (AI SDK `ModelMessage`s in JSON), stored with the turn. */
+  assistant: unknown[];
+  usage: TokenUsage;
+  model: string;
+}
+
+/**
+ * An LLM vendor as the agent loop uses it: one reply (§8), and one step of a turn with tools
+ * (§11; every built-in provider has it). Implementations must never put `apiKey` into an error
  * message. Errors: rejects with a {@link ProviderFailure} (or any error, treated as `failed`).
  */
 export interface ReplyProvider {
   reply(request: ReplyRequest): Promise<ProviderReply>;
+  step?(request: StepRequest): Promise<StepReply>;
 }
 
 /** Why a provider call failed, as far as the loop acts on it. */

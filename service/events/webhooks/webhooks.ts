@@ -23,7 +23,7 @@ import { headSeq } from '../log.ts';
 import { secretFingerprint } from '../../../api/webhook-fingerprint.ts';
 import type { SecretBox } from '../../domain/secret-box.ts';
 import { generateWebhookSecret } from './signing.ts';
-import { assertDeliverableUrl, type UrlPolicy } from './url-guard.ts';
+import { assertDeliverableUrl, type UrlPolicy } from '../../outbound/url-guard.ts';
 
 /** How deliveries are made; `acs-server start` flags (docs/operating-acs-server.md). */
 export interface WebhookSettings extends UrlPolicy {
@@ -153,7 +153,7 @@ async function findWebhook(db: Queryable, caller: Caller, webhookId: string, loc
  * or a new one, returned here (and by rotation) only.
  * `name` (unique in the organization) and `status` (default enabled) are additions.
  * Errors: `not_found` (organization), `webhook_url_refused` (400: not https, or not public; see
- * url-guard.ts), `webhook_limit` (409: 20 webhooks already), `conflict` (409, with `existing_id`:
+ * outbound/url-guard.ts), `webhook_limit` (409: 20 webhooks already), `conflict` (409, with `existing_id`:
  * the name is taken).
  */
 export async function createWebhook(

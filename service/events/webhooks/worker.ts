@@ -13,7 +13,7 @@
  *   process that dies mid-attempt leaves the delivery to be attempted again when the lease ends.
  *   Pending deliveries are rows, so they survive restarts.
  * - **Attempt.** A `POST` of the event JSON signed per Standard Webhooks (signing.ts), to the
- *   checked address (url-guard.ts), answered within `timeoutMs`: 2xx is delivered; 410 disables
+ *   checked address (outbound/url-guard.ts), answered within `timeoutMs`: 2xx is delivered; 410 disables
  *   the webhook; anything else is retried after the next delay of the schedule, or after the
  *   receiver's `Retry-After` on 429/503 when that is longer; after the last, failed.
  */
@@ -25,7 +25,7 @@ import type { DomainDeps } from '../../domain/caller.ts';
 import { newId } from '../../domain/ids.ts';
 import { toEvent, typeFilterSql, type EventRow } from '../log.ts';
 import { signDelivery } from './signing.ts';
-import { guardedLookup, refusedAddress } from './url-guard.ts';
+import { guardedLookup, refusedAddress } from '../../outbound/url-guard.ts';
 import type { WebhookRuntime, WebhookSettings } from './webhooks.ts';
 
 /** The most a `Retry-After` may push an attempt back: a day. */

@@ -1,3 +1,4 @@
+import { ToolCallList, ToolCallListQuery } from '../../../api/agent-tools.ts';
 import { z } from 'zod';
 import {
   AccessRequest,
@@ -274,6 +275,17 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
         'the thread is 400 `invalid_cursor`.',
       query: ThreadPageQuery,
       success: ok(ThreadPage, 'the thread with a page of its messages'),
+      errors: ['invalid_cursor'],
+    },
+    'GET /threads/:thread_id/tool-calls': {
+      operationId: 'listThreadToolCalls',
+      summary: "The tool calls of the agents' turns on a thread",
+      description:
+        'Every tool call an agent with tools made while answering messages of this thread (contract §11), oldest first: the tool, its arguments, ' +
+        'its status (pending, awaiting_approval, running, completed, failed, rejected), result or error, and for ask and approvals whom it waits on. ' +
+        'Pass `next_after` as `after` to go on; an `after` that names no tool call of the thread is 400 `invalid_cursor`.',
+      query: ToolCallListQuery,
+      success: ok(ToolCallList, 'a page of tool calls'),
       errors: ['invalid_cursor'],
     },
     'POST /threads/:thread_id/messages': {

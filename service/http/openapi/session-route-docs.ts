@@ -1,3 +1,4 @@
+import { ToolCallList, ToolCallListQuery } from '../../../api/agent-tools.ts';
 import { z } from 'zod';
 import { CreatedMcpKey, McpKey, Message, Revoked, TeamGraph } from '../../../api/schemas.ts';
 import { StreamedEvent } from '../../../api/events.ts';
@@ -89,6 +90,15 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     description: 'Up to `limit` messages strictly after `after`, oldest first. Reading moves no read mark (POST …/read does).',
     query: MeThreadPageQuery,
     success: ok(MeThreadPage, 'the thread with a page of its messages'),
+    errors: ['invalid_cursor'],
+  },
+  'GET /me/threads/:thread_id/tool-calls': {
+    operationId: 'listMyThreadToolCalls',
+    tag: 'console',
+    summary: "The tool calls of the agents' turns on one of the person's threads",
+    description: 'As `GET /threads/{thread_id}/tool-calls` (contract §11), for a thread on one of the person\'s edges.',
+    query: ToolCallListQuery,
+    success: ok(ToolCallList, 'a page of tool calls'),
     errors: ['invalid_cursor'],
   },
   'POST /me/threads/:thread_id/read': {

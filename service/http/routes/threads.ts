@@ -1,7 +1,9 @@
 import type { FastifyInstance } from 'fastify';
+import { ToolCallListQuery } from '../../../api/agent-tools.ts';
 import { AppendMessageBody, OpenThreadBody, ThreadPageQuery } from '../../../api/schemas.ts';
 import { ServiceError } from '../../../errors/catalogue.ts';
 import { appendMessage, getThreadPage, listThreads, openThread } from '../../domain/threads.ts';
+import { listThreadToolCalls } from '../../domain/tool-calls.ts';
 import { callerOf } from '../auth.ts';
 import { parseInput } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
@@ -9,7 +11,9 @@ import type { Params, RouteContext } from './context.ts';
 /**
  * Thread and message routes (contract §5): `POST /edges/{id}/threads` → 201 Thread;
  * `GET /edges/{id}/threads` → 200 `{threads}` newest first; `GET /threads/{id}?after&limit&wait`
- * → 200 thread page (long poll up to `wait` seconds); `POST /threads/{id}/messages` → 201 Message.
+ * → 200 thread page (long poll up to `wait` seconds); `POST /threads/{id}/messages` → 201 Message;
+ * `GET /threads/{id}/tool-calls?after&limit` → 200 `{tool_calls, next_after}` (contract §11: the
+ * tool calls of the agents' turns on the thread, oldest first).
  * Errors: `not_found`, `not_a_participant`, `invalid_cursor`, `unknown_reference`, `invalid_request`,
  * `too_many_waits` (a long poll past the bounds of held waits).
  */
@@ -37,6 +41,10 @@ export function threadRoutes(app: FastifyInstance, { deps, shutdown, heldWaits }
     } finally {
       release();
     }
+  });
+  app.get<Params<'thread_id'>>('/threads/:thread_id/tool-calls', async (request) => {
+    const query = parseInput(ToolCallListQuery, request.query);
+    return listThreadToolCalls(deps, callerOf(request), request.params.thread_id, query);
   });
   app.post<Params<'thread_id'>>('/threads/:thread_id/messages', async (request, reply) => {
     const body = parseInput(AppendMessageBody, request.body);

@@ -1,6 +1,15 @@
 import type { FastifyInstance } from 'fastify';
 import { MarkReadBody, MeAppendMessageBody, MeOpenThreadBody, MeThreadListQuery, MeThreadPageQuery } from '../../../../api/session-schemas.ts';
-import { listPersonEdges, listPersonThreads, markPersonThreadRead, openPersonThread, postPersonMessage, readPersonThread } from '../../../domain/person-reach.ts';
+import { ToolCallListQuery } from '../../../../api/agent-tools.ts';
+import {
+  listPersonEdges,
+  listPersonThreadToolCalls,
+  listPersonThreads,
+  markPersonThreadRead,
+  openPersonThread,
+  postPersonMessage,
+  readPersonThread,
+} from '../../../domain/person-reach.ts';
 import { personSessionOf } from '../../session-auth.ts';
 import { parseInput, parseOptionalBody } from '../../validate.ts';
 import type { Params, RouteContext } from '../context.ts';
@@ -14,6 +23,8 @@ import type { Params, RouteContext } from '../context.ts';
  * `POST /me/threads/{thread_id}/read` (`message_id?`) → 200 `{thread_id, unread_count}`;
  * `POST /me/threads/{thread_id}/messages` (`content`, `expects_reply?`) → 201 Message from the
  * person's human on the thread's edge;
+ * `GET /me/threads/{thread_id}/tool-calls` (`after?`, `limit?` 1–500) → 200 `{tool_calls, next_after}`
+ * (the tool calls of the agents' turns on the thread, contract §11);
  * `GET /me/edges` → 200 `{edges}`; `POST /me/edges/{edge_id}/threads` (`subject?`, `content`,
  * `expects_reply?`) → 201 MeThread opened by the person's human, channel `web`.
  * Errors: `not_found` (outside the person's reach), `invalid_request`, `invalid_cursor`.
@@ -27,6 +38,10 @@ export function meThreadRoutes(app: FastifyInstance, { deps }: RouteContext): vo
   app.get<Params<'thread_id'>>('/me/threads/:thread_id', async (request) => {
     const query = parseInput(MeThreadPageQuery, request.query);
     return readPersonThread(deps, person(request), request.params.thread_id, query);
+  });
+  app.get<Params<'thread_id'>>('/me/threads/:thread_id/tool-calls', async (request) => {
+    const query = parseInput(ToolCallListQuery, request.query);
+    return listPersonThreadToolCalls(deps, person(request), request.params.thread_id, query);
   });
   app.post<Params<'thread_id'>>('/me/threads/:thread_id/read', async (request) => {
     const body = parseOptionalBody(MarkReadBody, request.body);

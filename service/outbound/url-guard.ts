@@ -1,14 +1,16 @@
 /**
- * Where webhooks may point (contract §9): an https URL whose host resolves to public addresses
- * only. Checked when a webhook is created or its URL changed, and again at every delivery, where
- * the connection is made to the very address that was checked (a lookup that refuses non-public
- * answers), so a name that resolves differently by then (DNS rebinding) reaches nothing inside.
- * `--webhook-allow-private` lifts both rules (development and tests).
+ * Where the service's own outbound requests may go (contract §9 for webhooks, §11 for agents'
+ * remote MCP servers, which follow the same rules): an https URL whose host resolves to public
+ * addresses only. Checked when a webhook or an agent's server is set or its URL changed, and again
+ * at every delivery or connection, where the connection is made to the very address that was
+ * checked (a lookup that refuses non-public answers), so a name that resolves differently by then
+ * (DNS rebinding) reaches nothing inside. `--webhook-allow-private` lifts both rules (development
+ * and tests).
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
 import ipaddr from 'ipaddr.js';
-import { ServiceError } from '../../../errors/catalogue.ts';
+import { ServiceError } from '../../errors/catalogue.ts';
 
 /** A `dns.lookup` with `{ all: true }`: every address of a host name. */
 export type ResolveHost = (hostname: string) => Promise<LookupAddress[]>;
@@ -38,8 +40,18 @@ export function refusedAddress(address: string): string | undefined {
   return range === 'unicast' ? undefined : range;
 }
 
-function refuse(url: string, why: string): ServiceError {
-  return new ServiceError('webhook_url_refused', `${url}: ${why}`, { errors: [{ path: 'url', message: why }] });
+/** What is checked, for the error: the field's path in the request and who may only reach public addresses. */
+export interface UrlSubject {
+  /** The path of the URL in the request body (`url`, `tools.mcp.0.url`). */
+  path: string;
+  /** The plural noun of the messages ("webhooks", "remote MCP servers"). */
+  what: string;
+}
+
+const webhookSubject: UrlSubject = { path: 'url', what: 'webhooks' };
+
+function refuse(url: string, why: string, subject: UrlSubject): ServiceError {
+  return new ServiceError('webhook_url_refused', `${url}: ${why}`, { errors: [{ path: subject.path, message: why }] });
 }
 
 /** The host of a URL as connections use it (IPv6 literals without their brackets). */
@@ -48,31 +60,32 @@ function hostOf(url: URL): string {
 }
 
 /**
- * Checks that deliveries may go to `url` (contract §9): https, and its host an address, or a name
- * resolving only to addresses, that {@link refusedAddress} allows; anything goes with
- * `allowPrivate`. Errors: `webhook_url_refused` (400) naming why.
+ * Checks that requests may go to `url` (contract §9, §11): https, and its host an address, or a
+ * name resolving only to addresses, that {@link refusedAddress} allows; anything goes with
+ * `allowPrivate`. `subject` names the field in errors (default: a webhook's `url`).
+ * Errors: `webhook_url_refused` (400) naming why.
  */
-export async function assertDeliverableUrl(url: string, policy: UrlPolicy): Promise<void> {
+export async function assertDeliverableUrl(url: string, policy: UrlPolicy, subject: UrlSubject = webhookSubject): Promise<void> {
   if (policy.allowPrivate) return;
   const parsed = new URL(url);
-  if (parsed.protocol !== 'https:') throw refuse(url, 'must be https (http is taken only by a server started with --webhook-allow-private)');
-  if (parsed.username || parsed.password) throw refuse(url, 'must not carry credentials (user:password@)');
+  if (parsed.protocol !== 'https:') throw refuse(url, 'must be https (http is taken only by a server started with --webhook-allow-private)', subject);
+  if (parsed.username || parsed.password) throw refuse(url, 'must not carry credentials (user:password@)', subject);
   const host = hostOf(parsed);
   if (isIP(host)) {
     const why = refusedAddress(host);
-    if (why) throw refuse(url, `${host} is a ${why} address; webhooks may only reach public addresses`);
+    if (why) throw refuse(url, `${host} is a ${why} address; ${subject.what} may only reach public addresses`, subject);
     return;
   }
   let addresses: LookupAddress[];
   try {
     addresses = await (policy.resolve ?? systemResolve)(host);
   } catch (error) {
-    throw refuse(url, `${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`);
+    throw refuse(url, `${host} does not resolve (${(error as NodeJS.ErrnoException).code ?? 'lookup failed'})`, subject);
   }
-  if (addresses.length === 0) throw refuse(url, `${host} does not resolve`);
+  if (addresses.length === 0) throw refuse(url, `${host} does not resolve`, subject);
   for (const { address } of addresses) {
     const why = refusedAddress(address);
-    if (why) throw refuse(url, `${host} resolves to ${address}, a ${why} address; webhooks may only reach public addresses`);
+    if (why) throw refuse(url, `${host} resolves to ${address}, a ${why} address; ${subject.what} may only reach public addresses`, subject);
   }
 }
 

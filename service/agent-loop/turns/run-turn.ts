@@ -1,0 +1,497 @@
+/**
+ * A turn of a provider agent with tools (contract §11): model → tool calls → model … until the
+ * model writes text (the reply, posted as §8's) or `max_steps` is reached. One claimed work row
+ * (agent, thread) runs its turn as far as it can go: every step and every tool call is stored as
+ * it finishes (turn-store.ts), so whichever process claims the row next resumes exactly there.
+ *
+ * - A call is recorded before it runs, moved to `running` before it starts and to a final state
+ *   when it ends, each in one conditional transaction: a call that was `running` when its process
+ *   died is found so by the next one and becomes `failed` (`interrupted`), and the model is told —
+ *   a tool with side effects runs at most once.
+ * - `ask` and approvals write their question and wait: the turn suspends, its row parked until
+ *   the answer's message wakes it (migration 0022's trigger) or the wait's deadline, holding no
+ *   provider call, no loop slot and no request meanwhile.
+ * - Edges are the permission: the team tools and `ask` reach only the agent's edges (the domain
+ *   checks every call); a refusal is a recorded tool error `not_on_your_edges`.
+ */
+import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { maxToolCallsPerStep, type AgentTools } from '../../../api/agent-tools.ts';
+import { ServiceError } from '../../../errors/catalogue.ts';
+import type { AgentIdentity } from '../../domain/agent-inbox.ts';
+import { openToolSecrets, toolsResource, type ToolSecrets } from '../../domain/agent-tools.ts';
+import type { DomainDeps } from '../../domain/caller.ts';
+import { insertMessage } from '../../domain/threads.ts';
+import { isUniqueViolation, type Queryable } from '../../storage/db.ts';
+import { approvalQuestion, approvalReask, findApprover, maxApprovalAttempts, parseApproval } from '../../tools/approval.ts';
+import { findAnswer, judgeAnswer, questionText, resolveAskTarget, writeQuestion, type AskArgs } from '../../tools/ask.ts';
+import { boundedResult, RemoteToolError } from '../../tools/remote-mcp.ts';
+import { openToolbox, type Toolbox, type TurnTool } from '../../tools/toolbox.ts';
+import { redactKey } from '../providers/redact-key.ts';
+import { ProviderFailure, type ReplyProvider, type StepReply } from '../providers/types.ts';
+import { contextMessages, extendLease, maxContent, nextSql, parkRow, recordUsage, tokensToday, type AgentContext, type Claim, type LoopLogger, type ThreadMessage } from '../work.ts';
+import { stepMessages, type ContextMessage } from './transcript.ts';
+import { moveCall, type ToolCallRow } from '../../domain/tool-calls.ts';
+import { callsOfStep, callsOfTurn, finishTurn, openTurnOf, recordStep, setTurnState, startTurn, type NewToolCall, type TurnRow } from './turn-store.ts';
+
+/** What the turn runner needs of the loop. */
+export interface TurnRunnerOptions {
+  deps: DomainDeps;
+  log: LoopLogger;
+  /** Longest provider call, in milliseconds. */
+  callTimeoutMs: number;
+  /** How much longer than the work it covers a lease lasts, in milliseconds. */
+  leaseMarginMs: number;
+  /** The ping-pong guard of §8 (agent-loop.ts): a run of this many automatic replies gets no turn. */
+  autoReplyLimit: number;
+  /** Aborted when the service stops: the turn stops where it is, to be resumed. */
+  stopping: AbortSignal;
+  /** A provider failure, handled as the loop handles one of a reply (backoff, refused key, rate limit); it parks the row. */
+  onProviderFailure(claim: Claim, agent: AgentContext, failure: ProviderFailure, reason: string): Promise<void>;
+  /** Called when the daily budget is found spent before a step; it parks the row until the next UTC day. */
+  onBudgetSpent(claim: Claim, agent: AgentContext): Promise<void>;
+}
+
+/** The runner of turns: `run` works on one claimed row of an agent with tools and parks it. */
+export interface TurnRunner {
+  /** Runs (or resumes) the turn of a claimed row as far as it goes, then parks the row. Errors: none of its own (a failure of storage is thrown, and the loop backs off). */
+  run(claim: Claim, agent: AgentContext, provider: ReplyProvider, apiKey: string): Promise<void>;
+}
+
+/** Thrown when the claim was taken over by another process: stop, write nothing more. */
+class LostClaim extends Error {}
+
+const tracer = trace.getTracer('acs-server');
+
+/** A refusal of the domain as a tool error: off the agent's edges (or made up) is `not_on_your_edges`. */
+function toolErrorOf(error: unknown, log: LoopLogger, where: Record<string, unknown>): string {
+  if (error instanceof ServiceError) {
+    if (error.code === 'not_found' || error.code === 'not_a_participant') return `not_on_your_edges: ${error.message}`;
+    return `${error.code}: ${error.message}`;
+  }
+  if (error instanceof RemoteToolError) return `${error.code}: ${error.message}`;
+  log.error({ ...where, reason: (error as Error).message }, 'a tool call failed unexpectedly');
+  return 'internal: the tool failed unexpectedly';
+}
+
+/** The label of a tool as approvals and records name it: `tool`, or `SERVER.TOOL`. */
+function toolLabel(tool: Pick<TurnTool, 'tool' | 'server'> | Pick<ToolCallRow, 'tool' | 'server'>): string {
+  return tool.server === null ? tool.tool : `${tool.server}.${tool.tool}`;
+}
+
+/** A Zod error in one line, for a model to read. */
+function issuesText(error: { issues: Array<{ path: PropertyKey[]; message: string }> }): string {
+  return error.issues.map((i) => `${i.path.length > 0 ? i.path.join('.') : '(arguments)'}: ${i.message}`).join('; ');
+}
+
+/**
+ * Creates the turn runner over the loop's options. Output: {@link TurnRunner}.
+ */
+export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
+  const { deps, log } = options;
+  const db = deps.db;
+  const policy = deps.urls ?? { allowPrivate: false };
+
+  const park = (claim: Claim, due: Parameters<typeof parkRow>[2], changes: { handledSeq?: number; failures?: number } = {}) => parkRow(db, claim, due, changes);
+
+  /** The thread as the agent saw it when `turn`'s message arrived: its last 50 messages, oldest first, and the message itself. */
+  async function contextOf(turn: TurnRow): Promise<{ context: ContextMessage[]; answering: string }> {
+    const rows = await db.query<{ sender_id: string; content: string; seq: number }>(
+      `SELECT sender_id, content, seq FROM messages WHERE thread_id = $1 AND seq <= $2 ORDER BY seq DESC LIMIT $3`,
+      [turn.thread_id, turn.message_seq, contextMessages],
+    );
+    const context = rows.reverse().map((m): ContextMessage => ({ role: m.sender_id === turn.agent_id ? 'assistant' : 'user', content: m.content }));
+    return { context, answering: rows.find((m) => m.seq === turn.message_seq)?.content ?? context.at(-1)?.content ?? '' };
+  }
+
+  /** Runs `fn` in a transaction and announces the organization's events after its commit. */
+  async function inTx<T>(orgId: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+    const value = await db.transaction(fn);
+    deps.events.announce(orgId);
+    return value;
+  }
+
+  /** The span of one tool call (OpenTelemetry GenAI conventions: `execute_tool`). */
+  async function traced<T>(call: ToolCallRow, fn: () => Promise<T>): Promise<T> {
+    return tracer.startActiveSpan(`execute_tool ${toolLabel(call)}`, async (span: Span) => {
+      span.setAttributes({
+        'gen_ai.operation.name': 'execute_tool',
+        'gen_ai.tool.name': toolLabel(call),
+        'gen_ai.tool.call.id': call.id,
+        'gen_ai.tool.type': call.server === null ? 'function' : 'extension',
+      });
+      try {
+        return await fn();
+      } catch (error) {
+        span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+        throw error;
+      } finally {
+        span.end();
+      }
+    });
+  }
+
+  /**
+   * Brings one call of the latest step as far as it goes now. Output: the deadline it waits for
+   * (an ask or an approval without its answer yet), or undefined once it is final.
+   */
+  async function settle(call: ToolCallRow, turn: TurnRow, agent: AgentContext, tools: AgentTools, toolbox: Toolbox): Promise<Date | undefined> {
+    const actor: AgentIdentity = { agentId: turn.agent_id, teamId: turn.team_id, orgId: turn.org_id, keyId: turn.id };
+    const where = { agent_id: turn.agent_id, thread_id: turn.thread_id, tool_call_id: call.id, tool: toolLabel(call) };
+    const deadline = () => new Date(Date.now() + tools.ask_timeout_seconds * 1000);
+    const fail = (from: ToolCallRow['status'], error: string, status: 'failed' | 'rejected' = 'failed') => inTx(turn.org_id, (tx) => moveCall(tx, call, from, { status, error }));
+
+    switch (call.status) {
+      case 'completed':
+      case 'failed':
+      case 'rejected':
+        return undefined;
+
+      case 'running': {
+        // A call with no question to wait for that is still running was running in a process that
+        // is gone (this row's claim is the only one): it may or may not have happened.
+        if (call.wait_thread === null) {
+          await fail('running', 'interrupted: the process running this call stopped before it finished; it may or may not have taken effect');
+          return undefined;
+        }
+        return settleAsk(call, turn, tools);
+      }
+
+      case 'awaiting_approval': {
+        if (call.wait_thread === null) {
+          const approver = tools.approval ? await findApprover(db, actor, tools.approval.by) : { unavailable: 'the agent has no approval settings any more' };
+          if ('unavailable' in approver) {
+            await fail('awaiting_approval', `approval_unavailable: ${approver.unavailable}`);
+            return undefined;
+          }
+          const at = deadline();
+          const moved = await inTx(turn.org_id, async (tx) => {
+            const question = await writeQuestion(tx, actor, { edgeId: approver.edgeId, teamId: approver.teamId, peerId: approver.humanId, peerName: approver.name, peerKind: 'human', threadId: null }, {
+              content: approvalQuestion(agent.name, toolLabel(call), call.arguments),
+              subject: `Approval: ${toolLabel(call)}`.slice(0, 200),
+            });
+            return moveCall(tx, call, 'awaiting_approval', {
+              status: 'awaiting_approval',
+              wait: { participant: approver.humanId, thread: question.threadId, message: question.messageId, afterSeq: question.seq, deadline: at },
+              attempts: 1,
+            });
+          });
+          return moved ? at : undefined;
+        }
+        const answer = await findAnswer(db, { threadId: call.wait_thread, participantId: call.wait_participant!, afterSeq: call.wait_after_seq! });
+        if (!answer) {
+          if (call.wait_deadline && call.wait_deadline.getTime() <= Date.now()) {
+            await fail('awaiting_approval', `rejected: nobody approved it within ${tools.ask_timeout_seconds} s (approval_timeout)`, 'rejected');
+            return undefined;
+          }
+          return call.wait_deadline ?? deadline();
+        }
+        const decision = parseApproval(answer.content);
+        if (decision.ok && decision.reply.decision === 'approve') {
+          const approved = await inTx(turn.org_id, (tx) => moveCall(tx, call, 'awaiting_approval', { status: 'pending' }));
+          return approved ? settle(approved, turn, agent, tools, toolbox) : undefined;
+        }
+        if (decision.ok) {
+          const by = tools.approval?.by ?? 'the approver';
+          await fail('awaiting_approval', `rejected: ${by} rejected it${decision.reply.comment ? `: ${decision.reply.comment}` : ''}`, 'rejected');
+          return undefined;
+        }
+        if (call.attempts >= maxApprovalAttempts) {
+          await fail('awaiting_approval', `rejected: the approver's answers could not be read as approve or reject (reply_invalid)`, 'rejected');
+          return undefined;
+        }
+        return reask(call, turn, 'awaiting_approval', approvalReask(call.attempts + 1));
+      }
+
+      case 'pending':
+        return start(call, turn, agent, tools, toolbox, actor, where);
+    }
+  }
+
+  /** Writes a follow-up question in the call's wait thread and waits again after it. */
+  async function reask(call: ToolCallRow, turn: TurnRow, status: 'running' | 'awaiting_approval', text: string): Promise<Date | undefined> {
+    const at = call.wait_deadline ?? new Date(Date.now() + 86_400_000);
+    const moved = await inTx(turn.org_id, async (tx) => {
+      const message = await insertMessage(tx, call.wait_thread!, turn.agent_id, text, { expectsReply: true });
+      return moveCall(tx, call, status, {
+        status,
+        wait: { participant: call.wait_participant!, thread: call.wait_thread!, message: message.id, afterSeq: message.seq, deadline: at },
+        attempts: call.attempts + 1,
+      });
+    }).catch((error: unknown) => {
+      // The wait's thread was deleted (its edge went): the question cannot be asked again.
+      if (error instanceof ServiceError && error.code === 'not_found') return undefined;
+      throw error;
+    });
+    if (!moved) {
+      await inTx(turn.org_id, (tx) => moveCall(tx, call, status, { status: 'failed', error: 'not_on_your_edges: the thread of the question is gone' }));
+      return undefined;
+    }
+    return at;
+  }
+
+  /** An ask that waits: its answer, a re-ask, or its timeout. */
+  async function settleAsk(call: ToolCallRow, turn: TurnRow, tools: AgentTools): Promise<Date | undefined> {
+    const answer = await findAnswer(db, { threadId: call.wait_thread!, participantId: call.wait_participant!, afterSeq: call.wait_after_seq! });
+    if (!answer) {
+      if (call.wait_deadline && call.wait_deadline.getTime() <= Date.now()) {
+        const peer = await participantName(call.wait_participant!);
+        await inTx(turn.org_id, (tx) => moveCall(tx, call, 'running', { status: 'failed', error: `ask_timeout: no answer from ${peer} within ${tools.ask_timeout_seconds} s` }));
+        return undefined;
+      }
+      return call.wait_deadline ?? undefined;
+    }
+    const peer = await db.query<{ id: string; name: string; kind: string }>(`SELECT id, name, kind FROM participants WHERE id = $1`, [call.wait_participant]);
+    const from = { participant_id: call.wait_participant!, name: peer[0]?.name ?? call.wait_participant!, kind: peer[0]?.kind ?? 'agent' };
+    const args = call.arguments as Partial<AskArgs>;
+    const judged = judgeAnswer(answer, { from, threadId: call.wait_thread!, replySchema: args.reply_schema, attempt: call.attempts });
+    if (judged.kind === 'result') {
+      await inTx(turn.org_id, (tx) => moveCall(tx, call, 'running', { status: 'completed', result: boundedResult(judged.result) }));
+      return undefined;
+    }
+    if (judged.kind === 'invalid') {
+      await inTx(turn.org_id, (tx) =>
+        moveCall(tx, call, 'running', { status: 'failed', error: `reply_invalid: ${from.name}'s answers did not fit reply_schema: ${judged.problems.join('; ')}`.slice(0, 4000) }),
+      );
+      return undefined;
+    }
+    return reask(call, turn, 'running', judged.message);
+  }
+
+  async function participantName(id: string): Promise<string> {
+    const rows = await db.query<{ name: string }>(`SELECT name FROM participants WHERE id = $1`, [id]);
+    return rows[0]?.name ?? id;
+  }
+
+  /** Starts a pending call: an ask writes its question and waits; any other tool runs now. */
+  async function start(call: ToolCallRow, turn: TurnRow, _agent: AgentContext, tools: AgentTools, toolbox: Toolbox, actor: AgentIdentity, where: Record<string, unknown>): Promise<Date | undefined> {
+    const tool = toolbox.tools.find((t) => t.tool === call.tool && t.server === call.server) ?? toolbox.find(call.model_name);
+    if (!tool) {
+      const why = call.server !== null && toolbox.unreachable.has(call.server) ? `tool_failed: ${toolbox.unreachable.get(call.server)}` : `unknown_tool: ${toolLabel(call)} is not offered any more`;
+      await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: why }));
+      return undefined;
+    }
+    if (tool.kind === 'ask') {
+      const args = tool.schema!.parse(call.arguments) as AskArgs;
+      let target;
+      try {
+        target = await resolveAskTarget(db, actor, args);
+      } catch (error) {
+        await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
+        return undefined;
+      }
+      let content: string;
+      try {
+        content = questionText(args.content, args.reply_schema);
+      } catch (error) {
+        await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
+        return undefined;
+      }
+      const at = new Date(Date.now() + tools.ask_timeout_seconds * 1000);
+      const moved = await inTx(turn.org_id, async (tx) => {
+        const question = await writeQuestion(tx, actor, target, { content, subject: args.subject });
+        return moveCall(tx, call, 'pending', {
+          status: 'running',
+          wait: { participant: target.peerId, thread: question.threadId, message: question.messageId, afterSeq: question.seq, deadline: at },
+          attempts: 1,
+        });
+      }).catch(async (error: unknown) => {
+        await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
+        return undefined;
+      });
+      return moved ? at : undefined;
+    }
+    const running = await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'running' }));
+    if (!running) return undefined;
+    const timeoutMs = tools.tool_timeout_seconds * 1000;
+    const outcome = await traced(running, async () => {
+      try {
+        if (tool.kind === 'team') {
+          const args = tool.schema!.parse(call.arguments) as Record<string, unknown>;
+          const signal = AbortSignal.any([options.stopping, AbortSignal.timeout(timeoutMs)]);
+          return { result: await tool.team!.run({ deps, agent: actor, signal }, args) };
+        }
+        const args = (call.arguments && typeof call.arguments === 'object' ? call.arguments : {}) as Record<string, unknown>;
+        return { result: await tool.remote!.call(tool.tool, args, timeoutMs, options.stopping) };
+      } catch (error) {
+        return { error: toolErrorOf(error, log, where) };
+      }
+    });
+    if (options.stopping.aborted && 'error' in outcome) {
+      // Stopped with the service: the call is left running and found interrupted at the resume.
+      return undefined;
+    }
+    await inTx(turn.org_id, (tx) =>
+      moveCall(tx, running, 'running', 'result' in outcome ? { status: 'completed', result: boundedResult(outcome.result) } : { status: 'failed', error: outcome.error }),
+    );
+    return undefined;
+  }
+
+  /**
+   * What a step's tool calls become as records: each checked against the tool it names (unknown
+   * tools, arguments that do not fit, and calls past 32 fail at once, with why), and those
+   * `approval.tools` names wait for their approval.
+   */
+  function newCalls(reply: StepReply, toolbox: Toolbox, tools: AgentTools, lastStep: boolean, maxSteps: number): NewToolCall[] {
+    const approvals = new Set(tools.approval?.tools ?? []);
+    return reply.toolCalls.map((call, i): NewToolCall => {
+      const tool = toolbox.find(call.name);
+      const base = { modelCallId: call.id, modelName: call.name, tool: tool?.tool ?? call.name, server: tool?.server ?? null, arguments: call.input };
+      const failed = (error: string): NewToolCall => ({ ...base, status: 'failed', error });
+      if (lastStep) return failed(`max_steps: the turn reached its limit of ${maxSteps} steps; this call was not made`);
+      if (i >= maxToolCallsPerStep) return failed(`too_many_tool_calls: at most ${maxToolCallsPerStep} tool calls per step; this one was not made`);
+      if (!tool) return failed(`unknown_tool: no tool named ${call.name} (the tools you have are listed in this request)`);
+      if (call.invalid) return failed(`invalid_arguments: ${call.invalid}`);
+      if (tool.schema) {
+        const parsed = tool.schema.safeParse(call.input);
+        if (!parsed.success) return failed(`invalid_arguments: ${issuesText(parsed.error)}`);
+      } else if (call.input === null || typeof call.input !== 'object' || Array.isArray(call.input)) {
+        return failed('invalid_arguments: the arguments must be a JSON object');
+      }
+      return { ...base, status: approvals.has(toolLabel(tool)) ? 'awaiting_approval' : 'pending' };
+    });
+  }
+
+  /** The note a reply ends with when the turn ran out of steps. */
+  const maxStepsNote = (maxSteps: number) =>
+    `(This turn reached its limit of ${maxSteps} steps (max_steps) before it finished; the tool calls of its last step were not made.)`;
+
+  /**
+   * Posts the reply, records the last step (if it asked for calls that are not made) and its usage,
+   * ends the turn and moves the row's mark past the message, in one transaction.
+   */
+  async function complete(claim: Claim, agent: AgentContext, turn: TurnRow, reply: StepReply, text: string, unmade: NewToolCall[]): Promise<void> {
+    try {
+      await inTx(turn.org_id, async (tx) => {
+        if (unmade.length > 0) await recordStep(tx, turn, reply.assistant, unmade);
+        const message = await insertMessage(tx, turn.thread_id, turn.agent_id, text.slice(0, maxContent), { replyTo: turn.message_id });
+        await recordUsage(tx, claim, agent, reply, message.id);
+        await finishTurn(tx, turn.id, { replyId: message.id });
+        await parkRow(tx, claim, { inMs: 0 }, { handledSeq: turn.message_seq, failures: 0 });
+      });
+    } catch (error) {
+      // Answered already (a process whose lease ran out): that answer stands; this step was paid.
+      if (isUniqueViolation(error) || (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'conflict'))) {
+        await db.transaction((tx) => recordUsage(tx, claim, agent, reply, null)).catch(() => {});
+        if (error instanceof ServiceError && error.code === 'conflict') throw new LostClaim();
+        return;
+      }
+      throw error;
+    }
+  }
+
+  async function runTurn(claim: Claim, agent: AgentContext, provider: ReplyProvider, apiKey: string, span: Span): Promise<void> {
+    const tools = toolsResource(agent.tools)!;
+    let turn = await openTurnOf(db, claim.agent_id, claim.thread_id);
+    if (!turn) {
+      const recent = await db.query<ThreadMessage>(nextSql, [claim.thread_id, claim.handled_seq, claim.agent_id, Math.max(contextMessages, options.autoReplyLimit)]);
+      const incoming = recent[0];
+      if (!incoming) return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
+      const run = recent.slice(0, options.autoReplyLimit);
+      if (incoming.reply_to !== null && run.length === options.autoReplyLimit && run.every((m) => m.reply_to !== null)) {
+        return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
+      }
+      turn = await startTurn(db, { agentId: claim.agent_id, threadId: claim.thread_id, messageId: incoming.id, messageSeq: incoming.seq, orgId: agent.org_id, teamId: agent.team_id });
+      if (turn.state === 'completed' || turn.state === 'failed') return park(claim, { inMs: 0 }, { handledSeq: turn.message_seq });
+    }
+    span.setAttribute('acs.turn.id', turn.id);
+    if (!provider.step) {
+      return options.onProviderFailure(claim, agent, new ProviderFailure('failed', `provider ${agent.provider} cannot call tools`), `provider ${agent.provider} cannot call tools`);
+    }
+    const { context, answering } = await contextOf(turn);
+    let secrets: ToolSecrets = {};
+    try {
+      secrets = openToolSecrets(deps.secrets, agent.tool_secrets);
+    } catch {
+      log.error({ agent_id: claim.agent_id, org_id: agent.org_id }, 'the header values of the agent\'s MCP servers cannot be decrypted with this process\'s encryption key (ACS_ENCRYPTION_KEY): its servers are called without them');
+    }
+    const toolbox = await openToolbox(tools, secrets, policy, Math.min(tools.tool_timeout_seconds, 30) * 1000, options.stopping);
+    for (const [server, why] of toolbox.unreachable) log.warn({ agent_id: claim.agent_id, server, reason: why }, 'an MCP server of the agent cannot be reached: its tools are not offered this time');
+    let current: TurnRow = turn;
+    const leaseSeconds = (Math.max(options.callTimeoutMs, tools.tool_timeout_seconds * 1000) + options.leaseMarginMs) / 1000;
+    try {
+      for (;;) {
+        if (options.stopping.aborted) return park(claim, { inMs: 0 });
+        if (!(await extendLease(db, claim, leaseSeconds))) throw new LostClaim();
+        const calls = current.steps > 0 ? await callsOfStep(db, current.id, current.steps) : [];
+        const waits = await Promise.all(calls.map((call) => settle(call, current, agent, tools, toolbox)));
+        if (options.stopping.aborted) return park(claim, { inMs: 0 });
+        const pending = waits.filter((at): at is Date => at !== undefined);
+        if (pending.length > 0) {
+          await setTurnState(db, current.id, 'suspended');
+          const at = new Date(Math.min(...pending.map((d) => d.getTime())));
+          return park(claim, { at }, { failures: 0 });
+        }
+        // Settling may have started calls that were approved meanwhile: look again until all are final.
+        const again = current.steps > 0 ? await callsOfStep(db, current.id, current.steps) : [];
+        if (again.some((c) => c.status === 'pending' || c.status === 'awaiting_approval' || c.status === 'running')) continue;
+        if (agent.max_tokens_per_day !== null && (await tokensToday(db, claim.agent_id)) >= agent.max_tokens_per_day) {
+          return options.onBudgetSpent(claim, agent);
+        }
+        const messages = stepMessages(context, current.transcript, await callsOfTurn(db, current.id));
+        const timeout = AbortSignal.timeout(options.callTimeoutMs);
+        let reply: StepReply;
+        try {
+          reply = await provider.step({
+            apiKey,
+            model: agent.model,
+            instructions: agent.instructions,
+            messages,
+            tools: toolbox.offered(),
+            answering,
+            signal: AbortSignal.any([options.stopping, timeout]),
+          });
+        } catch (error) {
+          if (options.stopping.aborted) return park(claim, { inMs: 0 });
+          const failure = error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? redactKey(error.message, apiKey) : String(error));
+          const reason = timeout.aborted ? `timed out after ${options.callTimeoutMs} ms` : failure.message;
+          if (failure.paid) await db.transaction((tx) => recordUsage(tx, claim, agent, failure.paid!, null));
+          return options.onProviderFailure(claim, agent, failure, reason);
+        }
+        const lastStep = current.steps + 1 >= agent.max_steps;
+        if (reply.toolCalls.length === 0 || lastStep) {
+          const unmade = reply.toolCalls.length > 0 ? newCalls(reply, toolbox, tools, true, agent.max_steps) : [];
+          const text = unmade.length > 0 ? [reply.text.trim(), maxStepsNote(agent.max_steps)].filter((t) => t !== '').join('\n\n') : reply.text;
+          return complete(claim, agent, current, reply, text, unmade);
+        }
+        const recorded: { turn: TurnRow } = await inTx(current.org_id, async (tx) => {
+          await recordUsage(tx, claim, agent, reply, null);
+          return recordStep(tx, current, reply.assistant, newCalls(reply, toolbox, tools, false, agent.max_steps));
+        }).catch((error: unknown) => {
+          if (error instanceof ServiceError && error.code === 'conflict') throw new LostClaim();
+          throw error;
+        });
+        current = recorded.turn;
+      }
+    } finally {
+      await toolbox.close();
+    }
+  }
+
+  return {
+    async run(claim, agent, provider, apiKey) {
+      return tracer.startActiveSpan(`invoke_agent ${agent.name}`, async (span) => {
+        span.setAttributes({
+          'gen_ai.operation.name': 'invoke_agent',
+          'gen_ai.agent.id': claim.agent_id,
+          'gen_ai.agent.name': agent.name,
+          'gen_ai.provider.name': agent.provider ?? '',
+          'gen_ai.request.model': agent.model ?? '',
+          'gen_ai.conversation.id': claim.thread_id,
+        });
+        try {
+          await runTurn(claim, agent, provider, apiKey, span);
+        } catch (error) {
+          if (error instanceof LostClaim) {
+            log.warn({ agent_id: claim.agent_id, thread_id: claim.thread_id }, 'a turn was taken over by another process; this one stopped working on it');
+            return;
+          }
+          span.setStatus({ code: SpanStatusCode.ERROR, message: (error as Error).message });
+          throw error;
+        } finally {
+          span.end();
+        }
+      });
+    },
+  };
+}
+
