@@ -6,7 +6,8 @@
  * interrupted earlier run) adopts the `existing_id` and brings it up to date instead. No
  * `Idempotency-Key` is sent: a replayed answer could name a resource deleted since, for 24 hours,
  * while the name is always the live truth. Secrets
- * (the organization key, provider keys) are resolved here, at the moment of the call; the
+ * (the organization key, provider keys, webhook secrets, agents' MCP header values, `tool-headers.ts`)
+ * are resolved here, at the moment of the call; the
  * organization key from the connection's keyring (`apiKeyEnv`, then `apiKeyEnvFallbacks`,
  * `activities/keyring.ts`), so an apply carries on when a key is rotated out under it.
  */
@@ -17,16 +18,18 @@ import { RateLimitPacer } from '../client/rate-limit-pacer.ts';
 import { maskedKeyHint } from '../api/provider-key-hint.ts';
 import { fingerprintMatches } from '../api/webhook-fingerprint.ts';
 import { resolveSecret, resolveWebhookSecret, secretHint } from '../definitions/secrets.ts';
-import { diffFields, patchOf } from '../plan/plan.ts';
+import { agentDiff, diffFields, patchOf } from '../plan/plan.ts';
+import { agentHeaderRefs, type AgentHeaderRefs } from '../plan/agent-tools.ts';
 import type { DeletionPreviews } from '../plan/cascades.ts';
 import { runPlan, type PlanRequest } from '../plan/run-plan.ts';
-import type { AgentWire, Cascade, DesiredState, HumanWire, ObservedProviderKey, ObservedTeam, ObservedWebhook, OrganizationWire, TeamWire, WebhookWire } from '../plan/types.ts';
+import type { AgentWire, Cascade, DesiredState, FieldDiff, HumanWire, ObservedProviderKey, ObservedTeam, ObservedWebhook, OrganizationWire, TeamWire, WebhookWire } from '../plan/types.ts';
 import type { Connection } from './connection.ts';
 import { activityContext } from './activity-context.ts';
 import { toApplicationFailure } from './failures.ts';
 import { createKeyring } from './keyring.ts';
 import { retrying } from './retrying.ts';
 import type { RetryWait } from './retrying.ts';
+import { headerMatchesOf, judgeHeaders, resolveAgentHeaders, resolveToolFields, type ResolvedAgentHeaders } from './tool-headers.ts';
 import { mapBounded } from '../workflows/bounded.ts';
 import { jsonBytes } from '../workflows/payload-bytes.ts';
 import { ApplicationFailure } from '@temporalio/common';
@@ -82,10 +85,11 @@ export interface GraphRead {
 
 /**
  * Reads the graphs of up to `read.maxTeams` of `teamIds` and returns the first, in order, that fit
- * in `read.maxBytes` of JSON (at least one).
+ * in `read.maxBytes` of JSON (at least one), each agent's MCP header values judged against
+ * `headers` (the desired agents' resolved values).
  */
-async function readGraphs(client: AcsClient, teamIds: readonly string[], read: GraphRead): Promise<ObservedTeam[]> {
-  const graphs = await mapBounded(teamIds.slice(0, read.maxTeams), read.parallelism, async (teamId) => observedTeam(await client.getTeam(teamId)));
+async function readGraphs(client: AcsClient, teamIds: readonly string[], read: GraphRead, headers: readonly ResolvedAgentHeaders[] = []): Promise<ObservedTeam[]> {
+  const graphs = await mapBounded(teamIds.slice(0, read.maxTeams), read.parallelism, async (teamId) => judgeHeaders(observedTeam(await client.getTeam(teamId)), headers));
   let bytes = 0;
   let keep = 0;
   while (keep < graphs.length) {
@@ -226,17 +230,23 @@ function endpointsOf(client: AcsClient): { [K in ResourceKind]: Endpoint<CreateB
 /**
  * The one create path of every kind: creates the resource; when its name (or an edge's pair) is
  * taken — 409 `conflict` with `existing_id`: a retry after a lost answer, an interrupted earlier
- * run, or a resource made by hand — adopts the existing one and patches the fields that differ.
+ * run, or a resource made by hand — adopts the existing one and patches the fields that differ
+ * (by `diffOf`, default {@link diffFields}; an agent's tools compare their own way).
  * Output: its id and `created`, `updated` or `unchanged`. Errors: the client's.
  */
-async function createOrAdopt<B extends object>(endpoint: Endpoint<B>, parentId: string, desired: B): Promise<EnsureResult> {
+async function createOrAdopt<B extends object>(
+  endpoint: Endpoint<B>,
+  parentId: string,
+  desired: B,
+  diffOf: (live: object, desired: B) => Record<string, FieldDiff> = diffFields,
+): Promise<EnsureResult> {
   try {
     return { id: await endpoint.create(parentId, desired), outcome: 'created' };
   } catch (error) {
     if (!(error instanceof AcsApiError) || error.code !== 'conflict' || !error.existingId) throw error;
     const id = error.existingId;
     if (!endpoint.update) return { id, outcome: 'unchanged' };
-    const diff = diffFields(await endpoint.read(id), desired);
+    const diff = diffOf(await endpoint.read(id), desired);
     if (Object.keys(diff).length === 0) return { id, outcome: 'unchanged' };
     await endpoint.update(id, patchOf(desired, diff));
     return { id, outcome: 'updated' };
@@ -249,10 +259,26 @@ function ensureKind<K extends ResourceKind>(client: AcsClient, kind: K, parentId
   return createOrAdopt(endpoint, parentId, fields);
 }
 
-/** Patches a resource of kind `K`. */
-async function updateKind<K extends PatchableKind>(client: AcsClient, kind: K, id: string, patch: Partial<CreateBodies[K]>): Promise<EnsureResult> {
+/**
+ * Creates or adopts an agent whose `fields.tools` may hold MCP header templates: each is resolved
+ * (from `env`) before any request and sent as its value; an adopted agent's header values are
+ * compared through its fingerprints, and its tools patched only when they differ. Errors:
+ * `unresolved_secret`, `invalid_usage` (see `tool-headers.ts`), the client's.
+ */
+function ensureAgent(client: AcsClient, parentId: string, fields: AgentWire, env: NodeJS.ProcessEnv): Promise<EnsureResult> {
+  const { fields: body, resolved } = resolveToolFields(fields, env);
+  const diffOf = (live: object, desired: AgentWire) => {
+    const agent = live as Parameters<typeof agentDiff>[0];
+    return agentDiff({ ...agent, headerMatches: headerMatchesOf(agent.tools, resolved) }, desired);
+  };
+  return createOrAdopt(endpointsOf(client).agent, parentId, body, diffOf);
+}
+
+/** Patches a resource of kind `K`; an agent's MCP header templates are resolved (from `env`) first. */
+async function updateKind<K extends PatchableKind>(client: AcsClient, kind: K, id: string, patch: Partial<CreateBodies[K]>, env: NodeJS.ProcessEnv): Promise<EnsureResult> {
   const endpoint: Endpoint<CreateBodies[K]> = endpointsOf(client)[kind];
-  await endpoint.update?.(id, patch);
+  const body = kind === 'agent' ? (resolveToolFields(patch as Partial<AgentWire>, env).fields as Partial<CreateBodies[K]>) : patch;
+  await endpoint.update?.(id, body);
   return { id, outcome: 'updated' };
 }
 
@@ -307,6 +333,15 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     }
   }
 
+  /** Resolves a read's `toolHeaders` before its first request, its errors as `ApplicationFailure`s. */
+  function resolvedToolHeaders(refs: readonly AgentHeaderRefs[] | undefined): ResolvedAgentHeaders[] {
+    try {
+      return resolveAgentHeaders(refs ?? [], env);
+    } catch (error) {
+      throw toApplicationFailure(error);
+    }
+  }
+
   const reads = {
     /**
      * Reads what the key can see of the definition's organization: the organization (by name),
@@ -314,9 +349,10 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * webhooks (each compared with the desired secret of its name through the live fingerprint),
      * its teams without their graphs (`readTeam` reads those), and with `teamGraphs` the graphs of
      * its first teams as well ({@link GraphRead}: one call for the whole live state of a small
-     * organization). Read-only. Raises `unresolved_secret` (or `invalid_usage`, a webhook secret of
-     * the wrong form) before any request when a secret reference does not resolve (unless
-     * `compareProviderKeys` is false: then nothing is compared).
+     * organization), their agents' MCP header values judged against the desired ones through the
+     * live fingerprints. Read-only. Raises `unresolved_secret` (or `invalid_usage`, a webhook
+     * secret or a header value of the wrong form) before any request when a secret reference does
+     * not resolve (unless `compareProviderKeys` is false: then nothing is compared).
      */
     async readOrganization(input: {
       connection: Connection;
@@ -329,6 +365,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       // Every secret must resolve before the first request, so an apply never stops halfway for want of one.
       let hints: Map<string, string>;
       let webhookSecrets: Map<string, string>;
+      let toolHeaders: ResolvedAgentHeaders[];
       try {
         const compare = input.compareProviderKeys !== false;
         const wanted = compare ? input.desired.organization.providerKeys : [];
@@ -340,6 +377,8 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
             return [[w.name, secret] as const, ...(w.renamedFrom !== undefined ? [[w.renamedFrom, secret] as const] : []), [`url\u0000${w.fields.url}`, secret] as const];
           }),
         );
+        // Agents' MCP header values, for the graphs read here (the others: readTeam, readTeams).
+        toolHeaders = compare && input.teamGraphs ? resolveAgentHeaders(agentHeaderRefs(input.desired), env) : [];
       } catch (error) {
         throw toApplicationFailure(error);
       }
@@ -359,7 +398,7 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
           return { ...w, secretMatches: secret === undefined ? undefined : fingerprintMatches(w.secret_fingerprint, secret) };
         });
         if (!input.teamGraphs) return { organization: org, providerKeys, teams, webhooks };
-        const graphs = teams.length > 0 ? await readGraphs(client, teams.map((t) => t.team_id), input.teamGraphs) : [];
+        const graphs = teams.length > 0 ? await readGraphs(client, teams.map((t) => t.team_id), input.teamGraphs, toolHeaders) : [];
         // A live state that needs nothing: the workflow records one small result instead of every graph.
         if (input.inSyncFor && graphs.length === teams.length && runPlan({ ...input.inSyncFor, desired: input.desired }, { organization: org, providerKeys, teams: graphs, webhooks }).length === 0) {
           return { organization: org, providerKeys: [], teams: [], webhooks: [], inSync: true };
@@ -392,9 +431,15 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       });
     },
 
-    /** Reads one team with its graph (agents, humans, edges). Read-only. Errors: `not_found`. */
-    async readTeam(input: { connection: Connection; teamId: string }): Promise<ObservedTeam> {
-      return observedTeam(await withClient(input.connection, (client) => client.getTeam(input.teamId)));
+    /**
+     * Reads one team with its graph (agents, humans, edges). With `toolHeaders` (the desired
+     * agents' MCP header templates, `plan/agent-tools.ts`), each agent's live header values are
+     * judged against them (`headerMatches`), the templates resolved before any request. Read-only.
+     * Errors: `not_found`, `unresolved_secret`, `invalid_usage`.
+     */
+    async readTeam(input: { connection: Connection; teamId: string; toolHeaders?: AgentHeaderRefs[] }): Promise<ObservedTeam> {
+      const headers = resolvedToolHeaders(input.toolHeaders);
+      return judgeHeaders(observedTeam(await withClient(input.connection, (client) => client.getTeam(input.teamId))), headers);
     },
 
     /**
@@ -402,10 +447,13 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * at a time, so that re-reading a large organization costs a workflow a few markers instead of
      * one per team. With `read` ({@link GraphRead}), the first of `teamIds` that fit its budget
      * (the caller asks again for the rest); without, all of them, 8 at a time. Read-only. Output:
-     * the graphs in the order of `teamIds`. Errors: `not_found` (a team deleted meanwhile).
+     * the graphs in the order of `teamIds`; with `toolHeaders`, agents' header values judged as
+     * `readTeam` judges them. Errors: `not_found` (a team deleted meanwhile), `unresolved_secret`,
+     * `invalid_usage`.
      */
-    async readTeams(input: { connection: Connection; teamIds: string[]; read?: GraphRead }): Promise<ObservedTeam[]> {
-      return withClient(input.connection, (client) => readGraphs(client, input.teamIds, input.read ?? { parallelism: 8, maxTeams: input.teamIds.length, maxBytes: Infinity }));
+    async readTeams(input: { connection: Connection; teamIds: string[]; read?: GraphRead; toolHeaders?: AgentHeaderRefs[] }): Promise<ObservedTeam[]> {
+      const headers = resolvedToolHeaders(input.toolHeaders);
+      return withClient(input.connection, (client) => readGraphs(client, input.teamIds, input.read ?? { parallelism: 8, maxTeams: input.teamIds.length, maxBytes: Infinity }, headers));
     },
   };
 
@@ -413,12 +461,20 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
     /**
      * Creates a resource by name (an edge by its pair) under its parent, or adopts the existing one
      * of that name and patches the fields that differ. A participant name held by the other kind
-     * (an agent's name by a human) is a non-retryable `conflict`.
+     * (an agent's name by a human) is a non-retryable `conflict`. An agent's MCP header templates
+     * are resolved here, before any request (`unresolved_secret`, `invalid_usage`), and sent as
+     * their values; nothing resolved is returned.
      */
-    ensure: (input: EnsureInput): Promise<EnsureResult> => withClient(input.connection, (client) => ensureKind(client, input.kind, input.parentId, input.fields)),
+    ensure: (input: EnsureInput): Promise<EnsureResult> =>
+      withClient(input.connection, (client) => (input.kind === 'agent' ? ensureAgent(client, input.parentId, input.fields, env) : ensureKind(client, input.kind, input.parentId, input.fields))),
 
-    /** Patches a resource's drifted fields (as the plan computed them). Errors: `not_found`, `conflict` (a rename to a taken name). */
-    update: (input: UpdateInput): Promise<EnsureResult> => withClient(input.connection, (client) => updateKind(client, input.kind, input.id, input.patch)),
+    /**
+     * Patches a resource's drifted fields (as the plan computed them); an agent's `tools` go with
+     * their MCP header templates resolved here. Errors: `not_found`, `conflict` (a rename to a
+     * taken name), `unresolved_secret` and `invalid_usage` (a header value, before the request),
+     * and the service's refusals of tools (`invalid_request`, `unknown_reference`, `webhook_url_refused`).
+     */
+    update: (input: UpdateInput): Promise<EnsureResult> => withClient(input.connection, (client) => updateKind(client, input.kind, input.id, input.patch, env)),
 
     /**
      * Deletes a resource by id (contract §5; a team cascades to its graph and threads, an edge to its

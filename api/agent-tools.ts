@@ -158,7 +158,7 @@ export type ToolApproval = z.infer<typeof ToolApproval>;
 
 /** What `tools` has in both forms. */
 const commonTools = {
-  team: z.boolean().meta({ description: 'The team tools: whoami, list_edges, list_threads, read_thread, send_message, open_thread (contract §7) and ask, all limited to the agent\'s edges.' }),
+  team: z.boolean().meta({ description: 'The team tools: whoami, list_edges, list_threads, read_thread, send_message, open_thread (the MCP endpoint\'s tools) and ask, all limited to the agent\'s edges.' }),
   ask_timeout_seconds: z
     .number()
     .int()
@@ -190,7 +190,7 @@ export const AgentToolsBody = z
   .meta({
     id: 'AgentToolsBody',
     description:
-      'What the agent may call (contract §11). Only an agent with a provider calls tools. Defaults: team false, ask_timeout_seconds 86400, tool_timeout_seconds 60, mcp [], approval null.',
+      'What the agent may call. Only an agent with a provider calls tools. Defaults: team false, ask_timeout_seconds 86400, tool_timeout_seconds 60, mcp [], approval null.',
   });
 export type AgentToolsBody = z.infer<typeof AgentToolsBody>;
 
@@ -203,7 +203,7 @@ export const AgentTools = z
     mcp: z.array(McpServer),
     approval: commonTools.approval,
   })
-  .meta({ id: 'AgentTools', description: 'What the agent may call (contract §11); null: nothing, the agent answers with one completion (§8).' });
+  .meta({ id: 'AgentTools', description: 'What the agent may call; null: nothing, the agent answers each message with one completion.' });
 export type AgentTools = z.infer<typeof AgentTools>;
 
 // ---- tool calls --------------------------------------------------------------------------------

@@ -113,9 +113,9 @@ export const Event = z
     event(
       'tool_call.started',
       ToolCall,
-      'A tool call of an agent\'s turn began to run, or began to wait for its approval (`status` says which; contract §11). Written again when an approved call starts.',
+      'A tool call of an agent\'s turn began to run, or began to wait for its approval (`status` says which). Written again when an approved call starts.',
     ),
-    event('tool_call.finished', ToolCall, 'A tool call of an agent\'s turn ended: completed, failed or rejected (contract §11).'),
+    event('tool_call.finished', ToolCall, 'A tool call of an agent\'s turn ended: completed, failed or rejected.'),
   ])
   .meta({ id: 'Event' });
 export type Event = z.infer<typeof Event>;

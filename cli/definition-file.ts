@@ -5,7 +5,7 @@
  */
 import { DEFAULT_MAX_DEFINITION_BYTES, loadDefinitionFile } from '../definitions/load.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
-import { resolveSecret, resolveWebhookSecret } from '../definitions/secrets.ts';
+import { resolveSecret, resolveSecretTemplate, resolveWebhookSecret } from '../definitions/secrets.ts';
 import type { Definition } from '../definitions/schema.ts';
 
 /** The variable with the largest definition file accepted (`--max-file-size` sets it). */
@@ -27,7 +27,7 @@ export function parseByteSize(text: string, what: string): number {
 /**
  * Loads a definition file, no larger than `TEAMCTL_MAX_FILE_SIZE` of `env` (default 1 MiB).
  * With `checkSecrets`, every `${env:NAME}` it references must be set (a webhook's to a webhook
- * secret), so an apply fails before
+ * secret; those of agents' MCP header values too), so an apply fails before
  * its first request rather than halfway.
  * Errors: `invalid_definition` (with `FILE:LINE:COL` lines, or one file-level problem: too large,
  * not UTF-8, unreadable), `unresolved_secret`, `invalid_usage` (a bad size in the variable).
@@ -41,6 +41,12 @@ export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSec
       if (ref) resolveSecret(ref, env);
     }
     for (const hook of definition.organization.webhooks ?? []) resolveWebhookSecret(hook.secret, env);
+    // Agents' MCP header values: every variable a template names (the values themselves are dropped here).
+    for (const team of definition.teams) {
+      for (const agent of team.agents) {
+        for (const server of agent.tools?.mcp ?? []) for (const template of Object.values(server.headers ?? {})) resolveSecretTemplate(template, env);
+      }
+    }
   }
   return definition;
 }

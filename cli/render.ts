@@ -9,6 +9,7 @@
 import type { AppliedChange, OutcomeCounts } from '../workflows/apply-orchestration.ts';
 import { scheduleAddress } from '../plan/addresses.ts';
 import type { ScheduleChange } from '../plan/schedules.ts';
+import { SENSITIVE } from '../plan/types.ts';
 import type { Cascade, Change, ChangeAction, FieldDiff } from '../plan/types.ts';
 import type { AppliedScheduleChange } from '../temporal/schedules.ts';
 
@@ -31,9 +32,54 @@ function fieldLines(fields: Record<string, unknown>): string[] {
   return entries.map(([key, value]) => `${`${key}:`.padEnd(width + 1)} ${JSON.stringify(value)}`);
 }
 
-/** The differing fields of an update, one a line: `instructions: "old" -> "new"`. */
+/** A mapping (not a list, not null). */
+function isMapping(value: unknown): value is Record<string, unknown> {
+  return typeof value === 'object' && value !== null && !Array.isArray(value);
+}
+
+/** A list of mappings each with a string `name` (an agent's MCP servers): shown by name, `mcp[tracker]`. */
+function isNamedList(value: unknown): value is Array<{ name: string }> {
+  return Array.isArray(value) && value.every((item) => isMapping(item) && typeof item['name'] === 'string');
+}
+
+/** Whether two values read the same in a plan: lists of scalars in any order (as the service treats them), the rest by their JSON. */
+function sameShown(a: unknown, b: unknown): boolean {
+  if (Array.isArray(a) && Array.isArray(b) && [...a, ...b].every((v) => !isMapping(v) && !Array.isArray(v))) {
+    const members = new Set(a.map((v) => JSON.stringify(v)));
+    return a.length === b.length && b.every((v) => members.has(JSON.stringify(v)));
+  }
+  return JSON.stringify(a) === JSON.stringify(b);
+}
+
+/**
+ * The lines of one value that differs, as deep as both sides are mappings: `tools.team: false ->
+ * true`, `tools.mcp[tracker].allow: ["a"] -> ["a","b"]` (a list of named mappings by name, `null`
+ * for one side that has no entry of that name); one line for the value otherwise.
+ */
+function valueLines(path: string, from: unknown, to: unknown): string[] {
+  const named = isNamedList(from) && isNamedList(to);
+  if (named || (isMapping(from) && isMapping(to))) {
+    const entries = (side: unknown) => (named ? (side as Array<{ name: string }>).map((item) => [`[${item.name}]`, item] as const) : Object.entries(side as object).map(([key, value]) => [`.${key}`, value] as const));
+    const before = new Map(entries(from));
+    const after = new Map(entries(to));
+    const keys = [...new Set([...after.keys(), ...before.keys()])];
+    return keys.flatMap((key) => valueLines(`${path}${key}`, before.get(key) ?? null, after.get(key) ?? null));
+  }
+  return sameShown(from, to) ? [] : [`${path}: ${JSON.stringify(from)} -> ${JSON.stringify(to)}`];
+}
+
+/**
+ * The differing fields of an update, one a line: `instructions: "old" -> "new"`; a field whose
+ * two sides are mappings (an agent's `tools`) one line per member that differs, and one line per
+ * secret inside it whose value differs, shown as sensitive on both sides
+ * (`tools.mcp[tracker].headers.Authorization: "(sensitive)" -> "(sensitive)"`).
+ */
 function diffLines(diff: Record<string, FieldDiff>): string[] {
-  return Object.entries(diff).map(([field, d]) => `${field}: ${JSON.stringify(d.from)} -> ${JSON.stringify(d.to)}`);
+  return Object.entries(diff).flatMap(([field, d]) => {
+    const lines = isMapping(d.from) && isMapping(d.to) ? valueLines(field, d.from, d.to) : [`${field}: ${JSON.stringify(d.from)} -> ${JSON.stringify(d.to)}`];
+    const secrets = (d.sensitiveChanges ?? []).map((path) => `${field}.${path}: ${JSON.stringify(SENSITIVE)} -> ${JSON.stringify(SENSITIVE)}`);
+    return [...lines, ...secrets];
+  });
 }
 
 /** What a delete takes along, in words: `3 agents, 12 threads, 340 messages`. */

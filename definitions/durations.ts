@@ -18,3 +18,30 @@ export function parseDuration(text: string): number | undefined {
   const value = ms(text as ms.StringValue);
   return Number.isFinite(value) && value > 0 ? value : undefined;
 }
+
+/**
+ * Whole seconds of a duration string (`24h` → 86400, `90s` → 90), or undefined when it is not a
+ * duration ({@link parseDuration}) or not a whole number of seconds (`1500ms`, `0.5s`). Pure.
+ */
+export function durationSeconds(text: string): number | undefined {
+  const millis = parseDuration(text);
+  return millis !== undefined && millis % 1000 === 0 ? millis / 1000 : undefined;
+}
+
+/** The units {@link formatSeconds} writes, largest first, in seconds. */
+const UNITS: ReadonlyArray<readonly [string, number]> = [
+  ['d', 86_400],
+  ['h', 3_600],
+  ['m', 60],
+  ['s', 1],
+];
+
+/**
+ * A whole number of seconds (at least 1) as a definition writes it, in the largest unit that
+ * divides it exactly: 86400 → `1d`, 7200 → `2h`, 90 → `90s`, 120 → `2m`. The inverse of
+ * {@link durationSeconds}. Pure; raises nothing (a value below 1 or fractional is written in seconds).
+ */
+export function formatSeconds(seconds: number): string {
+  for (const [unit, size] of UNITS) if (seconds >= size && Number.isInteger(seconds / size)) return `${seconds / size}${unit}`;
+  return `${seconds}s`;
+}

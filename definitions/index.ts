@@ -23,14 +23,20 @@ export type {
   OrganizationDefinition,
   TeamDefinition,
 } from './schema.ts';
+export { AgentToolsDefinitionSchema, McpServerDefinitionSchema } from './agent-tools-schema.ts';
+export type { AgentToolsDefinition, McpServerDefinition } from './agent-tools-schema.ts';
 export {
   SECRET_REF_MESSAGE,
+  SECRET_TEMPLATE_MESSAGE,
   SecretRefSchema,
   isSecretRef,
+  isSecretTemplate,
   parseSecretRef,
   resolveSecret,
+  resolveSecretTemplate,
   secretHint,
   secretVariable,
+  templateVariables,
 } from './secrets.ts';
 export type { SecretRef } from './secrets.ts';
 export { buildJsonSchema, renderJsonSchema, JSON_SCHEMA_PATH } from './generate-schema.ts';

@@ -8,7 +8,7 @@
  * honestly is left out rather than guessed: a part that fails is replaced by an empty
  * placeholder at the same index (so every path still points at the right place), and the
  * problems the placeholders would cause are dropped — a team that lost a participant gets no
- * edge problems, a pipeline on such a team no participant or edge problems, a schedule of a
+ * edge or approver problems, a pipeline on such a team no participant or edge problems, a schedule of a
  * broken pipeline no input problems.
  */
 import { PipelineDefinitionSchema, ScheduleDefinitionSchema } from './pipeline-schema.ts';
@@ -114,7 +114,10 @@ export function partialSemanticProblems(data: unknown): PathProblem[] {
     if (typeof index !== 'number') return true;
     if (kind === 'teams') {
       if (gaps.placeholderTeams.has(index)) return false;
-      return !(gaps.opaqueTeams.has(teams[index]!.name) && under(problem, ['teams', index, 'edges']));
+      // A team that lost a participant or an edge cannot tell who is missing: neither its edges
+      // nor an approver (an agent's `tools.approval.by`, who must be a human on an edge with it) are checked.
+      const approver = problem.path[2] === 'agents' && problem.path.slice(4).join('.') === 'tools.approval.by';
+      return !(gaps.opaqueTeams.has(teams[index]!.name) && (under(problem, ['teams', index, 'edges']) || approver));
     }
     if (kind === 'pipelines') {
       if (gaps.placeholderPipelines.has(index)) return keepName(problem) && !pipelines[index]!.name.startsWith('\u0000');

@@ -145,6 +145,15 @@ function problemsOf(issue: Issue, root: z.ZodType, data: unknown): PathProblem[]
       }
       return [{ path, target: 'value', message: issue.message }];
     }
+    case 'invalid_key': {
+      // A key of a record that its key schema refuses (an MCP server's header name): the key is
+      // a name, never a secret, and the key schema's own message says what is wrong with it.
+      const reasons = [...new Set(issue.issues.map((inner) => inner.message))].join('; ');
+      return [{ path, target: 'key', message: `invalid name ${quoted(last)}: ${reasons}` }];
+    }
+    case 'invalid_format':
+      if (issue.format === 'url') return [{ path, target: 'value', message: 'must be an http or https URL (https://host/path)' }];
+      return [{ path, target: 'value', message: issue.message }];
     default:
       // Custom messages (secret references, email) are set on the schema and never quote the input.
       return [{ path, target: 'value', message: issue.message }];

@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { WebhookFields } from '../api/events.ts';
 import { AgentFields, HumanFields, Name, OrganizationFields, Providers, TeamFields } from '../api/schemas.ts';
+import { AgentToolsDefinitionSchema } from './agent-tools-schema.ts';
 import { PipelineDefinitionSchema, ScheduleDefinitionSchema } from './pipeline-schema.ts';
 import { SecretRefSchema, WebhookSecretRefSchema } from './secrets.ts';
 
@@ -26,8 +27,12 @@ const RenamedFrom = Name.optional().describe(
   'The name it had before: plan and apply rename the live one of that name (threads kept) instead of deleting it and creating another; harmless once renamed',
 );
 
-/** An agent: with a provider it runs a model in the service; without, it is external (MCP). Fields: `AgentFields` (api/schemas.ts). */
-export const AgentDefinitionSchema = AgentFields.definition.extend({ renamedFrom: RenamedFrom }).describe('An agent of the team');
+/**
+ * An agent: with a provider it runs a model in the service; without, it is external (MCP). Fields:
+ * `AgentFields` (api/schemas.ts, `maxSteps` among them), and `tools` (`agent-tools-schema.ts`),
+ * whose header values are secret templates.
+ */
+export const AgentDefinitionSchema = AgentFields.definition.extend({ renamedFrom: RenamedFrom, tools: AgentToolsDefinitionSchema.optional() }).describe('An agent of the team');
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
 
 /** A human participant. Fields: `HumanFields` (api/schemas.ts). */

@@ -115,3 +115,69 @@ export function resolveWebhookSecret(ref: string, env: Readonly<Record<string, s
   }
   return secret;
 }
+
+// ---- secret templates: a secret written around references (MCP header values) ------------------
+
+/** One reference inside a template; `g` to find them all. */
+const TEMPLATE_REFERENCE = new RegExp(`\\$\\{env:(${VARIABLE})\\}`, 'g');
+/**
+ * A whole template, anchored: text without CR, LF or NUL in which every `${` opens a reference,
+ * holding at least one. Its parts cannot overlap (a reference starts with `${`, plain text never
+ * does), so matching takes linear time. Also emitted as the JSON Schema `pattern` for editors.
+ */
+const REFERENCE_SOURCE = `\\$\\{env:${VARIABLE}\\}`;
+const PLAIN_SOURCE = '(?:[^$\\r\\n\\u0000]|\\$(?!\\{))';
+const SECRET_TEMPLATE = new RegExp(`^${PLAIN_SOURCE}*${REFERENCE_SOURCE}(?:${PLAIN_SOURCE}|${REFERENCE_SOURCE})*$`);
+/** The pattern of a secret template as the JSON Schema carries it (the generated reference names it in words). */
+export const SECRET_TEMPLATE_PATTERN = SECRET_TEMPLATE.source;
+
+/** The message for a header value that is not a template of references; it never repeats the value. */
+export const SECRET_TEMPLATE_MESSAGE =
+  'header values are secrets: write each with at least one reference like ${env:NAME} (e.g. "Bearer ${env:TRACKER_TOKEN}"), every ${…} a reference, on one line; never put the secret itself in the file';
+
+/** Longest template, as long as the value it makes may be (`api/agent-tools.ts` `HeaderValue`). */
+const MAX_TEMPLATE_LENGTH = 8192;
+
+/**
+ * A Zod schema of a secret template: a string holding at least one `${env:NAME}` reference, in
+ * which every `${` opens one (`Bearer ${env:TRACKER_TOKEN}`), on one line. Its references are
+ * resolved only in activities ({@link resolveSecretTemplate}); the text around them is part of
+ * the committed file and is no secret. `message` is what a value of another form is told (never
+ * repeating the value).
+ */
+export function secretTemplateSchema(message: string = SECRET_TEMPLATE_MESSAGE) {
+  return z
+    .string()
+    .max(MAX_TEMPLATE_LENGTH)
+    .regex(SECRET_TEMPLATE, message)
+    .meta({
+      description: 'A secret written with references to environment variables: text with at least one ${env:NAME} (e.g. Bearer ${env:TRACKER_TOKEN})',
+      patternErrorMessage: message,
+    });
+}
+
+/** Whether `text` is a well-formed secret template (see {@link secretTemplateSchema}). */
+export function isSecretTemplate(text: string): boolean {
+  return text.length <= MAX_TEMPLATE_LENGTH && SECRET_TEMPLATE.test(text);
+}
+
+/**
+ * The variables a secret template refers to, in order of first use, each once:
+ * `Bearer ${env:A}:${env:B}` → `['A', 'B']`. Errors: `invalid_definition` when `template` is not
+ * a template (the message does not repeat it).
+ */
+export function templateVariables(template: string): string[] {
+  if (!isSecretTemplate(template)) throw new ToolkitError('invalid_definition', SECRET_TEMPLATE_MESSAGE);
+  return [...new Set([...template.matchAll(TEMPLATE_REFERENCE)].map((m) => m[1]!))];
+}
+
+/**
+ * The secret a template makes: each `${env:NAME}` replaced by the variable's value, the text
+ * around it kept. Takes a plain string, checked here (templates reach activities as JSON).
+ * Errors: `unresolved_secret` naming the first variable that is unset or empty (the variable
+ * only, never a value); `invalid_definition` when `template` is not a template.
+ */
+export function resolveSecretTemplate(template: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
+  for (const variable of templateVariables(template)) resolveSecret(`\${env:${variable}}`, env);
+  return template.replace(TEMPLATE_REFERENCE, (_whole, variable: string) => env[variable]!);
+}

@@ -4,6 +4,7 @@
  * would reject halfway through an apply.
  */
 import { closestMatch } from './did-you-mean.ts';
+import { checkAgentTools } from './agent-tools-semantics.ts';
 import { checkPipelines } from './pipeline-semantics.ts';
 import type { PathProblem } from './problems.ts';
 import type { Definition, TeamDefinition } from './schema.ts';
@@ -120,8 +121,10 @@ function checkRenames(entries: Array<{ name: string; renamedFrom?: string | unde
  * and humans together) unique in a team; edges between existing participants of the same team,
  * no self-edges, no duplicate pairs in either order; no model on an agent without a provider, a
  * model on every agent with a provider other than echo; `renamedFrom` naming no name the file
- * keeps, and claimed once (`checkRenames`); webhook names unique; and the rules of pipelines and schedules
- * (`checkPipelines`). Raises nothing.
+ * keeps, and claimed once (`checkRenames`); the rules of agents' `tools` (`checkAgentTools`: a
+ * provider, an approver who is a human of the team on an edge with the agent, approval tools that
+ * exist, unique servers, https URLs); webhook names unique; and the rules of pipelines and
+ * schedules (`checkPipelines`). Raises nothing.
  */
 export function checkDefinition(definition: Definition): PathProblem[] {
   const problems: PathProblem[] = [];
@@ -140,6 +143,7 @@ export function checkDefinition(definition: Definition): PathProblem[] {
     const names = participants(team, t, problems);
     checkAgents(team, t, problems);
     checkEdges(team, t, names, problems);
+    checkAgentTools(team, t, problems);
     checkRenames(
       [...team.agents.map((a, i) => ({ ...a, path: ['teams', t, 'agents', i] })), ...team.humans.map((h, i) => ({ ...h, path: ['teams', t, 'humans', i] }))],
       `the participants of team ${team.name}`,

@@ -12,7 +12,11 @@
  *   delete (an organization holds at most 20: a replaced one must be gone first).
  * - A participant's delete waits for the deletes of the edges it is on (the service refuses to
  *   delete a participant that is still on an edge: `in_use`): edges before participants.
+ * - An agent's create or update that names an approver (`tools.approval.by`) waits for the
+ *   create, or the rename, of the human of that name in its team: the service refuses an
+ *   approver who is no human of the team (422 `unknown_reference`).
  */
+import { approverOf } from './agent-tools.ts';
 import type { Change } from './types.ts';
 
 /** The scope a name is unique in, as a key: `team`, `participant` of a team, `edge` pair of a team. */
@@ -41,6 +45,8 @@ function nameKey(change: Change, name: string = change.name): string | undefined
 export function dependencies(changes: readonly Change[]): number[][] {
   const teamCreates = new Map<string, number>();
   const participantCreates = new Map<string, number>();
+  /** A human's create or rename, by the name it gives (team and name). */
+  const humansNamed = new Map<string, number>();
   const deletes = new Map<string, number>();
   const edgeDeletesOf = new Map<string, number[]>();
   const webhookDeletes: number[] = [];
@@ -51,7 +57,9 @@ export function dependencies(changes: readonly Change[]): number[][] {
       if (change.kind === 'organization') organizationCreate = i;
       if (change.kind === 'team') teamCreates.set(change.name, i);
       if (change.kind === 'agent' || change.kind === 'human') participantCreates.set(participant(change.team, change.name), i);
+      if (change.kind === 'human') humansNamed.set(participant(change.team, change.name), i);
     }
+    if (change.action === 'update' && change.kind === 'human' && change.renamedFrom !== undefined) humansNamed.set(participant(change.team, change.name), i);
     if (change.action === 'delete') {
       if (change.kind === 'webhook') webhookDeletes.push(i);
       const key = nameKey(change);
@@ -73,6 +81,10 @@ export function dependencies(changes: readonly Change[]): number[][] {
         for (const name of change.fields.participants) on.add(participantCreates.get(participant(change.team, name)));
       }
       if (change.action === 'delete' && change.kind !== 'edge') for (const edge of edgeDeletesOf.get(participant(change.team, change.name)) ?? []) on.add(edge);
+      if (change.kind === 'agent' && change.action !== 'delete') {
+        const approver = approverOf(change.fields);
+        if (approver !== undefined) on.add(humansNamed.get(participant(change.team, approver)));
+      }
     }
     if (change.action === 'create' && change.kind === 'webhook') for (const d of webhookDeletes) on.add(d);
     if (change.action === 'create' || (change.action === 'update' && change.renamedFrom !== undefined)) {

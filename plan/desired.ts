@@ -4,17 +4,39 @@
  * (`api/schemas.ts`). Outside the workflow: it loads the schemas, which the workflow's sandbox
  * does not need (the workflow's input already holds what this returns).
  */
+import { defaultAskTimeoutSeconds, defaultToolTimeoutSeconds } from '../api/agent-tools.ts';
 import { WebhookFields } from '../api/events.ts';
 import { AgentFields, HumanFields, OrganizationFields, Providers, TeamFields } from '../api/schemas.ts';
+import type { AgentToolsDefinition } from '../definitions/agent-tools-schema.ts';
+import { durationSeconds } from '../definitions/durations.ts';
 import type { Definition } from '../definitions/schema.ts';
-import type { DesiredState, DesiredTeam } from './types.ts';
+import type { DesiredAgentTools, DesiredState, DesiredTeam } from './types.ts';
 
 /** The part of a definition an apply of resources works on (pipelines and schedules stay out). */
 export type ResourceDefinition = Pick<Definition, 'organization' | 'teams'>;
 
 /**
+ * An agent's `tools` in wire names with every default filled in, as the service returns them
+ * (contract §11): `askTimeout`/`toolTimeout` → `ask_timeout_seconds`/`tool_timeout_seconds`
+ * (default 86400 and 60), `team` (default false), `mcp` (default []: each server's `headers`
+ * default {} and kept as templates, `allow` default null), `approval` (default null). No `tools`
+ * in the definition: null. Input: a validated entry (its durations parse). Raises nothing.
+ */
+export function toolsToWire(tools: AgentToolsDefinition | undefined): DesiredAgentTools | null {
+  if (tools === undefined) return null;
+  const seconds = (text: string | undefined, fallback: number) => (text === undefined ? fallback : (durationSeconds(text) ?? fallback));
+  return {
+    team: tools.team ?? false,
+    ask_timeout_seconds: seconds(tools.askTimeout, defaultAskTimeoutSeconds),
+    tool_timeout_seconds: seconds(tools.toolTimeout, defaultToolTimeoutSeconds),
+    mcp: (tools.mcp ?? []).map((server) => ({ name: server.name, url: server.url, headers: { ...(server.headers ?? {}) }, allow: server.allow ?? null })),
+    approval: tools.approval ?? null,
+  };
+}
+
+/**
  * The desired state of a definition's organization and teams. Input: a validated definition (or
- * its organization and teams). Output: a {@link DesiredState} holding secret references, never
+ * its organization and teams). Output: a {@link DesiredState} holding secret references (and MCP header templates), never
  * values. Raises nothing.
  */
 export function desiredState(definition: ResourceDefinition): DesiredState {
@@ -34,7 +56,7 @@ export function desiredState(definition: ResourceDefinition): DesiredState {
         name: team.name,
         renamedFrom: team.renamedFrom,
         fields: TeamFields.toWire(team),
-        agents: team.agents.map((agent) => ({ name: agent.name, renamedFrom: agent.renamedFrom, fields: AgentFields.toWire(agent) })),
+        agents: team.agents.map((agent) => ({ name: agent.name, renamedFrom: agent.renamedFrom, fields: { ...AgentFields.toWire(agent), tools: toolsToWire(agent.tools) } })),
         humans: team.humans.map((human) => ({ name: human.name, renamedFrom: human.renamedFrom, fields: HumanFields.toWire(human) })),
         edges: team.edges,
       }),

@@ -8,10 +8,25 @@
  *
  * It runs inside Temporal workflows, so it must stay deterministic and free of Node imports.
  */
-import type { Agent, Edge, Human } from '../api/schemas.ts';
+import type { Edge, Human } from '../api/schemas.ts';
+import { hideHeaders, toolsDiff } from './agent-tools.ts';
 import { edgeAddress, ORGANIZATION_ADDRESS, participantAddress, providerKeyAddress, teamAddress, webhookAddress } from './addresses.ts';
 import { SENSITIVE } from './types.ts';
-import type { Change, DeleteChange, Desired, DesiredState, DesiredTeam, DesiredWebhook, FieldDiff, ObservedState, ObservedTeam, ObservedWebhook, Plan } from './types.ts';
+import type {
+  AgentWire,
+  Change,
+  DeleteChange,
+  Desired,
+  DesiredState,
+  DesiredTeam,
+  DesiredWebhook,
+  FieldDiff,
+  ObservedAgent,
+  ObservedState,
+  ObservedTeam,
+  ObservedWebhook,
+  Plan,
+} from './types.ts';
 
 export { SENSITIVE } from './types.ts';
 
@@ -42,6 +57,22 @@ export function diffFields(live: object, desired: object): Record<string, FieldD
   return diff;
 }
 
+/**
+ * The fields of an agent that differ from the live one: its scalar fields as {@link diffFields}
+ * compares them, and `tools` as `agent-tools.ts` does (servers by name, lists as sets, header
+ * values by the live agent's `headerMatches`). A desired agent without `tools` (a state recorded
+ * before tools were managed) leaves the live tools out of the comparison. Raises nothing.
+ */
+export function agentDiff(live: ObservedAgent, desired: Partial<AgentWire>): Record<string, FieldDiff> {
+  const { tools, ...fields } = desired;
+  const diff = diffFields(live, fields);
+  if (tools !== undefined) {
+    const drift = toolsDiff(live.tools, tools, live.headerMatches);
+    if (drift) diff['tools'] = drift;
+  }
+  return diff;
+}
+
 /** The fields of `desired` that `diff` names: the PATCH body that brings a live resource in line. */
 export function patchOf<T extends object>(desired: T, diff: Record<string, FieldDiff>): Partial<T> {
   // Entries of `desired` itself, filtered: each keeps its key's type, which Object.entries forgets.
@@ -61,7 +92,7 @@ export interface Matched<D, L> {
 
 /** A desired team with its live team and its participants matched. */
 export interface TeamMatch extends Matched<DesiredTeam, ObservedTeam> {
-  agents: Array<Matched<DesiredTeam['agents'][number], Agent>>;
+  agents: Array<Matched<DesiredTeam['agents'][number], ObservedAgent>>;
   humans: Array<Matched<DesiredTeam['humans'][number], Human>>;
 }
 
@@ -243,10 +274,14 @@ function planTeam(match: TeamMatch, deletes: { edges: DeleteChange[]; participan
   const inTeam = { team: team.name };
   for (const { desired: agent, live: existing } of match.agents) {
     const at = { ...inTeam, name: agent.name, address: participantAddress(team.name, 'agent', agent.name) };
-    if (!existing) changes.push({ action: 'create', kind: 'agent', ...at, fields: agent.fields });
+    // Header values travel as templates in `headerRefs`; the change shows them as (sensitive).
+    if (!existing) changes.push({ action: 'create', kind: 'agent', ...at, ...hideHeaders(agent.fields) });
     else {
-      const update = updateOf(existing, agent, existing.name);
-      if (update) changes.push({ action: 'update', kind: 'agent', ...at, id: existing.agent_id, ...update });
+      const diff = agentDiff(existing, agent.fields);
+      if (Object.keys(diff).length > 0) {
+        const renamed = existing.name !== agent.name ? { renamedFrom: existing.name } : {};
+        changes.push({ action: 'update', kind: 'agent', ...at, id: existing.agent_id, diff, ...hideHeaders(patchOf(agent.fields, diff)), ...renamed });
+      }
     }
   }
   for (const { desired: human, live: existing } of match.humans) {

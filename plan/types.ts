@@ -8,6 +8,7 @@
  * (`WireOf`), so comparing with a live resource and creating one need no mapping here — and the
  * workflow's sandbox never loads the schemas.
  */
+import type { AgentTools, ToolApproval } from '../api/agent-tools.ts';
 import type { Webhook, WebhookFields } from '../api/events.ts';
 import type { WireOf } from '../api/resource-fields.ts';
 import type {
@@ -28,8 +29,46 @@ import type {
 export type OrganizationWire = WireOf<typeof OrganizationFields>;
 /** What a definition asks a team to hold, in wire names (`team_name`, `description`). */
 export type TeamWire = WireOf<typeof TeamFields>;
-/** What a definition asks an agent to hold, in wire names; `status` only when the definition sets it. */
-export type AgentWire = WireOf<typeof AgentFields>;
+/**
+ * A remote MCP server as a definition wants it, in wire names, with every default filled in:
+ * `headers` maps each header to its *template* (`Bearer ${env:TRACKER_TOKEN}`), never a value
+ * (the activities resolve it); `allow` null: every tool the server lists.
+ */
+export interface DesiredMcpServer {
+  name: string;
+  url: string;
+  headers: Record<string, string>;
+  allow: string[] | null;
+}
+
+/** An agent's `tools` as a definition wants them (contract §11), in wire names, with every default filled in. */
+export interface DesiredAgentTools {
+  team: boolean;
+  ask_timeout_seconds: number;
+  tool_timeout_seconds: number;
+  mcp: DesiredMcpServer[];
+  approval: ToolApproval | null;
+}
+
+/**
+ * What a definition asks an agent to hold, in wire names; `status` only when the definition sets
+ * it. `tools` is null for an agent without tools, and absent only in desired states recorded
+ * before tools were managed (then the live tools are left as they are).
+ */
+export type AgentWire = WireOf<typeof AgentFields> & { tools?: DesiredAgentTools | null };
+
+/** Header templates of an agent's MCP servers: server name → header name → template (`Bearer ${env:TRACKER_TOKEN}`). */
+export type HeaderRefs = Record<string, Record<string, string>>;
+
+/**
+ * Whether each live header value of an agent's MCP servers is the one the definition asks for
+ * (server name → header name → whether its fingerprint is of the desired value), judged where the
+ * secrets are resolved (the read activities); only headers both sides name are compared.
+ */
+export type HeaderMatches = Record<string, Record<string, boolean>>;
+
+/** The live `tools` of an agent (null: none). */
+export type LiveAgentTools = AgentTools | null;
 /** What a definition asks a human to hold, in wire names. */
 export type HumanWire = WireOf<typeof HumanFields>;
 
@@ -77,10 +116,16 @@ export interface DesiredState {
   teams: DesiredTeam[];
 }
 
+/** An agent as observed; whether its MCP header values are the definition's is judged where the secrets are resolved. */
+export type ObservedAgent = Agent & {
+  /** See {@link HeaderMatches}; undefined when not compared (no desired headers for it, destroy, an older read). */
+  headerMatches?: HeaderMatches | undefined;
+};
+
 /** A team as observed, with its graph. */
 export interface ObservedTeam {
   team: Team;
-  agents: Agent[];
+  agents: ObservedAgent[];
   humans: Human[];
   edges: Edge[];
 }
@@ -129,6 +174,11 @@ export type ChangeAction = keyof typeof ChangeActions;
 export interface FieldDiff {
   from: unknown;
   to: unknown;
+  /**
+   * Secrets inside the field (shown as {@link SENSITIVE} on both sides) whose values differ, by
+   * their path under it: `mcp[tracker].headers.Authorization` of an agent's `tools`.
+   */
+  sensitiveChanges?: string[];
 }
 
 /** The value shown in place of a secret. */
@@ -159,7 +209,8 @@ export type CreateChange = { action: 'create' } & (
   | (ChangeBase & { kind: 'organization'; fields: OrganizationWire })
   | (ChangeBase & { kind: 'provider_key'; name: Provider; fields: { api_key: typeof SENSITIVE }; secretRef: string })
   | (ChangeBase & { kind: 'team'; fields: TeamWire })
-  | (ChangeBase & InTeam & { kind: 'agent'; fields: AgentWire })
+  /** An agent: `fields.tools` shows each MCP header value as {@link SENSITIVE}; `headerRefs` holds their templates, resolved by the activity. */
+  | (ChangeBase & InTeam & { kind: 'agent'; fields: AgentWire; headerRefs?: HeaderRefs })
   | (ChangeBase & InTeam & { kind: 'human'; fields: HumanWire })
   | (ChangeBase & InTeam & { kind: 'edge'; fields: { participants: [string, string] } })
   /** A webhook: `fields` is the body sent, its secret shown as {@link SENSITIVE}; `secretRef` is resolved by the activity. */
@@ -179,7 +230,8 @@ export type UpdateChange = { action: 'update' } & (
   | (UpdateBase & { kind: 'organization'; fields: Partial<OrganizationWire> })
   | (UpdateBase & { kind: 'provider_key'; name: Provider; fields: { api_key: typeof SENSITIVE }; secretRef: string })
   | (UpdateBase & { kind: 'team'; fields: Partial<TeamWire> })
-  | (UpdateBase & InTeam & { kind: 'agent'; fields: Partial<AgentWire> })
+  /** An agent: as its create, `fields.tools` (when it changes) shows header values as {@link SENSITIVE}, `headerRefs` holds their templates. */
+  | (UpdateBase & InTeam & { kind: 'agent'; fields: Partial<AgentWire>; headerRefs?: HeaderRefs })
   | (UpdateBase & InTeam & { kind: 'human'; fields: Partial<HumanWire> })
   /** A webhook: `fields` is the PATCH body; `secretRef` is set when its secret differs (apply rotates it). */
   | (UpdateBase & { kind: 'webhook'; fields: Partial<WebhookWire>; secretRef?: string })

@@ -1,3 +1,5 @@
+import { trace, type TracerProvider } from '@opentelemetry/api';
+import { installContextPropagation, otlpTracing } from '../telemetry/otlp.ts';
 import { startAgentLoop } from './agent-loop/agent-loop.ts';
 import { defaultProviders } from './agent-loop/providers/registry.ts';
 import type { ReplyProvider } from './agent-loop/providers/types.ts';
@@ -61,6 +63,13 @@ export interface ServerOptions {
    * (`OPENAI_BASE_URL`, `ANTHROPIC_BASE_URL`) and limited by its `ACS_AGENT_PROVIDERS`.
    */
   providers?: ReadonlyMap<string, ReplyProvider>;
+  /**
+   * Where the agent loop's spans go (contract §11: `invoke_agent` per turn, `execute_tool` per
+   * tool call, OpenTelemetry's GenAI names). Default: the OTLP exporter the standard `OTEL_*`
+   * variables of `env` ask for (telemetry/otlp.ts), else the global tracer provider (a no-op
+   * unless an SDK was preloaded).
+   */
+  tracerProvider?: TracerProvider;
   /** Provider calls in flight at once in this process; default `ACS_AGENT_CONCURRENCY` of `env`, else 8. */
   agentConcurrency?: number;
   /** Longest provider call in milliseconds; default `ACS_PROVIDER_TIMEOUT` (seconds) of `env`, else 120 s. */
@@ -215,6 +224,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let instance: ServerInstance | undefined;
   let worker: WebhookWorker | undefined;
   let pruner: ReturnType<typeof startPruner> | undefined;
+  let tracing: ReturnType<typeof otlpTracing>;
   try {
     const env = options.env ?? process.env;
     const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
@@ -298,8 +308,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       devCredentials = { base_url: url, ...devOrg };
       await writeDevCredentials(options.devCredentialsFile, devCredentials);
     }
+    // Spans of turns: the caller's provider, else OTLP when the environment asks for it (telemetry/otlp.ts).
+    tracing = options.tracerProvider ? undefined : otlpTracing(env, 'acs-server');
+    if (options.tracerProvider) installContextPropagation();
+    const tracerProvider = options.tracerProvider ?? tracing?.provider ?? trace.getTracerProvider();
     const loop = startAgentLoop({
       deps,
+      tracer: tracerProvider.getTracer('acs-server'),
       tickMs: options.tickMs ?? 1000,
       providers: options.providers ?? defaultProviders(env),
       autoReplyLimit: options.autoReplyLimit,
@@ -319,6 +334,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           shutdown.abort();
           await running.close();
           await loop.stop();
+          // A collector that is unreachable must not turn a clean stop into a failure.
+          await tracing?.provider.shutdown().catch(() => undefined);
           pruner?.close();
           await worker?.close();
           await hub?.close();

@@ -15,14 +15,11 @@
  * `@temporalio/interceptors-opentelemetry` 1.24 is built against.
  */
 import { createRequire } from 'node:module';
-import { context, propagation } from '@opentelemetry/api';
-import { AsyncLocalStorageContextManager } from '@opentelemetry/context-async-hooks';
-import { W3CTraceContextPropagator } from '@opentelemetry/core';
-import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
+import type { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { registerInstrumentations } from '@opentelemetry/instrumentation';
 import { UndiciInstrumentation } from '@opentelemetry/instrumentation-undici';
-import { Resource } from '@opentelemetry/resources';
-import { BasicTracerProvider, BatchSpanProcessor } from '@opentelemetry/sdk-trace-base';
+import type { Resource } from '@opentelemetry/resources';
+import type { BasicTracerProvider } from '@opentelemetry/sdk-trace-base';
 import type { ClientInterceptors } from '@temporalio/client';
 import {
   OpenTelemetryActivityInboundInterceptor,
@@ -31,7 +28,7 @@ import {
   makeWorkflowExporter,
 } from '@temporalio/interceptors-opentelemetry';
 import type { WorkerOptions } from '@temporalio/worker';
-import { ToolkitError } from '../errors/catalogue.ts';
+import { otlpTracing } from '../telemetry/otlp.ts';
 
 /** Default `service.name` of a worker's spans. */
 export const WORKER_SERVICE_NAME = 'teamctl-worker';
@@ -76,62 +73,6 @@ export interface Telemetry {
 // OpenTelemetryPlugin uses, so no workflow file of ours is needed for it.
 const workflowInterceptorsModule = createRequire(import.meta.url).resolve('@temporalio/interceptors-opentelemetry/lib/workflow-interceptors');
 
-let contextInstalled = false;
-
-/**
- * The activity interceptor reads its parent from the activity's headers through the global
- * propagator, and the HTTP spans find the activity's span through the global context manager:
- * without both, each activity and each request would start a trace of its own. Installed once per
- * process and left in place, as they hold no state; when an SDK preloaded by the user already set
- * them, the API keeps those, which carry context just as well.
- */
-function installContextPropagation(): void {
-  if (contextInstalled) return;
-  contextInstalled = true;
-  context.setGlobalContextManager(new AsyncLocalStorageContextManager().enable());
-  propagation.setGlobalPropagator(new W3CTraceContextPropagator());
-}
-
-function isTrue(value: string | undefined): boolean {
-  return value?.trim().toLowerCase() === 'true';
-}
-
-function checkedUrl(url: string, variable: string): string {
-  // `collector:4318` parses as a URL of scheme `collector:`; only HTTP can carry OTLP/HTTP.
-  const parsed = URL.parse(url);
-  if (!parsed || (parsed.protocol !== 'http:' && parsed.protocol !== 'https:')) {
-    throw new ToolkitError('invalid_usage', `${variable} is not an http(s) URL: "${url}"`);
-  }
-  return parsed.toString();
-}
-
-/** The traces URL the environment names, or undefined when it names none. */
-function tracesEndpoint(env: NodeJS.ProcessEnv): string | undefined {
-  const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT?.trim();
-  if (specific) return checkedUrl(specific, 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT');
-  const base = env.OTEL_EXPORTER_OTLP_ENDPOINT?.trim();
-  // The specification appends the signal's path to whatever path the base already has.
-  if (base) return checkedUrl(`${base.replace(/\/+$/, '')}/v1/traces`, 'OTEL_EXPORTER_OTLP_ENDPOINT');
-  return undefined;
-}
-
-/** `k1=v1,k2=v2` (values percent-encoded), as the OTLP exporter variables write headers. */
-function parseHeaders(raw: string | undefined): Record<string, string> {
-  const headers: Record<string, string> = {};
-  for (const pair of raw?.split(',') ?? []) {
-    const at = pair.indexOf('=');
-    if (at <= 0) continue;
-    const key = pair.slice(0, at).trim();
-    const value = pair.slice(at + 1).trim();
-    try {
-      headers[key] = decodeURIComponent(value);
-    } catch {
-      headers[key] = value;
-    }
-  }
-  return headers;
-}
-
 /**
  * Reads whether and where to trace from `env` and, when tracing is on, builds the tracer
  * provider, its resource (`service.name` from `OTEL_SERVICE_NAME`, else
@@ -144,21 +85,11 @@ function parseHeaders(raw: string | undefined): Record<string, string> {
  * `invalid_usage` when an endpoint variable is not an http(s) URL.
  */
 export function createTelemetry(env: NodeJS.ProcessEnv, options: TelemetryOptions): Telemetry | undefined {
-  if (isTrue(env.OTEL_SDK_DISABLED) || env.OTEL_TRACES_EXPORTER?.trim().toLowerCase() === 'none') return undefined;
-  const endpoint = tracesEndpoint(env);
-  if (!endpoint) return undefined;
-  installContextPropagation();
-
-  const serviceName = env.OTEL_SERVICE_NAME?.trim() || options.defaultServiceName;
-  const resource = Resource.default().merge(new Resource({ 'service.name': serviceName }));
-  const exporter = new OTLPTraceExporter({
-    url: endpoint,
-    headers: { ...parseHeaders(env.OTEL_EXPORTER_OTLP_HEADERS), ...parseHeaders(env.OTEL_EXPORTER_OTLP_TRACES_HEADERS) },
-  });
+  const tracing = otlpTracing(env, options.defaultServiceName);
+  if (!tracing) return undefined;
   // One processor for both the spans made in this process and those the workflow sandbox hands
   // over through its sink, so a single flush at shutdown sends them all.
-  const processor = new BatchSpanProcessor(exporter);
-  const provider = new BasicTracerProvider({ resource, spanProcessors: [processor] });
+  const { endpoint, serviceName, resource, exporter, processor, provider } = tracing;
   const activityTracer = provider.getTracer('@temporalio/interceptor-activity');
   const clientTracer = provider.getTracer('@temporalio/interceptor-client');
   const stopHttp = options.instrumentHttp

@@ -3,8 +3,8 @@
  * compute the plan (`plan/plan.ts`, or `plan/destroy.ts`), keep what `--target`/`--exclude`
  * select, refuse deletes nobody approved or that would remove a protected resource, then run the changes through the activities as a
  * dependency graph (`plan/dependencies.ts`) — a team's participants after the team is created, an
- * edge after both its participants are, a participant's delete after its edges', everything
- * after the organization — with at most `parallelism` changes in flight, spread across teams so
+ * edge after both its participants are, an agent after the human it names as approver, a
+ * participant's delete after its edges', everything after the organization — with at most `parallelism` changes in flight, spread across teams so
  * that parallel calls do not queue behind one team's row lock (the service takes it for the
  * renames and deletions of a team's members; their creations only share it).
  *
@@ -15,6 +15,7 @@
 import { ApplicationFailure } from '@temporalio/common';
 import type { ApplyActivities, EnsureResult, ResultOf, Step } from '../activities/apply-activities.ts';
 import type { Connection } from '../activities/connection.ts';
+import { agentHeaderRefs, withHeaderRefs, type AgentHeaderRefs } from '../plan/agent-tools.ts';
 import { dependencies } from '../plan/dependencies.ts';
 import { knownIds, matchState, participantKey } from '../plan/plan.ts';
 import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
@@ -175,8 +176,10 @@ export interface OrchestrationOptions {
 /**
  * Reads the live state an apply compares against: the organization, its provider keys, and the
  * graphs of all its teams (those the definition does not name are deleted), read in parallel (at
- * most `limit` at once). `compareProviderKeys` false (destroy) reads the provider keys without
- * resolving the definition's secrets: nothing will be set, so they need not be there.
+ * most `limit` at once), each agent's MCP header values judged against the definition's
+ * templates (`plan/agent-tools.ts` `agentHeaderRefs`). `compareProviderKeys` false (destroy) reads
+ * the provider keys and agents without resolving the definition's secrets: nothing will be set,
+ * so they need not be there.
  * `batchedReads` (the Temporal workflow): in a few calls instead of one per team
  * ({@link OrchestrationOptions.batchedReads}). Errors: the activities'.
  */
@@ -194,9 +197,24 @@ export async function readObserved(
     return read;
   }
   const org = await acts.readOrganization({ connection, desired, compareProviderKeys });
-  const teams = await mapBounded(org.teams, limit, (team) => acts.readTeam({ connection, teamId: team.team_id }));
+  const headersOf = toolHeadersOf(desired, compareProviderKeys);
+  const teams = await mapBounded(org.teams, limit, (team) => acts.readTeam({ connection, teamId: team.team_id, ...headersOf([team.team_name]) }));
   // A read recorded before webhooks were managed has none: they are then left alone (plan/plan.ts).
   return { organization: org.organization, providerKeys: org.providerKeys, teams, ...(org.webhooks ? { webhooks: org.webhooks } : {}) };
+}
+
+/**
+ * What a team read adds to its input so that it judges the live MCP header values of the teams
+ * it reads (by their live names): the desired agents' header templates of those teams, as
+ * `{toolHeaders}`, or nothing — when none has headers (a recorded history's reads keep their
+ * input), or `compare` is false (destroy resolves no secret).
+ */
+function toolHeadersOf(desired: DesiredState, compare: boolean): (teamNames: readonly string[]) => { toolHeaders?: AgentHeaderRefs[] } {
+  const all = compare ? agentHeaderRefs(desired) : [];
+  return (teamNames) => {
+    const toolHeaders = all.filter((refs) => refs.teams.some((name) => teamNames.includes(name)));
+    return toolHeaders.length > 0 ? { toolHeaders } : {};
+  };
 }
 
 /** The answer of a read that found the live state needing no change (`inSyncFor`). */
@@ -227,10 +245,12 @@ async function readObservedInBatches(
   for (let i = 0; i < rest.length; i += TEAMS_PER_READ) chunks.push(rest.slice(i, i + TEAMS_PER_READ));
   const calls = Math.max(1, Math.min(limit, chunks.length));
   const share = Math.max(1, Math.floor(limit / calls));
+  const headersOf = toolHeadersOf(desired, compareProviderKeys);
+  const names = new Map(org.teams.map((team) => [team.team_id, team.team_name]));
   const parts = await mapBounded(chunks, calls, async (teamIds) => {
     const out: ObservedTeam[] = [];
     for (let left = teamIds; left.length > 0; ) {
-      const got = await acts.readTeams({ connection, teamIds: left, read: read(share) });
+      const got = await acts.readTeams({ connection, teamIds: left, read: read(share), ...headersOf(left.map((id) => names.get(id) ?? '')) });
       if (got.length === 0) throw new Error('apply: readTeams returned no team');
       out.push(...got);
       left = left.slice(got.length);
@@ -346,7 +366,8 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
       case 'team':
         return { op: 'ensure', input: { connection, kind: 'team', parentId: organization(), fields: change.fields } };
       case 'agent':
-        return { op: 'ensure', input: { connection, kind: 'agent', parentId: team(change.team), fields: change.fields } };
+        // MCP header values go to the activity as their templates, which it resolves.
+        return { op: 'ensure', input: { connection, kind: 'agent', parentId: team(change.team), fields: withHeaderRefs(change.fields, change.headerRefs) } };
       case 'human':
         return { op: 'ensure', input: { connection, kind: 'human', parentId: team(change.team), fields: change.fields } };
       case 'edge': {
@@ -369,7 +390,7 @@ export async function orchestrateApply(input: ApplyInput, acts: OrchestratedActi
       case 'team':
         return { op: 'update', input: { connection, kind: 'team', id: change.id, patch: change.fields } };
       case 'agent':
-        return { op: 'update', input: { connection, kind: 'agent', id: change.id, patch: change.fields } };
+        return { op: 'update', input: { connection, kind: 'agent', id: change.id, patch: withHeaderRefs(change.fields, change.headerRefs) } };
       case 'human':
         return { op: 'update', input: { connection, kind: 'human', id: change.id, patch: change.fields } };
     }

@@ -52,7 +52,8 @@ async function readSchedulesToExport(organization: string, io: CliIo): Promise<E
  * the key reaches) with its provider keys and every team's graph — and, when Temporal is
  * configured, its schedules with the pipelines they run — and writes a definition such
  * that `plan` on it, with the provider keys' variables set, shows no change (see
- * `plan/export.ts`). The variables it chose for the provider keys are listed on stderr. The
+ * `plan/export.ts`). The variables it chose for the provider keys, webhook secrets and agents' MCP
+ * header values are listed on stderr. The
  * output is checked as `validate` would before it is written. Errors: `name_not_found` (no
  * organization of that name, with a did-you-mean), `invalid_definition` (the live state holds something a definition cannot say,
  * such as a model on an agent without a provider), the service's.
@@ -61,7 +62,7 @@ export function registerExport(program: Command, io: CliIo, run: Runner): void {
   connectionOptions(
     program
       .command('export')
-      .description('Write a definition of an existing organization (teams, agents, humans, edges, webhooks, provider keys and webhook secrets as ${env:…} references; with Temporal configured, its schedules and their pipelines): plan on it shows no change.')
+      .description('Write a definition of an existing organization (teams, agents with their tools, humans, edges, webhooks; provider keys, webhook secrets and MCP header values as ${env:…} references; with Temporal configured, its schedules and their pipelines): plan on it shows no change.')
       .requiredOption('--org <name>', 'the organization to export')
       .option('-o, --output <file>', 'write the definition to FILE (default: stdout)'),
   ).action((opts: ConnectionFlags & { org: string; output?: string }) =>
@@ -72,10 +73,11 @@ export function registerExport(program: Command, io: CliIo, run: Runner): void {
       // findOrganizations says which organization was meant (did-you-mean) when none of that name is reachable.
       if (!organization) await findOrganizations(keyringClient(connection, io.env), opts.org);
       if (!organization) throw new ToolkitError('name_not_found', `no organization named "${opts.org}" is reachable with this key`);
-      const { definition, providerKeys, webhooks } = exportDefinition({ ...observed, organization });
+      const { definition, providerKeys, webhooks, toolHeaders } = exportDefinition({ ...observed, organization });
       const header = [`teamctl definition of organization ${opts.org}, exported from ${connection.baseUrl}.`];
       if (providerKeys.length > 0) header.push(`Provider keys are references: set ${providerKeys.map((k) => k.variable).join(', ')} before plan or apply.`);
       if (webhooks.length > 0) header.push(`Webhook secrets are references: set ${webhooks.map((w) => w.variable).join(', ')} (plan compares each with the live secret; apply rotates one that differs).`);
+      if (toolHeaders.length > 0) header.push(`Agents' MCP header values are references: set ${toolHeaders.map((h) => h.variable).join(', ')} (plan compares each with the live value; apply sets one that differs).`);
       const scheduled = await readSchedulesToExport(opts.org, io);
       if (scheduled && scheduled.schedules.length > 0) {
         Object.assign(definition, { pipelines: scheduled.pipelines, schedules: scheduled.schedules });
@@ -90,6 +92,9 @@ export function registerExport(program: Command, io: CliIo, run: Runner): void {
       for (const key of providerKeys) io.stderr(`export: provider key ${key.provider}: set ${key.variable} to the key (the live one ends in ${key.keyHint})`);
       for (const hook of webhooks) {
         io.stderr(`export: webhook ${hook.name}: set ${hook.variable} to its secret (whsec_…; a different one is rotated in by the next apply)${hook.named ? '; it had no name: the next apply gives it this one' : ''}`);
+      }
+      for (const h of toolHeaders) {
+        io.stderr(`export: agent ${h.team}/${h.agent}: set ${h.variable} to the value of header ${h.header} of MCP server ${h.server} (the service shows only a fingerprint of it; a different value is set by the next apply)`);
       }
       for (const name of scheduled?.skipped ?? []) io.stderr(`export: schedule ${name} was not made by teamctl apply (no teamctl memo): left out`);
       if (opts.output) io.stderr(`export: wrote ${opts.output}`);

@@ -8,6 +8,7 @@
  */
 import { slug } from 'github-slugger';
 import { buildJsonSchema } from '../../definitions/generate-schema.ts';
+import { SECRET_TEMPLATE_PATTERN } from '../../definitions/secrets.ts';
 
 /** The part of a draft-07 JSON Schema the definition schema uses. */
 interface Node {
@@ -50,7 +51,11 @@ interface Table {
 const SECRET_REF_PATTERN = '^\\$\\{env:([A-Za-z_][A-Za-z0-9_]*)\\}$';
 
 const number = (n: number) => n.toLocaleString('en-US');
-const code = (value: unknown) => `\`${typeof value === 'string' ? value : JSON.stringify(value)}\``;
+/** A code span; one whose text holds a backtick (an HTTP header name's pattern) is fenced with two, as CommonMark allows. */
+const code = (value: unknown) => {
+  const text = typeof value === 'string' ? value : JSON.stringify(value);
+  return text.includes('`') ? `\`\` ${text} \`\`` : `\`${text}\``;
+};
 /** Text safe inside a table cell: pipes escaped, line breaks folded. */
 const cell = (text: string) => text.replace(/\|/g, '\\|').replace(/\s*\n\s*/g, ' ');
 
@@ -167,6 +172,7 @@ class Reference {
 
   #string(node: Node): string {
     if (node.pattern === SECRET_REF_PATTERN) return 'a secret reference `${env:NAME}`';
+    if (node.pattern === SECRET_TEMPLATE_PATTERN) return `a secret template: one line holding at least one \`\${env:NAME}\`, every \`\${\` a reference, up to ${number(node.maxLength ?? 0)} characters`;
     const parts = ['string'];
     if (node.format === 'email') parts.push('an email address');
     if (node.minLength !== undefined && node.maxLength !== undefined && node.minLength > 0) parts.push(`${number(node.minLength)}–${number(node.maxLength)} characters`);

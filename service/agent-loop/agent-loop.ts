@@ -10,6 +10,7 @@
  * so a tick costs the same with 10 or 10,000 idle threads. See service/README.md.
  */
 import { randomUUID } from 'node:crypto';
+import { trace, type Tracer } from '@opentelemetry/api';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { insertMessage } from '../domain/threads.ts';
@@ -63,6 +64,8 @@ export interface AgentLoopOptions {
   leaseMarginMs?: number;
   /** Aborts calls in flight (the service shutting down); `stop()` does too. */
   signal?: AbortSignal;
+  /** Where turns' spans go (`invoke_agent`, `execute_tool`); default the global tracer provider's. */
+  tracer?: Tracer;
 }
 
 /** The running loop. */
@@ -120,6 +123,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     leaseMarginMs,
     autoReplyLimit,
     stopping: stopping.signal,
+    tracer: options.tracer ?? trace.getTracer('acs-server'),
     onProviderFailure: (claim, agent, failure, reason) => onFailure(claim, agent, failure, reason),
     onBudgetSpent: (claim, agent) => budgetSpent(claim, agent),
   });

@@ -45,4 +45,16 @@ describe('definitions: JSON Schema', () => {
     expect(validate({ ...base, organization: { name: 'acme', providerKeys: { echo: 'sk-1234' } } })).toBe(false);
     expect(validate({ ...base, teams: [{ name: 't', agents: [{ name: 'a', provder: 'echo' }] }] })).toBe(false);
   });
+
+  it('the JSON Schema takes an agent\'s tools, and refuses an MCP header value without a ${env:NAME} reference', () => {
+    const validate = validator();
+    const withHeader = (value: string) => ({
+      apiVersion: 'teamctl/v1',
+      organization: { name: 'acme' },
+      teams: [{ name: 't', agents: [{ name: 'a', provider: 'echo', maxSteps: 12, tools: { team: true, askTimeout: '24h', mcp: [{ name: 'tracker', url: 'https://mcp.example.com/mcp', headers: { Authorization: value } }] } }] }],
+    });
+    expect(validate(withHeader('Bearer ${env:TRACKER_TOKEN}')), JSON.stringify(validate.errors)).toBe(true);
+    expect(validate(withHeader('Bearer s3cr3t'))).toBe(false);
+    expect(validate(withHeader('Bearer ${TOKEN} ${env:TRACKER_TOKEN}'))).toBe(false);
+  });
 });

@@ -24,7 +24,7 @@ const desired = desiredOf([
 const org: Organization = { org_id: 'o1', org_name: 'acme', team_count: 1, human_count: 2, is_personal: false, deletion_protection: false, created_at: at };
 const team: Team = { team_id: 't1', org_id: 'o1', team_name: 'review', description: 'Finds papers', agent_count: 2, edge_count: 2, engine_id: 'e', deletion_protection: false, created_at: at };
 const agent = (id: string, name: string, extra: Partial<Agent> = {}): Agent => ({
-  agent_id: id, team_id: 't1', name, description: '', provider: null, model: null, instructions: '', status: 'active', deletion_protection: false, max_tokens_per_day: null, created_at: at, ...extra,
+  agent_id: id, team_id: 't1', name, description: '', provider: null, model: null, instructions: '', status: 'active', deletion_protection: false, max_tokens_per_day: null, max_steps: 10, tools: null, created_at: at, ...extra,
 });
 const alice: Human = { human_id: 'h1', team_id: 't1', name: 'alice', email: 'alice@example.com', deletion_protection: false, created_at: at };
 const edge = (id: string, a: string, b: string): Edge => ({ edge_id: id, team_id: 't1', participants: [a, b], created_at: at });

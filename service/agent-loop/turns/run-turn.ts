@@ -14,7 +14,7 @@
  * - Edges are the permission: the team tools and `ask` reach only the agent's edges (the domain
  *   checks every call); a refusal is a recorded tool error `not_on_your_edges`.
  */
-import { SpanStatusCode, trace, type Span } from '@opentelemetry/api';
+import { SpanStatusCode, type Span, type Tracer } from '@opentelemetry/api';
 import { maxToolCallsPerStep, type AgentTools } from '../../../api/agent-tools.ts';
 import { ServiceError } from '../../../errors/catalogue.ts';
 import type { AgentIdentity } from '../../domain/agent-inbox.ts';
@@ -45,6 +45,8 @@ export interface TurnRunnerOptions {
   autoReplyLimit: number;
   /** Aborted when the service stops: the turn stops where it is, to be resumed. */
   stopping: AbortSignal;
+  /** Where the spans go: `invoke_agent {agent}` per run of a turn, `execute_tool {tool}` per tool call (OpenTelemetry GenAI conventions). */
+  tracer: Tracer;
   /** A provider failure, handled as the loop handles one of a reply (backoff, refused key, rate limit); it parks the row. */
   onProviderFailure(claim: Claim, agent: AgentContext, failure: ProviderFailure, reason: string): Promise<void>;
   /** Called when the daily budget is found spent before a step; it parks the row until the next UTC day. */
@@ -59,8 +61,6 @@ export interface TurnRunner {
 
 /** Thrown when the claim was taken over by another process: stop, write nothing more. */
 class LostClaim extends Error {}
-
-const tracer = trace.getTracer('acs-server');
 
 /** A refusal of the domain as a tool error: off the agent's edges (or made up) is `not_on_your_edges`. */
 function toolErrorOf(error: unknown, log: LoopLogger, where: Record<string, unknown>): string {
@@ -87,7 +87,7 @@ function issuesText(error: { issues: Array<{ path: PropertyKey[]; message: strin
  * Creates the turn runner over the loop's options. Output: {@link TurnRunner}.
  */
 export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
-  const { deps, log } = options;
+  const { deps, log, tracer } = options;
   const db = deps.db;
   const policy = deps.urls ?? { allowPrivate: false };
 
@@ -328,7 +328,8 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
 
   /**
    * What a step's tool calls become as records: each checked against the tool it names (unknown
-   * tools, arguments that do not fit, and calls past 32 fail at once, with why), and those
+   * tools, arguments that do not fit, and calls past 32 fail at once, with why; a tool of a
+   * server that cannot be reached this time fails `tool_failed` with why), and those
    * `approval.tools` names wait for their approval.
    */
   function newCalls(reply: StepReply, toolbox: Toolbox, tools: AgentTools, lastStep: boolean, maxSteps: number): NewToolCall[] {
@@ -339,7 +340,13 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       const failed = (error: string): NewToolCall => ({ ...base, status: 'failed', error });
       if (lastStep) return failed(`max_steps: the turn reached its limit of ${maxSteps} steps; this call was not made`);
       if (i >= maxToolCallsPerStep) return failed(`too_many_tool_calls: at most ${maxToolCallsPerStep} tool calls per step; this one was not made`);
-      if (!tool) return failed(`unknown_tool: no tool named ${call.name} (the tools you have are listed in this request)`);
+      if (!tool) {
+        // A tool of a server that cannot be reached this time is not offered, yet it is no
+        // unknown tool: the model is told the server failed (contract §11), and may try later.
+        const down = [...toolbox.unreachable].find(([server]) => call.name.startsWith(`${server}__`));
+        if (down) return { ...base, tool: call.name.slice(down[0].length + 2), server: down[0], status: 'failed', error: `tool_failed: ${down[1]}` };
+        return failed(`unknown_tool: no tool named ${call.name} (the tools you have are listed in this request)`);
+      }
       if (call.invalid) return failed(`invalid_arguments: ${call.invalid}`);
       if (tool.schema) {
         const parsed = tool.schema.safeParse(call.input);

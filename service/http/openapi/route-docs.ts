@@ -281,7 +281,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       operationId: 'listThreadToolCalls',
       summary: "The tool calls of the agents' turns on a thread",
       description:
-        'Every tool call an agent with tools made while answering messages of this thread (contract §11), oldest first: the tool, its arguments, ' +
+        'Every tool call an agent with tools made while answering messages of this thread, oldest first: the tool, its arguments, ' +
         'its status (pending, awaiting_approval, running, completed, failed, rejected), result or error, and for ask and approvals whom it waits on. ' +
         'Pass `next_after` as `after` to go on; an `after` that names no tool call of the thread is 400 `invalid_cursor`.',
       query: ToolCallListQuery,

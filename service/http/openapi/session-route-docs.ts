@@ -96,7 +96,7 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     operationId: 'listMyThreadToolCalls',
     tag: 'console',
     summary: "The tool calls of the agents' turns on one of the person's threads",
-    description: 'As `GET /threads/{thread_id}/tool-calls` (contract §11), for a thread on one of the person\'s edges.',
+    description: 'As `GET /threads/{thread_id}/tool-calls`, for a thread on one of the person\'s edges.',
     query: ToolCallListQuery,
     success: ok(ToolCallList, 'a page of tool calls'),
     errors: ['invalid_cursor'],
