@@ -4,8 +4,10 @@
  * Starts `acs-server` in memory on a free port, applies `examples/acme-research.yaml`, applies
  * it again (no changes), opens a thread from the human alice to the echo agent scout and prints
  * the reply; then applies `examples/triage.yaml` and runs its `triage` pipeline (a thread
- * continued, two steps in parallel) on the local engine. Stops the server and exits 0 — or exits
- * 1 at the first step that fails.
+ * continued, two steps in parallel) on the local engine; then applies `examples/desk.yaml` and
+ * shows one delegation: dana asks the lead, whose turn asks the researcher and the writer over
+ * its edges (the `ask` tool, scripted by the echo provider) and answers with both answers. Stops
+ * the server and exits 0 — or exits 1 at the first step that fails.
  */
 import { spawn } from 'node:child_process';
 import { mkdtemp, readFile, rm } from 'node:fs/promises';
@@ -17,10 +19,12 @@ import { fileURLToPath } from 'node:url';
 const root = fileURLToPath(new URL('..', import.meta.url));
 const definition = join(root, 'examples', 'acme-research.yaml');
 const pipelines = join(root, 'examples', 'triage.yaml');
+const desk = join(root, 'examples', 'desk.yaml');
 
 /** Runs a command to completion, streaming its output; resolves to its exit code. */
 function run(args: string[], env: NodeJS.ProcessEnv): Promise<number> {
-  console.log(`\n$ teamctl ${args.join(' ')}`);
+  // Quoted where a shell would need it, so the line can be pasted.
+  console.log(`\n$ teamctl ${args.map((arg) => (/[\s"'$\\]/.test(arg) ? `$'${arg.replace(/\\/g, '\\\\').replace(/'/g, "\\'").replace(/\n/g, '\\n')}'` : arg)).join(' ')}`);
   return new Promise((resolve, reject) => {
     const child = spawn(process.execPath, [join(root, 'bin', 'teamctl.mjs'), ...args], { env, stdio: 'inherit' });
     child.on('error', reject);
@@ -65,6 +69,10 @@ try {
       '--subject', 'Kickoff', '--content', 'Please find recent papers on durable execution.', '--wait', '60'],
     ['apply', '-f', pipelines],
     ['run', 'triage', '-f', pipelines, '--input', 'ticket=T-1042 printer on fire'],
+    // Agents that act: the lead delegates to two specialists over its edges, no network needed.
+    ['apply', '-f', desk],
+    ['thread', 'open', '--team', 'desk', '--from', 'dana', '--to', 'lead', '--subject', 'T-2001',
+      '--content', 'ask researcher: What do we know about durable execution?\nask writer: Draft a three-step plan to adopt it.', '--wait', '60'],
   ];
   status = 0;
   for (const step of steps) {
