@@ -48,7 +48,13 @@ const databaseUrl = process.env.ACS_TEST_DATABASE_URL || process.env.ACS_POSTGRE
 
 // Suites that bring their own PostgreSQL databases or spawn the binary on a data dir run on the
 // `postgres` project's server from the `long` project already.
-const notInPostgresProject = ['test/service/postgres.test.ts', 'test/service/multi-process.test.ts', 'test/service/acs-server.test.ts', 'test/service/admin.test.ts'];
+const notInPostgresProject = [
+  'test/service/postgres.test.ts',
+  'test/service/multi-process.test.ts',
+  'test/service/thread-stream-processes.long.test.ts',
+  'test/service/acs-server.test.ts',
+  'test/service/admin.test.ts',
+];
 
 /**
  * Test files run at once, each in a fork. vitest's default is one fewer than the cores — one on

@@ -33,6 +33,7 @@ import { headerMatchesOf, judgeHeaders, resolveAgentHeaders, resolveToolFields, 
 import { mapBounded } from '../workflows/bounded.ts';
 import { jsonBytes } from '../workflows/payload-bytes.ts';
 import { ApplicationFailure } from '@temporalio/common';
+import type { ActivityMetrics, ApplyChangeKind } from './activity-metrics.ts';
 
 /** Dependencies of the activities: where secrets come from and how HTTP is sent. */
 export interface ActivityDeps {
@@ -42,6 +43,8 @@ export interface ActivityDeps {
   fetch?: typeof fetch;
   /** Hears of each long wait before a step's next attempt in `runSteps` (the CLI shows it; see `RetryOptions.onWait`). */
   onRetryWait?: (wait: RetryWait) => void;
+  /** A worker's metrics (`teamctl worker --metrics-listen`): each change of `runSteps` is counted once its retries ended. */
+  metrics?: ActivityMetrics;
 }
 
 /** Result of a change-activity: the resource's id and what was done. */
@@ -585,21 +588,28 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
         const make = changes[step.op] as (stepInput: unknown) => Promise<EnsureResult>;
         try {
           const stepInput = resolveResults(step.input, results);
-          results.push(
-            await retrying(() => make(stepInput), {
-              ...(input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}),
-              ...(signal ? { signal } : {}),
-              ...(deps.onRetryWait ? { onWait: deps.onRetryWait } : {}),
-            }),
-          );
+          const result = await retrying(() => make(stepInput), {
+            ...(input.maximumAttempts ? { maximumAttempts: input.maximumAttempts } : {}),
+            ...(signal ? { signal } : {}),
+            ...(deps.onRetryWait ? { onWait: deps.onRetryWait } : {}),
+          });
+          deps.metrics?.applyChange(changeKind(step), result.outcome);
+          results.push(result);
         } catch (error) {
           if (signal?.aborted) throw signal.reason;
+          deps.metrics?.applyChange(changeKind(step), 'failed');
           throw spent(error);
         }
       }
       return results;
     },
   };
+}
+
+/** The kind of resource a step changes, for the metrics: the resource's kind, or a provider key or webhook. */
+function changeKind(step: Step): ApplyChangeKind {
+  if (step.op === 'ensure' || step.op === 'update' || step.op === 'remove') return step.input.kind;
+  return step.op === 'putProviderKey' || step.op === 'deleteProviderKey' ? 'provider_key' : 'webhook';
 }
 
 /** A failure whose retries were spent inside `runSteps`: retrying the whole batch would only repeat them. */

@@ -26,6 +26,7 @@ import { activityContext } from './activity-context.ts';
 import type { Connection } from './connection.ts';
 import { toApplicationFailure } from './failures.ts';
 import { createKeyring } from './keyring.ts';
+import { PipelineStepKinds, type ActivityMetrics, type PipelineStepKind, type PipelineStepOutcome } from './activity-metrics.ts';
 
 /** How often a waiting activity heartbeats while a poll is in flight (ms). */
 export const HEARTBEAT_EVERY_MS = 2_000;
@@ -124,6 +125,8 @@ export interface ConversationDeps {
    * once it made sure the attribute exists); `resolveTeam` reports it to the run. Default false.
    */
   pushWaits?: boolean;
+  /** A worker's metrics (`teamctl worker --metrics-listen`): each step activity is counted as it ends. */
+  metrics?: ActivityMetrics;
 }
 
 
@@ -144,6 +147,24 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
       throw toApplicationFailure(error);
     }
   }
+
+  /**
+   * Runs the step activity `fn` of `kind` and counts how it ended (`outcome` of its result, or of
+   * its failure: `timed_out`, `cancelled`, else `failed`); the result or failure is passed on.
+   */
+  async function counted<T>(kind: PipelineStepKind, fn: () => Promise<T>, outcome: (result: T) => PipelineStepOutcome): Promise<T> {
+    if (!deps.metrics) return fn();
+    try {
+      const result = await fn();
+      deps.metrics.pipelineStep(kind, outcome(result));
+      return result;
+    } catch (error) {
+      const type = error instanceof ApplicationFailure ? error.type : undefined;
+      deps.metrics.pipelineStep(kind, type === 'timed_out' ? 'timed_out' : activityContext()?.cancellationSignal.aborted ? 'cancelled' : 'failed');
+      throw error;
+    }
+  }
+  const replyOutcome = (reply: unknown, awaited: boolean): PipelineStepOutcome => (reply ? 'replied' : awaited ? 'waiting' : 'sent');
 
   /**
    * Long-polls a thread (up to 30 s per request) for the first message from `fromId` after
@@ -329,7 +350,7 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
     async converse(input: ConverseInput): Promise<ConverseResult> {
       const context = activityContext();
       const resumed = context?.info.heartbeatDetails as ConverseCursor | undefined;
-      return call(async () => {
+      return counted(PipelineStepKinds.converse, () => call(async () => {
         let sent: ConverseCursor;
         if (resumed?.messageId) {
           sent = resumed;
@@ -352,7 +373,7 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
           throw error;
         }
         return { threadId: sent.threadId, messageId: sent.messageId, reply: { messageId: reply.message_id, senderId: reply.sender_id, content: reply.content } };
-      });
+      }), (result) => replyOutcome(result.reply, false));
     },
 
     /**
@@ -365,11 +386,11 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
      * `keys_refused`.
      */
     async sendStep(input: ConverseInput): Promise<ConverseResult> {
-      return call(async () => {
+      return counted(PipelineStepKinds.send, () => call(async () => {
         const sent = await send(input);
         const reply = input.awaitFromId === undefined ? null : await firstReply({ connection: input.connection, threadId: sent.threadId, after: sent.messageId, fromId: input.awaitFromId });
         return { threadId: sent.threadId, messageId: sent.messageId, reply };
-      });
+      }), (result) => replyOutcome(result.reply, false));
     },
 
     /**
@@ -378,7 +399,7 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
      * the reply or null. Errors: `not_found`, `invalid_cursor`, `keys_refused`.
      */
     async readReply(input: ReadReplyInput): Promise<StepReply | null> {
-      return call(() => firstReply(input));
+      return counted(PipelineStepKinds.read_reply, () => call(() => firstReply(input)), (reply) => replyOutcome(reply, true));
     },
   };
 }

@@ -81,6 +81,7 @@ export const ThreadOpenedData = Thread.extend({ participants: z.tuple([Id, Id]) 
  * and the message it answers (an addition: see `answers_message_id`).
  */
 export const MessageCreatedData = Message.extend({
+  stopped: Message.shape.stopped.optional().meta({ description: 'As the Message\'s (absent in events written before the service recorded it).' }),
   edge_id: Id,
   team_id: Id,
   recipient_id: Id,

@@ -247,6 +247,9 @@ export const Message = z.object({
   content: z.string(),
   attachments: z.array(Id),
   expects_reply: z.boolean().describe('Whether the writer waits for the other participant\'s answer.'),
+  stopped: z
+    .boolean()
+    .describe('Whether this is an agent\'s reply that was stopped while it was being written (POST /threads/{thread_id}/stop): its content is what was written until then.'),
   sent_at: Timestamp,
 }).meta({ id: 'Message' });
 export type Message = z.infer<typeof Message>;

@@ -5,7 +5,8 @@
  * mirror them.
  */
 import { z } from 'zod';
-import { Content, Id, Message, Subject, Thread, Timestamp } from './schemas.ts';
+import { EventTypeSchema } from './events.ts';
+import { Agent, Content, Edge, Human, Id, Message, Subject, Team, Thread, Timestamp } from './schemas.ts';
 
 /** `POST /api/v1/humans/{human_id}/sign-in-links`: how long the link works, 60 s to 7 days (default 900). */
 export const CreateSignInLinkBody = z
@@ -17,7 +18,7 @@ export const CreateSignInLinkBody = z
 /** A one-time sign-in link (contract §10). */
 export const SignInLink = z
   .object({
-    url: z.string().meta({ description: 'Absolute URL; opening it signs the opener in as the human, once.' }),
+    url: z.string().meta({ description: "Absolute URL of the link's page: its button signs the browser that presses it in as the human, once; opening the page spends nothing." }),
     expires_at: Timestamp,
     human_id: Id,
   })
@@ -99,13 +100,52 @@ export const MeThreadPageQuery = z.strictObject({
 /** `GET /api/v1/me/events/stream`: which organization's log (when the person's humans are in several), from where. */
 export const MeEventStreamQuery = z.strictObject({
   org_id: Id.optional().meta({ description: "The organization whose events to follow; required only when the person's humans are in several." }),
-  after: z.coerce
-    .number()
-    .int()
-    .min(0)
+  after: z
+    .string()
+    .min(1)
+    .max(64)
     .optional()
-    .meta({ description: 'Start after this seq (the `Last-Event-ID` header wins). Neither: only events from now on.' }),
+    .meta({ description: 'Start after this event: the `id` of an event of this stream (the `Last-Event-ID` header wins). Neither: only events from now on.' }),
 });
+
+/**
+ * One event of a person's stream (contract §10; docs/console.md): named by an opaque cursor, not
+ * by its place in the organization's log, and sent without `seq`, so the stream tells a person
+ * nothing of the log beyond their own events.
+ */
+export const PersonStreamedEvent = z
+  .object({
+    id: z
+      .string()
+      .regex(/^[A-Za-z0-9_-]{22}$/)
+      .meta({ description: "The event's cursor: opaque (neither order nor distance shows), the same in every stream of the organization; `Last-Event-ID` (or `after`) resumes after it." }),
+    event: EventTypeSchema,
+    data: z.string().meta({ contentMediaType: 'application/json', description: "The event as JSON (an `Event` without `seq`: the organization log's numbering is not the person's)." }),
+  })
+  .meta({ id: 'PersonStreamedEvent' });
+
+/**
+ * An agent of one of the person's teams as the console shows it: who it is and whether it takes
+ * part over MCP — not how it is configured (no instructions, tools, budget or step limit).
+ */
+export const MeTeamAgent = Agent.pick({ agent_id: true, team_id: true, name: true, description: true, provider: true, model: true, status: true, created_at: true }).meta({
+  id: 'MeTeamAgent',
+});
+
+/** A human of one of the person's teams: no email (the person's own is in `GET /me`). */
+export const MeTeamHuman = Human.pick({ human_id: true, team_id: true, name: true, created_at: true }).meta({ id: 'MeTeamHuman' });
+
+/**
+ * `GET /api/v1/me/teams/{team_id}`: the team graph as a member sees it (docs/console.md, "What
+ * a session learns"): the team, its agents and humans by name, its edges. Left out on purpose:
+ * the agents' instructions and tools, the other humans' emails, the count of threads between others.
+ */
+export const MeTeamGraph = Team.extend({
+  agents: z.array(MeTeamAgent),
+  humans: z.array(MeTeamHuman),
+  edges: z.array(Edge),
+}).meta({ id: 'MeTeamGraph' });
+export type MeTeamGraph = z.infer<typeof MeTeamGraph>;
 
 /** `POST /api/v1/me/threads/{thread_id}/messages`: the sender is the person's human on the thread's edge. */
 export const MeAppendMessageBody = z

@@ -6,9 +6,11 @@
  * PostgreSQL: `ACS_BENCH_DATABASE_URL` (a superuser URL; a scratch database is created and
  * dropped), else a throwaway cluster through scripts/with-postgres.sh when PostgreSQL binaries
  * are installed, else PGlite only (said so). `BENCH_QUICK=1` shortens every step (smoke run).
- * `BENCH_PHASES=appends,reads,wake,memory` (a subset) measures only those phases; like a quick
+ * `BENCH_PHASES=appends,reads,wake,memory,turns` (a subset) measures only those phases; like a quick
  * run, a partial run prints its figures and leaves docs/performance.md alone; so does
- * `BENCH_BACKENDS=postgres` (or `pglite`), which measures one backend only.
+ * `BENCH_BACKENDS=postgres` (or `pglite`), which measures one backend only. The `turns` phase
+ * (agents that act: tool calls and suspended turns, bench/turns-report.ts; also
+ * `npm run bench:turns` alone) writes its own section of docs/performance.md on a full run.
  * Not part of the tests: numbers depend on the machine.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -18,6 +20,7 @@ import { join } from 'node:path';
 import { runBackend, startServerProcess, type BackendResult, type BenchPlan } from './scenarios.ts';
 import { renderReport, writeReport, type Machine, type PgbenchResult } from './report.ts';
 import { adminQuery, cpuModel, pgbenchPath, rerunNextToPostgres } from './host.ts';
+import { runTurnsBench } from './turns-report.ts';
 
 const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -29,6 +32,9 @@ const quick = process.env.BENCH_QUICK === '1';
 // A partial run would write '–' over the phases it skipped.
 const backends = (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',');
 const partial = process.env.BENCH_PHASES !== undefined || process.env.BENCH_BACKENDS !== undefined;
+const phases = (process.env.BENCH_PHASES ?? 'appends,reads,wake,memory,turns').split(',');
+// The phases measured on a server process per backend (scenarios.ts reads BENCH_PHASES itself).
+const serverPhases = phases.some((p) => ['appends', 'reads', 'wake', 'memory'].includes(p));
 
 function openFileLimit(): number {
   const out = spawnSync('sh', ['-c', 'ulimit -n'], { encoding: 'utf8' }).stdout.trim();
@@ -136,7 +142,7 @@ const results: BackendResult[] = [];
 let pgbench: PgbenchResult[] = [];
 let serverVersion: string | undefined;
 try {
-  if (backends.includes('pglite')) {
+  if (serverPhases && backends.includes('pglite')) {
     const pgliteDir = join(work, 'pglite');
     log('bench: PGlite (data dir on disk, one process)');
     const pglite = await startServerProcess({ BENCH_BACKEND: 'pglite', BENCH_DATA_DIR: pgliteDir });
@@ -147,7 +153,7 @@ try {
     }
   }
 
-  if (adminUrl && backends.includes('postgres')) {
+  if (serverPhases && adminUrl && backends.includes('postgres')) {
     serverVersion = (await adminQuery(adminUrl, 'SHOW server_version')).rows[0].server_version;
     const name = `acs_bench_${process.pid}`;
     await adminQuery(adminUrl, `CREATE DATABASE ${name}`);
@@ -165,16 +171,23 @@ try {
     } finally {
       await adminQuery(adminUrl, `DROP DATABASE IF EXISTS ${name} WITH (FORCE)`);
     }
-  } else {
+  } else if (!adminUrl) {
     log('bench: PostgreSQL skipped: no ACS_BENCH_DATABASE_URL and no local PostgreSQL binaries (initdb, pg_ctl)');
   }
 } finally {
   await rm(work, { recursive: true, force: true });
 }
 
-const report = renderReport(machine(serverVersion), plan, results, pgbench);
-if (quick || partial) log(report);
-else await writeReport(join(root, 'docs/performance.md'), report);
+if (serverPhases) {
+  const report = renderReport(machine(serverVersion), plan, results, pgbench);
+  if (quick || partial) log(report);
+  else await writeReport(join(root, 'docs/performance.md'), report);
+}
+// Agents that act (issue 37): in this process, each backend on a scratch place of its own.
+if (phases.includes('turns')) {
+  log('bench: agents that act (turns with tool calls, suspended turns)');
+  await runTurnsBench({ root, adminUrl, quick, backends, parts: ['tools', 'ticks'], log, write: !(quick || partial) });
+}
 log(
   `bench: done in ${((performance.now() - started) / 60_000).toFixed(1)} min` +
     (quick || partial ? ` (${quick ? 'quick' : 'partial'} run: docs/performance.md left alone)` : '; figures written to docs/performance.md'),

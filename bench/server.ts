@@ -3,7 +3,10 @@
  * measured alone), started by bench/run.ts with `fork()` and `--expose-gc`, driven over IPC.
  *
  * Environment: `BENCH_BACKEND` (`pglite` | `postgres`), `BENCH_DATABASE_URL` (postgres),
- * `BENCH_DATA_DIR` (pglite: an empty directory).
+ * `BENCH_DATA_DIR` (pglite: an empty directory); `BENCH_METRICS=1` runs the server with its
+ * metrics (`metricsListen` on a loopback port) and scrapes them every 5 s, as a Prometheus
+ * scraping three times more often than the usual 15 s would (the cost of metrics:
+ * docs/performance.md, "Metrics").
  * IPC in: {@link Command}. IPC out: `{type: 'ready', url, orgId, apiKey}` once, then one
  * `{type: 'done', id, result}` or `{type: 'failed', id, error}` per command.
  */
@@ -35,6 +38,7 @@ const options = {
   heldWaits: { perProcess: 100_000, perKey: 100_000 },
   webhooks: { allowPrivate: true },
   connectionLimits: { maxConnectionsPerClient: 0 },
+  ...(process.env.BENCH_METRICS === '1' ? { metricsListen: { host: '127.0.0.1', port: 0 } } : {}),
 };
 if (backend === 'postgres' && databaseUrl) {
   server = await startServer({ databaseUrl, ...options });
@@ -46,6 +50,8 @@ if (backend === 'postgres' && databaseUrl) {
   throw new Error('bench/server.ts: set BENCH_BACKEND=postgres with BENCH_DATABASE_URL, or pglite with BENCH_DATA_DIR');
 }
 const { org_id, api_key } = await server.provisionOrganization('bench');
+const metricsUrl = server.metricsUrl;
+if (metricsUrl) setInterval(() => void fetch(metricsUrl).then((r) => r.text(), () => ''), 5_000).unref();
 
 function collect(): void {
   const gc = (globalThis as { gc?: () => void }).gc;

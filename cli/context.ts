@@ -9,6 +9,7 @@ import { AcsClient, normalizeBaseUrl } from '../client/acs-client.ts';
 import type { PostOptions } from '../client/acs-client.ts';
 import { AcsApiError } from '../client/errors.ts';
 import type { EventStreamRequest } from '../client/event-stream.ts';
+import type { ThreadStreamItem, ThreadStreamRequest } from '../client/thread-stream.ts';
 import type { Event } from '../api/events.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import { KEYRING_ENV, settingOrigin } from './config.ts';
@@ -167,6 +168,36 @@ class KeyringClient extends AcsClient {
           after = event.seq;
           refusedInARow = 0;
           yield event;
+        }
+        return;
+      } catch (error) {
+        if (!(error instanceof AcsApiError) || error.status !== 401 || ++refusedInARow > 1) throw error;
+      }
+    }
+  }
+
+  /**
+   * A thread's stream (contract §13) on the key that works, as {@link streamEvents}: a read of the
+   * thread through the keyring picks the key; a key refused when the stream reconnects does the
+   * same, and the stream resumes after the last item it yielded (no gap, no repeat).
+   */
+  override async *streamThread(threadId: string, request: ThreadStreamRequest = {}): AsyncGenerator<ThreadStreamItem> {
+    let after = request.after;
+    for (let refusedInARow = 0; ; ) {
+      const client = await this.#withKeyring(this.#connection, async (c) => {
+        await c.getThread(threadId, { limit: 1 });
+        return c;
+      });
+      try {
+        // Where the first connection started: a reconnection on another key before any item resumes there.
+        const onConnected = (position: string) => {
+          after ??= position;
+          request.onConnected?.(position);
+        };
+        for await (const item of client.streamThread(threadId, { ...request, after, onConnected })) {
+          after = item.id;
+          refusedInARow = 0;
+          yield item;
         }
         return;
       } catch (error) {

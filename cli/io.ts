@@ -8,6 +8,12 @@ import { terminalCapabilities } from './terminal.ts';
 export interface CliIo {
   stdout: (text: string) => void;
   stderr: (text: string) => void;
+  /**
+   * Writes `text` to stdout as it is, without ending the line: present only when stdout is a
+   * terminal, where a reply being written is shown growing (`thread follow`, `thread send
+   * --wait`); absent (piped, redirected, a test's I/O), commands print whole lines only.
+   */
+  write?: (text: string) => void;
   env: NodeJS.ProcessEnv;
   /**
    * Whether progress (a spinner on stderr) may be drawn: a person at a usable terminal
@@ -35,6 +41,7 @@ export function processIo(): CliIo {
   return {
     stdout: (text) => process.stdout.write(text.endsWith('\n') ? text : `${text}\n`),
     stderr: (text) => process.stderr.write(text.endsWith('\n') ? text : `${text}\n`),
+    ...(process.stdout.isTTY ? { write: (text: string) => void process.stdout.write(text) } : {}),
     env: process.env,
     isTTY: terminal.progress,
     // The decision is made above (0 columns and TERM=dumb included), so styleText need not check again.
@@ -62,6 +69,10 @@ export function processIo(): CliIo {
  */
 export function printableIo(io: CliIo): CliIo {
   const wrapped: CliIo = { ...io, stdout: (text) => io.stdout(printable(text)), stderr: (text) => io.stderr(printable(text)) };
+  if (io.write) {
+    const write = io.write;
+    wrapped.write = (text) => write(printable(text));
+  }
   if (io.ask) {
     const ask = io.ask;
     wrapped.ask = (question) => ask(printable(question));
@@ -71,6 +82,10 @@ export function printableIo(io: CliIo): CliIo {
     wrapped.style = marks.style;
     wrapped.stdout = (text) => io.stdout(marks.render(text));
     wrapped.stderr = (text) => io.stderr(marks.render(text));
+    if (io.write) {
+      const write = io.write;
+      wrapped.write = (text) => write(marks.render(text));
+    }
   }
   return wrapped;
 }

@@ -46,6 +46,8 @@ import type {
   ThreadPage,
 } from '../api/schemas.ts';
 import type { SignInLink } from '../api/session-schemas.ts';
+import type { ToolCall, ToolCallList } from '../api/agent-tools.ts';
+import type { StopResult as StopResultSchema } from '../api/thread-stream.ts';
 import type {
   CreatedWebhook,
   CreateWebhookBody,
@@ -61,7 +63,11 @@ import type {
 } from '../api/events.ts';
 import { AcsApiError, isTlsFailure, NETWORK_ERROR, tlsReason } from './errors.ts';
 import { readEventStream, type EventStreamRequest } from './event-stream.ts';
+import { readThreadStream, type ThreadStreamItem, type ThreadStreamRequest } from './thread-stream.ts';
 import type { HeaderSource, RateLimitPacer } from './rate-limit-pacer.ts';
+
+/** What `POST /threads/{thread_id}/stop` answers: how many agents were asked to stop (contract §13). */
+export type StopResult = z.infer<typeof StopResultSchema>;
 
 /** Longest long poll of a thread page, in seconds (contract §5, "Thread page": `wait` is 0–30). */
 export const MAX_WAIT_SECONDS = 30;
@@ -372,6 +378,67 @@ export class AcsClient {
     options?: PostOptions,
   ): Promise<Message> {
     return this.request('POST', `/threads/${seg(threadId)}/messages`, body, options);
+  }
+
+  /**
+   * `GET /api/v1/threads/{thread_id}/stream` (contract §13) as an async iterator of the thread's
+   * items in its order: messages (`message.created`), a reply's deltas as it is written
+   * (`message.delta`), a turn's steps and restarts (`turn.step`, `turn.restarted`) and its tool
+   * calls (`tool_call.*`), each with its position as `id`. From `after` (absent: after the thread's
+   * last message, so a reply being written is seen from its first delta; `0`: the whole thread),
+   * resumed from the last position received when the connection drops, with no gap and no repeat
+   * (client/thread-stream.ts). Ends when `signal` aborts.
+   * Errors (thrown by the iterator): `not_found`, `invalid_cursor`, `too_many_waits`.
+   */
+  streamThread(threadId: string, request: ThreadStreamRequest = {}): AsyncGenerator<ThreadStreamItem> {
+    return readThreadStream(
+      { fetch: this.#fetch ?? globalThis.fetch, url: `${this.baseUrl}/api/v1/threads/${seg(threadId)}/stream`, headers: { 'x-api-key': this.#apiKey, 'user-agent': this.#userAgent } },
+      request,
+    );
+  }
+
+  /**
+   * `POST /api/v1/threads/{thread_id}/stop` → 202 `{thread_id, stopping}` (contract §13): ends
+   * every turn in progress on the thread; the text written so far is posted as the reply with
+   * `stopped: true`, on the thread's stream. `stopping` is how many agents were asked to stop (0:
+   * nothing was being written). Errors: `not_found`.
+   */
+  stopThread(threadId: string, options?: PostOptions): Promise<StopResult> {
+    return this.request('POST', `/threads/${seg(threadId)}/stop`, undefined, options);
+  }
+
+  // ---- tool calls (contract §11) ------------------------------------------------------------
+
+  /**
+   * `GET /api/v1/threads/{thread_id}/tool-calls`: one page of the tool calls of the agents' turns
+   * on the thread (each answers a message of it), oldest first, after the tool call `after`
+   * (absent: from the first); `limit` 1–500 (default 100). Pass `next_after` as the next `after`;
+   * a page shorter than `limit` is the last for now. Errors: `not_found` (thread out of reach),
+   * `invalid_cursor` (an `after` that is no tool call of the thread), `invalid_request`.
+   */
+  listToolCalls(threadId: string, query: { after?: string | undefined; limit?: number } = {}, options?: { signal?: AbortSignal }): Promise<ToolCallList> {
+    const params = new URLSearchParams();
+    if (query.after) params.set('after', query.after);
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    const qs = params.size > 0 ? `?${params}` : '';
+    return this.request('GET', `/threads/${seg(threadId)}/tool-calls${qs}`, undefined, options);
+  }
+
+  /**
+   * Every tool call of the thread's turns, oldest first: {@link listToolCalls} page after page
+   * (`pageSize` a page, 1–500, default 500) until a short page, from after the tool call `after`
+   * when given. Errors: those of {@link listToolCalls}.
+   */
+  async allToolCalls(threadId: string, options: { after?: string; pageSize?: number; signal?: AbortSignal } = {}): Promise<ToolCall[]> {
+    const pageSize = options.pageSize ?? 500;
+    const all: ToolCall[] = [];
+    let after = options.after;
+    for (;;) {
+      const page = await this.listToolCalls(threadId, { after, limit: pageSize }, options.signal ? { signal: options.signal } : undefined);
+      all.push(...page.tool_calls);
+      if (page.tool_calls.length < pageSize || page.next_after === null) return all;
+      after = page.next_after;
+    }
   }
 
   // ---- provider keys ------------------------------------------------------------------------

@@ -21,6 +21,12 @@ export interface EventStreamRequest {
   reconnect?: boolean | undefined;
   /** Delay before a reconnect in milliseconds (default 1,000). */
   reconnectMs?: number | undefined;
+  /**
+   * Called each time a connection is open and the service said where it starts (its `connected
+   * after SEQ` comment), with that seq: from then on no event is missed, so a caller may read
+   * what happened before (a thread's history) without a gap.
+   */
+  onConnected?: ((afterSeq: number) => void) | undefined;
 }
 
 /** How the stream reaches the service (given by {@link AcsClient}; the key stays there). */
@@ -72,7 +78,9 @@ export async function* readEventStream(transport: StreamTransport, request: Even
           // The server says where the stream starts: a reconnect before any event resumes there.
           onComment: (comment) => {
             const start = /^\s*connected after (\d+)/.exec(comment);
-            if (start && lastId === undefined) lastId = Number(start[1]);
+            if (!start) return;
+            if (lastId === undefined) lastId = Number(start[1]);
+            request.onConnected?.(Number(start[1]));
           },
           onEvent: (message) => {
             if (!message.data) return;

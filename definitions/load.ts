@@ -204,7 +204,7 @@ export function parseDefinition(text: string, file: string): Definition {
   if (isAlias(doc.contents)) throw fileProblem(file, 'the document is an alias; expected a mapping with apiVersion, organization and teams');
 
   const located = (problems: PathProblem[]): DefinitionProblem[] =>
-    problems.map((p) => ({ file, ...locate(doc, lineCounter, p.path, p.target, p.offset === undefined ? undefined : { offset: p.offset, source: text }), path: formatPath(p.path), message: p.message }));
+    problems.map((p) => ({ file, ...locate(doc, lineCounter, p.path, p.target, p.offset === undefined ? undefined : { offset: p.offset, source: text, trimmed: p.trimmed === true }), path: formatPath(p.path), message: p.message }));
 
   const result = DefinitionSchema.safeParse(data);
   if (!result.success) {

@@ -4,7 +4,10 @@
  *
  * The rules of `semantics.ts` need typed data, so they run on a *partial* definition built from
  * the parts of the document that do pass the schema, each checked on its own: a team whose
- * agent has a bad provider still has its names and edges checked. What cannot be checked
+ * agent has a bad provider still has its names and edges checked. A part whose only mistakes are
+ * harmless to the other checks — a number out of its range, an unknown key, an optional setting
+ * that names nothing (`repair.ts`) — is taken whole, as if they were fixed: a pipeline with
+ * `maxIterations: 0` still has its expressions, participants and reply schemas checked. What cannot be checked
  * honestly is left out rather than guessed: a part that fails is replaced by an empty
  * placeholder at the same index (so every path still points at the right place), and the
  * problems the placeholders would cause are dropped — a team that lost a participant gets no
@@ -16,6 +19,7 @@ import type { PipelineDefinition, ScheduleDefinition } from './pipeline-schema.t
 import type { PathProblem, PathSegment } from './problems.ts';
 import { AgentDefinitionSchema, EdgeDefinitionSchema, HumanDefinitionSchema, OrganizationDefinitionSchema, TeamDefinitionSchema } from './schema.ts';
 import type { Definition, EdgeDefinition, TeamDefinition } from './schema.ts';
+import { parseRepaired } from './repair.ts';
 import { checkDefinition } from './semantics.ts';
 
 /** A usable name of a raw element: a non-empty string of at most 100 characters, trimmed. */
@@ -44,8 +48,8 @@ interface Gaps {
 
 /** A team from raw data: whole when it passes, else the participants and edges that pass on their own. */
 function partialTeam(raw: unknown, index: number, gaps: Gaps): TeamDefinition {
-  const whole = TeamDefinitionSchema.safeParse(raw);
-  if (whole.success) return whole.data;
+  const whole = parseRepaired(TeamDefinitionSchema, raw);
+  if (whole) return whole;
   const name = nameOf(raw);
   if (name === undefined) {
     gaps.placeholderTeams.add(index);
@@ -54,8 +58,8 @@ function partialTeam(raw: unknown, index: number, gaps: Gaps): TeamDefinition {
   // Participants keep their names even when another field is wrong: edges and steps naming them are still checked.
   const participants = (key: 'agents' | 'humans') =>
     listOf(raw, key).flatMap((item) => {
-      const parsed = (key === 'agents' ? AgentDefinitionSchema : HumanDefinitionSchema).safeParse(item);
-      if (parsed.success) return [key === 'agents' ? parsed.data : { name: parsed.data.name }];
+      const parsed = parseRepaired<{ name: string }>(key === 'agents' ? AgentDefinitionSchema : HumanDefinitionSchema, item);
+      if (parsed) return [key === 'agents' ? (parsed as TeamDefinition['agents'][number]) : { name: parsed.name }];
       const itemName = nameOf(item);
       return itemName === undefined ? [] : [{ name: itemName }];
     });
@@ -92,21 +96,21 @@ export function partialSemanticProblems(data: unknown): PathProblem[] {
     return team;
   });
   const pipelines = listOf(data, 'pipelines').map((raw, i) => {
-    const parsed = PipelineDefinitionSchema.safeParse(raw);
-    if (parsed.success) return parsed.data;
+    const parsed = parseRepaired(PipelineDefinitionSchema, raw);
+    if (parsed) return parsed;
     gaps.placeholderPipelines.add(i);
     const name = nameOf(raw) ?? `\u0000pipeline ${i}`;
     gaps.opaquePipelines.add(name);
     return { name, team: '', inputs: {}, steps: [] } as unknown as PipelineDefinition;
   });
   const schedules = listOf(data, 'schedules').map((raw, i) => {
-    const parsed = ScheduleDefinitionSchema.safeParse(raw);
-    if (parsed.success) return parsed.data;
+    const parsed = parseRepaired(ScheduleDefinitionSchema, raw);
+    if (parsed) return parsed;
     gaps.placeholderSchedules.add(i);
     return { name: nameOf(raw) ?? `\u0000schedule ${i}`, pipeline: '', inputs: {} } as unknown as ScheduleDefinition;
   });
-  const organization = OrganizationDefinitionSchema.safeParse((data as Record<string, unknown>).organization);
-  const definition = { apiVersion: 'teamctl/v1', organization: organization.success ? organization.data : { name: 'organization' }, teams, pipelines, schedules } as Definition;
+  const organization = parseRepaired(OrganizationDefinitionSchema, (data as Record<string, unknown>).organization);
+  const definition = { apiVersion: 'teamctl/v1', organization: organization ?? { name: 'organization' }, teams, pipelines, schedules } as Definition;
 
   const keepName = (p: PathProblem) => p.path.at(-1) === 'name';
   return checkDefinition(definition).filter((problem) => {

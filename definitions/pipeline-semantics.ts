@@ -8,13 +8,18 @@ import { closestMatch } from './did-you-mean.ts';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { PACKAGE_ROOT } from '../api/version.ts';
+import { DYN, INT, inputType, listOf, objectOf, schemaType, STRING } from './cel-types.ts';
+import type { CelDeclType } from './cel-types.ts';
+import type * as ExpressionChecks from './expression-check.ts';
+import type { ExpectedResult } from './expression-check.ts';
+import type * as ExpressionSyntax from './expression-syntax.ts';
 import type * as Expressions from './expressions.ts';
 import { edgeKey, entryId, entryKind, flatSteps, isLoop, isMap, isParallelGroup, isRun, isSleep, isStep, peerOf, reachablePipelines, threadEnds, walkEntries } from './pipeline-graph.ts';
 import type { EntryKind } from './pipeline-graph.ts';
-import type { InputType, InputValue, PipelineDefinition, PipelineEntry, PipelineStep, RunEntry, ScheduleDefinition } from './pipeline-schema.ts';
+import type { InputType, InputValue, MapEntry, PipelineDefinition, PipelineEntry, PipelineStep, RunEntry, ScheduleDefinition } from './pipeline-schema.ts';
 import { coerceInput } from './pipeline-inputs.ts';
 import type { PathProblem, PathSegment } from './problems.ts';
-import type * as ReplySchemas from './reply-schema.ts';
+import type * as ReplySchemaProblems from './reply-schema-problems.ts';
 import type { Definition, TeamDefinition } from './schema.ts';
 import { templateReferences } from './template.ts';
 
@@ -25,21 +30,29 @@ const requireHere = createRequire(import.meta.url);
  * module may run from the bundle of `teamctl` in `dist/bin/` (scripts/build.ts).
  */
 const definitionsModule = (name: string): string => (import.meta.url.endsWith('.ts') ? `./${name}.ts` : join(PACKAGE_ROOT, 'dist', 'definitions', `${name}.js`));
-let libraries: Pick<typeof Expressions, 'scanExpression'> & Pick<typeof ReplySchemas, 'compileReplySchema'> | undefined;
+type Libraries = Pick<typeof Expressions, 'scanExpression'> & Pick<typeof ExpressionChecks, 'checkExpressionTypes'> & Pick<typeof ExpressionSyntax, 'explainSyntaxError'> & Pick<typeof ReplySchemaProblems, 'replySchemaProblems'>;
+let libraries: Partial<Libraries> = {};
 
 /**
- * The CEL parser and the JSON Schema compiler, loaded when a definition first has an expression
- * or a typed reply: they take 0.1–0.25 s to load, which every command reading a definition
- * without them (plan, apply, most validates) is spared. Synchronous (`require` of an ES module,
- * Node ≥ 22.12), as the checks are.
+ * The CEL parser and checker and the JSON Schema checks, each loaded when a definition first
+ * needs it (an expression, a typed reply): they take 0.1–0.25 s to load, which every command
+ * reading a definition without them (plan, apply, most validates) is spared. Synchronous
+ * (`require` of an ES module, Node ≥ 22.12), as the checks are.
  */
-function checkers(): NonNullable<typeof libraries> {
-  libraries ??= {
-    scanExpression: (requireHere(definitionsModule('expressions')) as typeof Expressions).scanExpression,
-    compileReplySchema: (requireHere(definitionsModule('reply-schema')) as typeof ReplySchemas).compileReplySchema,
-  };
-  return libraries;
-}
+const checkers = {
+  get scanExpression(): Libraries['scanExpression'] {
+    return (libraries.scanExpression ??= (requireHere(definitionsModule('expressions')) as typeof Expressions).scanExpression);
+  },
+  get checkExpressionTypes(): Libraries['checkExpressionTypes'] {
+    return (libraries.checkExpressionTypes ??= (requireHere(definitionsModule('expression-check')) as typeof ExpressionChecks).checkExpressionTypes);
+  },
+  get explainSyntaxError(): Libraries['explainSyntaxError'] {
+    return (libraries.explainSyntaxError ??= (requireHere(definitionsModule('expression-syntax')) as typeof ExpressionSyntax).explainSyntaxError);
+  },
+  get replySchemaProblems(): Libraries['replySchemaProblems'] {
+    return (libraries.replySchemaProblems ??= (requireHere(definitionsModule('reply-schema-problems')) as typeof ReplySchemaProblems).replySchemaProblems);
+  },
+};
 
 /** `(did you mean "x"?)` or nothing. */
 function didYouMean(name: string, candidates: Iterable<string>): string {
@@ -63,6 +76,8 @@ const DEEP_FIELDS = new Set(['value', 'error', 'results']);
 interface Known {
   kind: EntryKind;
   step?: PipelineStep;
+  /** A map's entry (its body's steps are the fields of each of its `results`). */
+  map?: MapEntry;
 }
 
 /** What an entry can name when it runs. */
@@ -79,11 +94,18 @@ interface Scope {
    * may not (no thread is there in the first iteration).
    */
   previous: Map<string, Known>;
-  /** Loops around the entry (innermost last). */
+  /** Loops around the entry (innermost last), since the innermost map: a map's items have no `iteration`. */
   loops: string[];
+  /** The map that hides the iteration of a loop around it, when there is one. */
+  iterationHiddenBy?: string;
   /** Item names of the maps around the entry, innermost last. */
   items: string[];
+  /** The type of each item, by its name (the element type of the map's `items`). */
+  itemTypes: Map<string, CelDeclType>;
 }
+
+/** What a condition must give. */
+const WHEN: ExpectedResult = { field: 'when', kind: 'bool' };
 
 /** What a pipeline's checks share. */
 interface Context {
@@ -142,7 +164,9 @@ function checkReference(root: string, segments: readonly string[], scope: Scope,
     // An unknown step is reported where its id is; a bad field where the field is.
     if (problem) report(problem, problem.startsWith('unknown field') || problem.includes('has no') ? (offsets[1] ?? offsets[0] ?? 0) : (offsets[0] ?? 0));
   } else if (root === 'iteration') {
-    if (scope.loops.length === 0) report('iteration is only known inside a loop', -1);
+    if (scope.loops.length === 0 && scope.iterationHiddenBy !== undefined) {
+      report(`iteration is not known inside map ${JSON.stringify(scope.iterationHiddenBy)}: a run gives a map's items no iteration, even in a loop`, -1);
+    } else if (scope.loops.length === 0) report('iteration is only known inside a loop', -1);
     else if (segments.length > 0) report('iteration is a number; it has no fields', offsets[0] ?? -1);
   } else if (!scope.items.includes(root)) {
     const candidates = ['inputs', 'steps', ...(scope.loops.length > 0 ? ['iteration'] : []), ...scope.items];
@@ -167,24 +191,104 @@ function checkTemplate(text: string | undefined, path: PathSegment[], scope: Sco
   }
 }
 
-/** Checks one expression (`when`, `until`, `items`): it parses, and names only what is in scope. */
-function checkExpression(text: string | undefined, path: PathSegment[], scope: Scope, ctx: Context): void {
-  if (text === undefined) return;
-  const scan = checkers().scanExpression(text);
-  if (!scan.ok) {
-    ctx.problems.push({ path, target: 'value', offset: scan.offset, message: scan.message });
-    return;
+/** The fields `error` has: `{code, message}` (or null). */
+const errorType = (label: string): CelDeclType => objectOf({ code: STRING, message: STRING }, `${label}.error`);
+
+/** Types of entries already built, by the entry: a step in a loop is seen by many expressions. */
+const entryTypes = new WeakMap<object, CelDeclType>();
+
+/**
+ * The type of `steps.ID` as a run shows it (`nodeView` of workflows/pipeline-orchestration.ts):
+ * a step's `value` is its reply schema's type, or the reply's text (a string) without one; a
+ * map's `results` a list of its items, each holding the body's entries by id.
+ */
+function entryType(id: string, known: Known): CelDeclType {
+  const key = known.step ?? known.map ?? known;
+  const cached = entryTypes.get(key);
+  if (cached) return cached;
+  const label = /^[A-Za-z_][A-Za-z0-9_]*$/.test(id) ? `steps.${id}` : `steps[${JSON.stringify(id)}]`;
+  const status = STRING;
+  const error = errorType(label);
+  let type: CelDeclType;
+  switch (known.kind) {
+    case 'step': {
+      const value = known.step?.reply ? schemaType(known.step.reply.schema, `${label}.value`) : STRING;
+      type = objectOf({ reply: STRING, value, status, error, thread_id: STRING }, label);
+      break;
+    }
+    case 'loop':
+      type = objectOf({ status, error, iterations: INT }, label);
+      break;
+    case 'map': {
+      const fields: Record<string, CelDeclType> = {};
+      for (const { entry } of walkEntries(known.map?.map.steps ?? []).filter((w) => !w.enclosing.some(isMap))) {
+        const memberId = entryId(entry);
+        if (memberId !== undefined) fields[memberId] = entryType(memberId, { kind: entryKind(entry), ...(isStep(entry) ? { step: entry } : {}), ...(isMap(entry) ? { map: entry } : {}) });
+      }
+      type = objectOf({ status, error, results: listOf(objectOf(fields, `an item of ${label}.results`, 'step')) }, label);
+      break;
+    }
+    case 'run':
+      type = objectOf({ status, error, value: STRING, reply: STRING, run_id: STRING }, label);
+      break;
+    default:
+      type = objectOf({ status, error }, label);
   }
+  entryTypes.set(key, type);
+  return type;
+}
+
+/**
+ * The variables a run gives an expression here (`expressionVariables` of the orchestration), with
+ * their types: `inputs`, `steps` (the entries it names, or all it can see when it names them by
+ * a computed key), `iteration` inside a loop, the items of the maps around.
+ */
+function declaredVariables(references: ReadonlyArray<{ root: string; segments: ReadonlyArray<{ name: string }> }>, scope: Scope, ctx: Context): Record<string, CelDeclType> {
+  const inputs: Record<string, CelDeclType> = {};
+  for (const [name, input] of Object.entries(ctx.pipeline.inputs)) inputs[name] = inputType(input.type);
+  const visible = new Map([...scope.previous, ...scope.done]);
+  const named = references.filter((r) => r.root === 'steps');
+  const ids = named.every((r) => r.segments.length > 0) ? new Set(named.map((r) => r.segments[0]!.name)) : new Set(visible.keys());
+  const steps: Record<string, CelDeclType> = {};
+  for (const id of ids) {
+    const known = visible.get(id);
+    if (known) steps[id] = entryType(id, known);
+  }
+  const variables: Record<string, CelDeclType> = { inputs: objectOf(inputs, 'inputs', 'input'), steps: objectOf(steps, 'steps', 'step') };
+  if (scope.loops.length > 0) variables['iteration'] = INT;
+  for (const name of scope.items) variables[name] = scope.itemTypes.get(name) ?? DYN;
+  return variables;
+}
+
+/**
+ * Checks one expression (`when`, `until`, `items`): it parses (or says what is wrong, where),
+ * names only what is in scope, and — when it does — is well typed with the types the run gives
+ * its variables, and gives what `expected` says. Output: its type (`dyn` when unknown or broken).
+ */
+function checkExpression(text: string | undefined, path: PathSegment[], scope: Scope, ctx: Context, expected: ExpectedResult): CelDeclType {
+  if (text === undefined) return DYN;
+  const scan = checkers.scanExpression(text);
+  if (!scan.ok) {
+    const explained = checkers.explainSyntaxError(text, { message: scan.message.replace(/^invalid expression: /, ''), offset: scan.offset });
+    ctx.problems.push({ path, target: 'value', offset: explained.offset, trimmed: true, message: `invalid expression: ${explained.message}` });
+    return DYN;
+  }
+  const before = ctx.problems.length;
   for (const reference of scan.references) {
     checkReference(
       reference.root,
       reference.segments.map((s) => s.name),
       scope,
       ctx,
-      (message, offset) => ctx.problems.push({ path, target: 'value', offset: offset < 0 ? reference.offset : offset, message }),
+      (message, offset) => ctx.problems.push({ path, target: 'value', offset: offset < 0 ? reference.offset : offset, trimmed: true, message }),
       reference.segments.map((s) => s.offset),
     );
   }
+  // A name that is wrong is said once, by the rules above: the types of what it names are unknown.
+  if (ctx.problems.length > before) return DYN;
+  const checked = checkers.checkExpressionTypes(text, declaredVariables(scan.references, scope, ctx), expected);
+  if (checked.problem) ctx.problems.push({ path, target: 'value', offset: checked.problem.offset, trimmed: true, message: checked.problem.message });
+  return checked.type;
 }
 
 /** Checks a step's participants, its thread, its typed reply and its templates. */
@@ -225,8 +329,7 @@ function checkStep(step: PipelineStep, path: PathSegment[], team: TeamDefinition
   if (!step.awaitReply && step.timeout !== undefined) problems.push({ path: [...path, 'timeout'], target: 'key', message: 'timeout applies to the wait for a reply; this step has awaitReply: false' });
   if (step.reply !== undefined) {
     if (!step.awaitReply) problems.push({ path: [...path, 'reply'], target: 'key', message: 'a typed reply needs a reply to check; this step has awaitReply: false' });
-    const compiled = checkers().compileReplySchema(step.reply.schema);
-    if (!compiled.ok) problems.push({ path: [...path, 'reply', 'schema'], target: 'value', message: `invalid JSON Schema: ${compiled.message}` });
+    for (const problem of checkers.replySchemaProblems(step.reply.schema)) problems.push({ ...problem, path: [...path, 'reply', 'schema', ...problem.path] });
   }
   checkTemplate(step.subject, [...path, 'subject'], scope, ctx);
   checkTemplate(step.content, [...path, 'content'], scope, ctx);
@@ -288,7 +391,7 @@ function checkEntries(entries: readonly PipelineEntry[], base: PathSegment[], sc
   entries.forEach((entry, i) => {
     const path = [...base, i];
     const here: Scope = { ...current, siblings: new Set() };
-    checkExpression(entry.when, [...path, 'when'], here, ctx);
+    checkExpression(entry.when, [...path, 'when'], here, ctx, WHEN);
     const done = new Map(current.done);
     const inMaps = new Map(current.inMaps);
     if (isParallelGroup(entry)) {
@@ -297,7 +400,7 @@ function checkEntries(entries: readonly PipelineEntry[], base: PathSegment[], sc
         const memberPath = [...path, 'parallel', j];
         claimId(step.id, memberPath, ctx);
         siblings.delete(step.id);
-        checkExpression(step.when, [...memberPath, 'when'], { ...here, siblings }, ctx);
+        checkExpression(step.when, [...memberPath, 'when'], { ...here, siblings }, ctx, WHEN);
         checkStep(step, memberPath, ctx.team, ctx.edges, ctx.ends, { ...here, siblings }, ctx);
         siblings.add(step.id);
       });
@@ -309,24 +412,28 @@ function checkEntries(entries: readonly PipelineEntry[], base: PathSegment[], sc
       // Every entry of the body but those inside its maps (one per item, not visible outside the map).
       for (const { entry: member } of walkEntries(entry.loop.steps).filter((w) => !w.enclosing.some(isMap))) {
         const id = entryId(member);
-        if (id !== undefined) previous.set(id, { kind: entryKind(member), ...(isStep(member) ? { step: member } : {}) });
+        if (id !== undefined) previous.set(id, { kind: entryKind(member), ...(isStep(member) ? { step: member } : {}), ...(isMap(member) ? { map: member } : {}) });
       }
-      const inner = checkEntries(entry.loop.steps, [...bodyPath, 'steps'], { ...here, previous, loops: [...here.loops, entry.loop.id] }, ctx);
-      checkExpression(entry.loop.until, [...bodyPath, 'until'], inner, ctx);
+      const { iterationHiddenBy: _hidden, ...outside } = here;
+      const inner = checkEntries(entry.loop.steps, [...bodyPath, 'steps'], { ...outside, previous, loops: [...here.loops, entry.loop.id] }, ctx);
+      checkExpression(entry.loop.until, [...bodyPath, 'until'], inner, ctx, { field: 'until', kind: 'bool' });
       for (const [id, known] of inner.done) done.set(id, known);
       for (const [id, map] of inner.inMaps) inMaps.set(id, map);
       done.set(entry.loop.id, { kind: 'loop' });
     } else if (isMap(entry)) {
       const bodyPath = [...path, 'map'];
       claimId(entry.map.id, bodyPath, ctx);
-      checkExpression(entry.map.items, [...bodyPath, 'items'], here, ctx);
+      const listType = checkExpression(entry.map.items, [...bodyPath, 'items'], here, ctx, { field: 'items', kind: 'list' });
       if (here.items.includes(entry.map.as)) {
         ctx.problems.push({ path: [...bodyPath, 'as'], target: 'value', message: `${JSON.stringify(entry.map.as)} is already the item of an enclosing map; give this one another name with as:` });
       }
-      const inner = checkEntries(entry.map.steps, [...bodyPath, 'steps'], { ...here, items: [...here.items, entry.map.as] }, ctx);
+      // The run gives a map's items the maps' items around, and no iteration of a loop around.
+      const itemTypes = new Map(here.itemTypes).set(entry.map.as, listType.kind === 'list' ? listType.element : DYN);
+      const hidden = here.loops.length > 0 ? { iterationHiddenBy: entry.map.id } : here.iterationHiddenBy !== undefined ? { iterationHiddenBy: here.iterationHiddenBy } : {};
+      const inner = checkEntries(entry.map.steps, [...bodyPath, 'steps'], { ...here, ...hidden, loops: [], items: [...here.items, entry.map.as], itemTypes }, ctx);
       for (const [id] of inner.done) if (!here.done.has(id)) inMaps.set(id, entry.map.id);
       for (const [id, map] of inner.inMaps) inMaps.set(id, map);
-      done.set(entry.map.id, { kind: 'map' });
+      done.set(entry.map.id, { kind: 'map', map: entry });
     } else if (isRun(entry)) {
       claimId(entry.run.id, [...path, 'run'], ctx);
       checkRun(entry, [...path, 'run'], ctx.definition, here, ctx);
@@ -363,7 +470,7 @@ function checkPipeline(pipeline: PipelineDefinition, p: number, definition: Defi
     firstUse: new Map(),
     problems,
   };
-  const after = checkEntries(pipeline.steps, [...base, 'steps'], { done: new Map(), inMaps: new Map(), siblings: new Set(), previous: new Map(), loops: [], items: [] }, ctx);
+  const after = checkEntries(pipeline.steps, [...base, 'steps'], { done: new Map(), inMaps: new Map(), siblings: new Set(), previous: new Map(), loops: [], items: [], itemTypes: new Map() }, ctx);
   checkTemplate(pipeline.output, [...base, 'output'], after, ctx);
 
   for (const [name, input] of Object.entries(pipeline.inputs)) {
@@ -441,8 +548,12 @@ export function inputProblems(pipeline: Pick<PipelineDefinition, 'name' | 'input
  * `from` is in; every expression (`when`, `until`, `items`) parses as CEL; expressions and
  * templates name only declared inputs, earlier entries (not later ones, not parallel siblings,
  * not the steps inside a map from outside it, not the reply of a step that awaits none), fields
- * that entry has, `iteration` inside a loop and the item inside a map; every typed reply's schema
- * compiles (JSON Schema 2020-12) on a step that awaits a reply; `timeout` only where a reply is
+ * that entry has, `iteration` inside a loop (not inside a map) and the item inside a map; every
+ * expression that names only such things is well typed with the types a run gives them
+ * (`cel-types.ts`, `expression-check.ts`: a condition gives a bool, `items` a list, no int is
+ * compared with a string, no unknown function or field of a typed reply), and a syntax error says
+ * what is wrong; every typed reply's schema is one the run's validator compiles (JSON Schema
+ * 2020-12), each problem at its keyword, on a step that awaits a reply; `timeout` only where a reply is
  * awaited; `run` naming another pipeline of the file, without a cycle, with inputs it accepts;
  * schedules with exactly one of cron and every, a valid cron expression and time zone, a known
  * pipeline and inputs it accepts. Raises nothing.

@@ -39,6 +39,11 @@ export interface PathProblem {
    * expression or a template. The located column then points at it, not at the value's start.
    */
   offset?: number;
+  /**
+   * `offset` counts in the value trimmed of surrounding white space, as the schema trims an
+   * expression: the place then skips the white space the value starts with in the file.
+   */
+  trimmed?: boolean;
 }
 
 const IDENTIFIER = /^[A-Za-z_$][A-Za-z0-9_$-]*$/;

@@ -33,9 +33,10 @@ let ajv: InstanceType<typeof Ajv2020> | undefined;
  * error, not ignored), lenient about combinations ajv's strictest modes warn of; every error of a
  * reply, not the first. Made at the first schema, not at import (ajv compiles its meta-schemas
  * then): a Temporal worker evaluates this module again for every workflow it starts, and most
- * never check a reply.
+ * never check a reply. `validate` reads its keywords and formats (`reply-schema-problems.ts`), so
+ * that it accepts exactly what the run's compiler does.
  */
-function schemaCompiler(): InstanceType<typeof Ajv2020> {
+export function schemaCompiler(): InstanceType<typeof Ajv2020> {
   if (!ajv) {
     ajv = new Ajv2020({ allErrors: true, strict: true, strictTypes: false, strictTuples: false, strictRequired: false, logger: false });
     addFormats(ajv);

@@ -12,10 +12,10 @@ import type { PathProblem, PathSegment } from './problems.ts';
 
 type Issue = z.core.$ZodIssue;
 
-/** Removes the wrappers that do not change the shape (optional, default, nullable). */
+/** Removes the wrappers that do not change the shape (optional, default, nullable, lazy). */
 function unwrap(schema: z.ZodType | undefined): z.ZodType | undefined {
   let current = schema;
-  while (current instanceof z.ZodOptional || current instanceof z.ZodDefault || current instanceof z.ZodNullable) {
+  while (current instanceof z.ZodOptional || current instanceof z.ZodDefault || current instanceof z.ZodNullable || current instanceof z.ZodLazy) {
     current = current.unwrap() as z.ZodType;
   }
   return current;
@@ -80,6 +80,27 @@ function quoted(value: unknown): string {
 
 const EXPECTED: Record<string, string> = { object: 'a mapping', array: 'a list', string: 'a string', number: 'a number' };
 
+/** `1,000,000`: a bound as a message writes it. */
+const shownNumber = (n: number) => n.toLocaleString('en-US');
+
+/**
+ * What a number at `path` must be, from its schema's own bounds (`maxIterations must be 1–100`,
+ * `must be at least 1`, `a whole number`), or undefined when the schema there is not a number's.
+ * The key names the number, as the user wrote it.
+ */
+function numberRange(root: z.ZodType, path: readonly PathSegment[]): string | undefined {
+  const schema = schemaAt(root, path);
+  if (!(schema instanceof z.ZodNumber)) return undefined;
+  // Zod's integers are bounded by the safe integers: those are no bound a person wrote.
+  const min = schema.minValue !== null && schema.minValue > Number.MIN_SAFE_INTEGER ? schema.minValue : undefined;
+  const max = schema.maxValue !== null && schema.maxValue < Number.MAX_SAFE_INTEGER ? schema.maxValue : undefined;
+  const range = min !== undefined && max !== undefined ? `${shownNumber(min)}–${shownNumber(max)}` : min !== undefined ? `at least ${shownNumber(min)}` : max !== undefined ? `at most ${shownNumber(max)}` : '';
+  const last = path.findLast((segment) => typeof segment === 'string');
+  const subject = last === undefined ? 'the number' : String(last);
+  if (schema.isInt) return range === '' ? `${subject} must be a whole number` : `${subject} must be a whole number, ${range}`;
+  return range === '' ? `${subject} must be a number` : `${subject} must be ${range}`;
+}
+
 /** The problems of one issue (one per key for unknown keys). */
 function problemsOf(issue: Issue, root: z.ZodType, data: unknown): PathProblem[] {
   const path = issue.path.map((s) => (typeof s === 'symbol' ? String(s) : s));
@@ -111,6 +132,10 @@ function problemsOf(issue: Issue, root: z.ZodType, data: unknown): PathProblem[]
       }));
     }
     case 'invalid_type': {
+      if (issue.expected === 'int' && typeof valueAt(data, path) === 'number') {
+        const range = numberRange(root, path);
+        if (range) return [{ path, target: 'value', message: range }];
+      }
       if (path.length === 0 && valueAt(data, path) == null) {
         return [{ path, target: 'value', message: 'the document is empty; expected a mapping with apiVersion, organization and teams' }];
       }
@@ -134,6 +159,10 @@ function problemsOf(issue: Issue, root: z.ZodType, data: unknown): PathProblem[]
       const parentKey = parentPath.at(-1);
       if (issue.origin === 'array' && parentKey === 'edges' && Array.isArray(input)) {
         return [{ path, target: 'value', message: `an edge joins exactly two participants, got ${input.length}` }];
+      }
+      if ((issue.origin === 'number' || issue.origin === 'int') && typeof input === 'number') {
+        const range = numberRange(root, path);
+        if (range) return [{ path, target: 'value', message: range.replace(/ must be a whole number, /, ' must be ') }];
       }
       if (issue.origin === 'string' && typeof input === 'string') {
         const limit = issue.code === 'too_big' ? issue.maximum : issue.minimum;

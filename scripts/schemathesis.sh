@@ -119,7 +119,7 @@ export ACS_API_KEY
 cp "$root/scripts/schemathesis.toml" "$work/schemathesis.toml"
 for _ in $(seq 1 100); do [[ -s "$work/receiver.port" ]] && break; sleep 0.1; done
 python3 - "$base_url" "$ACS_API_KEY" "$org_id" "$work" <<'PY'
-import json, os, sys, time, urllib.error, urllib.request
+import json, os, re, sys, time, urllib.error, urllib.parse, urllib.request
 
 root, key, org_id, work = sys.argv[1:]
 base = root + "/api/v1"
@@ -140,17 +140,37 @@ class NoRedirect(urllib.request.HTTPRedirectHandler):
         return None
 
 def session(human):
-    """A console session of `human`: its cookie value (from a sign-in link) and CSRF token."""
+    """A console session of `human`: its cookie value (from a sign-in link: its page, then its
+    button, as a browser posts it) and CSRF token."""
     link = post(f"/humans/{human}/sign-in-links", {})["url"]
+    with urllib.request.urlopen(link) as page:
+        html = page.read().decode()
+        csrf_cookie = page.headers["set-cookie"].split(";")[0]
+    fields = dict(re.findall(r'<input type="hidden" name="([^"]+)" value="([^"]*)">', html))
+    origin = urllib.parse.urlsplit(link)
+    form = urllib.request.Request(f"{origin.scheme}://{origin.netloc}/sign-in/link", data=urllib.parse.urlencode(fields).encode(), method="POST",
+                                  headers={"content-type": "application/x-www-form-urlencoded", "cookie": csrf_cookie, "origin": f"{origin.scheme}://{origin.netloc}"})
     opener = urllib.request.build_opener(NoRedirect)
     try:
-        opener.open(link)
+        opener.open(form)
         raise SystemExit("schemathesis: the sign-in link set no session")
     except urllib.error.HTTPError as redirect:
-        cookie = redirect.headers["set-cookie"].split(";")[0].split("=", 1)[1]
+        cookie = next(line for line in redirect.headers.get_all("set-cookie") if line.startswith("acs_session=")).split(";")[0].split("=", 1)[1]
     me = urllib.request.Request(base + "/me", headers={"cookie": f"acs_session={cookie}"})
     with urllib.request.urlopen(me) as response:
         return cookie, json.load(response)["csrf_token"]
+
+def person_cursor(cookie, sender, thread):
+    """The id of an event of a person's stream: its ids are opaque cursors that only the server
+    makes, so one is read from the stream (a message from `sender` in the person's `thread`)."""
+    request = urllib.request.Request(base + "/me/events/stream", headers={"cookie": f"acs_session={cookie}"})
+    with urllib.request.urlopen(request, timeout=30) as stream:
+        for line in stream:
+            if line.startswith(b": connected"):
+                post(f"/threads/{thread}/messages", {"sender_agent_id": sender, "content": "for the person's stream"})
+            elif line.startswith(b"id: "):
+                return line[4:].decode().strip()
+    raise SystemExit("schemathesis: the person's event stream sent no event")
 
 def write(name, values):
     with open(f"{work}/{name}.dict", "w") as file:
@@ -183,6 +203,8 @@ for prefix in ("", "doomed-"):
         # links would start from a 409 and its revokes find nothing (missing test data).
         ids["key-agent"] = [post(f"/teams/{team}/agents", {"name": f"kay{n}"})["agent_id"] for n in range(6)]
         sessions = {"ACS_SESSION": session(cora), "ACS_SIGN_OUT_SESSION": session(cora)}
+        # An id of cora's event stream, to resume it from (`after`).
+        cursor = person_cursor(sessions["ACS_SESSION"][0], agents[0], ids["thread"][-1])
     for name, values in ids.items():
         write(prefix + name, values)
 write("org", [org_id])
@@ -220,6 +242,8 @@ with urllib.request.urlopen(sign_in) as response:
 # The sessions, for the configuration (read from the environment by scripts/schemathesis.sh).
 with open(f"{work}/sessions.env", "w") as file:
     file.writelines(f"{name}={cookie}\n{name}_CSRF={csrf}\n" for name, (cookie, csrf) in sessions.items())
+    # Where the person's stream resumes from, and its organization (the configuration's streamMyEvents).
+    file.write(f"ACS_PERSON_CURSOR={cursor}\nACS_ORG_ID={org_id}\n")
 PY
 # The console's sessions: ACS_SESSION and its CSRF token for the /me routes, another for sign-out.
 set -a

@@ -27,6 +27,8 @@ import { openDb } from './storage/open-db.ts';
 import { createMemoryRateLimitStore, createPostgresRateLimitStore } from './storage/rate-limit-store.ts';
 import { registerInstance, type ServerInstance } from './storage/server-instance.ts';
 import { createPgNotifier } from './storage/pg-notifier.ts';
+import type { ServiceMetrics } from './metrics/hooks.ts';
+import type { MetricsListener } from '../telemetry/prometheus.ts';
 
 export type { DevCredentials } from './dev-credentials.ts';
 export type { ProviderReply, ReplyProvider, ReplyRequest } from './agent-loop/providers/types.ts';
@@ -138,6 +140,12 @@ export interface ServerOptions {
    * change at once (tests that watch the notifications themselves).
    */
   eventCoalesceMs?: number;
+  /**
+   * Serve Prometheus metrics at `http://HOST:PORT/metrics` on a listener of their own
+   * (`--metrics-listen`; port 0 picks a free one), never on the API's port (issue 42;
+   * docs/operating-acs-server.md, "Metrics"). Default: no metrics, nothing counted.
+   */
+  metricsListen?: { host: string; port: number };
 }
 
 /** A running acs-server. */
@@ -146,6 +154,8 @@ export interface RunningServer {
   url: string;
   /** Present when `devCredentialsFile` was given: what was written to it. */
   devCredentials?: DevCredentials;
+  /** Present with `metricsListen`: where the metrics are served, e.g. `http://127.0.0.1:9464/metrics`. */
+  metricsUrl?: string;
   /**
    * Creates a top-level organization with one key, without HTTP (operators, tests).
    * Output: its id and the key secret (shown only here).
@@ -225,8 +235,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   let worker: WebhookWorker | undefined;
   let pruner: ReturnType<typeof startPruner> | undefined;
   let tracing: ReturnType<typeof otlpTracing>;
+  let metricsListener: MetricsListener | undefined;
   try {
     const env = options.env ?? process.env;
+    // Loaded only when asked for: a server without metrics loads no prom-client and counts nothing.
+    const metrics: ServiceMetrics | undefined = options.metricsListen
+      ? (await import('./metrics/service-metrics.ts')).createServiceMetrics({ db, poolStats: db.poolStats?.bind(db), log: (message, error) => app?.log.error({ err: error }, message) })
+      : undefined;
     const secrets = createSecretBox(await resolveEncryptionKey(env, dataDir));
     const events = createEventHub({
       db,
@@ -235,6 +250,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       log: (message, error) => app?.log.error({ err: error }, message),
     });
     hub = events;
+    metrics?.countNumbered(events);
     // The embedded database has one process (its data dir is locked): earlier instances are gone.
     instance = await registerInstance(db, { sole: !options.databaseUrl });
     // Writes of a request holding an Idempotency-Key claim mark it committed in their transaction.
@@ -247,11 +263,12 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       instanceId: instance.id,
       // Agents' remote MCP servers follow the rules of webhook URLs (contract §11).
       urls: { allowPrivate: webhookSettings.allowPrivate, resolve: webhookSettings.resolve },
+      metrics,
     };
     const heldWaits = createHeldWaits({
       perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
       perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
-    });
+    }, metrics?.heldWaits);
     const fairQueue = options.fairShare && 'enter' in options.fairShare ? options.fairShare : fairQueueOf(options.fairShare ?? {}, env);
     const adminToken = options.adminToken ?? env.ACS_ADMIN_TOKEN;
     const rateLimit = options.rateLimit ?? rateLimitFromEnv(env);
@@ -286,6 +303,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       fairQueue,
       webhooks: worker,
       streamKeepAliveMs: options.streamKeepAliveMs,
+      metrics,
     });
     if (options.databaseUrl && !env.ACS_ENCRYPTION_KEY && dataDir === undefined) {
       // resolveEncryptionKey made a key for this process alone: what it seals outlives it in the database.
@@ -300,6 +318,10 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const host = options.host ?? '127.0.0.1';
     const url = `http://${host.includes(':') ? `[${host}]` : host}:${port}`;
     listenUrl = url;
+    if (metrics && options.metricsListen) {
+      const { startMetricsListener } = await import('../telemetry/prometheus.ts');
+      metricsListener = await startMetricsListener({ ...options.metricsListen, expose: metrics.expose });
+    }
     // A console that cannot be built or read is logged and answers 503; the API serves on.
     if (options.prepareConsole) await consoleAssets?.prepare().catch((error: unknown) => app?.log.error({ err: error }, 'the console could not be loaded'));
     policy = hostPolicy(host, port ?? 0, publicUrl);
@@ -328,11 +350,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     return {
       url,
       ...(devCredentials ? { devCredentials } : {}),
+      ...(metricsListener ? { metricsUrl: metricsListener.url } : {}),
       provisionOrganization: (name) => provisionOrganization(db, name),
       close() {
         closing ??= (async () => {
           shutdown.abort();
           await running.close();
+          await metricsListener?.close();
           await loop.stop();
           // A collector that is unreachable must not turn a clean stop into a failure.
           await tracing?.provider.shutdown().catch(() => undefined);
@@ -349,6 +373,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
   } catch (error) {
     shutdown.abort();
     await app?.close().catch(() => {});
+    await metricsListener?.close();
     pruner?.close();
     await worker?.close().catch(() => {});
     await hub?.close().catch(() => {});

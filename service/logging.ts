@@ -2,8 +2,9 @@
  * How acs-server logs: one line per answered request and the agent loop's warnings, readable
  * by a person on a terminal (pino-pretty: `12:00:01 INFO GET /api/v1/organizations 200 2.1 ms`)
  * and one JSON object a line for machines (pino's own format). Keys never appear: the request
- * line carries method, path, status and time only, and the logger redacts key headers whatever
- * else a deployment logs (`service/http/app.ts`).
+ * line carries method, URL, status and time only, the URL with its secrets redacted
+ * ({@link loggedUrl}), and the logger redacts key headers whatever else a deployment logs
+ * (`service/http/app.ts`).
  */
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -96,4 +97,51 @@ export async function loggerOptions(settings: LogSettings): Promise<Record<strin
   // (JSON logs keep it: a log collector has no other.)
   const stream = { write: (line: string) => (line.includes('"msg":"Server listening at ') ? true : pretty.write(line)) };
   return { level: settings.level, stream };
+}
+
+/** Query parameters whose values are secrets: a sign-in link's `token`, an OpenID Connect callback's `code` and `state`. */
+const secretQueryNames = new Set(['token', 'code', 'state']);
+
+/** Secrets of the service that a mistyped URL may carry outside any query (`/sign-in/link/acs_signin_…`). */
+const secretPattern = /acs_(?:signin|session|org|mcp)_[0-9A-Za-z]+/g;
+
+/**
+ * A query parameter's name as a query parser may read it: `+` as a space, percent-escapes decoded
+ * (each valid one, so a malformed escape elsewhere does not stop the rest; repeated, so a name
+ * encoded twice counts too), surrounding white space dropped, in lower case. Over-matching only
+ * redacts more.
+ */
+function decodedName(raw: string): string {
+  let name = raw;
+  for (let round = 0; round < 4; round += 1) {
+    const next = name.replace(/\+/g, ' ').replace(/%([0-9A-Fa-f]{2})/g, (_escape, hex: string) => String.fromCharCode(Number.parseInt(hex, 16)));
+    if (next === name) break;
+    name = next;
+  }
+  return name.trim().toLowerCase();
+}
+
+/**
+ * `url` as a log line may show it (contract §14): the value of every query parameter whose name,
+ * decoded as the router decodes it — percent-encoded (`%74oken`), in any case, with `+` for a
+ * space, repeated — is `token`, `code` or `state`, replaced by `[redacted]` (parameters split at
+ * `&` and at `;`, which some parsers also take), and any service secret (`acs_signin_…`,
+ * `acs_session_…`, `acs_org_…`, `acs_mcp_…`) left anywhere else in it. Everything else is kept
+ * as it was written. Raises nothing.
+ */
+export function loggedUrl(url: string): string {
+  const start = url.indexOf('?');
+  let logged = url;
+  if (start !== -1) {
+    const parts = url.slice(start + 1).split(/([&;])/);
+    const query = parts.map((part, index) => {
+      // Odd indexes are the separators themselves.
+      if (index % 2 === 1) return part;
+      const equals = part.indexOf('=');
+      const name = equals === -1 ? part : part.slice(0, equals);
+      return secretQueryNames.has(decodedName(name)) ? `${name}=[redacted]` : part;
+    });
+    logged = `${url.slice(0, start)}?${query.join('')}`;
+  }
+  return logged.replace(secretPattern, '[redacted]');
 }

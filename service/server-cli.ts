@@ -6,7 +6,7 @@
  * [--dev-credentials FILE] [--rate-limit N] [--max-held-waits N] [--max-held-waits-per-key N]
  * [--event-retention D] [--webhook-allow-private] [--webhook-retry-schedule D,D,…] [--public-url URL]
  * [--oidc-issuer URL --oidc-client-id ID] [--headers-timeout S] [--request-timeout S] [--idle-timeout S]
- * [--max-connections-per-client N] [--log-format] [--log-level] [--quiet] [--log-file] [--pglite-compiler]` serves the API and the console
+ * [--max-connections-per-client N] [--log-format] [--log-level] [--quiet] [--log-file] [--pglite-compiler] [--metrics-listen HOST:PORT]` serves the API and the console
  * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
@@ -19,6 +19,7 @@ import ms from 'ms';
 import type { AdminStorage } from './admin/admin-actions.ts';
 import { VERSION } from '../api/version.ts';
 import { defaultConnectionLimits } from './http/connection-limits.ts';
+import { parseListenAddress } from '../telemetry/listen-address.ts';
 import type { ServerOptions } from './index.ts';
 import { keepWasmAtBaseline, PgliteCompilers, usePgliteCompiler, type PgliteCompiler } from './storage/wasm-tiering.ts';
 import { defaultLogFile, defaultLogFormat, inBackgroundOfTerminal, LOG_FILE_NAME, loggerOptions, LogFormats, LogLevels, type LogFormat, type LogLevel, type LogSettings } from './logging.ts';
@@ -46,6 +47,15 @@ function duration(min: number) {
   };
 }
 
+/** `--metrics-listen HOST:PORT` (`[::1]:9464` for IPv6; port 0 picks a free one). Errors: a usage error naming the flag. */
+function metricsAddress(value: string): { host: string; port: number } {
+  try {
+    return parseListenAddress('--metrics-listen', value);
+  } catch (error) {
+    throw new InvalidArgumentError((error as Error).message.replace(/^--metrics-listen: /, ''));
+  }
+}
+
 /** `--webhook-retry-schedule`: comma-separated durations (`1s,2s,5s`), each at least 10 ms; 1–20 of them. */
 export function parseRetrySchedule(value: string): number[] {
   const parts = value.split(',').map((part) => part.trim());
@@ -64,7 +74,7 @@ async function serveUntilSignal(options: ServerOptions, quiet: boolean, logFile:
   const server = await startServer(options);
   // One line: where it listens, where people sign in, where its log goes when not here.
   const consoleUrl = `${options.publicUrl?.replace(/\/+$/, '') ?? server.url}/`;
-  if (!quiet) process.stdout.write(`acs-server listening on ${server.url} (console: ${consoleUrl}${logFile ? `; log: ${logFile}` : ''})\n`);
+  if (!quiet) process.stdout.write(`acs-server listening on ${server.url} (console: ${consoleUrl}${server.metricsUrl ? `; metrics: ${server.metricsUrl}` : ''}${logFile ? `; log: ${logFile}` : ''})\n`);
   const signal = await new Promise<NodeJS.Signals>((resolve) => {
     // The handlers stay after the first signal, so a second one while closing is ignored instead
     // of killing the process halfway through the close.
@@ -177,6 +187,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         .env('ACS_PGLITE_COMPILER')
         .default(PgliteCompilers.mixed),
     )
+    .option('--metrics-listen <host:port>', 'serve Prometheus metrics at http://HOST:PORT/metrics, on a listener of its own (never the API\'s port); off by default', metricsAddress)
     .action(
       (flags: {
         host: string;
@@ -206,6 +217,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         quiet: boolean;
         logFile?: string;
         pgliteCompiler: PgliteCompiler;
+        metricsListen?: { host: string; port: number };
       }) => {
         const databaseUrl = flags.databaseUrl ?? (process.env.DATABASE_URL || undefined);
         /** Before the embedded database compiles its WebAssembly; nothing else here uses any. */
@@ -268,6 +280,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
                 maxConnectionsPerClient: flags.maxConnectionsPerClient,
               },
               logger: await loggerOptions(log),
+              ...(flags.metricsListen ? { metricsListen: flags.metricsListen } : {}),
             },
             flags.quiet,
             logFile,

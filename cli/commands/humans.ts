@@ -49,7 +49,7 @@ export function registerHumans(program: Command, io: CliIo, run: Runner): void {
   connectionOptions(
     humans
       .command('invite')
-      .description('Print a one-time link that signs the human in to the console (acs-server serves it at /); it works once, until it expires.')
+      .description("Print a one-time sign-in link of the human for the console (acs-server serves it at /): its page's button signs the browser in; it works once, until it expires.")
       .argument('<name>', 'the human, by name')
       .requiredOption('--team <name>', 'team name')
       .option('--org <name>', 'organization name (when the team name is not unique)')
@@ -65,7 +65,9 @@ export function registerHumans(program: Command, io: CliIo, run: Runner): void {
         io.stdout(JSON.stringify(link, null, 2));
       } else {
         io.stdout(link.url);
-        io.stderr(`Sign-in link for ${human.name} of team ${team.team_name}: it works once, until ${link.expires_at}. Send it to them privately: whoever opens it first is signed in as ${human.name}.`);
+        io.stderr(
+          `Sign-in link for ${human.name} of team ${team.team_name}: it works once, until ${link.expires_at}. Send it to them privately: it opens a page whose Sign in button signs that browser in as ${human.name}.`,
+        );
       }
       return ExitCodes.ok;
     }),

@@ -3,7 +3,7 @@
  * §10) with the session cookie (same origin) and, on every request that changes something, the
  * session's CSRF token. The organization API key never reaches the browser.
  */
-import type { Me, MeEdge, MeThread, MeThreadPage } from './types.ts';
+import type { Me, MeEdge, MeThread, MeThreadPage, ToolCall, ToolCallList } from './types.ts';
 
 /** A refused request: the problem document's code (contract §2) and its detail. */
 export class ApiError extends Error {
@@ -69,8 +69,13 @@ export const api = {
   signOut: () => call<{ signed_out: true }>('POST', `${me}/sign-out`),
   threads: () => call<{ threads: MeThread[] }>('GET', `${me}/threads`),
   thread: (id: string, after?: string) => call<MeThreadPage>('GET', `${me}/threads/${encodeURIComponent(id)}?limit=200${after ? `&after=${encodeURIComponent(after)}` : ''}`),
+  /** One page (500) of the tool calls of the agents' turns on one of the person's threads, oldest first, after the tool call `after`. */
+  toolCalls: (id: string, after?: string) =>
+    call<ToolCallList>('GET', `${me}/threads/${encodeURIComponent(id)}/tool-calls?limit=500${after ? `&after=${encodeURIComponent(after)}` : ''}`),
   markRead: (id: string, messageId?: string) => call<{ unread_count: number }>('POST', `${me}/threads/${encodeURIComponent(id)}/read`, messageId ? { message_id: messageId } : {}),
   reply: (id: string, content: string) => call<{ message_id: string }>('POST', `${me}/threads/${encodeURIComponent(id)}/messages`, { content }),
+  /** Stops the reply being written in one of the person's threads (contract §13): the text so far is posted, marked stopped. */
+  stop: (id: string) => call<import('./types.ts').StopResult>('POST', `${me}/threads/${encodeURIComponent(id)}/stop`, {}),
   edges: () => call<{ edges: MeEdge[] }>('GET', `${me}/edges`),
   openThread: (edgeId: string, subject: string, content: string) =>
     call<MeThread>('POST', `${me}/edges/${encodeURIComponent(edgeId)}/threads`, { ...(subject ? { subject } : {}), content }),
@@ -85,3 +90,18 @@ export const api = {
   approve: (id: string) => call<{ api_key: string; organization: { org_id: string; org_name: string } }>('POST', `/admin/v1/access-requests/${encodeURIComponent(id)}/approve`),
   reject: (id: string, reason?: string) => call('POST', `/admin/v1/access-requests/${encodeURIComponent(id)}/reject`, reason ? { reason } : {}),
 };
+
+/**
+ * Every tool call of the thread's turns after the tool call `after` (absent: from the first),
+ * oldest first, page after page. Errors: {@link ApiError} (`not_found`, `invalid_cursor`).
+ */
+export async function allToolCalls(threadId: string, after?: string): Promise<ToolCall[]> {
+  const all: ToolCall[] = [];
+  let cursor = after;
+  for (;;) {
+    const page = await api.toolCalls(threadId, cursor);
+    all.push(...page.tool_calls);
+    if (page.tool_calls.length < 500 || page.next_after === null) return all;
+    cursor = page.next_after;
+  }
+}

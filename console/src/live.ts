@@ -30,7 +30,8 @@ function open(orgId: string): Stream {
   if (existing) return existing;
   const source = new EventSource(`/api/v1/me/events/stream?org_id=${encodeURIComponent(orgId)}`);
   const stream: Stream = { source, listeners: new Set() };
-  for (const type of ['message.created', 'thread.opened']) source.addEventListener(type, () => notify(stream));
+  // The tool calls of agents' turns on the person's threads too: a thread page shows them.
+  for (const type of ['message.created', 'thread.opened', 'tool_call.started', 'tool_call.finished']) source.addEventListener(type, () => notify(stream));
   // A stream begins at its connection: what happened between a page's first load and that moment
   // (an agent's reply to the message that opened the thread, say) is not on it. Each page looks
   // once more when its stream opens, so nothing waits for the 30 s fallback.

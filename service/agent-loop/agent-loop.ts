@@ -19,6 +19,11 @@ import { isUniqueViolation } from '../storage/db.ts';
 import { redactKey } from './providers/redact-key.ts';
 import { ProviderFailure, type ProviderReply, type ReplyProvider, type Turn } from './providers/types.ts';
 import { createTurnRunner } from './turns/run-turn.ts';
+import { newId } from '../domain/ids.ts';
+import { createDeltaWriter, resumeDeltas } from '../events/deltas.ts';
+import { stoppedText } from './turns/transcript.ts';
+import { TurnOutcomes } from '../metrics/hooks.ts';
+import { watchTurn, type TurnWatch } from '../metrics/turn-watch.ts';
 import {
   claimWork,
   contextMessages,
@@ -28,7 +33,9 @@ import {
   parkSql,
   readySql,
   recordUsage,
+  fixReplyId,
   releaseDeadLeases,
+  watchStop,
   type AgentContext,
   type Claim,
   type Due,
@@ -114,6 +121,8 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   // When the leases of stopped processes were last looked for (0: at the first tick).
   let lastSweep = 0;
   const sweepEveryMs = 5_000;
+  // With metrics: what each claimed row's work came to (service/metrics/turn-watch.ts), counted when it ends.
+  const watches = new WeakMap<Claim, TurnWatch>();
 
   const backoffMs = (failures: number) => Math.min(maxBackoffMs, options.tickMs * 2 ** failures);
   const turns = createTurnRunner({
@@ -130,15 +139,20 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
 
   const park = (claim: Claim, due: Due, changes: { handledSeq?: number; failures?: number } = {}) => parkRow(deps.db, claim, due, changes);
 
-  /** Posts the reply, records its usage and moves the mark, in one transaction. Output: whether the reply was posted. */
-  async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply): Promise<boolean> {
+  /**
+   * Posts the reply under its fixed id (`stopped`: the text written before a stop, §13), records
+   * its usage and moves the mark, in one transaction. Output: whether the reply was posted.
+   */
+  async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply, replyId: string, stopped: boolean): Promise<boolean> {
     const record = async (tx: Queryable, messageId: string | null) => {
-      await recordUsage(tx, claim, agent, reply, messageId);
+      // A stopped call reported no usage (its stream was cut): nothing is recorded for it.
+      if (!stopped) await recordUsage(tx, claim, agent, reply, messageId);
       await tx.query(parkSql({ inMs: 0 }), [claim.agent_id, claim.thread_id, incoming.seq, claim.token, 0, 0]);
     };
     try {
       return await deps.db.transaction(async (tx) => {
-        const message = await insertMessage(tx, claim.thread_id, claim.agent_id, reply.text.slice(0, maxContent), { replyTo: incoming.id });
+        const text = stopped ? stoppedText(reply.text) : reply.text;
+        const message = await insertMessage(tx, claim.thread_id, claim.agent_id, text.slice(0, maxContent), { replyTo: incoming.id, id: replyId, stopped });
         await record(tx, message.id);
         return true;
       });
@@ -224,7 +238,10 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     if (agent.tools !== null) {
       if (agent.max_tokens_per_day !== null && agent.tokens_today >= agent.max_tokens_per_day) return budgetSpent(claim, agent);
       const key = await openKey(claim, agent);
-      return key === undefined ? undefined : turns.run(claim, agent, provider, key);
+      if (key === undefined) return;
+      const watch = watches.get(claim);
+      await turns.run(claim, agent, watch?.meter(provider, agent.provider) ?? provider, key);
+      return watch?.afterToolTurn(deps.db, claim.agent_id, claim.thread_id);
     }
 
     // The thread as it stood when the message to answer arrived, newest first; enough for the guard too.
@@ -244,29 +261,70 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       .reverse()
       .map((m) => ({ role: m.sender_id === claim.agent_id ? 'assistant' : 'user', content: m.content }));
     const timeout = AbortSignal.timeout(callTimeoutMs);
+    // Watched from before the reply's id is fixed (the statement that also reads whether a stop was
+    // asked already), so no stop falls between the two.
+    const stop = watchStop(
+      deps.events,
+      claim.thread_id,
+      async () => {
+        const rows = await deps.db.query<{ stop_requested: boolean }>(`SELECT stop_requested FROM agent_work WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $3`, [
+          claim.agent_id,
+          claim.thread_id,
+          claim.token,
+        ]);
+        return rows[0]?.stop_requested === true;
+      },
+      { lookNow: false },
+    );
     let reply: ProviderReply;
     try {
-      reply = await provider.reply({
-        apiKey,
-        model: agent.model,
-        instructions: agent.instructions,
-        conversation,
-        answering: incoming.content,
-        signal: AbortSignal.any([stopping.signal, timeout]),
-      });
-    } catch (error) {
-      if (stopping.signal.aborted) return park(claim, { inMs: 0 });
-      const failure =
-        error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? redactKey(error.message, apiKey) : String(error));
-      const reason = timeout.aborted ? `timed out after ${callTimeoutMs} ms` : failure.message;
-      // Answered but unusable (an empty reply): paid all the same, so recorded and counted against the budget.
-      if (failure.paid) await deps.db.transaction((tx) => recordUsage(tx, claim, agent, failure.paid!, null));
-      return onFailure(claim, agent, failure, reason);
+      // The reply's id is fixed before the call (§13: its deltas name it); a retry keeps it, and its
+      // stream says it restarted when the attempt before had written some of it.
+      const { replyId, earlier, stopRequested } = await fixReplyId(deps.db, claim, newId());
+      if (stopRequested) stop.abort();
+      const startIndex = earlier ? await resumeDeltas(deps.db, deps.events, claim.thread_id, replyId, claim.agent_id) : 0;
+      const writer = createDeltaWriter(
+        { db: deps.db, hub: deps.events, threadId: claim.thread_id, messageId: replyId, senderId: claim.agent_id },
+        { startIndex, maxChars: maxContent, onError: (error) => log.warn({ agent_id: claim.agent_id, thread_id: claim.thread_id, reason: (error as Error).message }, 'agent loop: a delta of a reply could not be written') },
+      );
+      try {
+        reply = await (watches.get(claim)?.meter(provider, agent.provider) ?? provider).reply({
+          apiKey,
+          model: agent.model,
+          instructions: agent.instructions,
+          conversation,
+          answering: incoming.content,
+          signal: AbortSignal.any([stopping.signal, timeout, stop.signal]),
+          onText: (text) => writer.push(text),
+        });
+      } catch (error) {
+        await writer.flush();
+        if (stopping.signal.aborted) return park(claim, { inMs: 0 });
+        if (stop.signal.aborted) {
+          // Stopped by a person or a program (§13): what was written so far is the reply.
+          const posted = await complete(claim, agent, incoming, { text: writer.text(), usage: { inputTokens: 0, outputTokens: 0 }, model: agent.model ?? agent.provider ?? '' }, replyId, true);
+          watches.get(claim)?.outcome(posted ? TurnOutcomes.replied : TurnOutcomes.discarded);
+          if (posted) deps.events.announce(agent.org_id);
+          return;
+        }
+        const failure =
+          error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? redactKey(error.message, apiKey) : String(error));
+        const reason = timeout.aborted ? `timed out after ${callTimeoutMs} ms` : failure.message;
+        // Answered but unusable (an empty reply): paid all the same, so recorded and counted against the budget.
+        if (failure.paid) await deps.db.transaction((tx) => recordUsage(tx, claim, agent, failure.paid!, null));
+        return onFailure(claim, agent, failure, reason);
+      }
+      await writer.flush();
+      const posted = await complete(claim, agent, incoming, reply, replyId, false);
+      watches.get(claim)?.outcome(posted ? TurnOutcomes.replied : TurnOutcomes.discarded);
+      if (posted) deps.events.announce(agent.org_id);
+    } finally {
+      stop.dispose();
     }
-    if (await complete(claim, agent, incoming, reply)) deps.events.announce(agent.org_id);
   }
 
   async function onFailure(claim: Claim, agent: AgentContext, failure: ProviderFailure, reason: string): Promise<void> {
+    watches.get(claim)?.outcome(failure.kind);
     const where = { agent_id: claim.agent_id, thread_id: claim.thread_id, org_id: agent.org_id, provider: agent.provider, status: failure.status };
     if (failure.kind === 'key_refused') {
       // Only the key that was refused, and only once however many calls were refused with it.
@@ -337,6 +395,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   }
 
   function start(claim: Claim): void {
+    if (deps.metrics) watches.set(claim, watchTurn(deps.metrics));
     const task: Promise<void> = handle(claim)
       .catch(async (error: unknown) => {
         log.error({ agent_id: claim.agent_id, thread_id: claim.thread_id, reason: (error as Error).message }, 'agent loop: handling a thread failed');
@@ -344,6 +403,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
         await park(claim, { inMs: backoffMs(claim.failures + 1) }, { failures: claim.failures + 1 }).catch(() => {});
       })
       .finally(() => {
+        watches.get(claim)?.end();
         inFlight.delete(task);
         if (!stopping.signal.aborted) void pump();
       });

@@ -7,6 +7,8 @@
 import type { Queryable } from '../storage/db.ts';
 import { instanceAlive } from '../storage/server-instance.ts';
 import { newId } from '../domain/ids.ts';
+import { stopKey } from '../events/deltas.ts';
+import type { EventHub } from '../events/hub.ts';
 import type { TokenUsage } from './providers/types.ts';
 
 /** Where the loop reports; a pino logger fits. */
@@ -121,14 +123,22 @@ export async function claimWork(db: Queryable, limit: number, leaseSeconds: numb
 // row: nothing left to answer. Answered are the messages the loop answered (its answer carries
 // `reply_to`; a mark that starts at 0 after the migration thus skips them) and every message
 // before one the agent wrote by hand (over MCP or REST, `reply_to` null: an external agent that
-// gets a provider does not answer its conversations again); both lookups read only the messages
-// after the mark. When that hand-written message expects a reply (`expects_reply`: a program such
-// as a pipeline step wrote it as the agent and waits for the answer), the first peer message after
-// it is that program's answer, not the agent's to answer: it is skipped (`asked`).
+// gets a provider does not answer its conversations again) after its last automatic answer — what
+// a turn's tools wrote into the thread before the turn's answer (contract §11: a note sent with
+// send_message, a question asked there) answers nothing. Both lookups read only the messages after
+// the mark. When that hand-written message expects a reply (`expects_reply`: a program such as a
+// pipeline step wrote it as the agent and waits for the answer), the first peer message after it
+// is that program's answer, not the agent's to answer: it is skipped (`asked`). So is any peer
+// message that answers a message of the agent expecting one — the first of its sender after it
+// (`answers_message_id`), or a reply to it (`reply_to`: an agent's turn answers after its notes) —
+// which the program or the agent's own turn that asked takes.
 export const nextSql = `
-  WITH spoke AS (
-    SELECT COALESCE(max(h.seq), $2) AS seq FROM messages h
-     WHERE h.thread_id = $1 AND h.seq > $2 AND h.sender_id = $3 AND h.reply_to IS NULL
+  WITH replied AS (
+    SELECT COALESCE(max(a.seq), $2) AS seq FROM messages a
+     WHERE a.thread_id = $1 AND a.seq > $2 AND a.sender_id = $3 AND a.reply_to IS NOT NULL
+  ), spoke AS (
+    SELECT COALESCE(max(h.seq), $2) AS seq FROM messages h, replied
+     WHERE h.thread_id = $1 AND h.seq > replied.seq AND h.sender_id = $3 AND h.reply_to IS NULL
   ), asked AS (
     SELECT min(p.seq) AS seq FROM spoke, messages h, messages p
      WHERE h.thread_id = $1 AND h.seq = spoke.seq AND h.sender_id = $3 AND h.expects_reply
@@ -137,6 +147,7 @@ export const nextSql = `
     SELECT m.seq FROM messages m, spoke, asked
      WHERE m.thread_id = $1 AND m.seq > spoke.seq AND m.sender_id <> $3 AND m.seq IS DISTINCT FROM asked.seq
        AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
+       AND NOT EXISTS (SELECT 1 FROM messages q WHERE q.id IN (m.answers_message_id, m.reply_to) AND q.sender_id = $3 AND q.expects_reply)
      ORDER BY m.seq LIMIT 1
   )
   SELECT r.id, r.seq, r.sender_id, r.content, r.reply_to
@@ -150,14 +161,16 @@ export const readySql = `
     LEFT JOIN provider_keys pk ON pk.org_id = t.org_id AND pk.provider = a.provider
    WHERE a.id = $1`;
 
-// Gives a claimed row back: moves its mark and sets when it is due again, unless a change that
+// Gives a claimed row back: moves its mark and sets when it is due again (a reply's fixed id goes
+// once the mark passes its message; a stop asked of the attempt goes with the attempt), unless a change that
 // wakes the agent's work (agent-work.ts) came while it was claimed (`woken`): what the claim read
 // (a paused agent, no key, a spent budget) may be stale then, so the row is due at once. Such a
 // change holds the row's lock until it commits, and this UPDATE waits for it and reads the flag.
 export const parkSql = (due: Due): string => {
   const dueAt = due === 'never' ? `'infinity'::timestamptz` : 'inMs' in due ? `now() + make_interval(secs => $6::float8 / 1000)` : `$6::timestamptz`;
   return `UPDATE agent_work SET handled_seq = GREATEST(handled_seq, $3), due_at = CASE WHEN woken THEN now() ELSE ${dueAt} END,
-                 lease_token = NULL, claimed_by = NULL, failures = $5, woken = false
+                 lease_token = NULL, claimed_by = NULL, failures = $5, woken = false, stop_requested = false,
+                 reply_id = CASE WHEN $3 > handled_seq THEN NULL ELSE reply_id END
            WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $4`;
 };
 
@@ -220,15 +233,15 @@ export async function recordUsage(
   paid: { usage: TokenUsage; model: string },
   messageId: string | null,
 ): Promise<void> {
+  // One statement for both rows: a turn records a step's usage in each of its transactions.
   await tx.query(
-    `INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
-     VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9)`,
-    [newId(), row.agent_id, agent.team_id, row.thread_id, messageId, agent.provider, paid.model, paid.usage.inputTokens, paid.usage.outputTokens],
-  );
-  await tx.query(
-    `INSERT INTO agent_daily_usage (agent_id, day, tokens) VALUES ($1, (now() AT TIME ZONE 'UTC')::date, $2)
+    `WITH used AS (
+       INSERT INTO agent_usage (id, agent_id, team_id, thread_id, message_id, provider, model, input_tokens, output_tokens)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9) RETURNING 1
+     )
+     INSERT INTO agent_daily_usage (agent_id, day, tokens) SELECT $2, (now() AT TIME ZONE 'UTC')::date, $10::bigint FROM used
      ON CONFLICT (agent_id, day) DO UPDATE SET tokens = agent_daily_usage.tokens + EXCLUDED.tokens`,
-    [row.agent_id, paid.usage.inputTokens + paid.usage.outputTokens],
+    [newId(), row.agent_id, agent.team_id, row.thread_id, messageId, agent.provider, paid.model, paid.usage.inputTokens, paid.usage.outputTokens, paid.usage.inputTokens + paid.usage.outputTokens],
   );
 }
 
@@ -236,4 +249,66 @@ export async function recordUsage(
 export async function tokensToday(db: Queryable, agentId: string): Promise<number> {
   const rows = await db.query<{ tokens: number }>(`SELECT COALESCE(tokens::float8, 0) AS tokens FROM agent_daily_usage WHERE agent_id = $1 AND day = (now() AT TIME ZONE 'UTC')::date`, [agentId]);
   return rows[0]?.tokens ?? 0;
+}
+
+/**
+ * Fixes the id of the reply a claimed row is about to write (§13: deltas name it before it is
+ * posted): the id an earlier attempt at the same message fixed, else `fresh`. Output: the id,
+ * whether it was an earlier attempt's (its deltas may need a restart: events/deltas.ts
+ * `resumeDeltas`), and whether a stop was asked of the row already. Errors: the storage's.
+ */
+export async function fixReplyId(
+  db: Queryable,
+  claim: Pick<Claim, 'agent_id' | 'thread_id' | 'token'>,
+  fresh: string,
+): Promise<{ replyId: string; earlier: boolean; stopRequested: boolean }> {
+  const rows = await db.query<{ reply_id: string; stop_requested: boolean }>(
+    `UPDATE agent_work SET reply_id = COALESCE(reply_id, $4) WHERE agent_id = $1 AND thread_id = $2 AND lease_token = $3 RETURNING reply_id, stop_requested`,
+    [claim.agent_id, claim.thread_id, claim.token, fresh],
+  );
+  const replyId = rows[0]?.reply_id ?? fresh;
+  return { replyId, earlier: replyId !== fresh, stopRequested: rows[0]?.stop_requested === true };
+}
+
+/** How often a watch reads the flag of a stop by itself, in milliseconds (besides every signal). */
+const stopPollMs = 2_000;
+
+/** A stop being watched for: aborted once a stop was asked of the work (§13); `dispose` ends the watch. */
+export interface StopWatch {
+  signal: AbortSignal;
+  /** Aborts the watch: the caller found the stop asked itself. */
+  abort(): void;
+  dispose(): void;
+}
+
+/**
+ * Watches for a stop asked of the work on `threadId` (domain/replies.ts): on each signal of the
+ * thread's stop key, from any process, and every 2 s besides, `requested` is read (is the stop for
+ * this work?), and the watch aborts when it says so; it is read once at the start too, for a stop asked before the watch
+ * began, unless `lookNow` is false (the caller reads it itself after the watch began, and aborts the
+ * watch when it was asked). Output: the {@link StopWatch}.
+ */
+export function watchStop(hub: EventHub, threadId: string, requested: () => Promise<boolean>, options: { lookNow?: boolean } = {}): StopWatch {
+  const controller = new AbortController();
+  const look = () =>
+    void requested().then(
+      (yes) => {
+        if (yes) controller.abort(new Error('stopped'));
+      },
+      () => {},
+    );
+  const off = hub.onSignal(stopKey(threadId), look);
+  if (options.lookNow !== false) look();
+  // A stop asked through another process in the moment before it learnt that this one follows the
+  // key sends no notification: a look every few seconds finds its flag all the same.
+  const poll = setInterval(look, stopPollMs);
+  poll.unref();
+  return {
+    signal: controller.signal,
+    abort: () => controller.abort(new Error('stopped')),
+    dispose() {
+      clearInterval(poll);
+      off();
+    },
+  };
 }

@@ -263,7 +263,7 @@ export async function openAgentThread(
 // timestamps, and this order keeps each thread's messages in sequence, so a page cut at `limit`
 // always takes a prefix of each thread's unread messages and the read mark skips nothing.
 const unreadSql = `
-  SELECT id, thread_id, seq, sender_id, content, attachments, reply_to, expects_reply, sent_at FROM (
+  SELECT id, thread_id, seq, sender_id, content, attachments, reply_to, expects_reply, stopped, sent_at FROM (
     SELECT m.*, max(m.sent_at) OVER (PARTITION BY m.thread_id ORDER BY m.seq) AS arrived_at
       FROM threads th JOIN edges e ON e.id = th.edge_id
       LEFT JOIN thread_reads r ON r.thread_id = th.id AND r.participant_id = $1::uuid

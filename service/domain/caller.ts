@@ -1,4 +1,5 @@
 import type { EventHub } from '../events/hub.ts';
+import type { ServiceMetrics } from '../metrics/hooks.ts';
 import type { WakeOneQueues } from '../events/wake-one.ts';
 import type { UrlPolicy } from '../outbound/url-guard.ts';
 import type { Db } from '../storage/db.ts';
@@ -30,6 +31,8 @@ export interface DomainDeps {
    * tests): agents' remote MCP servers follow it (contract §11). Default: public https only.
    */
   urls?: UrlPolicy | undefined;
+  /** The process's metrics (`--metrics-listen`, service/metrics/); absent: nothing is counted. */
+  metrics?: ServiceMetrics | undefined;
 }
 
 /** SQL predicate on an `organizations` alias `o` that holds when `$n` (the caller's org) reaches it. */

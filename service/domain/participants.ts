@@ -4,6 +4,7 @@ import type { Agent, AgentStatus, Human, Provider } from '../../api/schemas.ts';
 import { insertUnlessTaken, type Queryable } from '../storage/db.ts';
 import { prepareTools, toolsResource } from './agent-tools.ts';
 import { abandonOpenTurns } from './tool-calls.ts';
+import { signalLive } from '../events/deltas.ts';
 import { wakeAgentWork } from './agent-work.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { lockDeletable } from './deletion.ts';
@@ -304,13 +305,15 @@ export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: str
       ],
     );
     const updated = updatedRow(rows, 'agent');
-    if (previous.tools !== null && stored.tools === null) await abandonOpenTurns(tx, agentId, 'tools_removed: the agent\'s tools were removed while this turn was open');
+    const abandoned =
+      previous.tools !== null && stored.tools === null ? await abandonOpenTurns(tx, agentId, 'tools_removed: the agent\'s tools were removed while this turn was open') : [];
     if (next.provider !== null) await wakeAgentWork(tx, agentId, { backfill: row.provider === null });
     const changed = toAgent(updated);
     await appendEvent(tx, { orgId: found.org_id!, teamId: found.team_id, type: 'agent.updated', data: changed });
-    return { changed, orgId: found.org_id! };
+    return { changed, orgId: found.org_id!, abandoned };
   });
   deps.events.announce(agent.orgId);
+  for (const threadId of agent.abandoned) signalLive(deps.events, threadId);
   return agent.changed;
 }
 

@@ -13,8 +13,8 @@
 import type { ToolCallList } from '../../api/agent-tools.ts';
 import { listToolCalls } from './tool-calls.ts';
 import { ServiceError } from '../../errors/catalogue.ts';
-import type { CreatedMcpKey, McpKey, Message, TeamGraph, Thread } from '../../api/schemas.ts';
-import type { MeEdge, MeHuman, MeThread, MeThreadPage } from '../../api/session-schemas.ts';
+import type { CreatedMcpKey, McpKey, Message, Thread } from '../../api/schemas.ts';
+import { MeTeamGraph, type MeEdge, type MeHuman, type MeThread, type MeThreadPage } from '../../api/session-schemas.ts';
 import type { Queryable } from '../storage/db.ts';
 import { agentUnreadCount, markRead, markReadAsPeer } from './agent-inbox.ts';
 import type { Caller, DomainDeps } from './caller.ts';
@@ -64,12 +64,16 @@ async function personTeamOrg(db: Queryable, person: Person, teamId: string): Pro
 }
 
 /**
- * The graph of one of the person's teams: agents, humans, edges, as `GET /teams/{id}` gives it
- * (read-only: a session changes no team). Errors: `not_found` (not one of the person's teams).
+ * The graph of one of the person's teams as a member sees it (read-only: a session changes no
+ * team): the team, its agents and humans by name, its edges — `GET /teams/{id}`'s graph cut to
+ * {@link MeTeamGraph}, which leaves out the agents' instructions, tools and budgets, the humans'
+ * emails and the count of threads between others (docs/console.md, "What a session learns").
+ * Errors: `not_found` (not one of the person's teams).
  */
-export async function getPersonTeamGraph(deps: DomainDeps, person: Person, teamId: string): Promise<TeamGraph> {
+export async function getPersonTeamGraph(deps: DomainDeps, person: Person, teamId: string): Promise<MeTeamGraph> {
   const orgId = await personTeamOrg(deps.db, person, teamId);
-  return getTeamGraph(deps, callerIn(orgId), teamId);
+  // The schema keeps only its own fields (Zod objects drop the others): one place says what a member sees.
+  return MeTeamGraph.parse(await getTeamGraph(deps, callerIn(orgId), teamId));
 }
 
 interface EdgeOfPersonRow {
@@ -201,6 +205,16 @@ export async function readPersonThread(
   const { orgId, ...thread } = await personThread(deps.db, person, threadId);
   const page = await getThreadPage(deps, callerIn(orgId), threadId, { after: request.after, limit: request.limit, wait: 0 });
   return { ...thread, messages: page.messages, has_more: page.has_more, next_after: page.next_after };
+}
+
+/**
+ * The organization of one of the person's threads, and how many messages it holds (a stream or a
+ * stop of it, §13). Errors: `not_found` (outside the person's reach).
+ */
+export async function personThreadOrg(db: Queryable, person: Person, threadId: string): Promise<{ orgId: string; messageCount: number }> {
+  const thread = await personThread(db, person, threadId);
+  const rows = await db.query<{ message_count: number }>(`SELECT message_count FROM threads WHERE id = $1`, [threadId]);
+  return { orgId: thread.orgId, messageCount: rows[0]?.message_count ?? 0 };
 }
 
 /**

@@ -1,4 +1,4 @@
-import { createCipheriv, createDecipheriv, randomBytes } from 'node:crypto';
+import { createCipheriv, createDecipheriv, hkdfSync, randomBytes } from 'node:crypto';
 import { mkdir, readFile, writeFile } from 'node:fs/promises';
 import { join } from 'node:path';
 
@@ -8,6 +8,12 @@ export interface SecretBox {
   seal(plaintext: string): string;
   /** Decrypts a value of {@link seal}. Errors: throws when the data was altered or the key differs. */
   open(sealed: string): string;
+  /**
+   * A 32-byte key of its own for `purpose` (HKDF-SHA256 of the encryption key, RFC 5869), so
+   * that other uses of the key (opaque cursors) never share it with the sealing of secrets. The
+   * same for every process that has the same encryption key.
+   */
+  deriveKey(purpose: string): Buffer;
 }
 
 /** A {@link SecretBox} over a 32-byte key. Errors: throws when the key is not 32 bytes. */
@@ -25,6 +31,9 @@ export function createSecretBox(key: Buffer): SecretBox {
       const decipher = createDecipheriv('aes-256-gcm', key, raw.subarray(0, 12));
       decipher.setAuthTag(raw.subarray(12, 28));
       return Buffer.concat([decipher.update(raw.subarray(28)), decipher.final()]).toString('utf8');
+    },
+    deriveKey(purpose) {
+      return Buffer.from(hkdfSync('sha256', key, Buffer.alloc(0), `acs-server:${purpose}`, 32));
     },
   };
 }

@@ -50,6 +50,8 @@ export interface MessageRow {
   reply_to: string | null;
   /** Whether the writer waits for the other participant's answer (migration 0016). */
   expects_reply: boolean;
+  /** A reply stopped while it was written (migration 0023); absent where a statement does not select it (false). */
+  stopped?: boolean;
   sent_at: Date;
 }
 
@@ -77,6 +79,7 @@ export function toMessage(row: MessageRow): Message {
     content: row.content,
     attachments: row.attachments,
     expects_reply: row.expects_reply,
+    stopped: row.stopped ?? false,
     sent_at: iso(row.sent_at),
   };
 }
@@ -125,6 +128,8 @@ export interface AppendOptions {
   replyTo?: string | undefined;
   /** The writer waits for the other participant's answer (the thread then awaits it). */
   expectsReply?: boolean | undefined;
+  /** The message's id, when it was fixed before (a reply's, when its turn started); default a new one. */
+  id?: string | undefined;
 }
 
 /**
@@ -144,7 +149,7 @@ async function runAppend(
   checks: AppendChecks | undefined,
 ): Promise<AppendedMessage> {
   if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
-  const id = newId();
+  const id = options.id ?? newId();
   const attachments = [...(options.attachments ?? [])];
   const rows = await db.query<AppendOutcome>(`SELECT * FROM acs_append_message($1, $2, $3, $4, $5::jsonb, $6, $7, $8, $9)`, [
     id,
@@ -188,7 +193,8 @@ async function runAppend(
 }
 
 /**
- * Appends a message inside `tx` and returns the stored row (agent loop, thread opening). The
+ * Appends a message inside `tx` and returns the stored row (agent loop, thread opening); with
+ * `stopped`, a reply stopped while it was written (§13), which its event says. The
  * per-thread sequence number is taken from the thread row's `message_count` under its row lock,
  * so messages of one thread have one total order even with concurrent writers. No access or
  * participant check: callers do them. Its `message.created` event is written when `tx` commits
@@ -200,9 +206,13 @@ export async function insertMessage(
   threadId: string,
   senderId: string,
   content: string,
-  options: AppendOptions = {},
+  options: AppendOptions & { stopped?: boolean | undefined } = {},
 ): Promise<AppendedMessage> {
-  return runAppend(tx, threadId, senderId, content, options, undefined);
+  const row = await runAppend(tx, threadId, senderId, content, options, undefined);
+  if (!options.stopped) return row;
+  // Set in the same transaction: its message.created event, written at the commit, reads the flag.
+  await tx.query(`UPDATE messages SET stopped = true WHERE id = $1`, [row.id]);
+  return { ...row, stopped: true };
 }
 
 /**
@@ -336,7 +346,7 @@ const pageSql = `
        cur AS (SELECT m.seq FROM messages m WHERE $3::uuid IS NOT NULL AND m.id = $3::uuid AND m.thread_id = $2)
   SELECT th.*, (SELECT seq FROM cur) AS cursor_seq,
          m.id AS m_id, m.seq AS m_seq, m.sender_id AS m_sender_id, m.content AS m_content, m.attachments AS m_attachments,
-         m.reply_to AS m_reply_to, m.expects_reply AS m_expects_reply, m.sent_at AS m_sent_at
+         m.reply_to AS m_reply_to, m.expects_reply AS m_expects_reply, m.stopped AS m_stopped, m.sent_at AS m_sent_at
     FROM th LEFT JOIN LATERAL (
       SELECT * FROM messages m
        WHERE m.thread_id = th.id AND ($3::uuid IS NULL OR EXISTS (SELECT 1 FROM cur))
@@ -345,7 +355,7 @@ const pageSql = `
     ) m ON true
    ORDER BY m.seq`;
 
-type PageRow = ThreadRow & { cursor_seq: number | null; m_id: string | null; m_seq: number; m_sender_id: string; m_content: string; m_attachments: string[]; m_reply_to: string | null; m_expects_reply: boolean; m_sent_at: Date };
+type PageRow = ThreadRow & { cursor_seq: number | null; m_id: string | null; m_seq: number; m_sender_id: string; m_content: string; m_attachments: string[]; m_reply_to: string | null; m_expects_reply: boolean; m_stopped: boolean; m_sent_at: Date };
 
 async function readPage(db: Queryable, caller: Caller, threadId: string, request: PageRequest): Promise<ReadPage> {
   if (!isUuid(threadId)) throw new ServiceError('not_found', 'thread not found');
@@ -365,6 +375,7 @@ async function readPage(db: Queryable, caller: Caller, threadId: string, request
       attachments: row.m_attachments,
       reply_to: row.m_reply_to,
       expects_reply: row.m_expects_reply,
+      stopped: row.m_stopped,
       sent_at: row.m_sent_at,
     }),
   );

@@ -6,7 +6,7 @@
 import { finalToolCallStatuses, type ToolCall, type ToolCallList, type ToolCallStatus } from '../../api/agent-tools.ts';
 import type { EventType } from '../../api/events.ts';
 import { ServiceError } from '../../errors/catalogue.ts';
-import { appendEvent } from '../events/log.ts';
+import { liveItemSql } from '../events/deltas.ts';
 import type { Queryable } from '../storage/db.ts';
 import { reaches, type Caller, type DomainDeps } from './caller.ts';
 import { iso, isoOrNull, isUuid } from './ids.ts';
@@ -67,9 +67,30 @@ export function toToolCall(row: ToolCallRow): ToolCall {
   };
 }
 
-/** Writes the `tool_call.*` event of a call as it now is, inside the transaction that changed it. */
-export async function writeEvent(tx: Queryable, row: ToolCallRow, type: EventType): Promise<void> {
-  await appendEvent(tx, { orgId: row.org_id, teamId: row.team_id, type, data: toToolCall(row) });
+/**
+ * Writes the `tool_call.*` events of a call as it now is, inside the transaction that changed it,
+ * in one statement: each in the organization's log, and the last as a live item of its turn's
+ * thread stream (§13; signal the thread after the commit, events/deltas.ts `signalLive`). Two
+ * types when a call started and ended in one change (a read-only tool run before its record).
+ */
+export async function writeEvents(tx: Queryable, row: ToolCallRow, types: ReadonlyArray<'tool_call.started' | 'tool_call.finished'>): Promise<void> {
+  // One statement: a call's change is a few of them, and each round trip counts (docs/performance.md).
+  const call = toToolCall(row);
+  // A call that started and ended in one change shows, in its started event, as it was running.
+  const asOf = (type: string) =>
+    JSON.stringify(type === 'tool_call.started' && call.status !== 'running' && call.status !== 'awaiting_approval' ? { ...call, status: 'running', result: null, error: null, finished_at: null } : call);
+  const params: unknown[] = [row.org_id, row.team_id, row.thread_id];
+  const events = types.map((type) => {
+    params.push(type, asOf(type));
+    return `acs_append_event($1, $2, $${params.length - 1}, $${params.length}::json)`;
+  });
+  const live = liveItemSql({ thread: 3, type: params.length - 1, data: params.length });
+  await tx.query(`WITH events AS (SELECT ${events.map((e, i) => `${e} AS e${i}`).join(', ')}), ${live.slot} ${live.insert} CROSS JOIN events`, params);
+}
+
+/** Writes the one `tool_call.*` event of a call's change (see {@link writeEvents}). */
+export async function writeEvent(tx: Queryable, row: ToolCallRow, type: 'tool_call.started' | 'tool_call.finished'): Promise<void> {
+  await writeEvents(tx, row, [type]);
 }
 
 /** A change of a tool call's state: the state it goes to and what else changes with it. */
@@ -163,9 +184,10 @@ export async function listThreadToolCalls(deps: DomainDeps, caller: Caller, thre
  * Ends the open turns of an agent whose tools were removed (a PATCH to `tools: null`): their calls
  * not yet final fail with `reason` (each with its `tool_call.finished` event) and the turns fail,
  * so the messages they answered are answered the way an agent without tools answers (§8).
- * Inside the PATCH's transaction. Output: none.
+ * Inside the PATCH's transaction. Output: the threads of those turns (signal their streams after
+ * the commit: their calls' live items were written).
  */
-export async function abandonOpenTurns(tx: Queryable, agentId: string, reason: string): Promise<void> {
+export async function abandonOpenTurns(tx: Queryable, agentId: string, reason: string): Promise<string[]> {
   const open = await tx.query<ToolCallRow>(
     `SELECT c.* FROM tool_calls c JOIN agent_turns t ON t.id = c.turn_id
       WHERE t.agent_id = $1 AND t.state IN ('running', 'suspended') AND c.status IN ('pending', 'awaiting_approval', 'running')
@@ -173,8 +195,9 @@ export async function abandonOpenTurns(tx: Queryable, agentId: string, reason: s
     [agentId],
   );
   for (const call of open) await moveCall(tx, call, call.status, { status: 'failed', error: reason });
-  await tx.query(`UPDATE agent_turns SET state = 'failed', error = $2, updated_at = now(), finished_at = now() WHERE agent_id = $1 AND state IN ('running', 'suspended')`, [
-    agentId,
-    reason,
-  ]);
+  const turns = await tx.query<{ thread_id: string }>(
+    `UPDATE agent_turns SET state = 'failed', error = $2, updated_at = now(), finished_at = now() WHERE agent_id = $1 AND state IN ('running', 'suspended') RETURNING thread_id`,
+    [agentId, reason],
+  );
+  return [...new Set(turns.map((t) => t.thread_id))];
 }

@@ -21,41 +21,63 @@ export const defaultHeldWaitLimits: HeldWaitLimits = { perProcess: 10_000, perKe
 /** Seconds a refused client is told to wait (`Retry-After`): a held wait ends within 30 s. */
 const retryAfterSeconds = 5;
 
+/**
+ * What a held wait is, for the metrics (`acs_held_waits{kind}`): a thread long poll
+ * (`GET /threads/{id}?wait`), an event long poll (`GET …/events?wait`), an event stream (SSE, the
+ * API's and the console's), an MCP `wait_for_messages`.
+ */
+export const HeldWaitKinds = { thread_poll: 'thread_poll', event_poll: 'event_poll', event_stream: 'event_stream', mcp_wait: 'mcp_wait' } as const;
+export type HeldWaitKind = (typeof HeldWaitKinds)[keyof typeof HeldWaitKinds];
+
+/** Which bound refused a wait: the key's or the process's. */
+export type HeldWaitRefusal = 'per_key' | 'per_process';
+
+/** Told of every change of the held waits (service/metrics/): places taken and given back, refusals. */
+export interface HeldWaitObserver {
+  /** `delta` places of `kind` were taken (positive) or given back (negative). */
+  held(kind: HeldWaitKind, delta: number): void;
+  refused(reason: HeldWaitRefusal): void;
+}
+
 /** The counter of held waits of one process. */
 export interface HeldWaits {
   /**
-   * Takes `count` places for `keyId` (default 1) and returns their release (idempotent).
-   * Errors: `too_many_waits` (429) when the key or the process would go past its bound; nothing is
-   * taken then.
+   * Takes `count` places of `kind` for `keyId` (default 1 of `thread_poll`) and returns their
+   * release (idempotent). Errors: `too_many_waits` (429) when the key or the process would go past
+   * its bound; nothing is taken then.
    */
-  acquire(keyId: string, count?: number): () => void;
+  acquire(keyId: string, count?: number, kind?: HeldWaitKind): () => void;
   /** Waits held now, in all and for one key. */
   held(keyId?: string): number;
   readonly limits: HeldWaitLimits;
 }
 
-/** Creates the counter of one process with `limits`. */
-export function createHeldWaits(limits: HeldWaitLimits = defaultHeldWaitLimits): HeldWaits {
+/** Creates the counter of one process with `limits`; `observer` (the metrics) is told of every change. */
+export function createHeldWaits(limits: HeldWaitLimits = defaultHeldWaitLimits, observer?: HeldWaitObserver): HeldWaits {
   const byKey = new Map<string, number>();
   let total = 0;
   return {
     limits,
-    acquire(keyId, count = 1) {
+    acquire(keyId, count = 1, kind = HeldWaitKinds.thread_poll) {
       if (count <= 0) return () => {};
       const mine = byKey.get(keyId) ?? 0;
       if (mine + count > limits.perKey) {
+        observer?.refused('per_key');
         throw refusal(`this key already holds ${mine} waiting request${mine === 1 ? '' : 's'} (long polls, MCP waits, event streams); at most ${limits.perKey} are held per key`);
       }
       if (total + count > limits.perProcess) {
+        observer?.refused('per_process');
         throw refusal(`the server already holds ${total} waiting requests, its limit (${limits.perProcess})`);
       }
       byKey.set(keyId, mine + count);
       total += count;
+      observer?.held(kind, count);
       let released = false;
       return () => {
         if (released) return;
         released = true;
         total -= count;
+        observer?.held(kind, -count);
         const left = (byKey.get(keyId) ?? count) - count;
         if (left > 0) byKey.set(keyId, left);
         else byKey.delete(keyId);

@@ -135,6 +135,15 @@ export interface EventHub {
   subscribe(orgId: string, topic: string, listener: EventListener): Promise<Subscription>;
   /** Calls `listener` with the events this process numbered (in seq order, per organization). */
   onSequenced(listener: (orgId: string, events: readonly StoredEvent[]) => void): () => void;
+  /**
+   * Tells every process that what `key` names changed: this process's {@link onSignal} listeners
+   * at once (synchronously), the other processes through the notifier (a NOTIFY only where one of
+   * them follows the key). A signal carries nothing: its listeners read what changed. For what is
+   * not in the event log, such as the live items of a thread's stream (events/deltas.ts).
+   */
+  signal(key: string): void;
+  /** Calls `listener` on each {@link signal} of `key`, from this process or another. Returns the unsubscribe. */
+  onSignal(key: string, listener: () => void): () => void;
   /** What the hub did so far. */
   stats(): HubStats;
   /** Stops reading; subscriptions end. */
@@ -188,6 +197,7 @@ export function createEventHub(options: EventHubOptions): EventHub {
   const orgs = new Map<string, OrgState>();
   const sequencedListeners = new Set<(orgId: string, events: readonly StoredEvent[]) => void>();
   const hints = new Map<string, Set<(detail: unknown) => void>>();
+  const signalListeners = new Map<string, Set<() => void>>();
   const sequencing = new Map<string, { again: boolean; next: Array<(error?: unknown) => void> }>();
   const stats = { reads: 0, sequencings: 0, events: 0 };
   const coalesceMs = options.coalesceMs ?? 25;
@@ -489,6 +499,25 @@ export function createEventHub(options: EventHubOptions): EventHub {
     onSequenced(listener) {
       sequencedListeners.add(listener);
       return () => sequencedListeners.delete(listener);
+    },
+    signal(key) {
+      for (const listener of [...(signalListeners.get(key) ?? [])]) listener();
+      notifier.publish(key);
+    },
+    onSignal(key, listener) {
+      let set = signalListeners.get(key);
+      if (!set) {
+        set = new Set();
+        signalListeners.set(key, set);
+      }
+      set.add(listener);
+      // The notifier tells of other processes' signals; this process's own reach the set directly.
+      const stopRemote = notifier.subscribe(key, listener);
+      return () => {
+        stopRemote();
+        set.delete(listener);
+        if (set.size === 0 && signalListeners.get(key) === set) signalListeners.delete(key);
+      };
     },
     stats: () => ({ ...stats, hintListeners: [...hints.values()].reduce((n, set) => n + set.size, 0) }),
     async close() {

@@ -5,6 +5,7 @@
  * many row locks or one long transaction.
  */
 import type { Db } from '../storage/db.ts';
+import { pruneLiveItems } from './deltas.ts';
 
 /** Contract §9's floor: 7 days, in milliseconds. */
 export const defaultRetentionMs = 7 * 24 * 3600e3;
@@ -43,7 +44,8 @@ export interface Pruner {
 
 /**
  * Prunes at start and then every `min(1 h, retentionMs / 4)` (at least every 250 ms for the short
- * retentions tests use). `log` gets failures (retried at the next round).
+ * retentions tests use); the live items of thread streams (events/deltas.ts, kept ten minutes) every
+ * minute. `log` gets failures (retried at the next round).
  */
 export function startPruner(db: Db, retentionMs: number, log: (message: string, error: unknown) => void = () => {}): Pruner {
   let closed = false;
@@ -55,11 +57,18 @@ export function startPruner(db: Db, retentionMs: number, log: (message: string, 
   };
   const timer = setInterval(round, Math.max(250, Math.min(3600e3, retentionMs / 4)));
   timer.unref();
+  const live = setInterval(() => {
+    pruneLiveItems(db).catch((error: unknown) => {
+      if (!closed) log('events: pruning old live items of thread streams failed; retried at the next round', error);
+    });
+  }, 60_000);
+  live.unref();
   round();
   return {
     close() {
       closed = true;
       clearInterval(timer);
+      clearInterval(live);
     },
   };
 }

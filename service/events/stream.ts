@@ -38,6 +38,13 @@ export interface EventStreamOptions {
   keepAliveMs?: number;
   /** Ends the stream (the server stops). */
   signal: AbortSignal;
+  /**
+   * How an event is written (default {@link sseFrame}: `id: <seq>` and the event as stored); the
+   * console's stream writes opaque ids and leaves the seq out (contract §10).
+   */
+  frame?: (event: StoredEvent) => string;
+  /** The comment that opens the stream, given the seq it starts after (default `connected after <seq>`). */
+  greeting?: (after: number) => string;
 }
 
 /**
@@ -71,6 +78,7 @@ export function sseFrame(event: StoredEvent): string {
 export async function streamEvents(res: ServerResponse, options: EventStreamOptions): Promise<void> {
   const { db, hub, orgId, filter } = options;
   const accept = (event: StoredEvent) => matchesFilter(event, filter) && (options.accept?.(event) ?? true);
+  const frame = options.frame ?? sseFrame;
   let cursor = 0;
   let catchingUp = true;
   const held: StoredEvent[] = [];
@@ -93,7 +101,7 @@ export async function streamEvents(res: ServerResponse, options: EventStreamOpti
   const send = (event: StoredEvent) => {
     if (event.seq <= cursor) return;
     cursor = event.seq;
-    if (accept(event)) write(sseFrame(event));
+    if (accept(event)) write(frame(event));
   };
   const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs ?? defaultKeepAliveMs);
   res.once('close', end);
@@ -111,12 +119,12 @@ export async function streamEvents(res: ServerResponse, options: EventStreamOpti
     // Events committed before the stream began are numbered (and then handed to the subscription).
     await hub.settle(orgId);
     cursor = options.after ?? subscription.head;
-    write(`retry: 2000\n: connected after ${cursor}\n\n`);
+    write(`retry: 2000\n: ${options.greeting?.(cursor) ?? `connected after ${cursor}`}\n\n`);
     if (options.after !== undefined) {
       for (;;) {
         if (ended) return;
         const page = await readEvents(db, orgId, cursor, catchUpPage, filter);
-        for (const event of page.events) if (options.accept?.(event) ?? true) write(sseFrame(event));
+        for (const event of page.events) if (options.accept?.(event) ?? true) write(frame(event));
         cursor = page.nextAfter;
         if (!page.full) break;
       }

@@ -2,7 +2,9 @@ import { randomUUID } from 'node:crypto';
 import fastifyCookie from '@fastify/cookie';
 import Fastify, { LogController, type FastifyInstance, type FastifyReply, type FastifyRequest, type FastifyServerOptions } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
+import { loggedUrl } from '../logging.ts';
 import type { DomainDeps } from '../domain/caller.ts';
+import type { ServiceMetrics } from '../metrics/hooks.ts';
 import { isUuid } from '../domain/ids.ts';
 import { createHeldWaits, heldWaitRetryAfterSeconds, type HeldWaits } from '../events/held-waits.ts';
 import { defaultWebhookSettings, type WebhookRuntime } from '../events/webhooks/webhooks.ts';
@@ -11,6 +13,7 @@ import type { HostPolicy } from './allowed-hosts.ts';
 import { clientErrorHandler, connectionServerOptions, defaultConnectionLimits, limitConnectionsPerClient, refusalHoldMs, type ConnectionLimits } from './connection-limits.ts';
 import { installIdempotency } from './idempotency.ts';
 import { installOpenApi } from './openapi/install.ts';
+import { everyResponseHeaders, installSecurityHeaders } from './security-headers.ts';
 import { installRouteRegistry, type RouteRegistry } from './openapi/route-registry.ts';
 import { mcpRoutes } from '../mcp/route.ts';
 import { toProblem } from './problem.ts';
@@ -19,6 +22,8 @@ import { createClientResolver } from './client-bucket.ts';
 import { createFairQueue, installFairShare, queuedRetryAfterSeconds, type FairQueue } from './fair-share.ts';
 import { createMemoryRateLimitStore, type RateLimitStore } from '../storage/rate-limit-store.ts';
 import type { RouteContext } from './routes/context.ts';
+import { threadStreamRoutes } from './routes/thread-streams.ts';
+import { createThreadStreams } from '../events/thread-stream.ts';
 import { accessRequestRoutes } from './routes/access-requests.ts';
 import { adminPrefix, adminRoutes } from './routes/admin.ts';
 import { attachmentRoutes } from './routes/attachments.ts';
@@ -79,6 +84,8 @@ export interface AppOptions {
   webhooks?: WebhookRuntime | undefined;
   /** Keep-alive period of event streams in milliseconds (default 15,000). */
   streamKeepAliveMs?: number | undefined;
+  /** The process's metrics: every request is counted by its route's template (service/metrics/); default none. */
+  metrics?: ServiceMetrics | undefined;
 }
 
 /**
@@ -97,13 +104,8 @@ class RequestLineLog extends LogController {
   }
 }
 
-/**
- * `url` as a log line may show it: the values of query parameters that carry secrets (a sign-in
- * link's `token`, an OpenID Connect callback's `code` and `state`) replaced by `[redacted]`.
- */
-export function loggedUrl(url: string): string {
-  return url.replace(/([?&](?:token|code|state)=)[^&#]*/gi, '$1[redacted]');
-}
+// What a log line may show of a URL (sign-in tokens, OpenID codes and states redacted): service/logging.ts.
+export { loggedUrl };
 
 // A client's request id is echoed only when it is short printable ASCII, so logs stay clean.
 const clientRequestId = /^[\x21-\x7e]{1,200}$/;
@@ -121,7 +123,11 @@ const clientRequestId = /^[\x21-\x7e]{1,200}$/;
  */
 export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   const limits = options.connectionLimits ?? defaultConnectionLimits;
-  const app = createFastify(options.logger, limits);
+  const app = createFastify(options.logger, limits, options.publicUrl);
+  // Before anything that may answer, so that every answer carries them (contract §14).
+  installSecurityHeaders(app, options.publicUrl);
+  // First, so that its hooks reach every route and the 404 handler.
+  options.metrics?.instrument(app);
   limitConnectionsPerClient(app.server, limits.maxConnectionsPerClient, refusalHoldMs(limits));
   // Cookies are the console's sessions (contract §10); parsed on every request, set by its routes.
   await app.register(fastifyCookie);
@@ -147,6 +153,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
     heldWaits: options.heldWaits ?? createHeldWaits(),
     webhooks: options.webhooks ?? { settings: defaultWebhookSettings, changed: () => {} },
     streamKeepAliveMs: options.streamKeepAliveMs,
+    threadStreams: createThreadStreams(options.deps.db, options.deps.events),
     rateLimiter,
     hostPolicy: options.hostPolicy,
   };
@@ -162,7 +169,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
  * ASCII), connection handling on close, router options, and problem+json for URLs that fail
  * before routing.
  */
-function createFastify(logOptions: AppOptions['logger'], limits: ConnectionLimits): FastifyInstance {
+function createFastify(logOptions: AppOptions['logger'], limits: ConnectionLimits, publicUrl: () => string): FastifyInstance {
   const logger: FastifyServerOptions['logger'] =
     logOptions === false
       ? false
@@ -200,6 +207,8 @@ function createFastify(logOptions: AppOptions['logger'], limits: ConnectionLimit
       const { problem } = toProblem(problemError, request.id);
       // frameworkErrors' reply is typed for no route at all; send the problem as a plain string.
       const raw = reply as unknown as { code(status: number): typeof raw; header(name: string, value: string): typeof raw; type(t: string): typeof raw; send(body: string): void };
+      // No hook runs for these: the headers of every response (HSTS) are set here.
+      for (const [name, value] of Object.entries(everyResponseHeaders(publicUrl()))) raw.header(name, value);
       raw.code(problem.status).header('x-request-id', request.id).type('application/problem+json').send(JSON.stringify(problem));
     },
   });
@@ -318,7 +327,7 @@ async function registerRoutes(app: FastifyInstance, context: RouteContext, conso
     await app.register(
       async (api) => {
         requireApiKey(api, context.deps.db);
-        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes, eventRoutes, webhookRoutes]) {
+        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, threadStreamRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes, eventRoutes, webhookRoutes]) {
           routesOf(api, context);
         }
         signInLinkRoutes(api, context, consoleSettings);

@@ -1,7 +1,11 @@
 /**
  * `POST /mcp` (under `/api/v1` and `/v1`; contract §7): MCP over the Streamable HTTP transport of
- * the official SDK, stateless, answering with JSON (no SSE stream).
+ * the official SDK, stateless, answering with JSON — or, for a `wait_for_messages` that sends a
+ * progress token (§13), with the SSE stream that carries its progress notifications and then its
+ * result.
  */
+import { Readable } from 'node:stream';
+import type { ReadableStream as WebReadableStream } from 'node:stream/web';
 import type { WebStandardStreamableHTTPServerTransport } from '@modelcontextprotocol/sdk/server/webStandardStreamableHttp.js';
 import type { FastifyInstance, FastifyReply, FastifyRequest } from 'fastify';
 import { ServiceError } from '../../errors/catalogue.ts';
@@ -10,6 +14,7 @@ import { authenticateMcp } from '../domain/authentication.ts';
 import type { AgentIdentity } from '../domain/agent-inbox.ts';
 import type { RouteContext } from '../http/routes/context.ts';
 import type { createAgentMcpServer } from './server.ts';
+import { HeldWaitKinds } from '../events/held-waits.ts';
 
 /** What the route needs of the SDK's server side (see {@link loadSdk}). */
 interface McpSdk {
@@ -62,6 +67,17 @@ function isWaitingCall(message: unknown): boolean {
 }
 
 /**
+ * Whether a request is one `wait_for_messages` that may wait and asks for progress
+ * (`params._meta.progressToken`, §13): its answer is an SSE stream, since notifications cannot
+ * travel in a JSON answer (the SDK's transport drops them there).
+ */
+function wantsProgress(body: unknown): boolean {
+  if (Array.isArray(body) || !isWaitingCall(body)) return false;
+  const token = (body as { params?: { _meta?: { progressToken?: unknown } } }).params?._meta?.progressToken;
+  return typeof token === 'string' || typeof token === 'number';
+}
+
+/**
  * How many waits a request holds (issue 21, defect 1): a single message holds one when it is a
  * `wait_for_messages` that may wait. A JSON-RPC batch may hold at most one: all the waits of a
  * batch wait for the same agent's unread messages, which the first to find them takes, and the
@@ -92,7 +108,11 @@ export function waitsHeldBy(body: unknown): number {
  * - The body is parsed by the app's JSON parser (1 MiB limit, problem+json for malformed JSON or
  *   another media type) and handed to a fresh SDK server and transport for this request
  *   (`sessionIdGenerator: undefined`, `enableJsonResponse: true`): the answer is the JSON-RPC
- *   response as `application/json`, or 202 without a body for notifications. Transport-level
+ *   response as `application/json`, or 202 without a body for notifications. A single
+ *   `wait_for_messages` that may wait and sends a progress token is answered as
+ *   `text/event-stream` instead: its `notifications/progress` (a peer's reply being written, §13)
+ *   as they come, then its result; the request holds its place among the held waits until the
+ *   stream ends. Transport-level
  *   refusals are the SDK's own JSON-RPC errors: 406 when `Accept` does not name both
  *   `application/json` and `text/event-stream`, 400 for a body that is not JSON-RPC or an
  *   unsupported `Mcp-Protocol-Version`.
@@ -121,7 +141,7 @@ export function mcpRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, rat
     // Each JSON-RPC message costs one request of the rate limit, so a batch of 100 tool calls
     // costs what 100 requests cost (issue 21, defect 2); refused whole, before any of it runs.
     await rateLimiter?.charge(request, reply, Array.isArray(request.body) ? request.body.length : 1);
-    const release = heldWaits.acquire(agent.keyId, waitsHeldBy(request.body));
+    const release = heldWaits.acquire(agent.keyId, waitsHeldBy(request.body), HeldWaitKinds.mcp_wait);
     try {
       return await answer(request, reply, agent);
     } finally {
@@ -138,9 +158,11 @@ export function mcpRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, rat
     const server = createAgentMcpServer({ deps, agent, signal: AbortSignal.any([gone.signal, shutdown]), log: request.log, requestId: request.id });
     // The SDK's own DNS-rebinding protection: a Host or Origin the server is not reached at is 403.
     const policy = hostPolicy?.();
+    // A wait with a progress token is answered as an SSE stream: its notifications go out as they come.
+    const streamed = wantsProgress(request.body);
     const transport = new Transport({
       sessionIdGenerator: undefined,
-      enableJsonResponse: true,
+      enableJsonResponse: !streamed,
       ...(policy ? { enableDnsRebindingProtection: true, allowedHosts: policy.hosts, allowedOrigins: policy.origins } : {}),
     });
     try {
@@ -148,6 +170,21 @@ export function mcpRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, rat
       const response = await transport.handleRequest(toWebRequest(request), { parsedBody: request.body });
       reply.code(response.status);
       response.headers.forEach((value, name) => void reply.header(name, value));
+      if (streamed && response.body && (response.headers.get('content-type') ?? '').startsWith('text/event-stream')) {
+        // The stream ends after the call's result; the server is closed (finally) only then. A
+        // comment goes first, so that the headers leave at once rather than with the first event.
+        const events = Readable.fromWeb(response.body as WebReadableStream<Uint8Array>);
+        const body = Readable.from(
+          (async function* () {
+            yield ': waiting\n\n';
+            yield* events;
+          })(),
+        );
+        const ended = new Promise<void>((resolve) => body.once('close', resolve));
+        void reply.send(body);
+        await ended;
+        return reply;
+      }
       const text = await response.text();
       return await reply.send(text === '' ? undefined : text);
     } finally {

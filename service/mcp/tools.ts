@@ -12,6 +12,14 @@ import type { FastifyBaseLogger } from 'fastify';
 import type { AgentIdentity } from '../domain/agent-inbox.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { teamTools } from '../tools/team-tools.ts';
+import { followReplyProgress } from './progress.ts';
+
+/** What the SDK hands a tool handler besides its arguments, as far as the tools use it. */
+interface ToolCallExtra {
+  signal: AbortSignal;
+  _meta?: { progressToken?: string | number } | undefined;
+  sendNotification(notification: { method: 'notifications/progress'; params: { progressToken: string | number; progress: number; message?: string } }): Promise<void>;
+}
 import { toProblem } from '../http/problem.ts';
 
 /** What the tools of one MCP request act with. */
@@ -80,10 +88,27 @@ export function registerAgentTools(server: McpServer, context: ToolContext): voi
     server.registerTool(
       tool.name,
       { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output, annotations: tool.annotations },
-      (args: Record<string, unknown>, extra: { signal: AbortSignal }) =>
-        run(context, () => tool.run({ deps, agent, signal: tool.holdsWait ? AbortSignal.any([context.signal, extra.signal]) : context.signal }, args), {
-          alongside: tool.holdsWait === true,
-        }),
+      (args: Record<string, unknown>, extra: ToolCallExtra) =>
+        run(
+          context,
+          async () => {
+            const signal = tool.holdsWait ? AbortSignal.any([context.signal, extra.signal]) : context.signal;
+            // A wait whose caller sent a progress token is told of replies being written meanwhile (§13).
+            const token = extra._meta?.progressToken;
+            const stopProgress =
+              tool.holdsWait && token !== undefined
+                ? await followReplyProgress(deps, agent, typeof args['thread_id'] === 'string' ? args['thread_id'] : undefined, (progress, message) => {
+                    void extra.sendNotification({ method: 'notifications/progress', params: { progressToken: token, progress, message } }).catch(() => {});
+                  })
+                : () => {};
+            try {
+              return await tool.run({ deps, agent, signal }, args);
+            } finally {
+              stopProgress();
+            }
+          },
+          { alongside: tool.holdsWait === true },
+        ),
     );
   }
 }

@@ -27,17 +27,46 @@ export interface UrlPolicy {
   resolve?: ResolveHost | undefined;
 }
 
+/** The global unicast space of IPv6 (RFC 4291 §2.4; IANA's IPv6 address space registry): 2000::/3. */
+const globalUnicast = ipaddr.parseCIDR('2000::/3');
+
+/** IPv4-compatible IPv6 addresses (`::a.b.c.d`, deprecated by RFC 4291 §2.5.5.1), which ipaddr.js names no range. */
+const ipv4Compatible = ipaddr.parseCIDR('::/96');
+
 /**
- * Why `address` may not be reached, or undefined when it is a public unicast address: loopback,
- * private (RFC 1918, unique local), link-local, carrier-grade NAT, multicast, unspecified,
- * reserved and documentation ranges, and the IPv6 ranges that embed IPv4 ones (mapped, NAT64,
- * 6to4, Teredo) are all refused, by their ipaddr.js range name.
+ * `address` as connections read it: IPv6 text in the canonical form of the URL parser (RFC 5952),
+ * other text as it is. ipaddr.js reads `::a.b.c.d` as the IPv4-mapped `::ffff:a.b.c.d`, while
+ * sockets and the URL parser read it as the IPv4-compatible `::xxxx:xxxx` it is.
+ */
+function canonicalIp(address: string): string {
+  if (isIP(address) !== 6) return address;
+  try {
+    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
+  } catch {
+    return address;
+  }
+}
+
+/**
+ * Why `address` may not be reached, or undefined when it is a public unicast address (contract
+ * §9, §14): loopback, private (RFC 1918, unique local), link-local, carrier-grade NAT, multicast,
+ * unspecified, reserved and documentation ranges, and the IPv6 ranges that embed IPv4 ones
+ * (mapped, NAT64, 6to4, Teredo) are all refused, by their ipaddr.js range name. ipaddr.js calls
+ * every IPv6 address outside its named ranges `unicast`, the IPv4-compatible `::/96` and the
+ * IETF-reserved space outside 2000::/3 included; those are refused too (`ipv4Compatible`,
+ * `reserved`), so an IPv6 address passes only when it is global unicast. Output: the range's
+ * name, `not an IP address`, or undefined.
  */
 export function refusedAddress(address: string): string | undefined {
   if (!ipaddr.isValid(address)) return 'not an IP address';
-  const parsed = ipaddr.process(address);
+  const parsed = ipaddr.process(canonicalIp(address));
   const range = parsed.range();
-  return range === 'unicast' ? undefined : range;
+  if (range !== 'unicast') return range;
+  if (parsed.kind() === 'ipv6') {
+    if (parsed.match(ipv4Compatible)) return 'ipv4Compatible';
+    if (!parsed.match(globalUnicast)) return 'reserved';
+  }
+  return undefined;
 }
 
 /** What is checked, for the error: the field's path in the request and who may only reach public addresses. */

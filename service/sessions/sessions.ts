@@ -188,6 +188,16 @@ export async function endSession(db: Queryable, sessionId: string): Promise<bool
   return rows.length > 0;
 }
 
+/**
+ * Ends the session whose secret is `secret`, of any kind, if it exists (a sign-in replacing the
+ * browser's session). A missing or malformed secret changes nothing. Output: whether one ended.
+ */
+export async function endSessionBySecret(db: Queryable, secret: string | undefined): Promise<boolean> {
+  if (!secret || !secret.startsWith(sessionSecretPrefix) || secret.length > 100) return false;
+  const rows = await db.query(`DELETE FROM sessions WHERE token_hash = $1 RETURNING id`, [hashKey(secret)]);
+  return rows.length > 0;
+}
+
 /** Whether two texts are equal, in time that does not depend on where they differ. */
 export function sameText(a: string, b: string): boolean {
   const left = createHash('sha256').update(a, 'utf8').digest();

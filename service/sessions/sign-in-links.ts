@@ -1,7 +1,8 @@
 /**
  * One-time sign-in links (contract §10): an organization key asks for a link for one of its
- * humans; whoever opens it first, before it expires, is signed in as that human. The link's
- * secret travels only in the URL; the service keeps its SHA-256.
+ * humans. Opening the link shows a page naming the human (nothing is spent); its form's POST
+ * redeems it, before it expires, once, signing that browser in as the human. The link's secret
+ * travels in the URL and the form; the service keeps its SHA-256.
  */
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { Caller, DomainDeps } from '../domain/caller.ts';
@@ -9,7 +10,7 @@ import { iso, newId } from '../domain/ids.ts';
 import { generateSecret, hashKey } from '../domain/key-secrets.ts';
 import { getHuman } from '../domain/participants.ts';
 import type { Db } from '../storage/db.ts';
-import { createPersonSession, SessionMethods, type PersonSession } from './sessions.ts';
+import { createPersonSession, endSessionBySecret, SessionMethods, type PersonSession } from './sessions.ts';
 
 /** Every sign-in link secret starts with this. */
 export const signInLinkPrefix = 'acs_signin_';
@@ -49,14 +50,49 @@ export async function createSignInLink(deps: DomainDeps, caller: Caller, humanId
   return { url: url.href, expires_at: iso(rows[0].expires_at), human_id: humanId };
 }
 
+/** What the page of an unused, unexpired link names (contract §10): its human, team and organization. */
+export interface SignInLinkView {
+  human_name: string;
+  team_name: string;
+  org_name: string;
+  expires_at: string;
+}
+
+/** Whether `secret` is shaped like a link's secret (a malformed one costs no query). */
+function wellFormed(secret: string | undefined): secret is string {
+  return !!secret && secret.startsWith(signInLinkPrefix) && secret.length <= 100;
+}
+
 /**
- * Opens a sign-in link: marks it used and starts a person's session as its human, in one
- * transaction, so a link signs in exactly one browser even when opened twice at once.
- * Output: the session and its secret, or undefined when the link is unknown, used or expired
- * (or its human was deleted: its links went with it).
+ * Looks a sign-in link up without spending it (the GET of its page: a mail scanner's fetch must
+ * leave it usable). Output: whom it signs in as, or undefined when it is unknown, used or
+ * expired (or its human was deleted: its links went with it). Raises nothing of its own.
  */
-export async function redeemSignInLink(db: Db, secret: string | undefined): Promise<{ secret: string; session: PersonSession } | undefined> {
-  if (!secret || !secret.startsWith(signInLinkPrefix) || secret.length > 100) return undefined;
+export async function describeSignInLink(db: Db, secret: string | undefined): Promise<SignInLinkView | undefined> {
+  if (!wellFormed(secret)) return undefined;
+  const rows = await db.query<{ human_name: string; team_name: string; org_name: string; expires_at: Date }>(
+    `SELECT p.name AS human_name, t.name AS team_name, o.name AS org_name, l.expires_at
+       FROM sign_in_links l
+       JOIN participants p ON p.id = l.human_id
+       JOIN teams t ON t.id = p.team_id
+       JOIN organizations o ON o.id = t.org_id
+      WHERE l.token_hash = $1 AND l.used_at IS NULL AND l.expires_at > now()`,
+    [hashKey(secret)],
+  );
+  const row = rows[0];
+  return row ? { human_name: row.human_name, team_name: row.team_name, org_name: row.org_name, expires_at: iso(row.expires_at) } : undefined;
+}
+
+/**
+ * Redeems a sign-in link (the POST of its page's form): marks it used, ends the session it
+ * replaces (`replaces`: the secret of the browser's current session cookie, of any kind, if
+ * any), and starts a person's session as its human, in one transaction, so a link signs in
+ * exactly one browser even when redeemed twice at once. Output: the session and its secret, or
+ * undefined when the link is unknown, used or expired (or its human was deleted) — then nothing
+ * changes, the replaced session included.
+ */
+export async function redeemSignInLink(db: Db, secret: string | undefined, options: { replaces?: string | undefined } = {}): Promise<{ secret: string; session: PersonSession } | undefined> {
+  if (!wellFormed(secret)) return undefined;
   return db.transaction(async (tx) => {
     const rows = await tx.query<{ human_id: string }>(
       `UPDATE sign_in_links SET used_at = now()
@@ -65,6 +101,7 @@ export async function redeemSignInLink(db: Db, secret: string | undefined): Prom
       [hashKey(secret)],
     );
     if (!rows[0]) return undefined;
+    await endSessionBySecret(tx, options.replaces);
     return createPersonSession(tx, { humanIds: [rows[0].human_id], method: SessionMethods.link });
   });
 }

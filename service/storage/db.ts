@@ -21,6 +21,18 @@ export interface Db extends Queryable {
   transaction<T>(fn: (tx: Queryable) => Promise<T>): Promise<T>;
   /** Closes the handle; pending work is not waited for beyond the driver's own close. */
   close(): Promise<void>;
+  /** The connection pool's figures now, for the metrics; only a handle with a pool (PostgreSQL) has it. */
+  poolStats?(): PoolStats;
+}
+
+/** What a connection pool holds now (`pg.Pool`'s counts). */
+export interface PoolStats {
+  /** Connections open, idle or in use. */
+  total: number;
+  /** Connections open and idle. */
+  idle: number;
+  /** Queries (and transactions) waiting for a connection: the pool is at its maximum. */
+  waiting: number;
 }
 
 /**

@@ -990,6 +990,63 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
       `CREATE TRIGGER messages_wake_turns AFTER INSERT ON messages FOR EACH ROW EXECUTE FUNCTION acs_wake_waiting_turns()`,
     ],
   },
+  {
+    // Replies as they are written (events/deltas.ts, events/thread-stream.ts).
+    //
+    // - A thread's stream orders its messages and its live items (deltas of a reply, the steps and
+    //   tool calls of its turns) in one sequence: message m at m, the items after it at m.1, m.2, …
+    //   `stream_after`/`stream_k` are where the last item went; an item takes the next position
+    //   under the thread's row lock (the one an append takes), so positions commit in order.
+    // - Live items are kept ten minutes for readers that resume: they are a view of a reply being
+    //   written, not a record (the reply itself is the message). The table is logged all the same:
+    //   on PGlite the database dies with acs-server, and a crash empties an unlogged table, so a
+    //   reply retried after a kill -9 could not say it restarted, nor go on with its deltas'
+    //   indexes; and each item's transaction writes the write-ahead log anyway (the thread's
+    //   position counter), so logging costs an item little more.
+    // - A reply stopped by a person (POST …/stop) is posted with `stopped`; `message.created` says
+    //   so (the deferred trigger reads the flag, which the reply's transaction sets after its insert).
+    // - A stop asked of a turn, or of a reply in progress (`agent_work`), is a flag the process
+    //   running it is told of; `agent_work.reply_id` fixes a plain reply's id when its call starts,
+    //   so a retried reply keeps it and its stream can say it restarted.
+    id: '0023_thread_streams',
+    statements: [
+      `ALTER TABLE threads ADD COLUMN stream_after integer NOT NULL DEFAULT 0`,
+      `ALTER TABLE threads ADD COLUMN stream_k integer NOT NULL DEFAULT 0`,
+      `CREATE TABLE thread_stream (
+        thread_id uuid NOT NULL REFERENCES threads(id) ON DELETE CASCADE,
+        after_seq integer NOT NULL,
+        k integer NOT NULL,
+        type text NOT NULL,
+        data jsonb NOT NULL,
+        created_at timestamptz NOT NULL DEFAULT now(),
+        PRIMARY KEY (thread_id, after_seq, k)
+      )`,
+      `CREATE INDEX thread_stream_created ON thread_stream (created_at)`,
+      `ALTER TABLE messages ADD COLUMN stopped boolean NOT NULL DEFAULT false`,
+      `ALTER TABLE agent_turns ADD COLUMN stop_requested boolean NOT NULL DEFAULT false`,
+      `ALTER TABLE agent_work ADD COLUMN stop_requested boolean NOT NULL DEFAULT false`,
+      `ALTER TABLE agent_work ADD COLUMN reply_id uuid`,
+      // As 0017's, plus `stopped`, read from the row as the transaction leaves it.
+      `CREATE OR REPLACE FUNCTION acs_event_message_created() RETURNS trigger LANGUAGE plpgsql AS $$
+       DECLARE
+         v record;
+       BEGIN
+         SELECT th.team_id, th.edge_id, t.org_id, e.participant_a, e.participant_b,
+                (SELECT m.stopped FROM messages m WHERE m.id = NEW.id) AS stopped INTO v
+           FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+          WHERE th.id = NEW.thread_id;
+         IF NOT FOUND THEN RETURN NULL; END IF;
+         PERFORM acs_append_event(v.org_id, v.team_id, 'message.created', json_build_object(
+           'message_id', NEW.id, 'thread_id', NEW.thread_id, 'sender_id', NEW.sender_id, 'content', NEW.content,
+           'attachments', NEW.attachments, 'expects_reply', NEW.expects_reply, 'sent_at', acs_iso(NEW.sent_at),
+           'stopped', COALESCE(v.stopped, false),
+           'edge_id', v.edge_id, 'team_id', v.team_id,
+           'recipient_id', CASE WHEN v.participant_a = NEW.sender_id THEN v.participant_b ELSE v.participant_a END,
+           'answers_message_id', NEW.answers_message_id));
+         RETURN NULL;
+       END $$`,
+    ],
+  },
 ];
 
 /**

@@ -50,6 +50,7 @@ export async function openPostgresDb(databaseUrl: string): Promise<Db> {
     async close() {
       await pool.end();
     },
+    poolStats: () => ({ total: pool.totalCount, idle: pool.idleCount, waiting: pool.waitingCount }),
   };
 
   async function attempt<T>(fn: (tx: Queryable) => Promise<T>): Promise<T> {

@@ -147,15 +147,19 @@ export interface FoundAnswer {
 }
 
 /**
- * The first message of `participantId` in `threadId` after `afterSeq`: the answer to a question,
- * or undefined while there is none. One index range.
+ * The answer to a question: the first message of `participantId` in `threadId` after `afterSeq`,
+ * or, with `replyTo` (the question, when the one asked is an agent that runs in the service), the
+ * first that replies to it — its turn's reply, not a note its tools wrote into the thread before
+ * it. Undefined while there is none. One index range.
  */
-export async function findAnswer(db: Queryable, wait: { threadId: string; participantId: string; afterSeq: number }): Promise<FoundAnswer | undefined> {
-  const rows = await db.query<FoundAnswer>(`SELECT id, seq, content FROM messages WHERE thread_id = $1 AND seq > $2 AND sender_id = $3 ORDER BY seq LIMIT 1`, [
-    wait.threadId,
-    wait.afterSeq,
-    wait.participantId,
-  ]);
+export async function findAnswer(
+  db: Queryable,
+  wait: { threadId: string; participantId: string; afterSeq: number; replyTo?: string | undefined },
+): Promise<FoundAnswer | undefined> {
+  const rows = await db.query<FoundAnswer>(
+    `SELECT id, seq, content FROM messages WHERE thread_id = $1 AND seq > $2 AND sender_id = $3 AND ($4::uuid IS NULL OR reply_to = $4::uuid) ORDER BY seq LIMIT 1`,
+    [wait.threadId, wait.afterSeq, wait.participantId, wait.replyTo ?? null],
+  );
   return rows[0];
 }
 

@@ -66,7 +66,7 @@ describe('teamctl completion', () => {
     const commands = await bashCompletes('teamctl ');
     expect(commands).toEqual(expect.arrayContaining(['validate', 'plan', 'apply', 'thread', 'config', 'completion']));
     expect(commands).not.toContain('completion-server');
-    expect(await bashCompletes('teamctl thread ')).toEqual(['open', 'send', 'show', 'list', 'follow']);
+    expect(await bashCompletes('teamctl thread ')).toEqual(['open', 'send', 'show', 'list', 'follow', 'stop']);
     expect(await bashCompletes('teamctl apply --eng')).toEqual(['--engine']);
     expect(await bashCompletes('teamctl apply --engine ')).toEqual(['local', 'temporal']);
     expect(await bashCompletes('teamctl --context ')).toEqual(['staging', 'prod']);

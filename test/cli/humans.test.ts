@@ -7,6 +7,7 @@ import { AcsClient } from '../../client/acs-client.ts';
 import { linkTtlSeconds } from '../../cli/commands/humans.ts';
 import { startServer } from '../../service/index.ts';
 import { runTeamctl } from '../support/cli.ts';
+import { signInWithLink } from '../support/sign-in-link.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 let apiKey: string;
@@ -14,10 +15,9 @@ let danaId: string;
 
 const teamctl = (args: string[]) => runTeamctl(args, { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey });
 
-/** Opens a link as a browser would; output: whether it set a session cookie. */
+/** Signs in with a link as a browser does (its page, then its button); output: whether a session cookie was set. */
 async function signsIn(url: string): Promise<boolean> {
-  const response = await fetch(url, { redirect: 'manual' });
-  return response.headers.getSetCookie().some((line) => /^acs_session=acs_session_/.test(line));
+  return /^acs_session=acs_session_/.test((await signInWithLink(url)).cookie ?? '');
 }
 
 beforeAll(async () => {

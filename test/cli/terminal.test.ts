@@ -2,7 +2,8 @@
  * Output that fits the terminal, and commands that end on a signal: teamctl run as a person
  * runs it, on a pseudo-terminal of a chosen size (`test/support/pty.ts`), against a real
  * acs-server. A spinner is drawn only on a usable terminal; a 0-column one (which used to make
- * `apply` redraw forever and ignore SIGTERM) gets plain lines.
+ * `apply` redraw forever and ignore SIGTERM) gets plain lines. A reply as it is written grows on
+ * its line (`thread send --wait`, `thread follow`), appended without a control character.
  */
 import { resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -10,6 +11,7 @@ import { terminalCapabilities } from '../../cli/terminal.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { startServer } from '../../service/index.ts';
 import { runOnPty } from '../support/pty.ts';
+import { startStreamDropProxy } from './stream-drop-proxy.ts';
 
 const root = resolve(import.meta.dirname, '../..');
 const teamctlBin = resolve(root, 'bin/teamctl.ts');
@@ -127,4 +129,92 @@ describe('teamctl on a terminal', () => {
       expect(await run.exited).toBe(signal === 'SIGTERM' ? 143 : 130);
     }, 60_000);
   }
+});
+
+describe('teamctl on a terminal: replies as they are written', () => {
+  /** A server of its own whose echo writes a word every 80 ms (`ACS_ECHO_STREAM_MS`). */
+  let paced: Awaited<ReturnType<typeof startServer>>;
+  let client: AcsClient;
+  let pacedEnv: NodeJS.ProcessEnv;
+  let studio: { dana: string; writer: string; edge: string };
+  const words = (count: number, label: string) => Array.from({ length: count }, (_, i) => `${label}${i + 1}`).join(' ');
+
+  beforeAll(async () => {
+    paced = await startServer({ inMemory: true, port: 0, tickMs: 50, logger: false, env: { ...process.env, ACS_ECHO_STREAM_MS: '80' } });
+    const org = await paced.provisionOrganization('terminal-streams');
+    client = new AcsClient({ baseUrl: paced.url, apiKey: org.api_key });
+    await client.putProviderKey(org.org_id, 'echo', 'echo-key');
+    const team = await client.createTeam(org.org_id, { team_name: 'studio' });
+    const dana = (await client.createHuman(team.team_id, { name: 'dana' })).human_id;
+    const writer = (await client.createAgent(team.team_id, { name: 'writer', provider: 'echo' })).agent_id;
+    const edge = (await client.createEdge(team.team_id, [dana, writer])).edge_id;
+    studio = { dana, writer, edge };
+    pacedEnv = { ...env, ACS_BASE_URL: paced.url, ACS_API_KEY: org.api_key };
+  });
+  afterAll(async () => {
+    await paced?.close();
+  });
+
+  /** A thread of dana with writer whose first exchange is done. */
+  async function threadWithWriter(): Promise<string> {
+    const opened = await client.openThread(studio.edge, { sender_agent_id: studio.dana, content: 'hello' });
+    for (let i = 0; i < 400 && (await client.getThread(opened.thread_id)).messages.length < 2; i++) await new Promise((r) => setTimeout(r, 25));
+    return opened.thread_id;
+  }
+
+  it('thread send --wait on a terminal: the reply grows on its line as it is written, then the line ends, with no control character', async () => {
+    const thread = await threadWithWriter();
+    const content = words(20, 'tty');
+    const run = runOnPty([process.execPath, teamctlBin, 'thread', 'send', thread, '--from', 'dana', '--content', content, '--wait', '60'], { rows: 24, columns: 100, env: pacedEnv });
+    // What the terminal shows after "Sent …", looked at as it grows.
+    const partial = new Set<string>();
+    const look = setInterval(() => {
+      const shown = /Sent \S+ to thread \S+\.\r\n(.*)$/s.exec(run.output())?.[1];
+      if (shown && !shown.includes('\n')) partial.add(shown);
+    }, 20);
+    const code = await run.exited;
+    clearInterval(look);
+    expect(code, run.output()).toBe(0);
+    const final = `writer: echo: ${content}`;
+    expect(run.output().endsWith(`${final}\r\n`)).toBe(true);
+    expect(run.output().split(final)).toHaveLength(2);
+    // Several lengths of the line were on screen before it ended, each the start of the reply.
+    const growing = [...partial].filter((p) => p.length > 'writer: '.length && p !== final);
+    expect(growing.length, JSON.stringify([...partial])).toBeGreaterThanOrEqual(3);
+    for (const text of growing) expect(final.startsWith(text), text).toBe(true);
+    // Appended, never redrawn: no escape sequence, no carriage return but the terminal's own line ends.
+    expect(run.output()).not.toContain('\u001b');
+    expect(run.output().replaceAll('\r\n', '\n')).not.toContain('\r');
+  }, 60_000);
+
+  it('thread follow on a terminal: a reply grows on one line across two cut connections, each word once, and a stopped one ends with [stopped]', async () => {
+    const proxy = await startStreamDropProxy(paced.url);
+    const thread = await threadWithWriter();
+    const run = runOnPty([process.execPath, teamctlBin, 'thread', 'follow', thread], { rows: 24, columns: 100, env: { ...pacedEnv, ACS_BASE_URL: proxy.url } });
+    try {
+      await run.waitFor('writer: echo: hello');
+      for (let i = 0; i < 400 && proxy.streamRequests.length === 0; i++) await new Promise((r) => setTimeout(r, 25));
+      const content = words(200, 'follow');
+      await client.appendMessage(thread, { sender_agent_id: studio.dana, content });
+      for (const [cut, deltas] of [[1, 3], [2, 8]] as const) {
+        for (let i = 0; i < 400 && proxy.deltas() < deltas; i++) await new Promise((r) => setTimeout(r, 25));
+        expect(proxy.dropStreams()).toBe(1);
+        for (let i = 0; i < 400 && proxy.streamRequests.length <= cut; i++) await new Promise((r) => setTimeout(r, 25));
+        expect(proxy.streamRequests[cut]).toMatch(/^\d+\.\d+$/);
+      }
+      await run.waitFor('follow12 ');
+      expect((await client.stopThread(thread)).stopping).toBe(1);
+      await run.waitFor('[stopped]');
+      const reply = (await client.getThread(thread)).messages.at(-1)!;
+      expect(reply).toMatchObject({ sender_id: studio.writer, stopped: true });
+      // The words as they came, on one line, across both resumes: none lost, none twice.
+      const line = `writer: ${reply.content} [stopped]\r\n`;
+      expect(run.output().split(line), run.output()).toHaveLength(2);
+      expect(run.output().match(/follow1 /g)).toHaveLength(2);
+      process.kill(await run.pid, 'SIGINT');
+      expect(await run.exited).toBe(0);
+    } finally {
+      await proxy.close();
+    }
+  }, 60_000);
 });

@@ -1,7 +1,10 @@
 /**
  * Conformance of contract §10 (people sign in: the console), over the wire only: sign-in links
- * (absolute, single use, bounds), the session cookie's attributes, what a session reaches (its
- * human's teams and threads, nothing else: 404 as to another tenant), CSRF on every change,
+ * (absolute, single use, bounds; opening one shows a page and spends nothing, only its form's
+ * POST — same origin, with the page's CSRF field and cookie — signs in, ending the browser's
+ * session), the session cookie's attributes, what a session reaches (its human's teams and
+ * threads, nothing else: 404 as to another tenant; the team graph as a member sees it; an event
+ * stream that names no place in the organization's log), CSRF on every change,
  * sign-out, deleting the human ending its sessions, the MCP keys of external agents, and the
  * operator's session. Link and session expiry are proven in test/service/sessions.test.ts, which
  * can move the clock of stored rows.
@@ -10,6 +13,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { expectProblem, expectStatus } from './contract.ts';
 import { call, freshUuid, startServer, uniqueName, type Reply, type Server } from './server.ts';
 import { openStream } from '../support/sse.ts';
+import { openLinkPage, setCookies, signInWithLink, submitLinkPage } from '../support/sign-in-link.ts';
 
 const adminToken = `admin-${crypto.randomUUID()}`;
 
@@ -74,6 +78,11 @@ async function buildWorld(): Promise<World> {
   };
 }
 
+/** Opens a URL as a browser would (no redirect followed). */
+async function open(url: string): Promise<Response> {
+  return fetch(url, { redirect: 'manual' });
+}
+
 /** The cookie a response sets, as `name=value`, with its attributes as written. */
 function setCookie(reply: { headers: Headers }, name: string): { pair: string; attributes: string[] } | undefined {
   for (const line of reply.headers.getSetCookie()) {
@@ -83,19 +92,14 @@ function setCookie(reply: { headers: Headers }, name: string): { pair: string; a
   return undefined;
 }
 
-/** Opens a sign-in link as a browser would (no redirect followed). */
-async function open(url: string): Promise<Response> {
-  return fetch(url, { redirect: 'manual' });
-}
-
-/** A person's session: its cookie and CSRF token, from a fresh sign-in link of `humanId`. */
+/** A person's session: its cookie and CSRF token, from a fresh sign-in link of `humanId` (its page, then its button). */
 async function signIn(humanId: string): Promise<{ cookie: string; csrf: string }> {
   const link = (await post(`/api/v1/humans/${humanId}/sign-in-links`, {})).body;
-  const opened = await open(link.url);
-  const cookie = setCookie({ headers: opened.headers }, 'acs_session')!.pair;
-  const me = await call(base, 'GET', '/api/v1/me', { headers: { cookie } });
+  const { cookie } = await signInWithLink(link.url);
+  expect(cookie).toBeDefined();
+  const me = await call(base, 'GET', '/api/v1/me', { headers: { cookie: cookie! } });
   expectStatus(me, 200);
-  return { cookie, csrf: me.body.csrf_token };
+  return { cookie: cookie!, csrf: me.body.csrf_token };
 }
 
 /** A request with a session's cookie (and its CSRF token unless `csrf` is null). */
@@ -148,19 +152,52 @@ describe('§10 sign-in links', () => {
     expectProblem(await call(base, 'POST', `/api/v1/humans/${world.dana}/sign-in-links`, { key: otherKey, body: {} }), 404, 'not_found');
   });
 
-  it('sign-in link: the first opening signs in with an HttpOnly, SameSite=Lax cookie on path / (not Secure on http) and goes to the inbox; a second opening signs nobody in', async () => {
+  it("sign-in link: opening it (GET) answers a page without script naming the human, the team and the organization, with one POST form and its button; it spends nothing and sets no session", async () => {
     const link = (await post(`/api/v1/humans/${world.dana}/sign-in-links`, {})).body;
-    const first = await open(link.url);
+    const page = await openLinkPage(link.url);
+    expect(page.response.status).toBe(200);
+    expect(page.response.headers.get('content-type')).toBe('text/html; charset=utf-8');
+    expect(page.response.headers.get('cache-control')).toBe('no-store');
+    const csp = page.response.headers.get('content-security-policy') ?? '';
+    expect(csp).toContain("default-src 'none'");
+    expect(csp).toContain("form-action 'self'");
+    expect(csp).toContain("frame-ancestors 'none'");
+    expect(csp).not.toMatch(/script-src|unsafe-inline/);
+    expect(page.html).not.toMatch(/<script\b|\son[a-z]+=/i);
+    expect(page.html).toContain('<h1 id="title">Sign in as dana?</h1>');
+    const org = (await call(base, 'GET', `/api/v1/organizations/${server.orgId}`, { key })).body.org_name;
+    const team = (await call(base, 'GET', `/api/v1/teams/${world.teamA}`, { key })).body.team_name;
+    expect(page.html).toContain(`as <strong>dana</strong> of team <strong>${team}</strong>, in the organization <strong>${org}</strong>`);
+    expect(page.html.match(/<form\b/g)).toHaveLength(1);
+    expect(page.html).toContain('<form method="post" action="/sign-in/link">');
+    expect(page.html.match(/<button\b[^>]*>Sign in as dana<\/button>/g)).toHaveLength(1);
+    expect(page.fields).toEqual({ token: new URL(link.url).searchParams.get('token'), csrf: expect.stringMatching(/\S{20,}/) });
+    // The form's CSRF cookie only: no session yet, nothing spent — the page opens again.
+    expect(page.cookies.map((c) => c.split('=')[0])).toEqual(['acs_signin_csrf']);
+    const csrfCookie = setCookie(page.response, 'acs_signin_csrf')!;
+    expect(csrfCookie.attributes.map((a) => a.toLowerCase())).toEqual(expect.arrayContaining(['httponly', 'samesite=strict', 'path=/sign-in/link']));
+    expect(csrfCookie.attributes.map((a) => a.toLowerCase())).not.toContain('secure');
+    const again = await openLinkPage(link.url);
+    expect(again.response.status).toBe(200);
+    expect(again.fields.token).toBe(page.fields.token);
+  });
+
+  it('sign-in link: its button (the form\'s POST) signs in with an HttpOnly, SameSite=Lax cookie on path / (not Secure on http) and goes to the inbox; afterwards the link signs nobody in', async () => {
+    const link = (await post(`/api/v1/humans/${world.dana}/sign-in-links`, {})).body;
+    const page = await openLinkPage(link.url);
+    const first = await submitLinkPage(link.url, page);
     expect(first.status).toBe(303);
     expect(first.headers.get('location')).toBe('/inbox');
     expect(first.headers.get('cache-control')).toBe('no-store');
-    const cookie = setCookie({ headers: first.headers }, 'acs_session');
+    const cookie = setCookie(first, 'acs_session');
     expect(cookie?.pair).toMatch(/^acs_session=acs_session_[0-9A-Za-z]{40}$/);
     const attributes = cookie!.attributes.map((a) => a.toLowerCase());
     expect(attributes).toContain('httponly');
     expect(attributes).toContain('samesite=lax');
     expect(attributes).toContain('path=/');
     expect(attributes).not.toContain('secure');
+    // The form's CSRF cookie is done with.
+    expect(setCookie(first, 'acs_signin_csrf')?.pair).toBe('acs_signin_csrf=');
     const me = await call(base, 'GET', '/api/v1/me', { headers: { cookie: cookie!.pair } });
     expectStatus(me, 200);
     expect(me.body.humans.map((h: { human_id: string }) => h.human_id)).toEqual([world.dana]);
@@ -169,16 +206,105 @@ describe('§10 sign-in links', () => {
     expect(me.body.method).toBe('link');
     expect(Date.parse(me.body.expires_at) - Date.parse(me.body.created_at)).toBe(7 * 24 * 3600 * 1000);
 
-    const second = await open(link.url);
+    // Used: its page goes to the sign-in page's explanation, and its form signs nobody in.
+    const reopened = await open(link.url);
+    expect(reopened.status).toBe(303);
+    expect(reopened.headers.get('location')).toBe('/sign-in?error=link_invalid');
+    const second = await submitLinkPage(link.url, page);
     expect(second.status).toBe(303);
     expect(second.headers.get('location')).toBe('/sign-in?error=link_invalid');
-    expect(setCookie({ headers: second.headers }, 'acs_session')).toBeUndefined();
+    expect(setCookie(second, 'acs_session')).toBeUndefined();
   });
 
-  it('sign-in link: a link opened twice at once signs in exactly one browser', async () => {
+  it("sign-in link: a scanner's fetches (GET and HEAD, with or without its cookies) spend nothing: the person's button still signs in", async () => {
     const link = (await post(`/api/v1/humans/${world.dana}/sign-in-links`, {})).body;
-    const openings = await Promise.all([open(link.url), open(link.url), open(link.url)]);
-    const signedIn = openings.filter((r) => setCookie({ headers: r.headers }, 'acs_session') !== undefined);
+    for (let i = 0; i < 3; i += 1) expect((await fetch(link.url, { redirect: 'manual' })).status).toBe(200);
+    expect((await fetch(link.url, { method: 'HEAD', redirect: 'manual' })).status).toBe(200);
+    const scanner = await openLinkPage(link.url);
+    await openLinkPage(link.url, { cookie: scanner.cookies.join('; ') });
+    const { cookie } = await signInWithLink(link.url);
+    expect(cookie).toMatch(/^acs_session=/);
+  });
+
+  it('sign-in link: a POST without the page\'s CSRF cookie or token, from another origin, cross-site, or without Origin is refused and spends nothing', async () => {
+    const link = (await post(`/api/v1/humans/${world.dana}/sign-in-links`, {})).body;
+    const page = await openLinkPage(link.url);
+    const other = await openLinkPage(link.url);
+    const refusals: Array<[string, () => Promise<Response>]> = [
+      ['no CSRF cookie', () => submitLinkPage(link.url, { ...page, cookies: [] })],
+      ['another browser\'s CSRF cookie', () => submitLinkPage(link.url, { ...page, cookies: other.cookies })],
+      ['no CSRF field', () => submitLinkPage(link.url, page, { fields: { token: page.fields.token! } })],
+      ['a made-up CSRF field', () => submitLinkPage(link.url, page, { fields: { ...page.fields, csrf: 'abc-def' } })],
+      ['another origin', () => submitLinkPage(link.url, page, { origin: 'https://attacker.example' })],
+      ['Origin null', () => submitLinkPage(link.url, page, { origin: 'null' })],
+      ['no Origin', () => submitLinkPage(link.url, page, { origin: null })],
+      [
+        'Sec-Fetch-Site: cross-site',
+        () =>
+          fetch(`${base}/sign-in/link`, {
+            method: 'POST',
+            redirect: 'manual',
+            headers: { 'content-type': 'application/x-www-form-urlencoded', cookie: page.cookies.join('; '), origin: new URL(link.url).origin, 'sec-fetch-site': 'cross-site' },
+            body: new URLSearchParams(page.fields).toString(),
+          }),
+      ],
+    ];
+    for (const [what, attempt] of refusals) {
+      const refused = await attempt();
+      expect(refused.status, what).toBe(303);
+      expect(refused.headers.get('location'), what).toBe('/sign-in?error=link_not_confirmed');
+      expect(setCookie(refused, 'acs_session'), what).toBeUndefined();
+    }
+    // A body that is no form is not taken either.
+    const plain = await fetch(`${base}/sign-in/link`, {
+      method: 'POST',
+      redirect: 'manual',
+      headers: { 'content-type': 'text/plain', cookie: page.cookies.join('; '), origin: new URL(link.url).origin },
+      body: new URLSearchParams(page.fields).toString(),
+    });
+    expect(plain.status).toBe(415);
+    // The link still works, from its page.
+    expect((await signInWithLink(link.url)).cookie).toMatch(/^acs_session=/);
+  });
+
+  it("sign-in link: a tenant cannot sign someone else's browser in with a link of a human the tenant controls (login CSRF)", async () => {
+    // The tenant makes a link of its own human and reads its page: token and CSRF field.
+    const link = (await post(`/api/v1/humans/${world.erin}/sign-in-links`, {})).body;
+    const tenant = await openLinkPage(link.url);
+    // The victim's browser, sent to the tenant's page, posts the tenant's form there: its own
+    // cookies (a session of its own, and the CSRF cookie of the page it saw), the tenant's fields.
+    const victim = await signIn(world.dana);
+    const victimPage = await openLinkPage(link.url, { cookie: victim.cookie });
+    const forged = await submitLinkPage(link.url, { ...victimPage, fields: tenant.fields }, { cookie: victim.cookie, origin: 'https://tenant.example' });
+    expect(forged.headers.get('location')).toBe('/sign-in?error=link_not_confirmed');
+    const sameOriginForged = await submitLinkPage(link.url, { ...tenant, cookies: [] }, { cookie: victim.cookie });
+    expect(sameOriginForged.headers.get('location')).toBe('/sign-in?error=link_not_confirmed');
+    // The victim is still dana, and the tenant's link is unspent.
+    expect((await as(victim, 'GET', '/api/v1/me')).body.humans.map((h: { name: string }) => h.name)).toEqual(['dana']);
+    expect((await openLinkPage(link.url)).response.status).toBe(200);
+  });
+
+  it('sign-in link: signing in ends the session the browser had; a refused sign-in leaves it', async () => {
+    const before = await signIn(world.dana);
+    const used = (await post(`/api/v1/humans/${world.erin}/sign-in-links`, {})).body;
+    await signInWithLink(used.url);
+    // A used link's form changes nothing, the browser's session included.
+    const stale = await openLinkPage(used.url);
+    expect(stale.response.headers.get('location')).toBe('/sign-in?error=link_invalid');
+    expectStatus(await as(before, 'GET', '/api/v1/me'), 200);
+    const link = (await post(`/api/v1/humans/${world.erin}/sign-in-links`, {})).body;
+    const { cookie, response } = await signInWithLink(link.url, { cookie: before.cookie });
+    expect(response.headers.get('location')).toBe('/inbox');
+    expectProblem(await as(before, 'GET', '/api/v1/me'), 401, 'unauthenticated');
+    const after = await call(base, 'GET', '/api/v1/me', { headers: { cookie: cookie! } });
+    expect(after.body.humans.map((h: { human_id: string }) => h.human_id)).toEqual([world.erin]);
+  });
+
+  it('sign-in link: a link redeemed twice at once signs in exactly one browser', async () => {
+    const link = (await post(`/api/v1/humans/${world.dana}/sign-in-links`, {})).body;
+    const pages = await Promise.all([openLinkPage(link.url), openLinkPage(link.url), openLinkPage(link.url)]);
+    const presses = await Promise.all(pages.map((page) => submitLinkPage(link.url, page)));
+    const signedIn = presses.filter((r) => setCookie(r, 'acs_session') !== undefined);
     expect(signedIn).toHaveLength(1);
   });
 
@@ -187,7 +313,14 @@ describe('§10 sign-in links', () => {
       const reply = await open(`${base}/sign-in/link${query}`);
       expect(reply.status).toBe(303);
       expect(reply.headers.get('location')).toBe('/sign-in?error=link_invalid');
-      expect(setCookie({ headers: reply.headers }, 'acs_session')).toBeUndefined();
+      expect(setCookie(reply, 'acs_session')).toBeUndefined();
+    }
+    // Nor does its form, whatever token it posts.
+    const page = await openLinkPage((await post(`/api/v1/humans/${world.dana}/sign-in-links`, {})).body.url);
+    for (const token of ['acs_signin_0000000000000000000000000000000000000000', '', 'x']) {
+      const reply = await submitLinkPage(`${base}/sign-in/link`, page, { fields: { ...page.fields, token } });
+      expect(reply.headers.get('location')).toBe('/sign-in?error=link_invalid');
+      expect(setCookies(reply).some((c) => c.startsWith('acs_session='))).toBe(false);
     }
   });
 });
@@ -234,11 +367,33 @@ describe('§10 what a session reaches', () => {
     expectStatus(team, 200);
     expect(team.body.humans.map((h: { name: string }) => h.name).sort()).toEqual(['dana', 'erin']);
     expect(team.body.edges).toHaveLength(2);
+    expect(team.body.agents.map((a: { name: string }) => a.name).sort()).toEqual(['scout', 'triager']);
     expectProblem(await as(dana, 'GET', `/api/v1/me/teams/${world.teamB}`), 404, 'not_found');
     const edges = await as(dana, 'GET', '/api/v1/me/edges');
     expect(edges.body.edges).toEqual([expect.objectContaining({ edge_id: world.danaEdge, human_id: world.dana, peer: { participant_id: world.triager, kind: 'agent', name: 'triager' } })]);
     expectProblem(await as(dana, 'POST', `/api/v1/me/edges/${world.erinEdge}/threads`, { content: 'hi' }), 404, 'not_found');
     expectProblem(await as(dana, 'POST', `/api/v1/me/edges/${world.bEdge}/threads`, { content: 'hi' }), 404, 'not_found');
+  });
+
+  it("reach: the team graph shows a member who is who, not how the team is configured: no agent's instructions or tools, no teammate's email, no count of others' threads", async () => {
+    await call(base, 'PATCH', `/api/v1/agents/${world.scout}`, { key, body: { instructions: 'Internal runbook: escalate to ops-pager-7731.' } });
+    await call(base, 'PATCH', `/api/v1/humans/${world.erin}`, { key, body: { email: 'erin@example.com' } });
+    const team = await as(dana, 'GET', `/api/v1/me/teams/${world.teamA}`);
+    expectStatus(team, 200);
+    const text = JSON.stringify(team.body);
+    expect(text).not.toContain('ops-pager-7731');
+    expect(text).not.toContain('erin@example.com');
+    for (const agent of team.body.agents) {
+      expect(Object.keys(agent).sort()).toEqual(['agent_id', 'created_at', 'description', 'model', 'name', 'provider', 'status', 'team_id']);
+    }
+    for (const human of team.body.humans) expect(Object.keys(human).sort()).toEqual(['created_at', 'human_id', 'name', 'team_id']);
+    expect(team.body).not.toHaveProperty('active_thread_count');
+    // Her own email is hers to see, in GET /me.
+    expect((await as(dana, 'GET', '/api/v1/me')).body.humans[0].email).toBe('dana@example.com');
+    // The organization key still reads the whole graph.
+    const full = await call(base, 'GET', `/api/v1/teams/${world.teamA}`, { key });
+    expect(JSON.stringify(full.body)).toContain('ops-pager-7731');
+    expect(JSON.stringify(full.body)).toContain('erin@example.com');
   });
 
   it('reach: a session reaches no organization route: each is 404 to it, as to another tenant', async () => {
@@ -395,9 +550,14 @@ describe("§10 the event stream of a person's threads", () => {
         ['message.created', 'opened for dana'],
         ['message.created', 'from dana'],
       ]);
-      // Ids are the organization log's seqs, increasing: a reconnecting EventSource resumes from them.
-      const seqs = events.map((e) => Number(e.id));
-      expect([...seqs].sort((a, b) => a - b)).toEqual(seqs);
+      // Ids are opaque cursors, and the data names no seq: nothing shows where the person's events
+      // stand in the organization's log, nor how many of others' came between them.
+      for (const e of events) {
+        expect(e.id).toMatch(/^[A-Za-z0-9_-]{22}$/);
+        expect(JSON.parse(e.data)).not.toHaveProperty('seq');
+      }
+      expect(new Set(events.map((e) => e.id)).size).toBe(events.length);
+      expect(stream.comments.join(' ')).not.toMatch(/\d/);
       // Resuming after the first event gives the rest, and nothing of the others' threads.
       const resumed = await openStream(`${base}/api/v1/me/events/stream`, { cookie: dana.cookie, 'last-event-id': events[0]!.id! });
       try {
@@ -408,6 +568,28 @@ describe("§10 the event stream of a person's threads", () => {
     } finally {
       stream.close();
     }
+  });
+
+  it("stream: `after` or Last-Event-ID that is not an id of the stream — a seq below the log's newest, beyond it, made up — is 400 invalid_cursor, worded alike and naming no number", async () => {
+    // Events of others first, so the organization's log is well past 1.
+    for (let i = 0; i < 3; i += 1) await post(`/api/v1/threads/${world.bThread}/messages`, { sender_agent_id: world.outsider, content: `noise ${i}` });
+    const details = new Set<string>();
+    const attempts: Array<[string, Record<string, string>]> = [
+      ['?after=0', {}],
+      ['?after=1', {}],
+      ['?after=999999999', {}],
+      ['?after=not-a-cursor', {}],
+      ['?after=AAAAAAAAAAAAAAAAAAAAAA', {}],
+      ['', { 'last-event-id': '1' }],
+      ['', { 'last-event-id': '999999999' }],
+    ];
+    for (const [query, headers] of attempts) {
+      const reply = await call(base, 'GET', `/api/v1/me/events/stream${query}`, { headers: { cookie: dana.cookie, ...headers } });
+      expectProblem(reply, 400, 'invalid_cursor');
+      details.add(reply.body.detail);
+    }
+    expect(details.size).toBe(1);
+    expect([...details][0]).not.toMatch(/\d/);
   });
 
   it("stream: without a session it is 401; an organization that is not the person's is 404", async () => {
@@ -515,10 +697,15 @@ describe('§10 behind a public https URL', () => {
     expectStatus(link, 201);
     const url = new URL(link.body.url);
     expect(`${url.origin}${url.pathname}`).toBe('https://console.example.test/sign-in/link');
-    // Opened through the server's own address (as a TLS-terminating proxy would forward it).
-    const opened = await open(`${secure.baseUrl}${url.pathname}${url.search}`);
+    // Opened through the server's own address (as a TLS-terminating proxy would forward it); the
+    // browser's form posts from the public URL's origin.
+    const page = await openLinkPage(link.body.url, { base: secure.baseUrl });
+    expect(setCookie(page.response, 'acs_signin_csrf')!.attributes.map((a) => a.toLowerCase())).toContain('secure');
+    const opened = await submitLinkPage(link.body.url, page, { base: secure.baseUrl });
     expect(opened.status).toBe(303);
+    expect(opened.headers.get('location')).toBe('/inbox');
     const cookie = setCookie({ headers: opened.headers }, 'acs_session')!;
     expect(cookie.attributes.map((a) => a.toLowerCase())).toEqual(expect.arrayContaining(['httponly', 'samesite=lax', 'path=/', 'secure']));
+
   });
 });

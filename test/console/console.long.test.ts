@@ -1,10 +1,13 @@
 /**
- * The console in a real Chromium (docs/console.md): a person signs in by a sign-in link, finds
+ * The console in a real Chromium (docs/console.md): a person signs in by a sign-in link (its
+ * page, which a mail scanner's fetch leaves unspent, then its button), finds
  * the question of an `approval` pipeline run (examples/triage.yaml, `teamctl run approval` on
  * the local engine) in the inbox, answers `approve`, and the run completes; untrusted message
  * content renders as text; another team's thread is "Not found"; a revoked session is signed
- * out; the team graph; connecting an agent; the operators' review; and axe-core finds no serious
- * or critical violation on any page. The screenshots of docs/console.md are taken here.
+ * out; the team graph; connecting an agent; the operators' review; the tool calls of an agent's
+ * turns in a thread, and an approval answered with Approve or Reject; a reply growing as it is
+ * written, and Stop; and axe-core finds no serious or critical violation on any page. The
+ * screenshots of docs/console.md are taken here.
  */
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -40,10 +43,11 @@ async function linkFor(humanId: string): Promise<string> {
   return (await ok('POST', `/api/v1/humans/${humanId}/sign-in-links`, {})).url;
 }
 
-/** A new browser context signed in as `humanId` by a link, on the inbox. */
+/** A new browser context signed in as `humanId` by a link (its page, then its button), on the inbox. */
 async function signedIn(humanId: string): Promise<{ page: Page; problems: string[] }> {
   const { page, problems } = await browser.newPage();
   await page.goto(await linkFor(humanId));
+  await page.getByRole('button', { name: /^Sign in as / }).click();
   await page.waitForURL('**/inbox');
   await expect.poll(() => page.getByRole('heading', { name: 'Inbox', level: 1 }).count()).toBe(1);
   return { page, problems };
@@ -269,6 +273,34 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     expect(await page.getByRole('button', { name: 'Sign out' }).count()).toBe(0);
   });
 
+  it("console: a sign-in link opens a page naming dana, her team and organization, without script; a mail scanner's fetch spends nothing; the page's button signs her in", async () => {
+    const link = await linkFor(ids.dana);
+    // A mail scanner fetches the link (and its page's form is never sent): nothing is spent.
+    for (const method of ['GET', 'GET', 'HEAD']) expect((await fetch(link, { method, redirect: 'manual' })).status).toBe(200);
+    const { page, problems } = await browser.newPage();
+    await page.goto(link);
+    await expect.poll(() => page.getByRole('heading', { name: 'Sign in as dana?', level: 1 }).count()).toBe(1);
+    const text = (await page.locator('main').textContent()) ?? '';
+    expect(text).toContain('as dana of team intake, in the organization acme-support');
+    // Served by the server alone: no script, one form, its one button.
+    expect(await page.locator('script').count()).toBe(0);
+    expect(await page.locator('form[method="post"]').count()).toBe(1);
+    expect(await page.getByRole('button').count()).toBe(1);
+    expect((await page.context().cookies()).map((c) => c.name)).toEqual(['acs_signin_csrf']);
+    await expectAccessible(page, 'sign-in link');
+    await screenshot(page, 'sign-in-link');
+    await page.getByRole('button', { name: 'Sign in as dana' }).click();
+    await page.waitForURL('**/inbox');
+    await expect.poll(() => page.getByRole('heading', { name: 'Inbox', level: 1 }).count()).toBe(1);
+    expect((await page.context().cookies()).map((c) => c.name)).toEqual(['acs_session']);
+    // The page's Content-Security-Policy let it be shown as it is (a refusal would be a console error).
+    expect(problems).toEqual([]);
+    // Spent: opened again, the link signs nobody in.
+    const { page: later } = await browser.newPage();
+    await later.goto(link);
+    await later.waitForURL('**/sign-in?error=link_invalid');
+  });
+
   it('console: Sign out ends the session; the sign-in page explains a used link', async () => {
     const { page } = await signedIn(ids.dana);
     await page.getByRole('button', { name: 'Sign out' }).click();
@@ -276,6 +308,7 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     expect((await page.request.get(`${server.url}/api/v1/me`)).status()).toBe(401);
     const link = await linkFor(ids.dana);
     await page.goto(link);
+    await page.getByRole('button', { name: 'Sign in as dana' }).click();
     await page.waitForURL('**/inbox');
     await page.getByRole('button', { name: 'Sign out' }).click();
     await page.goto(link);
@@ -315,6 +348,254 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     expect(orgs.body.organizations.map((o: { org_name: string }) => o.org_name)).toEqual([orgName]);
     // The operator's session reaches no person's route.
     expect((await page.request.get(`${server.url}/api/v1/me`)).status()).toBe(401);
+  });
+
+  describe('tool calls and approvals', () => {
+    /** Team desk of its own (the graph of intake stays as the tests above expect): dana; clerk (echo with the team tools, whoami needs dana's approval); researcher (echo). */
+    let desk: { dana: string; clerk: string; edge: string };
+    beforeAll(async () => {
+      // The server, organization and browser of the enclosing suite (its beforeAll runs first).
+      const team = await ok('POST', `/api/v1/organizations/${ids.orgId}/teams`, { team_name: 'desk' });
+      const dana = (await ok('POST', `/api/v1/teams/${team.team_id}/humans`, { name: 'dana' })).human_id;
+      const clerk = (await ok('POST', `/api/v1/teams/${team.team_id}/agents`, { name: 'clerk', provider: 'echo', tools: { team: true, approval: { by: 'dana', tools: ['whoami'] } } })).agent_id;
+      const researcher = (await ok('POST', `/api/v1/teams/${team.team_id}/agents`, { name: 'researcher', provider: 'echo' })).agent_id;
+      const edge = (await ok('POST', `/api/v1/teams/${team.team_id}/edges`, { participants: [dana, clerk] })).edge_id;
+      await ok('POST', `/api/v1/teams/${team.team_id}/edges`, { participants: [clerk, researcher] });
+      desk = { dana, clerk, edge };
+    });
+
+    /** dana of desk opens a thread to clerk; output: its id, once clerk's turn made `count` tool calls (read with the org key). */
+    async function askClerk(subject: string, content: string, count: number): Promise<{ threadId: string; calls: Array<{ tool: string; status: string; waiting_on: { thread_id: string } | null }> }> {
+      const threadId = (await ok('POST', `/api/v1/edges/${desk.edge}/threads`, { sender_agent_id: desk.dana, subject, content })).thread_id;
+      let calls: Array<{ tool: string; status: string; waiting_on: { thread_id: string } | null }> = [];
+      await expect
+        .poll(async () => {
+          calls = (await ok('GET', `/api/v1/threads/${threadId}/tool-calls`)).tool_calls;
+          return calls.filter((c) => c.status === 'completed' || c.status === 'awaiting_approval').length;
+        }, { timeout: 20_000 })
+        .toBe(count);
+      return { threadId, calls };
+    }
+
+    it("console: a thread shows the tool calls of the agent's turn next to the message it answers, then next to the reply; Approve answers the approval question", async () => {
+      const { threadId } = await askClerk('Tool check', 'ask researcher: status?\ncall whoami', 2);
+      const { page, problems } = await signedIn(desk.dana);
+      await page.goto(`${server.url}/threads/${threadId}`);
+      const messages = page.getByRole('list', { name: 'Messages' });
+      const turn = messages.getByRole('region', { name: "Tool calls of clerk's turn" });
+      await expect.poll(() => turn.count()).toBe(1);
+      // Under dana's message while the turn waits for her approval.
+      expect(await messages.locator(':scope > li').first().getByRole('region', { name: "Tool calls of clerk's turn" }).count()).toBe(1);
+      expect(await turn.locator('.head').textContent()).toBe("clerk's turn (no reply yet): 2 tool calls");
+      const summaries = turn.locator('summary');
+      await expect.poll(() => summaries.allTextContents()).toEqual([
+        expect.stringMatching(/^ask · asks researcher · ✓ completed · \d+(\.\d)? m?s$/),
+        expect.stringMatching(/^whoami · approval by You · ◔ awaiting approval · since /),
+      ]);
+      // Collapsed until opened: then the arguments and the result.
+      const ask = turn.locator('details').first();
+      expect(await ask.getAttribute('open')).toBeNull();
+      await summaries.first().click();
+      expect(await ask.getAttribute('open')).not.toBeNull();
+      const shown = (await ask.locator('dl').textContent()) ?? '';
+      expect(shown).toContain('Arguments');
+      expect(shown).toContain('"peer": "researcher"');
+      expect(shown).toContain('Result');
+      expect(shown).toContain('"content": "echo: status?"');
+      await expectAccessible(page, 'thread with tool calls');
+      await screenshot(page, 'tool-calls');
+
+      // The same thread open in a second tab follows what happens without a reload.
+      const watcher = await page.context().newPage();
+      await watcher.goto(`${server.url}/threads/${threadId}`);
+      const watched = watcher.getByRole('list', { name: 'Messages' }).getByRole('region', { name: "Tool calls of clerk's turn" });
+      await expect.poll(() => watched.locator('summary').nth(1).textContent()).toContain('awaiting approval');
+
+      await turn.getByRole('link', { name: "Answer clerk's approval question" }).click();
+      await page.waitForURL('**/threads/*');
+      await expect.poll(() => page.getByRole('heading', { level: 1 }).textContent()).toBe('Approval: whoami');
+      const approval = page.getByRole('region', { name: 'clerk asks for your approval' });
+      await expect.poll(() => approval.count()).toBe(1);
+      expect(await approval.textContent()).toContain('To call whoami');
+      await expectAccessible(page, 'approval');
+      await screenshot(page, 'approval');
+      await approval.getByRole('button', { name: 'Approve' }).click();
+      const answered = page.getByRole('list', { name: 'Messages' });
+      await expect.poll(() => answered.locator(':scope > li').last().textContent()).toContain('approve');
+      expect(await answered.locator(':scope > li').last().textContent()).toContain('You');
+      await expect.poll(() => approval.count()).toBe(0);
+
+      // The turn goes on: the reply comes, and the calls move next to it, whoami completed.
+      const thread = watcher.getByRole('list', { name: 'Messages' });
+      await expect.poll(() => thread.locator(':scope > li').last().textContent(), { timeout: 20_000 }).toContain('echo: ask researcher: status?');
+      const underReply = thread.locator(':scope > li').last().getByRole('region', { name: "Tool calls of clerk's turn" });
+      await expect.poll(() => underReply.locator('.head').textContent(), { timeout: 20_000 }).toBe("clerk's turn: 2 tool calls");
+      expect(await underReply.locator('summary').nth(1).textContent()).toMatch(/^whoami · approval by You · ✓ completed · /);
+      expect(await thread.locator(':scope > li').first().getByRole('region').count()).toBe(0);
+      expect(problems).toEqual([]);
+    });
+
+    it('console: Reject with a reason answers the approval question; the tool call shows rejected, with the reason', async () => {
+      const { threadId, calls } = await askClerk('Reject check', 'call whoami', 1);
+      const { page, problems } = await signedIn(desk.dana);
+      await page.goto(`${server.url}/threads/${calls[0]!.waiting_on!.thread_id}`);
+      const approval = page.getByRole('region', { name: 'clerk asks for your approval' });
+      await expect.poll(() => approval.count()).toBe(1);
+      await approval.getByRole('textbox', { name: 'Reason for rejecting (optional)' }).fill('not today');
+      await approval.getByRole('button', { name: 'Reject' }).click();
+      await expect.poll(() => page.getByRole('list', { name: 'Messages' }).locator(':scope > li').last().textContent()).toContain('reject: not today');
+      await page.goto(`${server.url}/threads/${threadId}`);
+      const turn = page.getByRole('list', { name: 'Messages' }).locator(':scope > li').last().getByRole('region', { name: "Tool calls of clerk's turn" });
+      await expect.poll(() => turn.locator('summary').first().textContent(), { timeout: 20_000 }).toMatch(/^whoami · approval by You · ✗ rejected · /);
+      await turn.locator('summary').first().click();
+      expect(await turn.locator('dl').textContent()).toContain('rejected: dana rejected it: not today');
+      expect(problems).toEqual([]);
+    });
+  });
+
+  describe('replies as they are written', () => {
+    /**
+     * A server of its own whose echo provider writes a word every 150 ms (`ACS_ECHO_STREAM_MS`),
+     * so a reply grows slowly enough to watch and to stop; the browser of the enclosing suite.
+     */
+    let paced: RunningServer;
+    let pacedKey: string;
+    let desk: { dana: string; writer: string; edge: string };
+    const pacedOk = async (method: string, path: string, body?: unknown) => {
+      const reply = await request(`${paced.url}${path}`, method, body, { 'x-api-key': pacedKey });
+      expect(reply.status, `${method} ${path}: ${JSON.stringify(reply.body)}`).toBeLessThan(300);
+      return reply.body;
+    };
+    /** What echo writes for `content`: `echo: ` and the words. */
+    const echoOf = (content: string) => `echo: ${content}`;
+    /** `count` words, numbered so that each prefix of the reply differs. */
+    const wordsText = (count: number, label: string) => Array.from({ length: count }, (_, i) => `${label}${i + 1}`).join(' ');
+
+    beforeAll(async () => {
+      paced = await startServer({ port: 0, inMemory: true, tickMs: 50, prepareConsole: true, env: { ...process.env, ACS_ECHO_STREAM_MS: '150' } });
+      const org = await paced.provisionOrganization('console-streams');
+      pacedKey = org.api_key;
+      await pacedOk('PUT', `/api/v1/organizations/${org.org_id}/api-keys/echo`, { api_key: 'echo-key' });
+      const team = await pacedOk('POST', `/api/v1/organizations/${org.org_id}/teams`, { team_name: 'studio' });
+      const dana = (await pacedOk('POST', `/api/v1/teams/${team.team_id}/humans`, { name: 'dana' })).human_id;
+      const writer = (await pacedOk('POST', `/api/v1/teams/${team.team_id}/agents`, { name: 'writer', provider: 'echo' })).agent_id;
+      const edge = (await pacedOk('POST', `/api/v1/teams/${team.team_id}/edges`, { participants: [dana, writer] })).edge_id;
+      desk = { dana, writer, edge };
+    });
+    afterAll(async () => {
+      await paced?.close();
+    });
+
+    /** dana signed in on the paced server, on a thread with writer whose first exchange is done. */
+    async function danaOnThread(subject: string): Promise<{ page: Page; problems: string[]; threadId: string }> {
+      const threadId = (await pacedOk('POST', `/api/v1/edges/${desk.edge}/threads`, { sender_agent_id: desk.dana, subject, content: 'hello' })).thread_id;
+      const { page, problems } = await browser.newPage();
+      await page.goto((await pacedOk('POST', `/api/v1/humans/${desk.dana}/sign-in-links`, {})).url);
+      await page.getByRole('button', { name: /^Sign in as / }).click();
+      await page.waitForURL('**/inbox');
+      await page.goto(`${paced.url}/threads/${threadId}`);
+      await expect.poll(() => page.getByRole('list', { name: 'Messages' }).textContent(), { timeout: 20_000 }).toContain('echo: hello');
+      return { page, problems, threadId };
+    }
+
+    /** The thread page as it is now, in one look: the growing reply (its text, aria-busy, whether a live region holds it), Stop, the messages. */
+    interface Look {
+      growing: string | null;
+      busy: string | null;
+      inLiveRegion: boolean;
+      stop: boolean;
+      messages: string[];
+    }
+    const look = (page: Page): Promise<Look> =>
+      page.evaluate(`(() => {
+        const writing = document.querySelector('.writing .reply-writing');
+        const content = writing ? writing.querySelector('.content') : null;
+        return {
+          growing: content ? content.textContent.trim() : null,
+          busy: writing ? writing.getAttribute('aria-busy') : null,
+          inLiveRegion: writing ? writing.closest('[aria-live], [role="status"], [role="log"], [role="alert"]') !== null : false,
+          stop: [...document.querySelectorAll('button')].some((b) => b.textContent === 'Stop'),
+          messages: [...document.querySelectorAll('ol.messages > li .content')].map((c) => c.textContent.trim()),
+        };
+      })()`) as Promise<Look>;
+
+    it("console: a reply grows on screen as it is written, outside any live region and aria-busy, with Stop; the whole message then takes its place, once, in the messages' polite live region", async () => {
+      const { page, problems, threadId } = await danaOnThread('Growing');
+      const content = wordsText(24, 'grow');
+      await page.getByRole('textbox', { name: 'Reply' }).fill(content);
+      await page.getByRole('button', { name: 'Send' }).click();
+      const looks: Look[] = [];
+      const deadline = Date.now() + 30_000;
+      for (;;) {
+        const now = await look(page);
+        looks.push(now);
+        if (now.messages.some((m) => m.startsWith(echoOf(content)))) break;
+        if (Date.now() > deadline) throw new Error(`the reply never came; last look: ${JSON.stringify(now)}`);
+        await page.waitForTimeout(40);
+      }
+      const final = echoOf(content);
+      // Several texts seen while it grew, each longer than the one before, each a start of the reply.
+      const seen = [...new Set(looks.map((l) => l.growing).filter((t): t is string => t !== null && t.trim() !== ''))];
+      expect(seen.length, `texts seen: ${JSON.stringify(seen)}`).toBeGreaterThanOrEqual(3);
+      expect(seen.some((t) => t.trim() !== final)).toBe(true);
+      for (const [i, text] of seen.entries()) {
+        expect(final.startsWith(text.trim()), `${JSON.stringify(text)} starts the reply`).toBe(true);
+        if (i > 0) expect(text.length).toBeGreaterThanOrEqual(seen[i - 1]!.length);
+      }
+      // While it grew: marked busy, in no live region (not read out piece by piece), with Stop.
+      const growing = looks.filter((l) => l.growing !== null && l.growing.trim() !== '' && l.growing.trim() !== final);
+      expect(growing.length).toBeGreaterThan(0);
+      for (const l of growing) expect({ busy: l.busy, inLiveRegion: l.inLiveRegion, stop: l.stop }).toEqual({ busy: 'true', inLiveRegion: false, stop: true });
+      // Posted: the message once among the messages (a polite live region), the growing text and Stop gone.
+      await expect.poll(async () => (await look(page)).growing).toBeNull();
+      const after = await look(page);
+      expect(after.messages.filter((m) => m.includes(content))).toEqual([content, final]);
+      expect(after.stop).toBe(false);
+      expect(await page.getByRole('list', { name: 'Messages' }).getAttribute('aria-live')).toBe('polite');
+      const stored = await pacedOk('GET', `/api/v1/threads/${threadId}`);
+      expect(stored.messages.at(-1)).toMatchObject({ sender_id: desk.writer, content: final, stopped: false });
+      expect(problems).toEqual([]);
+    });
+
+    it('console: Stop ends the reply being written: what was written is posted, marked stopped in words, and nothing more is written; axe finds nothing while it grows or after', async () => {
+      const { page, problems, threadId } = await danaOnThread('VPN outage summary');
+      const content = [
+        'Please draft the incident summary of the VPN outage on Tuesday: what failed, who noticed first, how long customers waited,',
+        'which certificate expired and why the renewal job did not run, what we changed since, and what we still have to do before',
+        'the next renewal in March, with an owner and a date for each step, in plain words for the whole support team.',
+      ].join(' ');
+      const full = echoOf(content);
+      await page.getByRole('textbox', { name: 'Reply' }).fill(content);
+      await page.getByRole('button', { name: 'Send' }).click();
+      const writing = page.getByRole('region', { name: 'Replies being written' });
+      await expect.poll(() => writing.textContent(), { timeout: 20_000 }).toContain('incident summary ');
+      await expectAccessible(page, 'a reply being written');
+      await screenshot(page, 'reply-writing');
+      const stopRequest = page.waitForRequest((r) => r.url().endsWith(`/api/v1/me/threads/${threadId}/stop`) && r.method() === 'POST');
+      await writing.getByRole('button', { name: 'Stop' }).click();
+      // Sent as every change of the console is: with the session's CSRF token.
+      expect((await stopRequest).headers()['x-csrf-token']).toBeTruthy();
+      const messages = page.getByRole('list', { name: 'Messages' });
+      const stoppedReply = messages.locator(':scope > li').filter({ hasText: 'Stopped while it was being written' });
+      await expect.poll(() => stoppedReply.count(), { timeout: 20_000 }).toBe(1);
+      const stored = (await pacedOk('GET', `/api/v1/threads/${threadId}`)).messages;
+      const reply = stored.at(-1);
+      expect(reply).toMatchObject({ sender_id: desk.writer, stopped: true });
+      // What echo had written until then: a start of its whole reply, and not all of it.
+      expect(full.startsWith(reply.content)).toBe(true);
+      expect(reply.content.length).toBeGreaterThanOrEqual('echo: Please draft the incident summary'.length);
+      expect(reply.content.length).toBeLessThan(full.length);
+      expect((await stoppedReply.locator('.content').textContent())?.trim()).toBe(reply.content.trim());
+      expect(await writing.count()).toBe(0);
+      await expectAccessible(page, 'a stopped reply');
+      await screenshot(page, 'reply-stopped');
+      // Nothing more is written: no word after the stop, on the page or in the thread.
+      await page.waitForTimeout(1_500);
+      expect(await writing.count()).toBe(0);
+      expect((await pacedOk('GET', `/api/v1/threads/${threadId}`)).messages).toHaveLength(stored.length);
+      expect((await look(page)).messages.at(-1)?.trim()).toBe(reply.content.trim());
+      expect(problems).toEqual([]);
+    });
   });
 });
 

@@ -93,6 +93,40 @@ describe('definitions: every problem at once', () => {
     ]);
   });
 
+  it('a number out of range is said with its bounds, taken from the schema, and hides none of the schema, expression and cross-reference problems of its pipeline or agent', () => {
+    const text = yaml(
+      ...HEAD,
+      'teams:',
+      '  - name: t',
+      '    agents:',
+      '      - { name: bot, provider: echo, maxSteps: 0, tools: { team: true, approval: { by: dan, tools: [send_message] } } }',
+      '    humans: [{ name: dana }]',
+      '    edges: [[dana, bot]]',
+      'pipelines:',
+      '  - name: p',
+      '    team: t',
+      '    steps:',
+      '      - loop:',
+      '          id: l',
+      '          maxIterations: 0',
+      "          until: \"steps.a.reply = 'x'\"",
+      '          steps:',
+      '            - { id: a, from: dana, to: bott, content: "{{ inputs.x }}", reply: { schema: { enums: [a] }, attempts: 11 } }',
+      '      - { map: { id: m, items: "[1]", maxConcurrency: 2.5, steps: [{ id: b, from: dana, to: bot, content: x }] } }',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:7:48: teams[0].agents[0].maxSteps: maxSteps must be 1–100',
+      'x.yaml:7:88: teams[0].agents[0].tools.approval.by: unknown human "dan" in team t (did you mean "dana"?)',
+      'x.yaml:16:26: pipelines[0].steps[0].loop.maxIterations: maxIterations must be 1–100',
+      'x.yaml:17:33: pipelines[0].steps[0].loop.until: invalid expression: = is not a CEL operator (did you mean "=="?)',
+      'x.yaml:19:40: pipelines[0].steps[0].loop.steps[0].to: unknown participant "bott" in team t (did you mean "bot"?)',
+      'x.yaml:19:56: pipelines[0].steps[0].loop.steps[0].content: {{ inputs.x }}: unknown input "x"',
+      'x.yaml:19:92: pipelines[0].steps[0].loop.steps[0].reply.schema.enums: unknown keyword "enums" (did you mean "enum"?)',
+      'x.yaml:19:116: pipelines[0].steps[0].loop.steps[0].reply.attempts: attempts must be 1–10',
+      'x.yaml:20:55: pipelines[0].steps[1].map.maxConcurrency: maxConcurrency must be a whole number, 1–100',
+    ]);
+  });
+
   it('more problems than the listing limit are counted in one last line', () => {
     const teams = Array.from({ length: MAX_REPORTED_PROBLEMS + 50 }, (_, i) => `  - name: t${i}\n    colour: red`);
     const lines = problemLines(yaml(...HEAD, 'teams:', ...teams));

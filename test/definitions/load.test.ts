@@ -224,7 +224,7 @@ describe('definitions: cross-field rules', () => {
     expect(parseDefinition(ok, 'x.yaml').teams[0]?.agents[0]).toEqual({ name: 'a', provider: 'echo', maxTokensPerDay: 200_000 });
     const bad = team('    agents:', '      - name: a', '        provider: echo', '        maxTokensPerDay: 0', '      - name: b', '        maxTokensPerDay: lots');
     expect(problemLines(bad)).toEqual([
-      'x.yaml:9:26: teams[0].agents[0].maxTokensPerDay: Too small: expected number to be >=1',
+      'x.yaml:9:26: teams[0].agents[0].maxTokensPerDay: maxTokensPerDay must be 1–2,000,000,000',
       'x.yaml:11:26: teams[0].agents[1].maxTokensPerDay: expected a number, got a string',
     ]);
   });

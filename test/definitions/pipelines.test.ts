@@ -253,7 +253,7 @@ describe('definitions: pipelines that decide', () => {
       'x.yaml:14:31: pipelines[0].steps[2].when: step "follow" is not a step before this one (an id with a dash is written steps[\'follow-up\'] in an expression)',
       'x.yaml:14:38: pipelines[0].steps[2].when: unknown name "up"; this can use inputs and steps',
       'x.yaml:20:9: pipelines[0].steps[3].reply: a typed reply needs a reply to check; this step has awaitReply: false',
-      'x.yaml:20:26: pipelines[0].steps[3].reply.schema: invalid JSON Schema: strict mode: unknown keyword: "enums"',
+      'x.yaml:20:28: pipelines[0].steps[3].reply.schema.enums: unknown keyword "enums" (did you mean "enum"?)',
     ]);
   });
 
@@ -323,8 +323,8 @@ describe('definitions: pipelines that decide', () => {
       '      - { sleep: { id: t, for: 1m }, onErorr: continue }',
     );
     expect(problemLines(text)).toEqual([
-      'x.yaml:12:41: pipelines[0].steps[0].loop.maxIterations: Too small: expected number to be >=1',
-      'x.yaml:13:54: pipelines[0].steps[1].map.maxConcurrency: Too big: expected number to be <=100',
+      'x.yaml:12:41: pipelines[0].steps[0].loop.maxIterations: maxIterations must be 1–100',
+      'x.yaml:13:54: pipelines[0].steps[1].map.maxConcurrency: maxConcurrency must be 1–100',
       'x.yaml:14:32: pipelines[0].steps[2].sleep.for: must be a duration such as 30s, 10m, 2h or 7d (positive, at most 365d)',
       'x.yaml:15:38: pipelines[0].steps[3].onErorr: unknown key "onErorr" (did you mean "onError"?)',
     ]);
@@ -388,5 +388,196 @@ describe('definitions: typed replies', () => {
     expect(checkReply('not-an-email', { type: 'string', format: 'email' })).toEqual({ ok: false, problems: ['the reply must match format "email"'] });
     expect(compileReplySchema({ $schema: 'http://json-schema.org/draft-07/schema#' })).toMatchObject({ ok: false, message: expect.stringContaining('2020-12') });
     expect(compileReplySchema({ type: 'object', requird: ['x'] })).toEqual({ ok: false, message: 'strict mode: unknown keyword: "requird"' });
+  });
+});
+
+describe('validate: expressions are type-checked as a run would evaluate them', () => {
+  it('validate: the issue\'s examples fail at the offending part inside the expression: a string or an int as items, an untyped reply as a condition, an int compared with a string, an unknown function', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    inputs: { version: {}, x: {} }',
+      '    steps:',
+      '      - { id: ask, from: dana, to: triager, content: x }',
+      '      - { id: a, when: "steps.ask.value", from: dana, to: writer, content: x }',
+      "      - { id: b, when: \"size(inputs.x) > 'three'\", from: dana, to: writer, content: x }",
+      "      - { id: c, when: \"inputs.x.contain('a')\", from: dana, to: writer, content: x }",
+      '      - map: { id: m1, items: "inputs.version", steps: [{ id: d, from: dana, to: writer, content: x }] }',
+      '      - map: { id: m2, items: "42", steps: [{ id: e, from: dana, to: writer, content: x }] }',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:14:25: pipelines[0].steps[1].when: when must be a bool (true or false), not a string',
+      "x.yaml:15:40: pipelines[0].steps[2].when: cannot compare an int with a string (size(inputs.x) > 'three')",
+      'x.yaml:16:34: pipelines[0].steps[3].when: unknown function "contain" (did you mean "contains"?)',
+      'x.yaml:17:32: pipelines[0].steps[4].map.items: items must be a list, not a string',
+      'x.yaml:18:32: pipelines[0].steps[5].map.items: items must be a list, not an int',
+    ]);
+  });
+
+  it('validate: a typed reply\'s value has its schema\'s type, reply is a string, iteration an int, the item its list\'s element; what may be anything says nothing', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    inputs: { n: { type: number }, flag: { type: boolean } }',
+      '    steps:',
+      '      - id: classify',
+      '        from: dana',
+      '        to: triager',
+      '        content: x',
+      '        reply: { schema: { type: object, properties: { category: { enum: [bug, idea] }, tags: { type: array, items: { type: string } }, n: { type: integer } } } }',
+      '      - { id: free, from: dana, to: writer, content: x, reply: { schema: { type: object } } }',
+      '      - { id: any, from: dana, to: writer, content: x, reply: { schema: {} } }',
+      '      - id: fine',
+      "        when: \"steps.any.value.x > 3 && steps.free.value.y == 'z' && inputs.n + 1 > 2 && inputs.flag && steps.classify.value.n == 1.0 && steps.classify.error == null && steps.classify.value.category != null && steps.classify.value.tags.exists(t, t.startsWith('a'))\"",
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+      '      - id: typo',
+      "        when: \"steps.classify.value.categroy == 'bug'\"",
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+      '      - id: text',
+      '        when: "steps.classify.reply > 3"',
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+      '      - map:',
+      '          id: per-tag',
+      '          items: "steps.classify.value.tags"',
+      '          as: tag',
+      '          steps:',
+      '            - { id: h, when: "tag > 3", from: dana, to: writer, content: x }',
+      '      - loop:',
+      '          id: rounds',
+      '          maxIterations: 2',
+      "          until: \"iteration == 'last'\"",
+      '          steps: [{ id: r, from: dana, to: writer, content: x }]',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:26:37: pipelines[0].steps[4].when: unknown field "categroy" of steps.classify.value; its schema has category, tags and n (did you mean "category"?)',
+      'x.yaml:31:37: pipelines[0].steps[5].when: cannot compare a string with an int (steps.classify.reply > 3)',
+      'x.yaml:40:35: pipelines[0].steps[6].map.steps[0].when: cannot compare a string with an int (tag > 3)',
+      "x.yaml:44:29: pipelines[0].steps[7].loop.until: cannot compare an int with a string (iteration == 'last')",
+    ]);
+  });
+
+  it('validate: the column points inside single-quoted, double-quoted, literal, folded and padded expressions, escapes included', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    steps:',
+      '      - { id: a, from: dana, to: triager, content: x }',
+      '      - id: single',
+      "        when: 'steps.a.reply == ''x'' && size(steps.a.reply) > ''y'''",
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+      '      - id: double',
+      '        when: "steps.a.reply == \\"x\\" && size(steps.a.reply) > \\"y\\""',
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+      '      - id: literal',
+      '        when: |',
+      "          steps.a.reply == 'x' &&",
+      "            size(steps.a.reply) > 'y'",
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+      '      - id: folded',
+      '        when: >',
+      "          steps.a.reply == 'x' &&",
+      "          size(steps.a.reply) > 'y'",
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+      '      - id: padded',
+      "        when: \"  size(steps.a.reply) > 'y'\"",
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+    );
+    expect(problemLines(text).map((line) => line.split(': ')[0])).toEqual(['x.yaml:14:62', 'x.yaml:19:62', 'x.yaml:26:33', 'x.yaml:33:31', 'x.yaml:38:38']);
+  });
+
+  it('validate: a name after an escape in a quoted expression, or in a folded one, is pointed at where it is written', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    steps:',
+      '      - { id: a, from: dana, to: triager, content: x }',
+      "      - { id: b, when: 'steps.a.reply == ''x'' && steps.zz.reply == ''y''', from: dana, to: writer, content: x }",
+      '      - id: c',
+      '        when: >',
+      "          steps.a.reply == 'x' &&",
+      "          steps.zz.reply == 'y'",
+      '        from: dana',
+      '        to: writer',
+      '        content: x',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:13:57: pipelines[0].steps[1].when: step "zz" is not a step before this one',
+      'x.yaml:17:17: pipelines[0].steps[2].when: step "zz" is not a step before this one',
+    ]);
+  });
+
+  it('validate: iteration is not known inside a map, even in a loop, as a run gives a map\'s items none', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    steps:',
+      '      - loop:',
+      '          id: l',
+      '          maxIterations: 2',
+      '          steps:',
+      '            - map:',
+      '                id: m',
+      '                items: "[iteration]"',
+      '                steps:',
+      '                  - { id: h, when: "iteration > 0", from: dana, to: writer, content: "{{ iteration }}" }',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:20:37: pipelines[0].steps[0].loop.steps[0].map.steps[0].when: iteration is not known inside map "m": a run gives a map\'s items no iteration, even in a loop',
+      'x.yaml:20:87: pipelines[0].steps[0].loop.steps[0].map.steps[0].content: {{ iteration }}: iteration is not known inside map "m": a run gives a map\'s items no iteration, even in a loop',
+    ]);
+  });
+
+  it('validate: a syntax error says what is wrong where it is: = for ==, a trailing &&, a string never closed', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    steps:',
+      '      - { id: a, from: dana, to: triager, content: x }',
+      "      - { id: s1, when: \"steps.a.reply = 'x'\", from: dana, to: writer, content: x }",
+      "      - { id: s2, when: \"steps.a.reply == 'x' &&\", from: dana, to: writer, content: x }",
+      "      - { id: s3, when: \"steps.a.reply == 'x\", from: dana, to: writer, content: x }",
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:13:40: pipelines[0].steps[1].when: invalid expression: = is not a CEL operator (did you mean "=="?)',
+      'x.yaml:14:47: pipelines[0].steps[2].when: invalid expression: the expression ends after &&',
+      "x.yaml:15:43: pipelines[0].steps[3].when: invalid expression: unterminated string: the ' here is never closed",
+    ]);
+  });
+});
+
+describe('validate: reply schemas', () => {
+  it('validate: a reply schema\'s problems are each at the offending keyword, in our words, with did-you-mean for unknown keywords', () => {
+    const text = yaml(
+      ...DECIDE_HEAD,
+      '    steps:',
+      '      - id: a',
+      '        from: dana',
+      '        to: triager',
+      '        content: x',
+      '        reply:',
+      '          schema:',
+      '            type: object',
+      '            properties:',
+      '              category: { enums: [bug, idea] }',
+      '              urgent: { type: bool }',
+      '              tags: { type: array, items: { enum: a } }',
+      '            requird: [category]',
+    );
+    expect(problemLines(text)).toEqual([
+      'x.yaml:20:27: pipelines[0].steps[0].reply.schema.properties.category.enums: unknown keyword "enums" (did you mean "enum"?)',
+      'x.yaml:21:31: pipelines[0].steps[0].reply.schema.properties.urgent.type: `type` must be one of string, number, integer, boolean, object, array, null',
+      'x.yaml:22:51: pipelines[0].steps[0].reply.schema.properties.tags.items.enum: `enum` must be a list',
+      'x.yaml:23:13: pipelines[0].steps[0].reply.schema.requird: unknown keyword "requird" (did you mean "required"?)',
+    ]);
   });
 });

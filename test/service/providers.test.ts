@@ -1,12 +1,16 @@
+import { randomBytes, randomUUID } from 'node:crypto';
 import { mkdtemp, rm } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { Writable } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import nock from 'nock';
 import { afterAll, afterEach, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer, type ServerOptions } from '../../service/index.ts';
-import { completion, echoCompletion, startOpenAiStub, type OpenAiStub, type StubAnswer } from '../support/openai-stub.ts';
+import { message, messageStream } from '../support/anthropic-stub.ts';
+import { cutText, type StreamFrame } from '../support/model-stream.ts';
+import { chatCompletionStream, completion, echoCompletion, startOpenAiStub, type OpenAiStub, type StubAnswer } from '../support/openai-stub.ts';
 import { buildTeam, request, startHarness, threadMessages, waitForThread, type Harness } from './helpers.ts';
+import { deltasOf, describe as describeItems, readThread, type Item, type ThreadReader } from './stream-helpers.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
 afterAll(async () => {
@@ -48,12 +52,167 @@ interface Seen {
 const textOf = (content: unknown): string =>
   typeof content === 'string' ? content : (content as Array<{ text?: string }>).map((part) => part.text ?? '').join('');
 
-/** OpenAI Chat Completions and the APIs built like it (Mistral, Groq, OpenRouter). */
-function chatCompletions(origin: string, path: string): Omit<Vendor, 'provider' | 'model'> {
+/** One server-sent event as a vendor writes it on the wire, and the piece of the reply's text it carries (if any). */
+interface WireFrame {
+  wire: string;
+  piece?: string;
+}
+
+/** The frames of a stand-in (model-stream.ts) on the wire: `event:` when named, `data:`, a blank line. */
+function onTheWire(frames: StreamFrame[]): WireFrame[] {
+  return frames.map((frame) => ({
+    wire: `${frame.event === undefined ? '' : `event: ${frame.event}\n`}data: ${frame.data}\n\n`,
+    ...(frame.content?.kind === 'text' ? { piece: frame.content.text } : {}),
+  }));
+}
+
+/** A whole event stream as one text (a vendor that answers at once). */
+const wholeStream = (frames: WireFrame[]): string => frames.map((frame) => frame.wire).join('');
+
+/** What a vendor's answer cost, as the test's vendors report it. */
+interface Cost {
+  input: number;
+  output: number;
+}
+
+const unixNow = (): number => Math.floor(Date.now() / 1000);
+
+/**
+ * OpenAI's Chat Completions stream (openai-stub.ts writes it): a `chat.completion.chunk` with the
+ * role, one per piece, one with `finish_reason`, and — the AI SDK sends `stream_options:
+ * {include_usage: true}` — one with `choices: []` and the usage; then `data: [DONE]`.
+ */
+function openAiStream(body: any, model: string, text: string, cost: Cost): WireFrame[] {
+  const answer = completion(model, text, { prompt_tokens: cost.input, completion_tokens: cost.output }) as { body: unknown };
+  return onTheWire(chatCompletionStream(body, answer.body, { size: 'word' })!);
+}
+
+/** Anthropic's Messages stream (anthropic-stub.ts writes it): `message_start` … `message_stop`, each event named. */
+function anthropicStream(body: any, model: string, text: string, cost: Cost): WireFrame[] {
+  const answer = message(model, text, { input_tokens: cost.input, output_tokens: cost.output }) as { body: unknown };
+  return onTheWire(messageStream(body, answer.body, { size: 'word' })!);
+}
+
+/**
+ * Gemini's `streamGenerateContent?alt=sse`: each event a whole `GenerateContentResponse` holding the
+ * next piece of text, lines ended by CRLF as Google sends them, no `[DONE]` (the stream's end is the
+ * end). Every chunk carries `usageMetadata` (the prompt's tokens while the reply is written); the
+ * last also the `finishReason` and the reply's tokens. `modelVersion` names the model that answered.
+ */
+function geminiStream(_body: any, model: string, text: string, cost: Cost): WireFrame[] {
+  const responseId = randomBytes(16).toString('base64url').slice(0, 22);
+  const promptTokensDetails = [{ modality: 'TEXT', tokenCount: cost.input }];
+  const pieces = cutText(text, 'word');
+  return pieces.map((piece, i) => {
+    const last = i === pieces.length - 1;
+    const usageMetadata = last
+      ? {
+          promptTokenCount: cost.input,
+          candidatesTokenCount: cost.output,
+          totalTokenCount: cost.input + cost.output,
+          promptTokensDetails,
+          candidatesTokensDetails: [{ modality: 'TEXT', tokenCount: cost.output }],
+        }
+      : { promptTokenCount: cost.input, totalTokenCount: cost.input, promptTokensDetails };
+    const chunk = {
+      candidates: [{ content: { parts: [{ text: piece }], role: 'model' }, ...(last ? { finishReason: 'STOP' } : {}), index: 0 }],
+      usageMetadata,
+      modelVersion: model,
+      responseId,
+    };
+    return { wire: `data: ${JSON.stringify(chunk)}\r\n\r\n`, piece };
+  });
+}
+
+/**
+ * Mistral's chat completions stream: `chat.completion.chunk`s (a role chunk with empty content, one
+ * per piece), the last with `finish_reason: 'stop'` and the usage — Mistral needs no
+ * `stream_options` and sends no `choices: []` chunk — each with the padding `p` Mistral adds to
+ * hide the length of a piece; then `data: [DONE]`.
+ */
+function mistralStream(_body: any, model: string, text: string, cost: Cost): WireFrame[] {
+  const head = { id: randomBytes(16).toString('hex'), object: 'chat.completion.chunk', created: unixNow(), model };
+  const padding = (piece: string) => 'abcdefghijklmnopqrstuvwxyz0123456789'.slice(0, Math.max(4, 36 - piece.length));
+  const chunk = (delta: object, finishReason: string | null, rest: object = {}) =>
+    `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta, finish_reason: finishReason }], ...rest })}\n\n`;
+  return [
+    { wire: chunk({ role: 'assistant', content: '' }, null) },
+    ...cutText(text, 'word').map((piece) => ({ wire: chunk({ content: piece }, null, { p: padding(piece) }), piece })),
+    {
+      wire: chunk({ content: '' }, 'stop', {
+        usage: { prompt_tokens: cost.input, total_tokens: cost.input + cost.output, completion_tokens: cost.output, prompt_tokens_details: { cached_tokens: 0 } },
+        p: padding(''),
+      }),
+    },
+    { wire: 'data: [DONE]\n\n' },
+  ];
+}
+
+/**
+ * Groq's chat completions stream: OpenAI's chunks (`logprobs: null`, a `system_fingerprint`), the
+ * first naming Groq's request in `x_groq.id`; the last — `delta: {}`, `finish_reason: 'stop'` —
+ * carries the usage in `x_groq.usage` with Groq's timings (the AI SDK's Groq provider reads it
+ * there and sends no `stream_options`); then `data: [DONE]`.
+ */
+function groqStream(_body: any, model: string, text: string, cost: Cost): WireFrame[] {
+  const head = { id: `chatcmpl-${randomUUID()}`, object: 'chat.completion.chunk', created: unixNow(), model, system_fingerprint: 'fp_3f39ef8cf4' };
+  const requestId = `req_${randomBytes(13).toString('hex')}`;
+  const chunk = (delta: object, finishReason: string | null, xGroq?: object) =>
+    `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }], ...(xGroq ? { x_groq: xGroq } : {}) })}\n\n`;
+  const usage = {
+    queue_time: 0.051,
+    prompt_tokens: cost.input,
+    prompt_time: 0.0021,
+    completion_tokens: cost.output,
+    completion_time: 0.0109,
+    total_tokens: cost.input + cost.output,
+    total_time: 0.013,
+  };
+  return [
+    { wire: chunk({ role: 'assistant', content: '' }, null, { id: requestId }) },
+    ...cutText(text, 'word').map((piece) => ({ wire: chunk({ content: piece }, null), piece })),
+    { wire: chunk({}, 'stop', { id: requestId, usage }) },
+    { wire: 'data: [DONE]\n\n' },
+  ];
+}
+
+/**
+ * OpenRouter's chat completions stream: first the comment `: OPENROUTER PROCESSING` it sends while
+ * the upstream provider starts, then chunks naming the generation (`gen-…`), the upstream
+ * `provider` and the model, each delta with the role, `native_finish_reason` beside
+ * `finish_reason`; the usage (always sent, in OpenRouter's shape with its cost) comes in the last
+ * chunk, with `choices: []`; then `data: [DONE]`.
+ */
+function openRouterStream(_body: any, model: string, text: string, cost: Cost): WireFrame[] {
+  const created = unixNow();
+  const head = { id: `gen-${created}-${randomBytes(10).toString('hex')}`, provider: 'Anthropic', model, object: 'chat.completion.chunk', created };
+  const chunk = (delta: object, finishReason: string | null, nativeFinishReason: string | null) =>
+    `data: ${JSON.stringify({ ...head, choices: [{ index: 0, delta, finish_reason: finishReason, native_finish_reason: nativeFinishReason, logprobs: null }] })}\n\n`;
+  const usage = {
+    prompt_tokens: cost.input,
+    completion_tokens: cost.output,
+    total_tokens: cost.input + cost.output,
+    cost: 0.000114,
+    is_byok: false,
+    prompt_tokens_details: { cached_tokens: 0, cache_write_tokens: 0, audio_tokens: 0 },
+    cost_details: { upstream_inference_cost: null, upstream_inference_prompt_cost: 0.000039, upstream_inference_completions_cost: 0.000075 },
+    completion_tokens_details: { reasoning_tokens: 0, image_tokens: 0 },
+  };
+  return [
+    { wire: ': OPENROUTER PROCESSING\n\n' },
+    ...cutText(text, 'word').map((piece) => ({ wire: chunk({ role: 'assistant', content: piece }, null, null), piece })),
+    { wire: chunk({ role: 'assistant', content: '' }, 'stop', 'end_turn') },
+    { wire: `data: ${JSON.stringify({ ...head, choices: [], usage })}\n\n` },
+    { wire: 'data: [DONE]\n\n' },
+  ];
+}
+
+/** OpenAI Chat Completions and the APIs built like it (Mistral, Groq, OpenRouter), each with its own stream. */
+function chatCompletions(origin: string, path: string, stream: Vendor['stream']): Omit<Vendor, 'provider' | 'model'> {
   return {
     origin,
     path,
-    answer: (model, text) => (completion(model, text, { prompt_tokens: 13, completion_tokens: 5 }) as { body: object }).body,
+    stream,
     usage: { input: 13, output: 5 },
     keyHeader: (key) => ['authorization', `Bearer ${key}`],
     read: (body) => ({
@@ -68,9 +227,13 @@ interface Vendor {
   provider: string;
   model: string;
   origin: string;
+  /** The path the AI SDK streams from (without the query). */
   path: string;
-  answer(model: string, text: string): object;
-  usage: { input: number; output: number };
+  /** The query it adds, when it adds one (Google's `alt=sse`). */
+  query?: Record<string, string>;
+  /** The vendor's event stream answering request `body` with `text` as `model`, cut word by word, costing `cost`. */
+  stream(body: any, model: string, text: string, cost: Cost): WireFrame[];
+  usage: Cost;
   /** Whether the AI SDK takes the answering model's id from the response (Google's provider keeps the requested one). */
   reportsModel?: false;
   /** The header that carries the key, and its value for `key`. */
@@ -79,22 +242,13 @@ interface Vendor {
 }
 
 const vendors: Vendor[] = [
-  { provider: 'openai', model: 'gpt-4o-mini', ...chatCompletions('https://api.openai.com', '/v1/chat/completions') },
+  { provider: 'openai', model: 'gpt-4o-mini', ...chatCompletions('https://api.openai.com', '/v1/chat/completions', openAiStream) },
   {
     provider: 'anthropic',
     model: 'claude-sonnet-4-5',
     origin: 'https://api.anthropic.com',
     path: '/v1/messages',
-    answer: (model, text) => ({
-      id: 'msg_1',
-      type: 'message',
-      role: 'assistant',
-      model,
-      content: [{ type: 'text', text }],
-      stop_reason: 'end_turn',
-      stop_sequence: null,
-      usage: { input_tokens: 21, output_tokens: 8 },
-    }),
+    stream: anthropicStream,
     usage: { input: 21, output: 8 },
     keyHeader: (key) => ['x-api-key', key],
     read: (body) => ({
@@ -107,16 +261,14 @@ const vendors: Vendor[] = [
     provider: 'google',
     model: 'gemini-2.0-flash',
     origin: 'https://generativelanguage.googleapis.com',
-    path: '/v1beta/models/gemini-2.0-flash:generateContent',
-    answer: (model, text) => ({
-      candidates: [{ content: { parts: [{ text }], role: 'model' }, finishReason: 'STOP', index: 0 }],
-      usageMetadata: { promptTokenCount: 17, candidatesTokenCount: 4, totalTokenCount: 21 },
-      modelVersion: model,
-    }),
+    path: '/v1beta/models/gemini-2.0-flash:streamGenerateContent',
+    query: { alt: 'sse' },
+    stream: geminiStream,
     usage: { input: 17, output: 4 },
     reportsModel: false,
     keyHeader: (key) => ['x-goog-api-key', key],
     read: (body) => ({
+      // The model is in the path, which the interceptor matches.
       model: 'gemini-2.0-flash',
       system: body.systemInstruction?.parts.map((p: { text: string }) => p.text).join(''),
       turns: body.contents.map((c: { role: string; parts: Array<{ text: string }> }) => ({
@@ -125,10 +277,35 @@ const vendors: Vendor[] = [
       })),
     }),
   },
-  { provider: 'mistral', model: 'mistral-small-latest', ...chatCompletions('https://api.mistral.ai', '/v1/chat/completions') },
-  { provider: 'groq', model: 'llama-3.3-70b-versatile', ...chatCompletions('https://api.groq.com', '/openai/v1/chat/completions') },
-  { provider: 'openrouter', model: 'anthropic/claude-sonnet-4', ...chatCompletions('https://openrouter.ai', '/api/v1/chat/completions') },
+  { provider: 'mistral', model: 'mistral-small-latest', ...chatCompletions('https://api.mistral.ai', '/v1/chat/completions', mistralStream) },
+  { provider: 'groq', model: 'llama-3.3-70b-versatile', ...chatCompletions('https://api.groq.com', '/openai/v1/chat/completions', groqStream) },
+  { provider: 'openrouter', model: 'anthropic/claude-sonnet-4', ...chatCompletions('https://openrouter.ai', '/api/v1/chat/completions', openRouterStream) },
 ];
+
+/** A promise with its resolver. */
+function deferred<T>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}
+
+/**
+ * Writes `frames` to `out` as the vendor streams them, one piece of text at a time: once `ready`
+ * resolves, each frame is written, and after a frame carrying a piece, the next waits until
+ * `published(piece)` resolves (the service has shown that piece). Ends the stream whatever
+ * happens, so a failed wait fails the test with its own message, not a hung reply.
+ */
+async function play(out: PassThrough, frames: WireFrame[], ready: Promise<unknown>, published: (piece: string) => Promise<unknown>): Promise<void> {
+  try {
+    await ready;
+    for (const frame of frames) {
+      out.write(frame.wire);
+      if (frame.piece !== undefined) await published(frame.piece);
+    }
+  } finally {
+    out.end();
+  }
+}
 
 describe('providers: each vendor API (nock)', () => {
   beforeAll(() => {
@@ -139,60 +316,104 @@ describe('providers: each vendor API (nock)', () => {
   afterEach(() => nock.cleanAll());
   afterAll(() => nock.enableNetConnect());
 
-  it.each(vendors)('providers: a $provider agent sends its model, instructions, the thread with its roles and the stored key, and posts each reply once', async (vendor) => {
-    const seen: Seen[] = [];
-    const key = `${vendor.provider}-stored-key-0001`;
-    // Only a request carrying the organization's stored key matches; a key from the service's own
-    // environment must never be used (contract §8).
-    const scope = nock(vendor.origin)
-      .post(vendor.path)
-      .matchHeader(...vendor.keyHeader(key))
-      .times(2)
-      // nock 15 hands a reply function the Fetch API Request.
-      .reply(async (request: Request) => {
-        seen.push(vendor.read(await request.json()));
-        return [200, vendor.answer(`${vendor.model}-2026`, `answer ${seen.length}`)];
-      });
-    const h = await harness({ env: { OPENAI_API_KEY: 'sk-from-env', ANTHROPIC_API_KEY: 'env-key', GOOGLE_GENERATIVE_AI_API_KEY: 'env-key' } });
-    await h.call('PUT', `/organizations/${h.orgId}/api-keys/${vendor.provider}`, { api_key: key });
-    const ids = await buildTeam(h, { provider: vendor.provider, model: vendor.model, instructions: 'You are terse.' });
-    const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hello' });
-    const threadId: string = thread.body.thread_id;
-    await waitForThread(h, threadId, (ms) => ms.length >= 2);
-    await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'and now?' });
-    const messages = await waitForThread(h, threadId, (ms) => ms.length >= 4);
+  /** The agent's n-th reply: six words, streamed one word a piece. */
+  const replyText = (n: number) => `answer ${n} comes word by word`;
 
-    expect(messages.map((m) => [m.sender_id === ids.agentId ? 'agent' : 'human', m.content])).toEqual([
-      ['human', 'hello'],
-      ['agent', 'answer 1'],
-      ['human', 'and now?'],
-      ['agent', 'answer 2'],
-    ]);
-    expect(scope.isDone()).toBe(true);
-    expect(seen).toEqual([
-      { model: vendor.model, system: 'You are terse.', turns: [{ role: 'user', text: 'hello' }] },
-      {
-        model: vendor.model,
-        system: 'You are terse.',
-        turns: [
-          { role: 'user', text: 'hello' },
-          { role: 'assistant', text: 'answer 1' },
-          { role: 'user', text: 'and now?' },
-        ],
-      },
-    ]);
-    const usage = (await h.call('GET', `/api/v1/agents/${ids.agentId}/usage`)).body;
-    expect(usage.by_model).toEqual([
-      { provider: vendor.provider, model: vendor.reportsModel === false ? vendor.model : `${vendor.model}-2026`, calls: 2, input_tokens: 2 * vendor.usage.input, output_tokens: 2 * vendor.usage.output },
-    ]);
-    // Nothing more is asked once each message has its reply.
-    const quiet = await h.call('GET', `/api/v1/threads/${threadId}?after=${messages[3]!.message_id}&wait=1`);
-    expect(quiet.body.messages).toEqual([]);
-    expect(seen).toHaveLength(2);
-  });
+  it.each(vendors)(
+    'providers: a $provider agent streams each reply from its vendor with its model, instructions, the thread with its roles and the stored key; each piece shows as it comes, and each reply is posted once',
+    async (vendor) => {
+      const seen: Seen[] = [];
+      const key = `${vendor.provider}-stored-key-0001`;
+      const readerOpen = deferred<ThreadReader>();
+      const streams: Array<Promise<void>> = [];
+      // The agent's text a reader of the thread must have seen as deltas so far, every reply's in turn.
+      let written = '';
+      let agentId = '';
+      const deltaText = (items: readonly Item[]) =>
+        items.filter((i) => i.event === 'message.delta' && i.data.sender_id === agentId).map((i) => i.data.text).join('');
+      // Only a request carrying the organization's stored key matches; a key from the service's own
+      // environment must never be used (contract §8).
+      const interceptor = nock(vendor.origin).post(vendor.path);
+      if (vendor.query) interceptor.query(vendor.query);
+      const scope = interceptor
+        .matchHeader(...vendor.keyHeader(key))
+        .times(2)
+        // nock 15 hands a reply function the Fetch API Request; a stream body is sent as it is written.
+        .reply(async (request: Request) => {
+          const body = await request.json();
+          seen.push(vendor.read(body));
+          const out = new PassThrough();
+          const frames = vendor.stream(body, `${vendor.model}-2026`, replyText(seen.length), vendor.usage);
+          // The vendor sends its next piece only once the service has published this one: the reply is
+          // seen as it is written, not once it is whole.
+          const piecePublished = async (piece: string) => {
+            written += piece;
+            const reader = await readerOpen.promise;
+            await reader.until(() => deltaText(reader.items()) === written, `the delta of ${JSON.stringify(piece)} (so far: ${JSON.stringify(written)})`, 10_000);
+          };
+          streams.push(play(out, frames, readerOpen.promise, piecePublished));
+          return [200, out, { 'content-type': 'text/event-stream' }];
+        });
+      const h = await harness({ env: { OPENAI_API_KEY: 'sk-from-env', ANTHROPIC_API_KEY: 'env-key', GOOGLE_GENERATIVE_AI_API_KEY: 'env-key' } });
+      await h.call('PUT', `/organizations/${h.orgId}/api-keys/${vendor.provider}`, { api_key: key });
+      const ids = await buildTeam(h, { provider: vendor.provider, model: vendor.model, instructions: 'You are terse.' });
+      agentId = ids.agentId;
+      const thread = await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'hello' });
+      const threadId: string = thread.body.thread_id;
+      const reader = await readThread(h.server.url, threadId, { 'x-api-key': h.apiKey }, { after: '0' });
+      cleanups.push(async () => reader.close());
+      readerOpen.resolve(reader);
+      await waitForThread(h, threadId, (ms) => ms.length >= 2);
+      await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'and now?' });
+      const messages = await waitForThread(h, threadId, (ms) => ms.length >= 4);
+      await Promise.all(streams);
+
+      expect(messages.map((m) => [m.sender_id === ids.agentId ? 'agent' : 'human', m.content])).toEqual([
+        ['human', 'hello'],
+        ['agent', replyText(1)],
+        ['human', 'and now?'],
+        ['agent', replyText(2)],
+      ]);
+      // Each reply came as the vendor's pieces, one delta each, in order, all before the reply itself.
+      const items = await reader.until((i) => i.event === 'message.created' && i.data.message_id === messages[3]!.message_id, 'the second reply');
+      for (const [n, replyId] of [messages[1]!.message_id, messages[3]!.message_id].entries()) {
+        const deltas = deltasOf(items, replyId);
+        expect(deltas.map((d) => d.data.text), describeItems(items)).toEqual(cutText(replyText(n + 1), 'word'));
+        expect(deltas.map((d) => d.data.index)).toEqual([0, 1, 2, 3, 4, 5]);
+        expect(items.indexOf(deltas.at(-1)!)).toBeLessThan(items.findIndex((i) => i.event === 'message.created' && i.data.message_id === replyId));
+      }
+      expect(scope.isDone()).toBe(true);
+      expect(seen).toEqual([
+        { model: vendor.model, system: 'You are terse.', turns: [{ role: 'user', text: 'hello' }] },
+        {
+          model: vendor.model,
+          system: 'You are terse.',
+          turns: [
+            { role: 'user', text: 'hello' },
+            { role: 'assistant', text: replyText(1) },
+            { role: 'user', text: 'and now?' },
+          ],
+        },
+      ]);
+      // What each streamed reply cost, as the stream's end reported it.
+      const usage = (await h.call('GET', `/api/v1/agents/${ids.agentId}/usage`)).body;
+      expect(usage.by_model).toEqual([
+        { provider: vendor.provider, model: vendor.reportsModel === false ? vendor.model : `${vendor.model}-2026`, calls: 2, input_tokens: 2 * vendor.usage.input, output_tokens: 2 * vendor.usage.output },
+      ]);
+      // Nothing more is asked once each message has its reply.
+      const quiet = await h.call('GET', `/api/v1/threads/${threadId}?after=${messages[3]!.message_id}&wait=1`);
+      expect(quiet.body.messages).toEqual([]);
+      expect(seen).toHaveLength(2);
+    },
+  );
 
   it('providers: ANTHROPIC_BASE_URL is an origin: the Messages API is called at {origin}/v1/messages', async () => {
-    const scope = nock('https://llm-gateway.internal').post('/v1/messages').reply(200, vendors[1]!.answer('claude-x', 'via gateway'));
+    const scope = nock('https://llm-gateway.internal')
+      .post('/v1/messages')
+      .reply(async (request: Request) => {
+        const body = await request.json();
+        return [200, wholeStream(anthropicStream(body, 'claude-x', 'via gateway', { input: 3, output: 2 })), { 'content-type': 'text/event-stream' }];
+      });
     const h = await harness({ env: { ANTHROPIC_BASE_URL: 'https://llm-gateway.internal/' } });
     await h.call('PUT', `/organizations/${h.orgId}/api-keys/anthropic`, { api_key: 'ant-key-0001' });
     const ids = await buildTeam(h, { provider: 'anthropic', model: 'claude-x' });

@@ -100,6 +100,29 @@ describe('acs-server: the command', () => {
   });
 });
 
+describe('acs-server start --metrics-listen', () => {
+  it('--metrics-listen: the listening line names the metrics URL, which counts the requests the API answered; /metrics on the API port is 404', async () => {
+    const server = await started(['--metrics-listen', '127.0.0.1:0']);
+    await eventually(() => /metrics: http:\/\/127\.0\.0\.1:\d+\/metrics/.test(server.out()), 10_000, 'the listening line names the metrics');
+    const metricsUrl = /metrics: (http:\/\/127\.0\.0\.1:\d+\/metrics)/.exec(server.out())![1]!;
+    const counted = async () => {
+      const text = await (await fetch(metricsUrl)).text();
+      expect(text).not.toContain(server.key);
+      return Number(/^acs_http_requests_total\{route="\/api\/v1\/organizations",method="GET",status="200"\} (\d+)$/m.exec(text)?.[1] ?? 0);
+    };
+    const before = await counted();
+    for (let i = 0; i < 3; i++) expect((await fetch(`${server.url}/api/v1/organizations`, { headers: { 'x-api-key': server.key } })).status).toBe(200);
+    expect((await fetch(`${server.url}/metrics`)).status).toBe(404);
+    expect((await counted()) - before).toBe(3);
+  });
+
+  it('--metrics-listen: an address that is not HOST:PORT is a usage error naming the flag', async () => {
+    const run = acsServer(['start', '--in-memory', '--port', '0', '--metrics-listen', '9464']);
+    expect(await run.exited).toBe(1);
+    expect(run.out()).toMatch(/--metrics-listen.*expected HOST:PORT/);
+  });
+});
+
 describe('acs-server wait', () => {
   it('waits past a credentials file of an earlier run until the new server has written its own', async () => {
     const dir = await mkdtemp(join(tmpdir(), 'acs-wait-'));

@@ -2,14 +2,23 @@
  * Console sessions and sign-in links over time (contract §10): what the conformance suite cannot
  * wait for. The test shares the server's storage and moves stored times back (a link's
  * `expires_at`, a session's `last_used_at` and `expires_at`), as hours and days passing would.
- * Also: the console's pages and assets are served with the strict Content-Security-Policy, and
- * secrets in URLs never reach a log line.
+ * Also: the console's pages and assets are served with the strict Content-Security-Policy (a
+ * sign-in link's page with its own), a person's event stream names no place in the
+ * organization's log (its cursors; an expired one answered without numbers), and secrets in URLs
+ * never reach a log line, whatever the spelling of the query.
  */
+import { createHash, randomBytes } from 'node:crypto';
+import { Writable } from 'node:stream';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loggedUrl } from '../../service/http/app.ts';
 import { consoleCsp } from '../../service/http/console-assets.ts';
-import { request, startHarnessWithDb, type Harness } from './helpers.ts';
+import { signInPageCsp } from '../../service/http/sign-in-page.ts';
+import { request, startHarness, startHarnessWithDb, type Harness } from './helpers.ts';
 import type { Db } from '../../service/storage/db.ts';
+import { signInWithLink } from '../support/sign-in-link.ts';
+import { openStream } from '../support/sse.ts';
+import { eventCursors } from '../../service/sessions/event-cursors.ts';
+import { createSecretBox } from '../../service/domain/secret-box.ts';
 
 let h: Harness & { db: Db };
 let humanId: string;
@@ -29,10 +38,9 @@ async function link(ttl?: number): Promise<string> {
   return reply.body.url;
 }
 
-/** Opens a link; output: the session cookie (`acs_session=…`) or undefined. */
+/** Signs in with a link (its page, then its button); output: the session cookie (`acs_session=…`) or undefined. */
 async function openLink(url: string): Promise<string | undefined> {
-  const response = await fetch(url.replace(/^https?:\/\/[^/]+/, h.server.url), { redirect: 'manual' });
-  return response.headers.getSetCookie().map((line) => line.split(';')[0]!).find((pair) => pair.startsWith('acs_session=') && pair.length > 'acs_session='.length);
+  return (await signInWithLink(url, { base: h.server.url })).cookie;
 }
 
 const me = (cookie: string) => request(`${h.server.url}/api/v1/me`, 'GET', undefined, { cookie });
@@ -114,6 +122,49 @@ describe("a person's threads on this backend", () => {
   });
 });
 
+describe("a person's event stream names no place in the organization's log", () => {
+  it('event cursors: a seq comes back from its cursor in its organization only; cursors are fixed per event, 22 characters, and made-up or altered ones are refused', () => {
+    const cursors = eventCursors(createSecretBox(randomBytes(32)));
+    const org = crypto.randomUUID();
+    const ids = [1, 2, 3, 1000, Number.MAX_SAFE_INTEGER].map((seq) => cursors.seal(org, seq));
+    for (const id of ids) expect(id).toMatch(/^[A-Za-z0-9_-]{22}$/);
+    expect(ids.map((id) => cursors.open(org, id))).toEqual([1, 2, 3, 1000, Number.MAX_SAFE_INTEGER]);
+    expect(cursors.seal(org, 2)).toBe(ids[1]);
+    expect(cursors.open(crypto.randomUUID(), ids[0]!)).toBeUndefined();
+    const altered = `${ids[0]!.slice(0, 5)}${ids[0]![5] === 'A' ? 'B' : 'A'}${ids[0]!.slice(6)}`;
+    for (const bad of [altered, '1', '', 'AAAAAAAAAAAAAAAAAAAAAA', `${ids[0]}A`]) expect(cursors.open(org, bad), bad).toBeUndefined();
+    // Another server key reads none of them.
+    expect(eventCursors(createSecretBox(randomBytes(32))).open(org, ids[0]!)).toBeUndefined();
+  });
+
+  it('stream: resuming from an id whose events are no longer kept is 410 events_expired, without oldest_seq or any number of the log', async () => {
+    const team = (await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'stream' })).body.team_id;
+    const gus = (await h.call('POST', `/api/v1/teams/${team}/humans`, { name: 'gus' })).body.human_id;
+    const bot = (await h.call('POST', `/api/v1/teams/${team}/agents`, { name: 'bot' })).body.agent_id;
+    const edge = (await h.call('POST', `/api/v1/teams/${team}/edges`, { participants: [gus, bot] })).body.edge_id;
+    const cookie = (await openLink((await h.call('POST', `/api/v1/humans/${gus}/sign-in-links`, {})).body.url))!;
+    const stream = await openStream(`${h.server.url}/api/v1/me/events/stream`, { cookie });
+    let first: string;
+    let thread: string;
+    try {
+      await stream.waitForComments(1);
+      thread = (await h.call('POST', `/api/v1/edges/${edge}/threads`, { sender_agent_id: bot, content: 'hello' })).body.thread_id;
+      first = (await stream.waitForEvents(1))[0]!.id!;
+    } finally {
+      stream.close();
+    }
+    await h.call('POST', `/api/v1/threads/${thread}/messages`, { sender_agent_id: bot, content: 'later' });
+    // Retention removes the events up to just after that one.
+    const [opened] = await h.db.query<{ seq: string }>(`SELECT seq FROM events WHERE org_id = $1 AND type = 'thread.opened' AND data->>'thread_id' = $2`, [h.orgId, thread]);
+    await h.db.query(`DELETE FROM events WHERE org_id = $1 AND seq <= $2`, [h.orgId, Number(opened!.seq) + 1]);
+    const expired = await request(`${h.server.url}/api/v1/me/events/stream`, 'GET', undefined, { cookie, 'last-event-id': first });
+    expect(expired.status).toBe(410);
+    expect(expired.body.code).toBe('events_expired');
+    expect(expired.body).not.toHaveProperty('oldest_seq');
+    expect(expired.body.detail).not.toMatch(/\d/);
+  });
+});
+
 describe('the console is served', () => {
   it('console: every page answers the same HTML with a strict Content-Security-Policy and no inline script', async () => {
     const pages = ['/', '/sign-in', '/inbox', `/threads/${crypto.randomUUID()}`, `/teams/${crypto.randomUUID()}`, '/connect', '/operator', '/sign-in?error=link_invalid'];
@@ -151,6 +202,26 @@ describe('the console is served', () => {
     expect(((await missing.json()) as { code: string }).code).toBe('route_not_found');
   });
 
+  it("sign-in page: no script may run, its one inline stylesheet is allowed by its hash, and the names it shows are escaped", async () => {
+    const team = (await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: '<i>ops</i> & "co"' })).body.team_id;
+    const human = (await h.call('POST', `/api/v1/teams/${team}/humans`, { name: '<script>alert(1)</script>' })).body.human_id;
+    const url = (await h.call('POST', `/api/v1/humans/${human}/sign-in-links`, {})).body.url;
+    const page = await fetch(url.replace(/^https?:\/\/[^/]+/, h.server.url), { redirect: 'manual' });
+    expect(page.status).toBe(200);
+    const html = await page.text();
+    const csp = page.headers.get('content-security-policy')!;
+    expect(csp).toBe(signInPageCsp);
+    const styles = [...html.matchAll(/<style>([\s\S]*?)<\/style>/g)].map((m) => m[1]!);
+    expect(styles).toHaveLength(1);
+    expect(csp).toContain(`style-src 'sha256-${createHash('sha256').update(styles[0]!, 'utf8').digest('base64')}'`);
+    expect(csp).not.toMatch(/script-src|unsafe/);
+    expect(html).not.toMatch(/<script\b|\sstyle=|\son[a-z]+=/i);
+    expect(html).toContain('Sign in as &lt;script&gt;alert(1)&lt;/script&gt;?');
+    expect(html).toContain('team <strong>&lt;i&gt;ops&lt;/i&gt; &amp; &quot;co&quot;</strong>');
+    expect(page.headers.get('referrer-policy')).toBe('strict-origin');
+    expect(page.headers.get('x-frame-options')).toBe('DENY');
+  });
+
   it('console: its pages are not API operations: the OpenAPI document lists none of them, nor the sign-in redirects', async () => {
     const doc = (await request(`${h.server.url}/api/v1/openapi.json`, 'GET')).body;
     const paths = Object.keys(doc.paths);
@@ -164,5 +235,55 @@ describe('the console is served', () => {
     expect(loggedUrl('/sign-in/link?token=acs_signin_abc')).toBe('/sign-in/link?token=[redacted]');
     expect(loggedUrl('/sign-in/oidc/callback?code=xyz&state=abc&iss=x')).toBe('/sign-in/oidc/callback?code=[redacted]&state=[redacted]&iss=x');
     expect(loggedUrl('/api/v1/threads/1?after=2')).toBe('/api/v1/threads/1?after=2');
+    // Decoded before it is compared: the names the router reads as token, code and state.
+    expect(loggedUrl('/sign-in/link?%74oken=s1&TOKEN=s2&to%6Ben=s3&token=a&token=s4&x=1')).toBe('/sign-in/link?%74oken=[redacted]&TOKEN=[redacted]&to%6Ben=[redacted]&token=[redacted]&token=[redacted]&x=1');
+    expect(loggedUrl('/cb?%63ode=s1&%53TATE=s2&+code+=s3&c%2564e=kept')).toBe('/cb?%63ode=[redacted]&%53TATE=[redacted]&+code+=[redacted]&c%2564e=kept');
+  });
+
+  it('logging: whatever the spelling of token, code and state in the query, the request log keeps none of their values', async () => {
+    let text = '';
+    const stream = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        text += chunk.toString('utf8');
+        done();
+      },
+    });
+    const logged = await startHarness({ inMemory: true, logger: { level: 'info', stream } });
+    try {
+      const team = await logged.call('POST', `/api/v1/organizations/${logged.orgId}/teams`, { team_name: 'ops' });
+      const human = (await logged.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'dana' })).body.human_id;
+      const url = (await logged.call('POST', `/api/v1/humans/${human}/sign-in-links`, {})).body.url as string;
+      const token = new URL(url).searchParams.get('token')!;
+      const secrets: string[] = [token];
+      const secret = (what: string) => {
+        const value = `${what}-${crypto.randomUUID()}`;
+        secrets.push(value);
+        return value;
+      };
+      // The router reads a percent-encoded name as the name itself: the link is recognised.
+      const opened = await fetch(`${logged.server.url}/sign-in/link?%74oken=${token}`, { redirect: 'manual' });
+      expect(opened.headers.get('location')).not.toBe('/sign-in?error=link_invalid');
+      const paths = [
+        `/sign-in/link?%54%4F%4B%45%4E=${secret('upper-encoded')}`,
+        `/sign-in/link?TOKEN=${secret('upper')}&Token=${secret('mixed')}`,
+        `/sign-in/link?token=${secret('first')}&token=${secret('repeated')}`,
+        `/sign-in/link?to%6ben=${secret('partly-encoded')}`,
+        `/sign-in/link?token+=${secret('plus')}&%2574oken=${secret('encoded-twice')}`,
+        `/sign-in/link?x=1;token=${secret('semicolon')}`,
+        `/sign-in/oidc/callback?%63ode=${secret('code')}&%73tate=${secret('state')}`,
+        `/sign-in/oidc/callback?CODE=${secret('upper-code')}&State=${secret('mixed-state')}&co%64e=${secret('partly-code')}`,
+        // Not a query at all, but a secret all the same: recognised by its prefix.
+        `/sign-in/link/${secret('acs_signin_inpath').replace(/-/g, '')}`,
+      ];
+      for (const path of paths) await fetch(logged.server.url + path, { redirect: 'manual' });
+      await expect.poll(() => text.split('\n').filter((line) => line.includes('"url":"/sign-in/')).length).toBeGreaterThanOrEqual(paths.length + 1);
+      for (const value of secrets) {
+        expect(text, value).not.toContain(value);
+        expect(text, value).not.toContain(value.replace(/-/g, ''));
+      }
+      expect(text).toContain('%74oken=[redacted]');
+    } finally {
+      await logged.server.close();
+    }
   });
 });

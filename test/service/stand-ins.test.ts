@@ -8,12 +8,13 @@ import { createOpenAI } from '@ai-sdk/openai';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StreamableHTTPClientTransport } from '@modelcontextprotocol/sdk/client/streamableHttp.js';
 import { CreateMessageRequestSchema, type CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { generateText, stepCountIs, tool, type ModelMessage } from 'ai';
+import { APICallError, generateText, stepCountIs, streamText, tool, type LanguageModel, type ModelMessage } from 'ai';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { z } from 'zod';
-import { messagesConversation, scriptedMessages, startAnthropicStub } from '../support/anthropic-stub.ts';
+import { anthropicError, messagesConversation, scriptedMessages, startAnthropicStub } from '../support/anthropic-stub.ts';
 import { startCountedEverything, EVERYTHING_VERSION, QUICK_TOOL, SLOW_TOOL, type CountedEverything } from '../support/mcp-everything.ts';
-import { callTool, type ModelScript } from '../support/model-script.ts';
+import { callTool, paced, type ModelScript, type ScriptReply } from '../support/model-script.ts';
+import type { ModelStub, RecordedRequest, StubOptions } from '../support/model-stub-server.ts';
 import { chatConversation, scriptedToolCompletions, startOpenAiStub, type StubRequest } from '../support/openai-stub.ts';
 
 // The SDK's warnings (an unknown model's output limit, say) are about the stand-ins' made-up models.
@@ -120,6 +121,180 @@ describe('model stand-ins, called by the AI SDK', () => {
     const seen = chatConversation(stub.requests[1]!);
     expect(seen.toolResults).toHaveLength(1);
     expect(seen.turnResults).toEqual([]);
+  });
+});
+
+/** A stand-in of each vendor, started with a script, and the AI SDK's model for it. */
+interface Vendor {
+  name: string;
+  start(script: ModelScript, options?: StubOptions): Promise<{ stub: ModelStub<RecordedRequest<{ stream?: boolean; [key: string]: unknown }>>; model: LanguageModel }>;
+  /** A 429 in the vendor's words, as a script's move. */
+  rateLimited(): ScriptReply;
+}
+
+const vendors: Vendor[] = [
+  {
+    name: 'openai-stub',
+    async start(script, options) {
+      const stub = await startOpenAiStub(scriptedToolCompletions(script), options);
+      cleanups.push(() => stub.close());
+      return { stub, model: createOpenAI({ baseURL: `${stub.origin}/v1`, apiKey: 'x' }).chat('m') };
+    },
+    rateLimited: () => ({ answer: { status: 429, body: { error: { message: 'slow down', type: 'rate_limit_exceeded', param: null, code: null } } } }),
+  },
+  {
+    name: 'anthropic-stub',
+    async start(script, options) {
+      const stub = await startAnthropicStub(scriptedMessages(script), options);
+      cleanups.push(() => stub.close());
+      return { stub, model: createAnthropic({ baseURL: `${stub.origin}/v1`, apiKey: 'x' })('claude-x') };
+    },
+    rateLimited: () => ({ answer: anthropicError(429, 'rate_limit_error', 'slow down') }),
+  },
+];
+
+const REPLY = 'The quick brown fox jumps over the lazy dog, twice.';
+
+/** Every part of a streamText call's full stream, the error it ended with (if any) included. */
+async function partsOf(result: { fullStream: AsyncIterable<{ type: string }> }): Promise<Array<{ type: string; [key: string]: unknown }>> {
+  const parts: Array<{ type: string; [key: string]: unknown }> = [];
+  try {
+    for await (const part of result.fullStream) parts.push(part as { type: string });
+  } catch (error) {
+    parts.push({ type: 'thrown', error });
+  }
+  return parts;
+}
+
+const textDeltas = (parts: Array<{ type: string; [key: string]: unknown }>) => parts.filter((p) => p.type === 'text-delta').map((p) => p.text as string);
+
+describe.each(vendors)('$name, streamed to the AI SDK\'s streamText', (vendor) => {
+  it('a scripted text reply arrives in several text-delta parts that join into it, each the stand-in recorded as a chunk', async () => {
+    const { stub, model } = await vendor.start(() => REPLY);
+    const result = streamText({ model, prompt: 'tell me', maxRetries: 0 });
+    const parts = await partsOf(result);
+
+    const deltas = textDeltas(parts);
+    expect(deltas.length).toBeGreaterThan(1);
+    expect(deltas.join('')).toBe(REPLY);
+    expect(await result.text).toBe(REPLY);
+    expect(await result.finishReason).toBe('stop');
+    const request = stub.requests[0]!;
+    expect(request.body.stream).toBe(true);
+    expect(request.streamed).toBe(true);
+    expect(request.chunks.map((c) => c.text)).toEqual(deltas);
+    expect(request.chunks.every((c) => c.kind === 'text')).toBe(true);
+    expect(await request.ended).toEqual({ aborted: false });
+  });
+
+  it('a scripted tool call arrives in toolCalls with its arguments, which the stand-in sent in several fragments', async () => {
+    const { stub, model } = await vendor.start((c) => callTool('lookup', { query: c.lastUserText }));
+    const result = streamText({ model, tools: { lookup }, prompt: 'meaning of life', maxRetries: 0 });
+    await partsOf(result);
+
+    expect(await result.toolCalls).toEqual([expect.objectContaining({ type: 'tool-call', toolName: 'lookup', input: { query: 'meaning of life' } })]);
+    expect(await result.finishReason).toBe('tool-calls');
+    const fragments = stub.requests[0]!.chunks.filter((c) => c.kind === 'tool-input');
+    expect(fragments.length).toBeGreaterThan(1);
+    expect(fragments.map((c) => c.text).join('')).toBe('{"query":"meaning of life"}');
+  });
+
+  it('the usage of a streamed answer reaches the AI SDK as it does unstreamed', async () => {
+    const { model } = await vendor.start(() => REPLY);
+    const streamed = streamText({ model, prompt: 'tell me', maxRetries: 0 });
+    await partsOf(streamed);
+    const whole = await generateText({ model, prompt: 'tell me', maxRetries: 0 });
+    const { inputTokens, outputTokens } = await streamed.usage;
+    expect({ inputTokens, outputTokens }).toEqual({ inputTokens: whole.usage.inputTokens, outputTokens: whole.usage.outputTokens });
+    expect(inputTokens).toBeGreaterThan(0);
+  });
+
+  it('an error status answers a streaming request as plain JSON, which the AI SDK reports as that status', async () => {
+    const { stub, model } = await vendor.start(() => vendor.rateLimited());
+    const parts = await partsOf(streamText({ model, prompt: 'tell me', maxRetries: 0 }));
+
+    const failure = parts.find((p) => p.type === 'error' || p.type === 'thrown')!;
+    expect(APICallError.isInstance(failure.error)).toBe(true);
+    expect((failure.error as APICallError).statusCode).toBe(429);
+    expect(stub.requests[0]!.streamed).toBe(false);
+  });
+
+  it('a paced reply: chunks of the size asked, recorded in order, at least the delay apart', async () => {
+    const { stub, model } = await vendor.start(() => paced(REPLY, { size: 7, delayMs: 25 }), { chunk: { size: 'word', delayMs: 0 } });
+    const deltas = textDeltas(await partsOf(streamText({ model, prompt: 'tell me', maxRetries: 0 })));
+
+    const { chunks } = stub.requests[0]!;
+    expect(chunks.map((c) => c.text)).toEqual(deltas);
+    expect(chunks.map((c) => c.text.length)).toEqual([7, 7, 7, 7, 7, 7, 7, 2]);
+    // The stand-in's own clock: a timer may fire up to 1 ms before its time.
+    const gaps = chunks.slice(1).map((c, i) => c.at - chunks[i]!.at);
+    expect(gaps.every((gap) => gap >= 24)).toBe(true);
+    const frameTimes = stub.requests[0]!.frames.map((f) => f.at);
+    expect(frameTimes).toEqual([...frameTimes].sort((a, b) => a - b));
+  });
+
+  it('the stand-in\'s pace: word by word by default, and the one it was started with otherwise', async () => {
+    const { stub, model } = await vendor.start(() => REPLY, { chunk: { size: 20 } });
+    await partsOf(streamText({ model, prompt: 'tell me', maxRetries: 0 }));
+    expect(stub.requests[0]!.chunks.map((c) => c.text)).toEqual([REPLY.slice(0, 20), REPLY.slice(20, 40), REPLY.slice(40)]);
+
+    const byWord = await vendor.start(() => REPLY);
+    await partsOf(streamText({ model: byWord.model, prompt: 'tell me', maxRetries: 0 }));
+    expect(byWord.stub.requests[0]!.chunks.map((c) => c.text)).toEqual(REPLY.split(/(?<= )/));
+  });
+
+  it('a held stream: aborting the AI SDK call mid-reply, once its text so far is read, shows on the request as aborted', async () => {
+    const { stub, model } = await vendor.start(() => REPLY);
+    stub.hold(3);
+    const abort = new AbortController();
+    const result = streamText({ model, prompt: 'tell me', maxRetries: 0, abortSignal: abort.signal });
+    const read: string[] = [];
+    const reading = (async () => {
+      for await (const part of result.fullStream) {
+        if (part.type !== 'text-delta') continue;
+        read.push(part.text);
+        if (read.length === 3) abort.abort();
+      }
+    })().catch(() => undefined);
+
+    const request = await stub.held();
+    expect(await request.ended).toEqual({ aborted: true });
+    expect(request.aborted).toBe(true);
+    await reading;
+    expect(request.chunks.map((c) => c.text)).toEqual(REPLY.split(/(?<= )/).slice(0, 3));
+    expect(read).toEqual(request.chunks.map((c) => c.text));
+    stub.release();
+  });
+
+  it('a held stream goes on to its end once released, and a stream started after release is not held', async () => {
+    const { stub, model } = await vendor.start(() => REPLY);
+    stub.hold(2);
+    const first = partsOf(streamText({ model, prompt: 'tell me', maxRetries: 0 }));
+    const request = await stub.held();
+    expect(request.chunks).toHaveLength(2);
+
+    stub.release();
+    expect(textDeltas(await first).join('')).toBe(REPLY);
+    expect(await request.ended).toEqual({ aborted: false });
+    expect(textDeltas(await partsOf(streamText({ model, prompt: 'again', maxRetries: 0 }))).join('')).toBe(REPLY);
+  });
+
+  it('a hanging answer to a streaming request sends nothing until the client gives up, which shows as aborted', async () => {
+    const { stub, model } = await vendor.start(() => ({ answer: 'hang' }));
+    const abort = new AbortController();
+    const reading = partsOf(streamText({ model, prompt: 'tell me', maxRetries: 0, abortSignal: abort.signal }));
+    const request = await stub.received(1);
+    abort.abort();
+    expect(await request.ended).toEqual({ aborted: true });
+    expect(textDeltas(await reading)).toEqual([]);
+    expect(request.frames).toEqual([]);
+  });
+
+  it('a request that does not ask for a stream is answered with JSON, as before', async () => {
+    const { stub, model } = await vendor.start(() => REPLY, { chunk: { size: 3, delayMs: 50 } });
+    const result = await generateText({ model, prompt: 'tell me', maxRetries: 0 });
+    expect(result.text).toBe(REPLY);
+    expect(stub.requests[0]).toMatchObject({ streamed: false, chunks: [], frames: [] });
   });
 });
 

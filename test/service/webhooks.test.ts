@@ -300,7 +300,7 @@ describe('webhooks', () => {
 });
 
 describe('where webhooks may point', () => {
-  it('ssrf: URLs that are not https, carry credentials, or reach loopback, private, link-local or reserved addresses are refused at creation (400 webhook_url_refused)', async () => {
+  it('ssrf: URLs that are not https, carry credentials, or reach loopback, private, link-local, reserved or IPv4-compatible addresses are refused at creation (400 webhook_url_refused)', async () => {
     names.set('localhost', ['127.0.0.1']);
     names.set('intranet.example', ['10.1.2.3']);
     names.set('mixed.example', ['93.184.215.14', '192.168.1.1']);
@@ -312,6 +312,10 @@ describe('where webhooks may point', () => {
       'https://127.0.0.1/hook',
       'https://[::1]/hook',
       'https://[::ffff:127.0.0.1]/hook',
+      // IPv4-compatible (::/96, deprecated) and outside the global unicast space (contract §14).
+      'https://[::127.0.0.1]/hook',
+      'https://[::7f00:1]/hook',
+      'https://[4000::1]/hook',
       'https://10.0.0.1/hook',
       'https://172.16.5.4/hook',
       'https://192.168.0.10/hook',

@@ -4,14 +4,18 @@
  * blocks, or `tool_use` blocks (`stop_reason: 'tool_use'`) — with usage `{input_tokens,
  * output_tokens}`. The AI SDK's provider reaches it with `createAnthropic({baseURL:
  * `${origin}/v1`})` (it posts to `{baseURL}/messages` with `x-api-key` and `anthropic-version`);
- * acs-server with `ANTHROPIC_BASE_URL` = `origin` (it appends the `/v1`). Streaming
- * (`stream: true`) is not served. Same API as openai-stub.ts; scripts: model-script.ts.
+ * acs-server with `ANTHROPIC_BASE_URL` = `origin` (it appends the `/v1`). A request with
+ * `stream: true` gets a 200 answer as the Messages event stream (`message_start` …
+ * `message_stop`; see {@link messageStream}), cut and paced as the test says, and holdable
+ * half-way (model-stub-server.ts); an error status stays a JSON error, as Anthropic sends it.
+ * Same API as openai-stub.ts; scripts: model-script.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { conversationOf, parseJson, toolCallsOf, type Conversation, type ConversationEvent, type ModelScript, type OfferedTool, type ScriptedToolCall } from './model-script.ts';
-import { startModelStub, type ModelStub, type RecordedRequest, type StubAnswer } from './model-stub-server.ts';
+import { conversationOf, parseJson, scriptedAnswer, type Conversation, type ConversationEvent, type ModelScript, type OfferedTool, type ScriptedToolCall } from './model-script.ts';
+import { startModelStub, type ModelStub, type RecordedRequest, type StubAnswer, type StubOptions } from './model-stub-server.ts';
+import { cutArguments, cutText, type ChunkPace, type StreamFrame } from './model-stream.ts';
 
-export type { StubAnswer } from './model-stub-server.ts';
+export type { ChunkPace, SentChunk, SentFrame, StubAnswer, StubOptions } from './model-stub-server.ts';
 
 /** A content block of a Messages request or response (the kinds a test reads; others pass as they are). */
 export type AnthropicBlock =
@@ -41,6 +45,8 @@ export interface MessagesBody {
   system?: string | Array<{ type: 'text'; text: string }>;
   messages: AnthropicMessage[];
   tools?: AnthropicTool[];
+  /** `true`: answer with an event stream. */
+  stream?: boolean;
   [key: string]: unknown;
 }
 
@@ -133,18 +139,83 @@ export function messagesConversation(request: AnthropicRequest): Conversation {
 /**
  * Answers by a tool-calling script (model-script.ts): each request is read with
  * {@link messagesConversation}, and the script's move becomes a {@link message} (text), a
- * {@link toolUseMessage} (calls), the raw answer it gives, or — when it returns undefined —
- * {@link echoMessage}'s answer.
+ * {@link toolUseMessage} (calls), either with its own pace (`paced(…)`), the raw answer it
+ * gives, or — when it returns undefined — {@link echoMessage}'s answer.
  */
 export function scriptedMessages(script: ModelScript): (request: AnthropicRequest) => Promise<StubAnswer> {
-  return async (request) => {
-    const reply = await script(messagesConversation(request));
-    if (reply === undefined) return echoMessage(request);
-    if (typeof reply === 'string') return message(request.body.model, reply);
-    const calls = toolCallsOf(reply);
-    if (calls) return toolUseMessage(request.body.model, calls);
-    return (reply as { answer: StubAnswer }).answer;
-  };
+  return async (request) =>
+    scriptedAnswer(await script(messagesConversation(request)), {
+      echo: () => echoMessage(request),
+      text: (text) => message(request.body.model, text),
+      calls: (calls) => toolUseMessage(request.body.model, calls),
+    });
+}
+
+/** A Messages response as {@link message} and {@link toolUseMessage} write it (what {@link messageStream} reads). */
+interface MessageResponse {
+  id?: string;
+  type: 'message';
+  model?: string;
+  content: AnthropicBlock[];
+  stop_reason: string | null;
+  stop_sequence?: string | null;
+  usage?: Partial<AnthropicUsage>;
+}
+
+function isMessageResponse(body: unknown): body is MessageResponse {
+  return (body as { type?: unknown } | null)?.type === 'message' && Array.isArray((body as { content?: unknown }).content);
+}
+
+/**
+ * A Messages response (`answerBody`, as {@link message} and {@link toolUseMessage} write it) as
+ * Anthropic streams it, each frame with its `event:` name: `message_start` (the message without
+ * content, `stop_reason: null`, usage with the input tokens and 1 output token), a `ping`, then
+ * for each content block `content_block_start` (a text block with `text: ''`, a `tool_use` block
+ * with `input: {}`), its `content_block_delta`s (`text_delta` pieces of the text, `input_json_delta`
+ * pieces of the JSON-encoded input; other blocks none) and `content_block_stop`; then
+ * `message_delta` (`stop_reason`, `stop_sequence`, usage `{output_tokens}`) and `message_stop`.
+ * Text and input are cut as `pace.size` says. Undefined when `answerBody` is not a Messages
+ * response (a raw answer is sent as JSON).
+ */
+export function messageStream(body: MessagesBody, answerBody: unknown, pace: Pick<ChunkPace, 'size'>): StreamFrame[] | undefined {
+  if (!isMessageResponse(answerBody)) return undefined;
+  const event = (type: string, fields: object): StreamFrame => ({ event: type, data: JSON.stringify({ type, ...fields }) });
+  const usage = { ...DEFAULT_USAGE, ...answerBody.usage };
+  const frames: StreamFrame[] = [
+    event('message_start', {
+      message: {
+        id: answerBody.id ?? `msg_${randomBytes(12).toString('hex')}`,
+        type: 'message',
+        role: 'assistant',
+        model: answerBody.model ?? body.model,
+        content: [],
+        stop_reason: null,
+        stop_sequence: null,
+        usage: { input_tokens: usage.input_tokens, output_tokens: 1 },
+      },
+    }),
+    event('ping', {}),
+  ];
+  answerBody.content.forEach((block, index) => {
+    if (block.type === 'text') {
+      frames.push(event('content_block_start', { index, content_block: { type: 'text', text: '' } }));
+      for (const piece of cutText((block as { text: string }).text, pace.size)) {
+        frames.push({ ...event('content_block_delta', { index, delta: { type: 'text_delta', text: piece } }), content: { kind: 'text', text: piece } });
+      }
+    } else if (block.type === 'tool_use') {
+      const use = block as Extract<AnthropicBlock, { type: 'tool_use' }>;
+      frames.push(event('content_block_start', { index, content_block: { type: 'tool_use', id: use.id, name: use.name, input: {} } }));
+      for (const piece of cutArguments(JSON.stringify(use.input ?? {}), pace.size)) {
+        frames.push({ ...event('content_block_delta', { index, delta: { type: 'input_json_delta', partial_json: piece } }), content: { kind: 'tool-input', text: piece } });
+      }
+    } else {
+      frames.push(event('content_block_start', { index, content_block: block }));
+    }
+    frames.push(event('content_block_stop', { index }));
+  });
+  frames.push(event('message_delta', { delta: { stop_reason: answerBody.stop_reason, stop_sequence: answerBody.stop_sequence ?? null }, usage: { output_tokens: usage.output_tokens } }));
+  frames.push(event('message_stop', {}));
+  return frames;
 }
 
 /** A running stub. */
@@ -156,13 +227,19 @@ export interface AnthropicStub extends ModelStub<AnthropicRequest> {
 /**
  * Starts the stub on a free loopback port. `answer` decides each response (default
  * {@link echoMessage}); a request to any path not ending in `/v1/messages` is 404
- * (`not_found_error`), a body that is not JSON is 400 (`invalid_request_error`); neither is recorded.
+ * (`not_found_error`), a body that is not JSON is 400 (`invalid_request_error`); neither is
+ * recorded. A request with `stream: true` gets a 200 answer as an event stream
+ * ({@link messageStream}) cut and paced as `options.chunk` says (or the answer's own `chunk`);
+ * default word by word, at once.
  */
-export async function startAnthropicStub(answer: (request: AnthropicRequest) => StubAnswer | Promise<StubAnswer> = echoMessage): Promise<AnthropicStub> {
+export async function startAnthropicStub(answer: (request: AnthropicRequest) => StubAnswer | Promise<StubAnswer> = echoMessage, options: StubOptions = {}): Promise<AnthropicStub> {
   return startModelStub<MessagesBody>({
     accepts: (path) => path.split('?')[0]!.endsWith('/v1/messages'),
     notFound: anthropicError(404, 'not_found_error', 'not found'),
     badRequest: anthropicError(400, 'invalid_request_error', 'the body is not JSON'),
     answer,
+    wantsStream: (body) => body.stream === true,
+    streamOf: messageStream,
+    ...(options.chunk ? { chunk: options.chunk } : {}),
   });
 }

@@ -3,7 +3,8 @@
  * project's reference server, pinned in devDependencies), started as a child process over
  * Streamable HTTP on a free port, and a counting proxy in front of it that forwards everything
  * (SSE streams unbuffered) and counts JSON-RPC `tools/call` requests by tool name — the count
- * lives in the test process, so it survives a restart of acs-server ("called exactly once").
+ * lives in the test process, so it survives a restart of acs-server ("called exactly once") — and
+ * keeps every request's headers (what a client sent, e.g. its `Authorization`).
  *
  * Tools of server-everything 2026.8.31 a test can rely on (all listed by `tools/list` to any client):
  * - **A quick tool call: `echo`** `{message: string}` → text `Echo: <message>` (also `get-sum`
@@ -131,12 +132,26 @@ export interface CountedToolCall {
   at: number;
 }
 
+/** A request the proxy forwarded (any method): its JSON-RPC methods and its headers as received. */
+export interface ProxiedRequest {
+  /** The HTTP method. */
+  method: string;
+  /** The JSON-RPC methods its body holds (`initialize`, `tools/list`, `tools/call`…); [] for none. */
+  rpc: string[];
+  /** Its headers as they reached the proxy (lower-case names), e.g. to see a client's `authorization`. */
+  headers: IncomingHttpHeaders;
+  /** Arrival time (ms since the epoch). */
+  at: number;
+}
+
 /** A running counting proxy. */
 export interface CountingProxy {
   /** The proxy's URL for the upstream's path: `http://127.0.0.1:PROXY_PORT/mcp` for an upstream at `…/mcp`. */
   url: string;
   /** Every `tools/call` request received, in arrival order (counted when it arrives, before it is forwarded). */
   toolCalls: CountedToolCall[];
+  /** Every request received, in arrival order, with its headers (a test may empty it). */
+  requests: ProxiedRequest[];
   /** How many `tools/call` requests named `tool`. */
   callsOf(tool: string): number;
   /** Every tool named in `tools/call` requests with its count, e.g. `{echo: 1}`. */
@@ -152,15 +167,25 @@ function endToEnd(headers: IncomingHttpHeaders): IncomingHttpHeaders {
   return Object.fromEntries(Object.entries(headers).filter(([name]) => !HOP_BY_HOP.has(name) && name !== 'host'));
 }
 
-/** The `tools/call` requests of a JSON-RPC body (one message or a batch); [] for anything else. */
-function toolCallsIn(body: Buffer): Array<{ tool: string; arguments: unknown }> {
+/** The JSON-RPC messages of a body (one message or a batch); [] for anything else. */
+function rpcMessagesIn(body: Buffer): unknown[] {
   let parsed: unknown;
   try {
     parsed = JSON.parse(body.toString('utf8'));
   } catch {
     return [];
   }
-  const messages = Array.isArray(parsed) ? parsed : [parsed];
+  return Array.isArray(parsed) ? parsed : [parsed];
+}
+
+/** The JSON-RPC methods of a body's messages (requests and notifications). */
+function rpcMethodsIn(body: Buffer): string[] {
+  return rpcMessagesIn(body).flatMap((m) => (typeof m === 'object' && m !== null && typeof (m as { method?: unknown }).method === 'string' ? [(m as { method: string }).method] : []));
+}
+
+/** The `tools/call` requests of a JSON-RPC body (one message or a batch); [] for anything else. */
+function toolCallsIn(body: Buffer): Array<{ tool: string; arguments: unknown }> {
+  const messages = rpcMessagesIn(body);
   return messages
     .filter((m): m is { method: string; params?: { name?: unknown; arguments?: unknown } } => typeof m === 'object' && m !== null && (m as { method?: unknown }).method === 'tools/call')
     .map((m) => ({ tool: typeof m.params?.name === 'string' ? m.params.name : '', arguments: m.params?.arguments }));
@@ -176,6 +201,7 @@ function toolCallsIn(body: Buffer): Array<{ tool: string; arguments: unknown }> 
 export async function startCountingProxy(upstreamUrl: string): Promise<CountingProxy> {
   const upstream = new URL(upstreamUrl);
   const toolCalls: CountedToolCall[] = [];
+  const requests: ProxiedRequest[] = [];
   const inFlight = new Set<ClientRequest>();
   const server = createServer((req, res) => {
     const chunks: Buffer[] = [];
@@ -183,6 +209,7 @@ export async function startCountingProxy(upstreamUrl: string): Promise<CountingP
     req.on('end', () => {
       const body = Buffer.concat(chunks);
       const sessionId = req.headers['mcp-session-id'];
+      requests.push({ method: req.method ?? '', rpc: rpcMethodsIn(body), headers: { ...req.headers }, at: Date.now() });
       for (const call of toolCallsIn(body)) toolCalls.push({ ...call, sessionId: typeof sessionId === 'string' ? sessionId : undefined, at: Date.now() });
       const forward = httpRequest(
         { protocol: upstream.protocol, hostname: upstream.hostname, port: upstream.port, method: req.method, path: req.url, headers: { ...endToEnd(req.headers), host: upstream.host } },
@@ -211,6 +238,7 @@ export async function startCountingProxy(upstreamUrl: string): Promise<CountingP
   return {
     url: `http://127.0.0.1:${port}${upstream.pathname}${upstream.search}`,
     toolCalls,
+    requests,
     callsOf: (tool) => toolCalls.filter((c) => c.tool === tool).length,
     counts: () => {
       const counts: Record<string, number> = {};

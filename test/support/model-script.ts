@@ -19,6 +19,7 @@
  * ```
  */
 import type { StubAnswer } from './model-stub-server.ts';
+import type { ChunkPace } from './model-stream.ts';
 
 /** A tool the request offers the model. */
 export interface OfferedTool {
@@ -87,13 +88,20 @@ export interface ScriptedToolCall {
   id?: string;
 }
 
+/** A text reply or a step of tool calls, streamed at a pace of its own (see {@link paced}). */
+export interface PacedReply {
+  paced: string | ScriptedToolCall | ScriptedToolCall[];
+  chunk: ChunkPace;
+}
+
 /**
  * The model's next move, as a script returns it: a string is a text reply (the turn's end); a
- * call or calls (see {@link callTool}) is a step of tool calls; `{answer}` is a raw answer of the
- * stand-in (an HTTP error, `'hang'`, or a reply with chosen usage); undefined leaves the request
- * to the stand-in's default answer (an echo of the last user text).
+ * call or calls (see {@link callTool}) is a step of tool calls; {@link paced} is either of them
+ * streamed at a pace of its own; `{answer}` is a raw answer of the stand-in (an HTTP error,
+ * `'hang'`, or a reply with chosen usage); undefined leaves the request to the stand-in's default
+ * answer (an echo of the last user text).
  */
-export type ScriptReply = string | ScriptedToolCall | ScriptedToolCall[] | { answer: StubAnswer } | undefined;
+export type ScriptReply = string | ScriptedToolCall | ScriptedToolCall[] | PacedReply | { answer: StubAnswer } | undefined;
 
 /** A script: the next move for a conversation. It may be async (to wait on the test). */
 export type ModelScript = (conversation: Conversation) => ScriptReply | Promise<ScriptReply>;
@@ -101,6 +109,38 @@ export type ModelScript = (conversation: Conversation) => ScriptReply | Promise<
 /** A tool call for a script to return: `callTool('ask', {peer: 'researcher', content: 'Find X'})`. */
 export function callTool(name: string, input: unknown, id?: string): ScriptedToolCall {
   return id === undefined ? { name, input } : { name, input, id };
+}
+
+/**
+ * A reply streamed at a pace of its own, over the stand-in's (model-stream.ts), when the request
+ * asks for a stream (a JSON answer is unchanged): `paced('A long answer', {size: 'word', delayMs: 200})`.
+ */
+export function paced(reply: string | ScriptedToolCall | ScriptedToolCall[], chunk: ChunkPace): PacedReply {
+  return { paced: reply, chunk };
+}
+
+/** How a stand-in words each kind of move (see {@link scriptedAnswer}). */
+export interface AnswerWriters {
+  echo(): StubAnswer;
+  text(text: string): StubAnswer;
+  calls(calls: ScriptedToolCall[]): StubAnswer;
+}
+
+/**
+ * A script's move as the stand-in's answer: undefined is `echo()`, text is `text(…)`, calls are
+ * `calls(…)`, `{answer}` is that answer, and a {@link paced} reply is its text or calls with its
+ * pace.
+ */
+export function scriptedAnswer(reply: ScriptReply, write: AnswerWriters): StubAnswer {
+  if (reply === undefined) return write.echo();
+  if (typeof reply === 'string') return write.text(reply);
+  if ('paced' in reply) {
+    const answer = scriptedAnswer(reply.paced, write);
+    return answer === 'hang' ? answer : { ...answer, chunk: reply.chunk };
+  }
+  const calls = toolCallsOf(reply);
+  if (calls) return write.calls(calls);
+  return (reply as { answer: StubAnswer }).answer;
 }
 
 /** The JSON value of `text`, or undefined when it is not JSON. */

@@ -3,12 +3,18 @@
  * LiteLLM…): it serves `POST …/chat/completions`, records every request and answers as a test
  * says — text, or tool calls in the Chat Completions format (`choices[0].message.tool_calls`,
  * `finish_reason: 'tool_calls'`). The service reaches it through `OPENAI_BASE_URL`, as it would
- * reach a real one. Streaming (`stream: true`) is not served. Tool-calling scripts: see
+ * reach a real one. A request with `stream: true` gets a 200 answer as the Chat Completions event
+ * stream (`chat.completion.chunk` frames, then `data: [DONE]`; see {@link chatCompletionStream}),
+ * cut and paced as the test says, and holdable half-way (model-stub-server.ts); an error status
+ * stays a JSON error, as OpenAI sends it. Tool-calling scripts: see
  * {@link scriptedToolCompletions} and model-script.ts.
  */
 import { randomBytes } from 'node:crypto';
-import { conversationOf, parseJson, toolCallsOf, type Conversation, type ConversationEvent, type ModelScript, type OfferedTool, type ScriptedToolCall } from './model-script.ts';
-import { startModelStub, type ModelStub, type RecordedRequest, type StubAnswer as Answer } from './model-stub-server.ts';
+import { conversationOf, parseJson, scriptedAnswer, type Conversation, type ConversationEvent, type ModelScript, type OfferedTool, type ScriptedToolCall } from './model-script.ts';
+import { startModelStub, type ModelStub, type RecordedRequest, type StubAnswer as Answer, type StubOptions } from './model-stub-server.ts';
+import { cutArguments, cutText, type ChunkPace, type StreamFrame } from './model-stream.ts';
+
+export type { ChunkPace, SentChunk, SentFrame, StubOptions } from './model-stub-server.ts';
 
 /** A tool call as Chat Completions writes it (in a response, and in an assistant message of a request). */
 export interface ChatToolCall {
@@ -35,7 +41,19 @@ export interface ChatTool {
 }
 
 /** One request as the stub received it. */
-export interface StubRequest extends RecordedRequest<{ model: string; messages: ChatMessage[]; tools?: ChatTool[]; [key: string]: unknown }> {}
+export interface StubRequest extends RecordedRequest<ChatBody> {}
+
+/** The body of a Chat Completions request (the fields the stub reads; others pass as they are). */
+export interface ChatBody {
+  model: string;
+  messages: ChatMessage[];
+  tools?: ChatTool[];
+  /** `true`: answer with an event stream. */
+  stream?: boolean;
+  /** `include_usage: true` (the AI SDK always sends it with `stream: true`): the stream ends with a usage chunk. */
+  stream_options?: { include_usage?: boolean };
+  [key: string]: unknown;
+}
 
 /** How the stub answers one request: a status, headers and a JSON body, or never (`hang`). */
 export type StubAnswer = Answer;
@@ -119,19 +137,68 @@ export function chatConversation(request: StubRequest): Conversation {
 /**
  * Answers by a tool-calling script (model-script.ts): each request is read with
  * {@link chatConversation}, and the script's move becomes a {@link completion} (text), a
- * {@link toolCallCompletion} (calls), the raw answer it gives, or — when it returns undefined —
- * {@link echoCompletion}'s answer. The script sees only the request's own conversation, so
- * concurrent threads and tests do not shift one another.
+ * {@link toolCallCompletion} (calls), either with its own pace (`paced(…)`), the raw answer it
+ * gives, or — when it returns undefined — {@link echoCompletion}'s answer. The script sees only
+ * the request's own conversation, so concurrent threads and tests do not shift one another.
  */
 export function scriptedToolCompletions(script: ModelScript): (request: StubRequest) => Promise<StubAnswer> {
-  return async (request) => {
-    const reply = await script(chatConversation(request));
-    if (reply === undefined) return echoCompletion(request);
-    if (typeof reply === 'string') return completion(request.body.model, reply);
-    const calls = toolCallsOf(reply);
-    if (calls) return toolCallCompletion(request.body.model, calls);
-    return (reply as { answer: StubAnswer }).answer;
+  return async (request) =>
+    scriptedAnswer(await script(chatConversation(request)), {
+      echo: () => echoCompletion(request),
+      text: (text) => completion(request.body.model, text),
+      calls: (calls) => toolCallCompletion(request.body.model, calls),
+    });
+}
+
+/** A chat completion response as {@link completion} and {@link toolCallCompletion} write it (what {@link chatCompletionStream} reads). */
+interface ChatCompletionBody {
+  id?: string;
+  created?: number;
+  model?: string;
+  choices: Array<{ message: { role?: string; content: string | null; tool_calls?: ChatToolCall[] }; finish_reason: string | null }>;
+  usage?: unknown;
+}
+
+function isChatCompletion(body: unknown): body is ChatCompletionBody {
+  const choices = (body as { choices?: unknown } | null)?.choices;
+  return Array.isArray(choices) && choices.length > 0 && typeof (choices[0] as { message?: unknown }).message === 'object';
+}
+
+/**
+ * A chat completion (`answerBody`, as {@link completion} and {@link toolCallCompletion} write it)
+ * as OpenAI streams it: `chat.completion.chunk` frames of the same id, created and model — a first
+ * chunk with `delta.role`, the content in `delta.content` pieces, each tool call as a chunk with
+ * its `index`, `id`, `type` and `function.name` then `function.arguments` pieces, a chunk with
+ * `finish_reason`, and, when the request's `stream_options.include_usage` is set, a chunk with
+ * `choices: []` and the usage (every chunk then carries `usage: null` before it) — then
+ * `data: [DONE]`. Text and arguments are cut as `pace.size` says. Undefined when `answerBody` is
+ * not a chat completion (a raw answer is sent as JSON).
+ */
+export function chatCompletionStream(body: ChatBody, answerBody: unknown, pace: Pick<ChunkPace, 'size'>): StreamFrame[] | undefined {
+  if (!isChatCompletion(answerBody)) return undefined;
+  const includeUsage = body.stream_options?.include_usage === true;
+  const head = {
+    id: answerBody.id ?? `chatcmpl-${randomBytes(12).toString('hex')}`,
+    object: 'chat.completion.chunk',
+    created: answerBody.created ?? Math.floor(Date.now() / 1000),
+    model: answerBody.model ?? body.model,
+    system_fingerprint: null,
   };
+  const frame = (delta: object, finishReason: string | null = null): string =>
+    JSON.stringify({ ...head, choices: [{ index: 0, delta, logprobs: null, finish_reason: finishReason }], ...(includeUsage ? { usage: null } : {}) });
+  const { message, finish_reason: finishReason } = answerBody.choices[0]!;
+  const frames: StreamFrame[] = [{ data: frame({ role: 'assistant', content: message.content === null ? null : '', refusal: null }) }];
+  for (const piece of cutText(message.content ?? '', pace.size)) frames.push({ data: frame({ content: piece }), content: { kind: 'text', text: piece } });
+  (message.tool_calls ?? []).forEach((call, index) => {
+    frames.push({ data: frame({ tool_calls: [{ index, id: call.id, type: 'function', function: { name: call.function.name, arguments: '' } }] }) });
+    for (const piece of cutArguments(call.function.arguments, pace.size)) {
+      frames.push({ data: frame({ tool_calls: [{ index, function: { arguments: piece } }] }), content: { kind: 'tool-input', text: piece } });
+    }
+  });
+  frames.push({ data: frame({}, finishReason ?? 'stop') });
+  if (includeUsage) frames.push({ data: JSON.stringify({ ...head, choices: [], usage: answerBody.usage ?? null }) });
+  frames.push({ data: '[DONE]' });
+  return frames;
 }
 
 /** A running stub. */
@@ -143,15 +210,24 @@ export interface OpenAiStub extends ModelStub<StubRequest> {
 /**
  * Starts the stub on a free loopback port. `answer` decides each response (default
  * {@link echoCompletion}); a request to any path not ending in `/chat/completions` is 404, a body
- * that is not JSON is 400 (neither is recorded).
+ * that is not JSON is 400 (neither is recorded). A request with `stream: true` gets a 200 answer
+ * as an event stream ({@link chatCompletionStream}) cut and paced as `options.chunk` says (or the
+ * answer's own `chunk`); default word by word, at once.
+ *
+ * ```ts
+ * const stub = await startOpenAiStub(() => completion('m', 'a long reply'), { chunk: { size: 'word', delayMs: 50 } });
+ * ```
  */
-export async function startOpenAiStub(answer: (request: StubRequest) => StubAnswer | Promise<StubAnswer> = echoCompletion): Promise<OpenAiStub> {
+export async function startOpenAiStub(answer: (request: StubRequest) => StubAnswer | Promise<StubAnswer> = echoCompletion, options: StubOptions = {}): Promise<OpenAiStub> {
   const error = (status: number, message: string, type: string): StubAnswer => ({ status, body: { error: { message, type, param: null, code: null } } });
-  return startModelStub<StubRequest['body']>({
+  return startModelStub<ChatBody>({
     accepts: (path) => path.split('?')[0]!.endsWith('/chat/completions'),
     notFound: error(404, 'not found', 'invalid_request_error'),
     badRequest: error(400, 'the body is not JSON', 'invalid_request_error'),
     answer,
+    wantsStream: (body) => body.stream === true,
+    streamOf: chatCompletionStream,
+    ...(options.chunk ? { chunk: options.chunk } : {}),
   });
 }
 

@@ -188,7 +188,8 @@ describe('pipeline interpreter', () => {
   it('interpreter: without onError the first failure fails the run with its code: an expression that is not a bool, items over 1,000, an input of the wrong type, an activity\'s own failure', async () => {
     const defs = pipelines(`  - name: when
     team: desk
-    steps: [{ id: a, when: "'yes'", from: dana, to: bot, content: x }]
+    # dyn(): validate refuses a condition it knows is not a bool; the run's own check is what is tested here.
+    steps: [{ id: a, when: "dyn('yes')", from: dana, to: bot, content: x }]
   - name: big
     team: desk
     steps:
@@ -214,7 +215,7 @@ describe('pipeline interpreter', () => {
       );
       return { type: error?.type, message: error?.message, calls: calls.map((c) => c.stepId) };
     };
-    expect(await failure('when')).toEqual({ type: 'expression_failed', message: '"\'yes\'" must be true or false, got the string "yes"', calls: [] });
+    expect(await failure('when')).toEqual({ type: 'expression_failed', message: '"dyn(\'yes\')" must be true or false, got the string "yes"', calls: [] });
     expect(await failure('parent')).toEqual({ type: 'invalid_input', message: 'r: input n of pipeline child must be a number, got "many"', calls: [] });
     const timedOut = Object.assign(new Error('no reply'), { type: 'timed_out' });
     expect(await failure('timeout', () => timedOut)).toEqual({ type: 'timed_out', message: 'no reply', calls: ['a'] });

@@ -9,6 +9,7 @@ import { usePageTitle } from '../page.ts';
 
 const reasons: Record<string, string> = {
   link_invalid: 'This sign-in link does not work any more: it was used already, it expired, or it was copied incompletely. Ask for a new one.',
+  link_not_confirmed: 'The sign-in was not confirmed from the page of its link in this browser. Open the link again and press its Sign in button.',
   oidc_login_expired: 'The sign-in took too long or was started in another browser. Please try again.',
   oidc_failed: 'The identity provider refused the sign-in, or its answer could not be verified. Please try again.',
   oidc_email_unverified: 'The identity provider did not confirm your email address, so you cannot be signed in with it.',
@@ -49,8 +50,8 @@ export function SignInPage({ sessionEnded }: { sessionEnded?: boolean }) {
           </p>
         )}
         <p>
-          {options?.oidc ? 'Or open' : 'Open'} the sign-in link you were sent. A link works once and for a limited time; whoever manages your team can send a
-          new one (<code>teamctl humans invite NAME --team TEAM</code>).
+          {options?.oidc ? 'Or open' : 'Open'} the sign-in link you were sent and press its <strong>Sign in</strong> button. A link works once and for a limited
+          time; whoever manages your team can send a new one (<code>teamctl humans invite NAME --team TEAM</code>).
         </p>
         {options?.operators && (
           <p class="muted">

@@ -37,6 +37,7 @@ export function TeamPage() {
     );
   }
   if (!team) return <p role="status">Loading the team…</p>;
+  const ownEmail = (humanId: string) => me.humans.find((h) => h.human_id === humanId)?.email ?? null;
   const names = new Map<string, string>([...team.agents.map((a) => [a.agent_id, a.name] as const), ...team.humans.map((h) => [h.human_id, h.name] as const)]);
   const layout = layoutGraph(team, (humanId) => isMine(me, humanId));
   const summary = `${team.agents.length} ${team.agents.length === 1 ? 'agent' : 'agents'}, ${team.humans.length} ${team.humans.length === 1 ? 'human' : 'humans'}, ${team.edges.length} ${team.edges.length === 1 ? 'edge' : 'edges'}`;
@@ -94,7 +95,8 @@ export function TeamPage() {
               <li key={h.human_id}>
                 <strong>{h.name}</strong>
                 {isMine(me, h.human_id) ? ' (you)' : ''}
-                {h.email && <span class="muted"> · {h.email}</span>}
+                {/* Only the person's own email: the team graph names teammates, not their addresses. */}
+                {ownEmail(h.human_id) && <span class="muted"> · {ownEmail(h.human_id)}</span>}
               </li>
             ))}
           </ul>

@@ -1,6 +1,6 @@
 /** The providers acs-server runs, by name (contract §5 lists them; §8 says how each is reached). */
 import { Providers, type Provider } from '../../../api/schemas.ts';
-import { echoProvider } from './echo.ts';
+import { createEchoProvider } from './echo.ts';
 import { ProviderFailure, type ReplyProvider } from './types.ts';
 
 /**
@@ -46,17 +46,29 @@ export function enabledProviders(value: string | undefined): Provider[] {
 }
 
 /**
+ * The echo provider's pace of streaming, from `ACS_ECHO_STREAM_MS` (milliseconds between two words,
+ * 0–10,000; default 0). Errors: throws naming the variable for anything else.
+ */
+export function echoPaceMs(value: string | undefined): number {
+  if (value === undefined || value.trim() === '') return 0;
+  const n = Number(value);
+  if (!Number.isInteger(n) || n < 0 || n > 10_000) throw new Error(`ACS_ECHO_STREAM_MS: must be an integer of milliseconds from 0 to 10000, got "${value}"`);
+  return n;
+}
+
+/**
  * The providers of this build, configured from the service's environment: `OPENAI_BASE_URL`
  * (default https://api.openai.com/v1) and `ANTHROPIC_BASE_URL` (an origin, default
  * https://api.anthropic.com), as contract §8 spells them; `ACS_AGENT_PROVIDERS` limits which run
- * (agents of the others stay idle). Never reads a provider key from the environment: calls use
- * the organization's stored key. Errors: throws for an unknown name in `ACS_AGENT_PROVIDERS`.
+ * (agents of the others stay idle); `ACS_ECHO_STREAM_MS` paces echo's streamed replies. Never reads
+ * a provider key from the environment: calls use the organization's stored key. Errors: throws for
+ * an unknown name in `ACS_AGENT_PROVIDERS` or a malformed `ACS_ECHO_STREAM_MS`.
  */
 export function defaultProviders(env: NodeJS.ProcessEnv = process.env): ReadonlyMap<string, ReplyProvider> {
   const openAiBase = env.OPENAI_BASE_URL;
   const anthropicBase = env.ANTHROPIC_BASE_URL;
   const all: Record<Provider, () => ReplyProvider> = {
-    echo: () => echoProvider,
+    echo: () => createEchoProvider({ paceMs: echoPaceMs(env.ACS_ECHO_STREAM_MS) }),
     openai: () => lazyProvider(async () => (await import('./openai.ts')).createOpenAiProvider({ baseUrl: openAiBase })),
     anthropic: () => lazyProvider(async () => (await import('./anthropic.ts')).createAnthropicProvider({ baseUrl: anthropicBase })),
     google: () => lazyProvider(async () => (await import('./google.ts')).createGoogleProvider()),

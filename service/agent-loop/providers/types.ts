@@ -20,6 +20,11 @@ export interface ReplyRequest {
   answering: string;
   /** Aborts the call: its timeout, or the service shutting down. */
   signal: AbortSignal;
+  /**
+   * When given, the reply is streamed: each piece of its text is handed here as the model writes
+   * it (§13), before the whole reply is returned. Providers that cannot stream ignore it.
+   */
+  onText?: ((text: string) => void) | undefined;
 }
 
 /** Tokens one reply cost, as the provider reported them (0 when it reported none). */
@@ -67,6 +72,8 @@ export interface StepRequest {
   /** The peer message the turn answers (echo answers from it). */
   answering: string;
   signal: AbortSignal;
+  /** As {@link ReplyRequest.onText}: the step's text as it is written. */
+  onText?: ((text: string) => void) | undefined;
 }
 
 /** A step's answer: text (the reply, when there is no tool call), tool calls, and the model's messages to keep for the next step. */

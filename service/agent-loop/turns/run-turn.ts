@@ -28,10 +28,24 @@ import { boundedResult, RemoteToolError } from '../../tools/remote-mcp.ts';
 import { openToolbox, type Toolbox, type TurnTool } from '../../tools/toolbox.ts';
 import { redactKey } from '../providers/redact-key.ts';
 import { ProviderFailure, type ReplyProvider, type StepReply } from '../providers/types.ts';
-import { contextMessages, extendLease, maxContent, nextSql, parkRow, recordUsage, tokensToday, type AgentContext, type Claim, type LoopLogger, type ThreadMessage } from '../work.ts';
-import { stepMessages, type ContextMessage } from './transcript.ts';
+import { contextMessages, extendLease, maxContent, nextSql, parkRow, recordUsage, tokensToday, type AgentContext, type Claim, type LoopLogger, type ThreadMessage, watchStop } from '../work.ts';
+import { stepMessages, stoppedText, type ContextMessage } from './transcript.ts';
+import { createDeltaWriter, resumeDeltas, signalLive } from '../../events/deltas.ts';
 import { moveCall, type ToolCallRow } from '../../domain/tool-calls.ts';
-import { callsOfStep, callsOfTurn, finishTurn, openTurnOf, recordStep, setTurnState, startTurn, type NewToolCall, type TurnRow } from './turn-store.ts';
+import { newId } from '../../domain/ids.ts';
+import {
+  callsOfStep,
+  callsOfTurn,
+  finishTurn,
+  fixTurnReplyId,
+  openTurnOf,
+  recordStep,
+  setTurnState,
+  startTurn,
+  turnStopRequested,
+  type NewToolCall,
+  type TurnRow,
+} from './turn-store.ts';
 
 /** What the turn runner needs of the loop. */
 export interface TurnRunnerOptions {
@@ -103,15 +117,19 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     return { context, answering: rows.find((m) => m.seq === turn.message_seq)?.content ?? context.at(-1)?.content ?? '' };
   }
 
-  /** Runs `fn` in a transaction and announces the organization's events after its commit. */
-  async function inTx<T>(orgId: string, fn: (tx: Queryable) => Promise<T>): Promise<T> {
+  /**
+   * Runs `fn` in a transaction of `turn`'s and, after its commit, announces the organization's
+   * events and signals the live items of the turn's thread (its tool calls' changes, §13).
+   */
+  async function inTx<T>(turn: Pick<TurnRow, 'org_id' | 'thread_id'>, fn: (tx: Queryable) => Promise<T>): Promise<T> {
     const value = await db.transaction(fn);
-    deps.events.announce(orgId);
+    deps.events.announce(turn.org_id);
+    signalLive(deps.events, turn.thread_id);
     return value;
   }
 
   /** The span of one tool call (OpenTelemetry GenAI conventions: `execute_tool`). */
-  async function traced<T>(call: ToolCallRow, fn: () => Promise<T>): Promise<T> {
+  async function traced<T>(call: Pick<ToolCallRow, 'id' | 'tool' | 'server'>, fn: () => Promise<T>): Promise<T> {
     return tracer.startActiveSpan(`execute_tool ${toolLabel(call)}`, async (span: Span) => {
       span.setAttributes({
         'gen_ai.operation.name': 'execute_tool',
@@ -134,11 +152,11 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
    * Brings one call of the latest step as far as it goes now. Output: the deadline it waits for
    * (an ask or an approval without its answer yet), or undefined once it is final.
    */
-  async function settle(call: ToolCallRow, turn: TurnRow, agent: AgentContext, tools: AgentTools, toolbox: Toolbox): Promise<Date | undefined> {
+  async function settle(call: ToolCallRow, turn: TurnRow, agent: AgentContext, tools: AgentTools, toolbox: () => Promise<Toolbox>): Promise<Date | undefined> {
     const actor: AgentIdentity = { agentId: turn.agent_id, teamId: turn.team_id, orgId: turn.org_id, keyId: turn.id };
     const where = { agent_id: turn.agent_id, thread_id: turn.thread_id, tool_call_id: call.id, tool: toolLabel(call) };
     const deadline = () => new Date(Date.now() + tools.ask_timeout_seconds * 1000);
-    const fail = (from: ToolCallRow['status'], error: string, status: 'failed' | 'rejected' = 'failed') => inTx(turn.org_id, (tx) => moveCall(tx, call, from, { status, error }));
+    const fail = (from: ToolCallRow['status'], error: string, status: 'failed' | 'rejected' = 'failed') => inTx(turn, (tx) => moveCall(tx, call, from, { status, error }));
 
     switch (call.status) {
       case 'completed':
@@ -164,7 +182,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
             return undefined;
           }
           const at = deadline();
-          const moved = await inTx(turn.org_id, async (tx) => {
+          const moved = await inTx(turn, async (tx) => {
             const question = await writeQuestion(tx, actor, { edgeId: approver.edgeId, teamId: approver.teamId, peerId: approver.humanId, peerName: approver.name, peerKind: 'human', threadId: null }, {
               content: approvalQuestion(agent.name, toolLabel(call), call.arguments),
               subject: `Approval: ${toolLabel(call)}`.slice(0, 200),
@@ -187,7 +205,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
         }
         const decision = parseApproval(answer.content);
         if (decision.ok && decision.reply.decision === 'approve') {
-          const approved = await inTx(turn.org_id, (tx) => moveCall(tx, call, 'awaiting_approval', { status: 'pending' }));
+          const approved = await inTx(turn, (tx) => moveCall(tx, call, 'awaiting_approval', { status: 'pending' }));
           return approved ? settle(approved, turn, agent, tools, toolbox) : undefined;
         }
         if (decision.ok) {
@@ -210,7 +228,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
   /** Writes a follow-up question in the call's wait thread and waits again after it. */
   async function reask(call: ToolCallRow, turn: TurnRow, status: 'running' | 'awaiting_approval', text: string): Promise<Date | undefined> {
     const at = call.wait_deadline ?? new Date(Date.now() + 86_400_000);
-    const moved = await inTx(turn.org_id, async (tx) => {
+    const moved = await inTx(turn, async (tx) => {
       const message = await insertMessage(tx, call.wait_thread!, turn.agent_id, text, { expectsReply: true });
       return moveCall(tx, call, status, {
         status,
@@ -223,7 +241,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       throw error;
     });
     if (!moved) {
-      await inTx(turn.org_id, (tx) => moveCall(tx, call, status, { status: 'failed', error: 'not_on_your_edges: the thread of the question is gone' }));
+      await inTx(turn, (tx) => moveCall(tx, call, status, { status: 'failed', error: 'not_on_your_edges: the thread of the question is gone' }));
       return undefined;
     }
     return at;
@@ -231,25 +249,30 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
 
   /** An ask that waits: its answer, a re-ask, or its timeout. */
   async function settleAsk(call: ToolCallRow, turn: TurnRow, tools: AgentTools): Promise<Date | undefined> {
-    const answer = await findAnswer(db, { threadId: call.wait_thread!, participantId: call.wait_participant!, afterSeq: call.wait_after_seq! });
+    const peer = await db.query<{ id: string; name: string; kind: string; provider: string | null }>(`SELECT id, name, kind, provider FROM participants WHERE id = $1`, [
+      call.wait_participant,
+    ]);
+    // An agent that runs in the service answers with its turn's reply (contract §11: delegation);
+    // what its tools write into the thread before it is not the answer.
+    const replyTo = peer[0]?.kind === 'agent' && peer[0].provider !== null ? call.wait_message! : undefined;
+    const answer = await findAnswer(db, { threadId: call.wait_thread!, participantId: call.wait_participant!, afterSeq: call.wait_after_seq!, replyTo });
     if (!answer) {
       if (call.wait_deadline && call.wait_deadline.getTime() <= Date.now()) {
-        const peer = await participantName(call.wait_participant!);
-        await inTx(turn.org_id, (tx) => moveCall(tx, call, 'running', { status: 'failed', error: `ask_timeout: no answer from ${peer} within ${tools.ask_timeout_seconds} s` }));
+        const name = peer[0]?.name ?? call.wait_participant!;
+        await inTx(turn, (tx) => moveCall(tx, call, 'running', { status: 'failed', error: `ask_timeout: no answer from ${name} within ${tools.ask_timeout_seconds} s` }));
         return undefined;
       }
       return call.wait_deadline ?? undefined;
     }
-    const peer = await db.query<{ id: string; name: string; kind: string }>(`SELECT id, name, kind FROM participants WHERE id = $1`, [call.wait_participant]);
     const from = { participant_id: call.wait_participant!, name: peer[0]?.name ?? call.wait_participant!, kind: peer[0]?.kind ?? 'agent' };
     const args = call.arguments as Partial<AskArgs>;
     const judged = judgeAnswer(answer, { from, threadId: call.wait_thread!, replySchema: args.reply_schema, attempt: call.attempts });
     if (judged.kind === 'result') {
-      await inTx(turn.org_id, (tx) => moveCall(tx, call, 'running', { status: 'completed', result: boundedResult(judged.result) }));
+      await inTx(turn, (tx) => moveCall(tx, call, 'running', { status: 'completed', result: boundedResult(judged.result) }));
       return undefined;
     }
     if (judged.kind === 'invalid') {
-      await inTx(turn.org_id, (tx) =>
+      await inTx(turn, (tx) =>
         moveCall(tx, call, 'running', { status: 'failed', error: `reply_invalid: ${from.name}'s answers did not fit reply_schema: ${judged.problems.join('; ')}`.slice(0, 4000) }),
       );
       return undefined;
@@ -257,17 +280,21 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     return reask(call, turn, 'running', judged.message);
   }
 
-  async function participantName(id: string): Promise<string> {
-    const rows = await db.query<{ name: string }>(`SELECT name FROM participants WHERE id = $1`, [id]);
-    return rows[0]?.name ?? id;
-  }
-
   /** Starts a pending call: an ask writes its question and waits; any other tool runs now. */
-  async function start(call: ToolCallRow, turn: TurnRow, _agent: AgentContext, tools: AgentTools, toolbox: Toolbox, actor: AgentIdentity, where: Record<string, unknown>): Promise<Date | undefined> {
+  async function start(
+    call: ToolCallRow,
+    turn: TurnRow,
+    _agent: AgentContext,
+    tools: AgentTools,
+    openBox: () => Promise<Toolbox>,
+    actor: AgentIdentity,
+    where: Record<string, unknown>,
+  ): Promise<Date | undefined> {
+    const toolbox = await openBox();
     const tool = toolbox.tools.find((t) => t.tool === call.tool && t.server === call.server) ?? toolbox.find(call.model_name);
     if (!tool) {
       const why = call.server !== null && toolbox.unreachable.has(call.server) ? `tool_failed: ${toolbox.unreachable.get(call.server)}` : `unknown_tool: ${toolLabel(call)} is not offered any more`;
-      await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: why }));
+      await inTx(turn, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: why }));
       return undefined;
     }
     if (tool.kind === 'ask') {
@@ -276,18 +303,18 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       try {
         target = await resolveAskTarget(db, actor, args);
       } catch (error) {
-        await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
+        await inTx(turn, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
         return undefined;
       }
       let content: string;
       try {
         content = questionText(args.content, args.reply_schema);
       } catch (error) {
-        await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
+        await inTx(turn, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
         return undefined;
       }
       const at = new Date(Date.now() + tools.ask_timeout_seconds * 1000);
-      const moved = await inTx(turn.org_id, async (tx) => {
+      const moved = await inTx(turn, async (tx) => {
         const question = await writeQuestion(tx, actor, target, { content, subject: args.subject });
         return moveCall(tx, call, 'pending', {
           status: 'running',
@@ -295,14 +322,32 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
           attempts: 1,
         });
       }).catch(async (error: unknown) => {
-        await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
+        await inTx(turn, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
         return undefined;
       });
       return moved ? at : undefined;
     }
-    const running = await inTx(turn.org_id, (tx) => moveCall(tx, call, 'pending', { status: 'running' }));
-    if (!running) return undefined;
     const timeoutMs = tools.tool_timeout_seconds * 1000;
+    if (tool.kind === 'team' && tool.team?.annotations.readOnlyHint === true) {
+      // A tool that only reads (whoami, list_edges, list_threads) has no effect to make at most
+      // once: it runs first, and its start and end are recorded together, one commit instead of two.
+      const args = tool.schema!.parse(call.arguments) as Record<string, unknown>;
+      const outcome = await traced(call, async () => {
+        try {
+          return { result: await tool.team!.run({ deps, agent: actor, signal: AbortSignal.any([options.stopping, AbortSignal.timeout(timeoutMs)]) }, args) };
+        } catch (error) {
+          return { error: toolErrorOf(error, log, where) };
+        }
+      });
+      if (options.stopping.aborted && 'error' in outcome) return undefined;
+      await inTx(turn, async (tx) => {
+        const running = await moveCall(tx, call, 'pending', { status: 'running' });
+        if (running) await moveCall(tx, running, 'running', 'result' in outcome ? { status: 'completed', result: boundedResult(outcome.result) } : { status: 'failed', error: outcome.error });
+      });
+      return undefined;
+    }
+    const running = await inTx(turn, (tx) => moveCall(tx, call, 'pending', { status: 'running' }));
+    if (!running) return undefined;
     const outcome = await traced(running, async () => {
       try {
         if (tool.kind === 'team') {
@@ -320,10 +365,43 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       // Stopped with the service: the call is left running and found interrupted at the resume.
       return undefined;
     }
-    await inTx(turn.org_id, (tx) =>
+    await inTx(turn, (tx) =>
       moveCall(tx, running, 'running', 'result' in outcome ? { status: 'completed', result: boundedResult(outcome.result) } : { status: 'failed', error: outcome.error }),
     );
     return undefined;
+  }
+
+  /** The identity a turn's team tools act as: its agent (no key: a turn has none; `wait_for_messages`, which re-checks one, is not offered). */
+  function actor(turn: TurnRow): AgentIdentity {
+    return { agentId: turn.agent_id, teamId: turn.team_id, orgId: turn.org_id, keyId: turn.id };
+  }
+
+  /**
+   * Makes, before they are recorded, the calls of a step that only read (team tools with
+   * `readOnlyHint`: whoami, list_edges, list_threads), side by side: making one twice could change
+   * nothing, so it need not be recorded as running first, and the step's record then holds it
+   * final — one transaction for the step instead of one more per call. Sets each such call's
+   * status, result or error, and `ran`.
+   */
+  async function runReadOnly(calls: NewToolCall[], toolbox: Toolbox, turn: TurnRow, agent: AgentIdentity, timeoutMs: number): Promise<void> {
+    await Promise.all(
+      calls.map(async (call) => {
+        if (call.status !== 'pending' || call.server !== null) return;
+        const tool = toolbox.find(call.modelName);
+        if (tool?.kind !== 'team' || tool.team?.annotations.readOnlyHint !== true) return;
+        const where = { agent_id: turn.agent_id, thread_id: turn.thread_id, tool_call_id: call.id, tool: call.tool };
+        const outcome = await traced({ id: call.id, tool: call.tool, server: null }, async () => {
+          try {
+            const args = tool.schema!.parse(call.arguments) as Record<string, unknown>;
+            return { result: await tool.team!.run({ deps, agent, signal: AbortSignal.any([options.stopping, AbortSignal.timeout(timeoutMs)]) }, args) };
+          } catch (error) {
+            return { error: toolErrorOf(error, log, where) };
+          }
+        });
+        if ('result' in outcome) Object.assign(call, { status: 'completed', result: boundedResult(outcome.result), ran: true });
+        else Object.assign(call, { status: 'failed', error: outcome.error, ran: true });
+      }),
+    );
   }
 
   /**
@@ -336,7 +414,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     const approvals = new Set(tools.approval?.tools ?? []);
     return reply.toolCalls.map((call, i): NewToolCall => {
       const tool = toolbox.find(call.name);
-      const base = { modelCallId: call.id, modelName: call.name, tool: tool?.tool ?? call.name, server: tool?.server ?? null, arguments: call.input };
+      const base = { id: newId(), modelCallId: call.id, modelName: call.name, tool: tool?.tool ?? call.name, server: tool?.server ?? null, arguments: call.input };
       const failed = (error: string): NewToolCall => ({ ...base, status: 'failed', error });
       if (lastStep) return failed(`max_steps: the turn reached its limit of ${maxSteps} steps; this call was not made`);
       if (i >= maxToolCallsPerStep) return failed(`too_many_tool_calls: at most ${maxToolCallsPerStep} tool calls per step; this one was not made`);
@@ -363,27 +441,51 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     `(This turn reached its limit of ${maxSteps} steps (max_steps) before it finished; the tool calls of its last step were not made.)`;
 
   /**
-   * Posts the reply, records the last step (if it asked for calls that are not made) and its usage,
-   * ends the turn and moves the row's mark past the message, in one transaction.
+   * Posts the reply under the id fixed when the turn started (`stopped`: the text written before a
+   * stop, §13), records the last step (if it asked for calls that are not made) and its usage (none
+   * for a step cut by a stop: its stream reported none), ends the turn and moves the row's mark past
+   * the message, in one transaction.
    */
-  async function complete(claim: Claim, agent: AgentContext, turn: TurnRow, reply: StepReply, text: string, unmade: NewToolCall[]): Promise<void> {
+  async function complete(
+    claim: Claim,
+    agent: AgentContext,
+    turn: TurnRow,
+    reply: StepReply | undefined,
+    text: string,
+    unmade: NewToolCall[],
+    replyId: string,
+    stopped = false,
+  ): Promise<void> {
     try {
-      await inTx(turn.org_id, async (tx) => {
-        if (unmade.length > 0) await recordStep(tx, turn, reply.assistant, unmade);
-        const message = await insertMessage(tx, turn.thread_id, turn.agent_id, text.slice(0, maxContent), { replyTo: turn.message_id });
-        await recordUsage(tx, claim, agent, reply, message.id);
+      await inTx(turn, async (tx) => {
+        if (reply && unmade.length > 0) await recordStep(tx, turn, reply.assistant, unmade, undefined);
+        const message = await insertMessage(tx, turn.thread_id, turn.agent_id, text.slice(0, maxContent), { replyTo: turn.message_id, id: replyId, stopped });
+        if (reply) await recordUsage(tx, claim, agent, reply, message.id);
         await finishTurn(tx, turn.id, { replyId: message.id });
         await parkRow(tx, claim, { inMs: 0 }, { handledSeq: turn.message_seq, failures: 0 });
       });
     } catch (error) {
       // Answered already (a process whose lease ran out): that answer stands; this step was paid.
       if (isUniqueViolation(error) || (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'conflict'))) {
-        await db.transaction((tx) => recordUsage(tx, claim, agent, reply, null)).catch(() => {});
+        if (reply) await db.transaction((tx) => recordUsage(tx, claim, agent, reply, null)).catch(() => {});
         if (error instanceof ServiceError && error.code === 'conflict') throw new LostClaim();
         return;
       }
       throw error;
     }
+  }
+
+  /**
+   * Ends a turn a stop was asked of (§13): its calls not final fail (`stopped`; a call running in
+   * this process finished before this), and the text written so far in its step is posted as the
+   * reply with `stopped: true`.
+   */
+  async function completeStopped(claim: Claim, agent: AgentContext, turn: TurnRow, text: string, replyId: string): Promise<void> {
+    const open = (await callsOfTurn(db, turn.id)).filter((c) => c.status === 'pending' || c.status === 'awaiting_approval' || c.status === 'running');
+    for (const call of open) {
+      await inTx(turn, (tx) => moveCall(tx, call, call.status, { status: 'failed', error: 'stopped: the turn was stopped before this call finished; it was not made (or not waited for)' }));
+    }
+    await complete(claim, agent, turn, undefined, stoppedText(text), [], replyId, true);
   }
 
   async function runTurn(claim: Claim, agent: AgentContext, provider: ReplyProvider, apiKey: string, span: Span): Promise<void> {
@@ -401,6 +503,12 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       if (turn.state === 'completed' || turn.state === 'failed') return park(claim, { inMs: 0 }, { handledSeq: turn.message_seq });
     }
     span.setAttribute('acs.turn.id', turn.id);
+    // A turn made by this run has written nothing yet; any other (taken up again) may have.
+    const resumed = turn.fresh !== true;
+    const replyId = await fixTurnReplyId(db, turn);
+    // A turn taken up again (its process died, a call failed, an answer came) goes on with the
+    // reply's deltas where they were, saying so when a step had been cut half-way.
+    let nextIndex = resumed ? await resumeDeltas(db, deps.events, turn.thread_id, replyId, turn.agent_id) : 0;
     if (!provider.step) {
       return options.onProviderFailure(claim, agent, new ProviderFailure('failed', `provider ${agent.provider} cannot call tools`), `provider ${agent.provider} cannot call tools`);
     }
@@ -411,15 +519,35 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     } catch {
       log.error({ agent_id: claim.agent_id, org_id: agent.org_id }, 'the header values of the agent\'s MCP servers cannot be decrypted with this process\'s encryption key (ACS_ENCRYPTION_KEY): its servers are called without them');
     }
-    const toolbox = await openToolbox(tools, secrets, policy, Math.min(tools.tool_timeout_seconds, 30) * 1000, options.stopping);
-    for (const [server, why] of toolbox.unreachable) log.warn({ agent_id: claim.agent_id, server, reason: why }, 'an MCP server of the agent cannot be reached: its tools are not offered this time');
+    // Remote servers are connected to only when the turn needs them (a step, a call to make), not
+    // when it is taken up only to find that an answer it waits for has not come.
+    let opened: Promise<Toolbox> | undefined;
+    const toolbox = (): Promise<Toolbox> =>
+      (opened ??= openToolbox(tools, secrets, policy, Math.min(tools.tool_timeout_seconds, 30) * 1000, options.stopping).then((box) => {
+        for (const [server, why] of box.unreachable) log.warn({ agent_id: claim.agent_id, server, reason: why }, 'an MCP server of the agent cannot be reached: its tools are not offered this time');
+        return box;
+      }));
     let current: TurnRow = turn;
     const leaseSeconds = (Math.max(options.callTimeoutMs, tools.tool_timeout_seconds * 1000) + options.leaseMarginMs) / 1000;
+    // The loop reads the turn's flag at each step, after the watch began: no stop falls between.
+    const stop = watchStop(deps.events, turn.thread_id, () => turnStopRequested(db, turn.id), { lookNow: false });
+    const onDeltaError = (error: unknown) => log.warn({ agent_id: claim.agent_id, thread_id: claim.thread_id, reason: (error as Error).message }, 'agent loop: a delta of a reply could not be written');
+    // The lease is extended when less of it is left than a step may take (not at every step: a
+    // statement each time); the calls of finished steps are read once and kept.
+    let leaseUntil = 0;
+    let earlier: ToolCallRow[] | undefined;
+    let recorded: ToolCallRow[] | undefined;
     try {
+      if (current.stop_requested) return completeStopped(claim, agent, current, '', replyId);
       for (;;) {
         if (options.stopping.aborted) return park(claim, { inMs: 0 });
-        if (!(await extendLease(db, claim, leaseSeconds))) throw new LostClaim();
-        const calls = current.steps > 0 ? await callsOfStep(db, current.id, current.steps) : [];
+        if (stop.signal.aborted) return completeStopped(claim, agent, current, '', replyId);
+        if (leaseUntil - Date.now() < (leaseSeconds * 1000) / 2) {
+          if (!(await extendLease(db, claim, leaseSeconds))) throw new LostClaim();
+          leaseUntil = Date.now() + leaseSeconds * 1000;
+        }
+        const calls = recorded ?? (current.steps > 0 ? await callsOfStep(db, current.id, current.steps) : []);
+        recorded = undefined;
         const waits = await Promise.all(calls.map((call) => settle(call, current, agent, tools, toolbox)));
         if (options.stopping.aborted) return park(claim, { inMs: 0 });
         const pending = waits.filter((at): at is Date => at !== undefined);
@@ -429,13 +557,17 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
           return park(claim, { at }, { failures: 0 });
         }
         // Settling may have started calls that were approved meanwhile: look again until all are final.
-        const again = current.steps > 0 ? await callsOfStep(db, current.id, current.steps) : [];
+        // Calls final when read (made before their record) are as read; others are read again.
+        const final = (c: ToolCallRow) => c.status === 'completed' || c.status === 'failed' || c.status === 'rejected';
+        const again = calls.every(final) ? calls : current.steps > 0 ? await callsOfStep(db, current.id, current.steps) : [];
         if (again.some((c) => c.status === 'pending' || c.status === 'awaiting_approval' || c.status === 'running')) continue;
         if (agent.max_tokens_per_day !== null && (await tokensToday(db, claim.agent_id)) >= agent.max_tokens_per_day) {
           return options.onBudgetSpent(claim, agent);
         }
-        const messages = stepMessages(context, current.transcript, await callsOfTurn(db, current.id));
+        earlier ??= (await callsOfTurn(db, current.id)).filter((c) => c.step < current.steps);
+        const messages = stepMessages(context, current.transcript, [...earlier, ...again]);
         const timeout = AbortSignal.timeout(options.callTimeoutMs);
+        const writer = createDeltaWriter({ db, hub: deps.events, threadId: current.thread_id, messageId: replyId, senderId: current.agent_id }, { startIndex: nextIndex, maxChars: maxContent, onError: onDeltaError });
         let reply: StepReply;
         try {
           reply = await provider.step({
@@ -443,34 +575,54 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
             model: agent.model,
             instructions: agent.instructions,
             messages,
-            tools: toolbox.offered(),
+            tools: (await toolbox()).offered(),
             answering,
-            signal: AbortSignal.any([options.stopping, timeout]),
+            signal: AbortSignal.any([options.stopping, timeout, stop.signal]),
+            onText: (text) => writer.push(text),
           });
         } catch (error) {
+          await writer.flush();
+          nextIndex = writer.written();
           if (options.stopping.aborted) return park(claim, { inMs: 0 });
+          if (stop.signal.aborted) return completeStopped(claim, agent, current, writer.text(), replyId);
           const failure = error instanceof ProviderFailure ? error : new ProviderFailure('failed', error instanceof Error ? redactKey(error.message, apiKey) : String(error));
           const reason = timeout.aborted ? `timed out after ${options.callTimeoutMs} ms` : failure.message;
           if (failure.paid) await db.transaction((tx) => recordUsage(tx, claim, agent, failure.paid!, null));
           return options.onProviderFailure(claim, agent, failure, reason);
         }
+        await writer.flush();
+        nextIndex = writer.written();
         const lastStep = current.steps + 1 >= agent.max_steps;
+        const box = await toolbox();
         if (reply.toolCalls.length === 0 || lastStep) {
-          const unmade = reply.toolCalls.length > 0 ? newCalls(reply, toolbox, tools, true, agent.max_steps) : [];
-          const text = unmade.length > 0 ? [reply.text.trim(), maxStepsNote(agent.max_steps)].filter((t) => t !== '').join('\n\n') : reply.text;
-          return complete(claim, agent, current, reply, text, unmade);
+          const unmade = reply.toolCalls.length > 0 ? newCalls(reply, box, tools, true, agent.max_steps) : [];
+          if (unmade.length === 0) return complete(claim, agent, current, reply, reply.text, unmade, replyId);
+          // The note the reply ends with is written as the rest of it (§13: its deltas joined are the reply).
+          const ending = `${reply.text.trim() === '' ? '' : '\n\n'}${maxStepsNote(agent.max_steps)}`;
+          writer.push(ending);
+          await writer.flush();
+          return complete(claim, agent, current, reply, reply.text + ending, unmade, replyId);
         }
-        const recorded: { turn: TurnRow } = await inTx(current.org_id, async (tx) => {
+        const stepCalls = newCalls(reply, box, tools, false, agent.max_steps);
+        await runReadOnly(stepCalls, box, current, actor(current), tools.tool_timeout_seconds * 1000);
+        // The step, its calls (those that only read made already) and the stream's `turn.step` (the
+        // text streamed in this step was not the reply, §13) in one transaction.
+        const step: { turn: TurnRow; calls: ToolCallRow[] } = await inTx(current, async (tx) => {
           await recordUsage(tx, claim, agent, reply, null);
-          return recordStep(tx, current, reply.assistant, newCalls(reply, toolbox, tools, false, agent.max_steps));
+          return recordStep(tx, current, reply.assistant, stepCalls, { replyId });
         }).catch((error: unknown) => {
           if (error instanceof ServiceError && error.code === 'conflict') throw new LostClaim();
           throw error;
         });
-        current = recorded.turn;
+        signalLive(deps.events, current.thread_id);
+        // The step before is final now: its calls join those kept; the new step's are known.
+        earlier.push(...again);
+        recorded = step.calls;
+        current = step.turn;
       }
     } finally {
-      await toolbox.close();
+      stop.dispose();
+      if (opened) await (await opened).close();
     }
   }
 

@@ -36,3 +36,11 @@ export function stepMessages(context: readonly ContextMessage[], transcript: rea
   });
   return messages;
 }
+
+/** What a reply stopped before it had any text says instead (a message is never empty). */
+export const emptyStoppedReply = '(stopped before any reply was written)';
+
+/** The text a stopped reply is posted with: what was written so far, or {@link emptyStoppedReply}. */
+export function stoppedText(text: string): string {
+  return text.trim() === '' ? emptyStoppedReply : text;
+}

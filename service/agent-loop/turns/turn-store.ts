@@ -8,7 +8,8 @@
  */
 import { ServiceError } from '../../../errors/catalogue.ts';
 import { newId } from '../../domain/ids.ts';
-import { writeEvent, type ToolCallRow } from '../../domain/tool-calls.ts';
+import { writeEvents, type ToolCallRow } from '../../domain/tool-calls.ts';
+import { liveItemSql } from '../../events/deltas.ts';
 import type { Queryable } from '../../storage/db.ts';
 
 /** A turn's states: running (steps to take or calls to make), suspended (waiting for an answer), and the final two. */
@@ -27,7 +28,12 @@ export interface TurnRow {
   state: TurnState;
   steps: number;
   transcript: unknown[][];
+  /** The reply's id, fixed when the turn starts (§13: its deltas name it before it is posted). */
   reply_id: string | null;
+  /** A stop was asked of the turn (POST …/stop): it ends at its next step with what was written. */
+  stop_requested: boolean;
+  /** Set by {@link startTurn} only: whether this call made the turn (else it was there already). */
+  fresh?: boolean;
 }
 
 /** The open turn (running or suspended) of an agent on a thread, if any. */
@@ -41,7 +47,8 @@ export async function openTurnOf(db: Queryable, agentId: string, threadId: strin
 
 /**
  * Starts the turn that answers `message` (or finds the one that does: at most one per agent and
- * message, across processes). Output: the turn, which may be finished already.
+ * message, across processes), with its reply's id fixed now. Output: the turn (`fresh` when this
+ * call made it), which may be finished already.
  */
 export async function startTurn(
   db: Queryable,
@@ -49,11 +56,12 @@ export async function startTurn(
 ): Promise<TurnRow> {
   const rows = await db.query<TurnRow>(
     `WITH made AS (
-       INSERT INTO agent_turns (id, agent_id, thread_id, message_id, message_seq, org_id, team_id)
-       VALUES ($1, $2, $3, $4, $5, $6, $7) ON CONFLICT (agent_id, message_id) DO NOTHING RETURNING *
+       INSERT INTO agent_turns (id, agent_id, thread_id, message_id, message_seq, org_id, team_id, reply_id)
+       VALUES ($1, $2, $3, $4, $5, $6, $7, $8) ON CONFLICT (agent_id, message_id) DO NOTHING RETURNING *
      )
-     SELECT * FROM made UNION ALL SELECT * FROM agent_turns WHERE agent_id = $2 AND message_id = $4 AND NOT EXISTS (SELECT 1 FROM made)`,
-    [newId(), turn.agentId, turn.threadId, turn.messageId, turn.messageSeq, turn.orgId, turn.teamId],
+     SELECT *, true AS fresh FROM made
+     UNION ALL SELECT *, false AS fresh FROM agent_turns WHERE agent_id = $2 AND message_id = $4 AND NOT EXISTS (SELECT 1 FROM made)`,
+    [newId(), turn.agentId, turn.threadId, turn.messageId, turn.messageSeq, turn.orgId, turn.teamId, newId()],
   );
   return rows[0]!;
 }
@@ -83,62 +91,108 @@ export async function callsOfTurn(db: Queryable, turnId: string): Promise<ToolCa
   return db.query<ToolCallRow>(`SELECT * FROM tool_calls WHERE turn_id = $1 ORDER BY step, idx`, [turnId]);
 }
 
-/** A tool call as a step records it. */
+/**
+ * A tool call as a step records it: to be made (`pending`), waiting for its approval, refused at
+ * once (`failed`), or already made (`completed`/`failed` with `ran`: a tool that only reads, run
+ * before the record because making it twice could change nothing).
+ */
 export interface NewToolCall {
+  /** Its id, fixed before the record (a tool run first is traced under it). */
+  id: string;
   modelCallId: string;
   modelName: string;
   tool: string;
   server: string | null;
   arguments: unknown;
-  status: 'pending' | 'awaiting_approval' | 'failed';
+  status: 'pending' | 'awaiting_approval' | 'failed' | 'completed';
   error?: string | undefined;
+  result?: unknown;
+  /** It ran before this record (a read-only tool): it starts and ends in the record. */
+  ran?: boolean | undefined;
 }
 
 /**
- * Records a finished step inside `tx`: the model's messages appended to the turn's transcript, its
- * step count moved, and its tool calls inserted (calls refused at once — an unknown tool, arguments
- * that do not fit, one too many — are `failed` from the start, with their `tool_call.finished`
- * event). Output: the turn as it now is and the calls as stored.
- * Errors: `conflict` when the turn is no longer at the step this one follows (another process
- * recorded it: this process's claim was taken over).
+ * Records a finished step inside `tx`, in three statements whatever its number of calls: its tool
+ * calls inserted (one statement; calls refused at once — an unknown tool, arguments that do not
+ * fit, one too many — are `failed` from the start, read-only calls made already are final), the
+ * events of those already final (`tool_call.started` for those that ran, `tool_call.finished`), and
+ * the turn moved on — the model's messages appended to its transcript, its step count moved — with,
+ * given `stream`, the stream's `turn.step` item (§13: the text streamed in the step was not the
+ * reply, whose id `stream.replyId` is; none for a turn's last step, whose text is). Output: the turn as it now is and the calls as
+ * stored. Errors: `conflict` when the turn is no longer at the step this one follows (another
+ * process recorded it: this process's claim was taken over).
  */
-export async function recordStep(tx: Queryable, turn: TurnRow, assistant: unknown[], calls: NewToolCall[]): Promise<{ turn: TurnRow; calls: ToolCallRow[] }> {
+export async function recordStep(
+  tx: Queryable,
+  turn: TurnRow,
+  assistant: unknown[],
+  calls: NewToolCall[],
+  stream: { replyId: string } | undefined,
+): Promise<{ turn: TurnRow; calls: ToolCallRow[] }> {
   const step = turn.steps + 1;
-  const updated = await tx.query<TurnRow>(
-    `UPDATE agent_turns SET steps = $2, transcript = transcript || jsonb_build_array($3::jsonb), state = 'running', updated_at = now()
-      WHERE id = $1 AND steps = $4 AND state IN ('running', 'suspended') RETURNING *`,
-    [turn.id, step, JSON.stringify(assistant), turn.steps],
-  );
-  if (!updated[0]) throw new ServiceError('conflict', 'the turn moved on in another process');
-  const stored: ToolCallRow[] = [];
-  for (const [idx, call] of calls.entries()) {
-    const rows = await tx.query<ToolCallRow>(
-      `INSERT INTO tool_calls (id, turn_id, org_id, team_id, agent_id, thread_id, message_id, step, idx, model_call_id, model_name, tool, server, arguments, status, error, finished_at)
-       VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14::jsonb, $15, $16, CASE WHEN $15 = 'failed' THEN now() END)
-       RETURNING *`,
-      [
-        newId(),
-        turn.id,
-        turn.org_id,
-        turn.team_id,
-        turn.agent_id,
-        turn.thread_id,
-        turn.message_id,
-        step,
-        idx,
-        call.modelCallId,
-        call.modelName,
-        call.tool,
-        call.server,
-        JSON.stringify(call.arguments ?? null),
-        call.status,
-        call.error ?? null,
-      ],
-    );
-    const row = rows[0]!;
-    if (row.status === 'failed') await writeEvent(tx, row, 'tool_call.finished');
-    stored.push(row);
+  const stored =
+    calls.length === 0
+      ? []
+      : await tx.query<ToolCallRow>(
+          `INSERT INTO tool_calls (id, turn_id, org_id, team_id, agent_id, thread_id, message_id, step, idx, model_call_id, model_name, tool, server, arguments, status, error, result, finished_at)
+           SELECT c.id, $2, $3, $4, $5, $6, $7, $8, c.idx, c.model_call_id, c.model_name, c.tool, c.server, c.arguments, c.status, c.error, c.result,
+                  CASE WHEN c.status IN ('failed', 'completed') THEN now() END
+             FROM jsonb_to_recordset($1::jsonb) AS c(id uuid, idx integer, model_call_id text, model_name text, tool text, server text, arguments jsonb, status text, error text, result jsonb)
+           RETURNING *`,
+          [
+            JSON.stringify(
+              calls.map((call, idx) => ({
+                id: call.id,
+                idx,
+                model_call_id: call.modelCallId,
+                model_name: call.modelName,
+                tool: call.tool,
+                server: call.server,
+                arguments: call.arguments ?? null,
+                status: call.status,
+                error: call.error ?? null,
+                result: call.result === undefined ? null : call.result,
+              })),
+            ),
+            turn.id,
+            turn.org_id,
+            turn.team_id,
+            turn.agent_id,
+            turn.thread_id,
+            turn.message_id,
+            step,
+          ],
+        );
+  stored.sort((a, b) => a.idx - b.idx);
+  for (const row of stored) {
+    const ran = calls[row.idx]?.ran === true;
+    if (row.status === 'failed' || row.status === 'completed') await writeEvents(tx, row, ran ? ['tool_call.started', 'tool_call.finished'] : ['tool_call.finished']);
   }
+  const move = `UPDATE agent_turns SET steps = $2, transcript = transcript || jsonb_build_array($3::jsonb), state = 'running', updated_at = now()
+        WHERE id = $1 AND steps = $4 AND state IN ('running', 'suspended') RETURNING *`;
+  const params = [turn.id, step, JSON.stringify(assistant), turn.steps];
+  const live = liveItemSql({ thread: 5, type: 6, data: 7 });
+  const updated = stream
+    ? await tx.query<TurnRow>(`WITH moved AS (${move}), ${live.slot}, item AS (${live.insert} WHERE EXISTS (SELECT 1 FROM moved) RETURNING 1) SELECT * FROM moved`, [
+        ...params,
+        turn.thread_id,
+        'turn.step',
+        JSON.stringify({ thread_id: turn.thread_id, message_id: stream.replyId, sender_id: turn.agent_id, step, tool_call_ids: stored.map((c) => c.id) }),
+      ])
+    : await tx.query<TurnRow>(move, params);
+  if (!updated[0]) throw new ServiceError('conflict', 'the turn moved on in another process');
   return { turn: updated[0], calls: stored };
 }
 
+/** The reply id of a turn started before ids were fixed at the start: fixed now, once. Output: the id. */
+export async function fixTurnReplyId(db: Queryable, turn: TurnRow): Promise<string> {
+  if (turn.reply_id !== null) return turn.reply_id;
+  const rows = await db.query<{ reply_id: string }>(`UPDATE agent_turns SET reply_id = COALESCE(reply_id, $2) WHERE id = $1 RETURNING reply_id`, [turn.id, newId()]);
+  return rows[0]!.reply_id;
+}
+
+/** Whether a stop was asked of the turn, read now. */
+export async function turnStopRequested(db: Queryable, turnId: string): Promise<boolean> {
+  const rows = await db.query<{ stop_requested: boolean }>(`SELECT stop_requested FROM agent_turns WHERE id = $1`, [turnId]);
+  return rows[0]?.stop_requested === true;
+}

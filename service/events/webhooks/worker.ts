@@ -27,6 +27,7 @@ import { toEvent, typeFilterSql, type EventRow } from '../log.ts';
 import { signDelivery } from './signing.ts';
 import { guardedLookup, refusedAddress } from '../../outbound/url-guard.ts';
 import type { WebhookRuntime, WebhookSettings } from './webhooks.ts';
+import { WebhookOutcomes } from '../../metrics/hooks.ts';
 
 /** The most a `Retry-After` may push an attempt back: a day. */
 const maxRetryAfterMs = 24 * 3600e3;
@@ -61,6 +62,8 @@ interface Outcome {
   error: string | null;
   retryAfterMs: number | undefined;
   durationMs: number;
+  /** Whether a request was sent (false: the URL was refused or the event is gone). */
+  sent?: boolean;
 }
 
 /** `Retry-After` (seconds or an HTTP date) in milliseconds from now, if it says something. */
@@ -280,7 +283,7 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
             if (read > maxResponseBytes) response.destroy();
           });
           const done = () =>
-            resolve({ status: response.statusCode ?? null, error: null, retryAfterMs: parseRetryAfter(response.headers['retry-after']), durationMs: elapsed() });
+            resolve({ status: response.statusCode ?? null, error: null, retryAfterMs: parseRetryAfter(response.headers['retry-after']), durationMs: elapsed(), sent: true });
           response.once('end', done);
           response.once('close', done);
           response.once('error', done);
@@ -291,7 +294,7 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
       request.once('timeout', () => request.destroy(Object.assign(new Error(`no answer within ${settings.timeoutMs} ms`), { code: 'ETIMEDOUT' })));
       request.once('error', (error: NodeJS.ErrnoException) => {
         const message = error.message.startsWith('webhook_url_refused') ? error.message : `${error.code ?? 'error'}: ${error.message}`;
-        resolve({ status: null, error: message.slice(0, 500), retryAfterMs: undefined, durationMs: elapsed() });
+        resolve({ status: null, error: message.slice(0, 500), retryAfterMs: undefined, durationMs: elapsed(), sent: true });
       });
       request.once('close', () => clearTimeout(deadline));
       request.end(body);
@@ -309,7 +312,7 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
       if ((outcome.status === 429 || outcome.status === 503) && outcome.retryAfterMs !== undefined) nextMs = Math.max(nextMs, Math.min(outcome.retryAfterMs, maxRetryAfterMs));
     }
     const status = ok ? 'delivered' : nextMs === undefined ? 'failed' : 'pending';
-    await db.transaction(async (tx) => {
+    const recorded = await db.transaction(async (tx) => {
       const updated = await tx.query(
         `UPDATE webhook_deliveries SET status = $3, response_status = $4, error = $5, duration_ms = $6,
            next_attempt_at = CASE WHEN $7::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $7::float8 / 1000) END,
@@ -323,7 +326,10 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
           'the receiver answered 410 Gone',
         ]);
       }
+      return updated.length > 0;
     });
+    // Counted once recorded: an attempt whose lease ran out is another claimer's to count.
+    if (recorded) deps.metrics?.webhookAttempt(gone ? WebhookOutcomes.disabled : status === 'pending' ? WebhookOutcomes.retry : status, outcome.sent ? outcome.durationMs / 1000 : undefined);
   }
 
   return {

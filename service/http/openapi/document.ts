@@ -226,6 +226,7 @@ function successResponse(route: RegisteredRoute, doc: RouteDoc | undefined, sche
   const success = doc?.success;
   const headers: JsonObject = { ...commonHeaders };
   if (route.method === 'POST') headers['Idempotent-Replayed'] = headerRef('Idempotent-Replayed');
+  if (route.noStore) headers['Cache-Control'] = headerRef('Cache-Control');
   if (success?.stream) {
     for (const [name, description] of Object.entries(success.stream.headers)) headers[name] = { description, required: true, schema: { type: 'string' } };
     return { description: success.description, headers, content: { 'text/event-stream': { schema: schemas.convert(success.stream.event, 'output') } } };
@@ -387,7 +388,10 @@ per-address cap 429 \`rate_limited\`, each closing the connection.
 one). Rate limits are per API key (by client address without a valid key) and every routed
 response carries \`RateLimit-Limit\`, \`RateLimit-Remaining\` and \`RateLimit-Reset\`; 429 and 503
 carry \`Retry-After\`. A POST with \`Idempotency-Key\` is answered once: a repeat within 24 hours
-gets the first response again with \`Idempotent-Replayed: true\`.
+gets the first response again with \`Idempotent-Replayed: true\`. An answer that carries a secret
+(a new or rotated key, a webhook secret, a sign-in link, a session's CSRF token) carries
+\`Cache-Control: no-store\`; with an https public URL every response carries
+\`Strict-Transport-Security\`.
 `.trim();
 
 /**
@@ -487,6 +491,7 @@ export function buildOpenApiDocument(registry: RouteRegistry, version: string): 
         'Retry-After': header('Seconds to wait before retrying.', { type: 'integer', minimum: 0 }),
         Allow: header('The methods the path serves.', { type: 'string' }),
         'Idempotent-Replayed': header('`true` on the stored response of a repeated POST with the same Idempotency-Key.', { type: 'string', enum: ['true'] }),
+        'Cache-Control': header('`no-store` on every answer that carries a secret or a CSRF token: no cache may keep it.', { type: 'string', enum: ['no-store'] }, true),
       },
       securitySchemes: Object.fromEntries(Object.entries(securitySchemes).filter(([name]) => securities.has(name as Security))),
     },

@@ -1,3 +1,4 @@
+import { StopResult, ThreadStreamFrame, ThreadStreamQuery } from '../../../api/thread-stream.ts';
 import { ToolCallList, ToolCallListQuery } from '../../../api/agent-tools.ts';
 import { z } from 'zod';
 import {
@@ -189,10 +190,23 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
   }),
 
   ...tagged('agents', {
-    'POST /teams/:team_id/agents': { operationId: 'createAgent', summary: 'Create an agent', body: CreateAgentBody, success: created(Agent, 'the new agent'), errors: ['conflict'] },
+    'POST /teams/:team_id/agents': {
+      operationId: 'createAgent',
+      summary: 'Create an agent',
+      body: CreateAgentBody,
+      success: created(Agent, 'the new agent'),
+      // unknown_reference: `tools.approval.by` names no human of the team; webhook_url_refused: a remote MCP server's URL.
+      errors: ['conflict', 'unknown_reference', 'webhook_url_refused'],
+    },
     'GET /teams/:team_id/agents': { operationId: 'listAgents', summary: "A team's agents", success: ok(AgentList, 'the agents') },
     'GET /agents/:agent_id': { operationId: 'getAgent', summary: 'An agent', success: ok(Agent, 'the agent') },
-    'PATCH /agents/:agent_id': { operationId: 'updateAgent', summary: 'Change an agent', body: PatchAgentBody, success: ok(Agent, 'the agent'), errors: ['conflict'] },
+    'PATCH /agents/:agent_id': {
+      operationId: 'updateAgent',
+      summary: 'Change an agent',
+      body: PatchAgentBody,
+      success: ok(Agent, 'the agent'),
+      errors: ['conflict', 'unknown_reference', 'webhook_url_refused'],
+    },
     'DELETE /agents/:agent_id': {
       operationId: 'deleteAgent',
       summary: 'Delete an agent that is on no edge',
@@ -287,6 +301,35 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       query: ToolCallListQuery,
       success: ok(ToolCallList, 'a page of tool calls'),
       errors: ['invalid_cursor'],
+    },
+    'GET /threads/:thread_id/stream': {
+      operationId: 'streamThread',
+      summary: "A thread's messages and replies as they are written, as Server-Sent Events",
+      description:
+        'text/event-stream of the thread in one order: its messages (`message.created`, a Message), the deltas of a reply being written ' +
+        '(`message.delta`: its `message_id`, `index` and `text`; the deltas of a reply joined are its text), the steps of a turn that called ' +
+        'tools (`turn.step`: the text streamed in that step was not the reply), a reply written again from its start (`turn.restarted`), and ' +
+        'the tool calls of its turns (`tool_call.started`, `tool_call.finished`: a ToolCall). Each frame\'s id is its position: a message\'s ' +
+        '`seq` (`12`), or a live item after it (`12.3`). Resume with the `Last-Event-ID` header (or `after`), with no gap and no repeat; live ' +
+        'items are kept 10 minutes, messages for good, so a resume after a reply\'s `message.created` gets what follows it, not its deltas. ' +
+        'Neither: from after the last message, so a reply being written shows from its first delta. A comment line at least every 15 s. ' +
+        'The stream holds a place among the held waits of its key and of the server (429 `too_many_waits` past them).',
+      query: ThreadStreamQuery,
+      success: {
+        status: 200,
+        description: 'The stream of the thread (Server-Sent Events); it ends when the client closes it or the server stops.',
+        stream: { event: ThreadStreamFrame, headers: { 'Cache-Control': 'no-store' } },
+      },
+      errors: ['invalid_cursor', 'too_many_waits'],
+    },
+    'POST /threads/:thread_id/stop': {
+      operationId: 'stopThread',
+      summary: 'Stop the replies being written in a thread',
+      description:
+        'Ends every turn in progress on the thread — an agent writing its reply, or one waiting on a tool call or an answer: tool calls not ' +
+        'yet started are not made, and the text written so far is posted as the reply, with `stopped: true`. Answers at once; the replies ' +
+        'follow on the stream. `stopping` counts the agents asked to stop (0: nothing was in progress).',
+      success: { status: 202, schema: StopResult, description: 'the agents asked to stop' },
     },
     'POST /threads/:thread_id/messages': {
       operationId: 'appendMessage',
@@ -412,7 +455,9 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       description:
         'Model Context Protocol over the Streamable HTTP transport, for an external agent: the `x-api-key` header ' +
         'carries an MCP key, which fixes the agent, and is checked before the body is read. Send `Accept: application/json, ' +
-        'text/event-stream`; answers are JSON (`application/json`), never an event stream; a notification gets 202 without a body. ' +
+        'text/event-stream`; answers are JSON (`application/json`), except a `wait_for_messages` sent with a progress token ' +
+        '(`params._meta.progressToken`), answered as `text/event-stream`: its `notifications/progress` while a peer\'s reply is being ' +
+        'written, then its result; a notification gets 202 without a body. ' +
         'No session: `initialize` is optional and no `Mcp-Session-Id` is issued; GET and DELETE are 405. Tools: `whoami`, ' +
         '`list_edges`, `list_threads`, `read_thread`, `send_message`, `open_thread`, `wait_for_messages` (see `tools/list` ' +
         'for their schemas). Refusals of the MCP transport itself (an `Accept` without both types is 406, a body that is not ' +

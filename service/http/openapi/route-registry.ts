@@ -20,6 +20,8 @@ export interface RegisteredRoute {
    * served, and answered 405 for other methods, but not API operations, so not in the document.
    */
   documented: boolean;
+  /** Its answers carry a secret or a CSRF token, and so `Cache-Control: no-store` (`config: { noStore: true }`, http/security-headers.ts). */
+  noStore: boolean;
 }
 
 /**
@@ -43,12 +45,12 @@ export class RouteRegistry {
   }
 
   /** Records one route (called from the `onRoute` hook). Output: the record. */
-  add(method: string, url: string, documented = true): RegisteredRoute {
+  add(method: string, url: string, documented = true, noStore = false): RegisteredRoute {
     const prefix = this.prefixes.find((p) => url === p || url.startsWith(`${p}/`)) ?? '';
     const path = url.slice(prefix.length) || '/';
     const doc = routeDocs[`${method} ${path}`] ?? (method === 'HEAD' ? routeDocs[`GET ${path}`] : undefined);
     const escaped = url.replace(/[.*+?^${}()|[\]\\]/g, '\\$&').replace(/:[A-Za-z_][A-Za-z0-9_]*/g, '[^/]+');
-    const route = { method, url, prefix, path, doc, documented, pattern: new RegExp(`^${escaped}$`) };
+    const route = { method, url, prefix, path, doc, documented, noStore, pattern: new RegExp(`^${escaped}$`) };
     this.#routes.push(route);
     return route;
   }
@@ -74,13 +76,15 @@ export function installRouteRegistry(app: FastifyInstance, prefixes: readonly st
   const registry = new RouteRegistry(prefixes);
   app.addHook('onRoute', (options) => {
     const methods = (Array.isArray(options.method) ? options.method : [options.method]).map((m) => String(m).toUpperCase());
+    const config = options.config as { apiDocument?: boolean; noStore?: boolean } | undefined;
+    const noStore = config?.noStore === true;
     // Pages (the console, its sign-in flows) take whatever query their page reads: no check.
-    if ((options.config as { apiDocument?: boolean } | undefined)?.apiDocument === false) {
-      for (const method of methods) registry.add(method, options.url, false);
+    if (config?.apiDocument === false) {
+      for (const method of methods) registry.add(method, options.url, false, noStore);
       return;
     }
     // A route with several methods accepts what any of their docs names.
-    const known = methods.flatMap((method) => Object.keys(registry.add(method, options.url).doc?.query?.shape ?? {}));
+    const known = methods.flatMap((method) => Object.keys(registry.add(method, options.url, true, noStore).doc?.query?.shape ?? {}));
     const check: preValidationAsyncHookHandler = async (request) => rejectUnknownQuery(request.query, known);
     const existing = options.preValidation;
     options.preValidation = existing === undefined ? [check] : [check, ...(Array.isArray(existing) ? existing : [existing])];

@@ -1,7 +1,7 @@
+import { StopResult, ThreadStreamFrame, ThreadStreamQuery } from '../../../api/thread-stream.ts';
 import { ToolCallList, ToolCallListQuery } from '../../../api/agent-tools.ts';
 import { z } from 'zod';
-import { CreatedMcpKey, McpKey, Message, Revoked, TeamGraph } from '../../../api/schemas.ts';
-import { StreamedEvent } from '../../../api/events.ts';
+import { CreatedMcpKey, McpKey, Message, Revoked } from '../../../api/schemas.ts';
 import {
   ConsoleSettings,
   CreateSignInLinkBody,
@@ -12,6 +12,7 @@ import {
   MeEdgeList,
   MeEventStreamQuery,
   MeOpenThreadBody,
+  MeTeamGraph,
   MeThread,
   MeThreadList,
   MeThreadListQuery,
@@ -19,6 +20,7 @@ import {
   MeThreadPageQuery,
   OperatorSession,
   OperatorSignInBody,
+  PersonStreamedEvent,
   SignedOut,
   SignInLink,
 } from '../../../api/session-schemas.ts';
@@ -73,7 +75,10 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     operationId: 'getMyTeam',
     tag: 'console',
     summary: "One of the person's teams with its agents, humans and edges (read-only)",
-    success: ok(TeamGraph, 'the team graph'),
+    description:
+      "As a member sees it: the agents without their instructions, tools or budget, the humans without their emails (the person's own is in `GET /me`), " +
+      'no count of the threads between others.',
+    success: ok(MeTeamGraph, 'the team graph'),
   },
   'GET /me/threads': {
     operationId: 'listMyThreads',
@@ -100,6 +105,26 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     query: ToolCallListQuery,
     success: ok(ToolCallList, 'a page of tool calls'),
     errors: ['invalid_cursor'],
+  },
+  'GET /me/threads/:thread_id/stream': {
+    operationId: 'streamMyThread',
+    tag: 'console',
+    summary: "One of the person's threads as it is written, as Server-Sent Events",
+    description: 'As `GET /threads/{thread_id}/stream`, for a thread on one of the person\'s edges; it holds a place among the session\'s held waits.',
+    query: ThreadStreamQuery,
+    success: {
+      status: 200,
+      description: 'The stream of the thread (Server-Sent Events); it ends when the client closes it or the server stops.',
+      stream: { event: ThreadStreamFrame, headers: { 'Cache-Control': 'no-store' } },
+    },
+    errors: ['invalid_cursor', 'too_many_waits'],
+  },
+  'POST /me/threads/:thread_id/stop': {
+    operationId: 'stopMyThread',
+    tag: 'console',
+    summary: "Stop the replies being written in one of the person's threads",
+    description: 'As `POST /threads/{thread_id}/stop`, for a thread on one of the person\'s edges.',
+    success: { status: 202, schema: StopResult, description: 'the agents asked to stop' },
   },
   'POST /me/threads/:thread_id/read': {
     operationId: 'markMyThreadRead',
@@ -157,14 +182,17 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     summary: "The organization's event stream, filtered to the person's threads",
     description:
       "text/event-stream as `GET /organizations/{org_id}/events/stream` gives it, with only the events of the person's threads: " +
-      '`thread.opened` on their edges, `message.created` from or to their humans. `org_id` names the organization when the ' +
-      "person's humans are in several (else 400). Resume with `Last-Event-ID` (or `after`). The stream ends with the session: at " +
+      '`thread.opened` on their edges, `message.created` from or to their humans, `tool_call.started` and `tool_call.finished` of ' +
+      "the agents' turns on their threads. Each event's `id` is an opaque cursor and its data leaves `seq` out: the stream shows " +
+      "nothing of the organization's log beyond the person's own events. `org_id` names the organization when the " +
+      "person's humans are in several (else 400). Resume with `Last-Event-ID` (or `after`): an id that is not one of the stream's " +
+      'is 400 `invalid_cursor`, worded the same whatever it was. The stream ends with the session: at ' +
       'once when one of its humans is deleted, within 15 s of a sign-out elsewhere or its expiry.',
     query: MeEventStreamQuery,
     success: {
       status: 200,
       description: "The stream of the person's events (Server-Sent Events); it ends when the client closes it, the session ends or the server stops.",
-      stream: { event: StreamedEvent, headers: { 'Cache-Control': 'no-store' } },
+      stream: { event: PersonStreamedEvent, headers: { 'Cache-Control': 'no-store' } },
     },
     errors: ['invalid_cursor', 'events_expired', 'too_many_waits'],
   },

@@ -4,6 +4,7 @@ import { AccessRequestListQuery, CreateOrgKeyBody, RejectAccessRequestBody } fro
 import { ServiceError } from '../../../errors/catalogue.ts';
 import { approveAccessRequest, listAccessRequests, rejectAccessRequest } from '../../domain/access-requests.ts';
 import { createOrgKeyUnchecked } from '../../domain/org-keys.ts';
+import { carriesSecret } from '../security-headers.ts';
 import { parseInput, parseOptionalBody } from '../validate.ts';
 import { OperatorSignInBody } from '../../../api/session-schemas.ts';
 import { createOperatorSession, endSession, sessionTimes, type OperatorSession } from '../../sessions/sessions.ts';
@@ -36,6 +37,7 @@ export function bearerMatches(header: string | undefined, token: string): boolea
  * `POST /access-requests/{id}/approve` → 200 `{request, organization, api_key}` (the key shown once);
  * `POST /access-requests/{id}/reject` (`reason?`) → 200 the request;
  * `POST /organizations/{org_id}/keys` (`name?`, `expires_at?`) → 201 key with `api_key` (once).
+ * Answers with a key or the CSRF token carry `Cache-Control: no-store` (contract §14).
  * Errors: `unauthenticated`, `csrf_failed`, `invalid_request`, `not_found`, `conflict` (decided
  * already, or a top-level organization of that name exists, with `existing_id`), `key_limit`.
  */
@@ -51,16 +53,15 @@ export function adminRoutes(app: FastifyInstance, { deps }: RouteContext, settin
     rememberSession(request, session);
   });
   const operatorView = (session: OperatorSession) => ({ kind: 'operator' as const, csrf_token: session.csrfToken, ...sessionTimes(session) });
-  app.post('/sign-in', async (request, reply) => {
+  app.post('/sign-in', carriesSecret, async (request, reply) => {
     // Only the token itself starts a session, not a session.
     if (!bearerMatches(request.headers.authorization, token)) throw new ServiceError('unauthenticated', 'Authorization: Bearer <admin token> is required to sign in');
     parseOptionalBody(OperatorSignInBody, request.body);
     const { secret, session } = await createOperatorSession(deps.db, token);
     setSessionCookie(reply, settings, secret);
-    reply.header('cache-control', 'no-store');
     return operatorView(session);
   });
-  app.get('/session', async (request) => {
+  app.get('/session', carriesSecret, async (request) => {
     const session = operatorSessionOf(request);
     if (!session) throw new ServiceError('unauthenticated', 'no operator session: sign in with POST /admin/v1/sign-in');
     return operatorView(session);
@@ -75,12 +76,12 @@ export function adminRoutes(app: FastifyInstance, { deps }: RouteContext, settin
     const query = parseInput(AccessRequestListQuery, request.query);
     return { access_requests: await listAccessRequests(deps.db, query.status) };
   });
-  app.post<Params<'request_id'>>('/access-requests/:request_id/approve', async (request) => approveAccessRequest(deps.db, request.params.request_id));
+  app.post<Params<'request_id'>>('/access-requests/:request_id/approve', carriesSecret, async (request) => approveAccessRequest(deps.db, request.params.request_id));
   app.post<Params<'request_id'>>('/access-requests/:request_id/reject', async (request) => {
     const body = parseOptionalBody(RejectAccessRequestBody, request.body);
     return rejectAccessRequest(deps.db, request.params.request_id, body.reason);
   });
-  app.post<Params<'org_id'>>('/organizations/:org_id/keys', async (request, reply) => {
+  app.post<Params<'org_id'>>('/organizations/:org_id/keys', carriesSecret, async (request, reply) => {
     const body = parseOptionalBody(CreateOrgKeyBody, request.body);
     const key = await createOrgKeyUnchecked(deps.db, request.params.org_id, { name: body.name, expiresAt: body.expires_at });
     return reply.code(201).send({ org_id: request.params.org_id, ...key });

@@ -1,5 +1,6 @@
 import type { DomainDeps } from '../../domain/caller.ts';
 import type { HeldWaits } from '../../events/held-waits.ts';
+import type { ThreadStreams } from '../../events/thread-stream.ts';
 import type { WebhookRuntime } from '../../events/webhooks/webhooks.ts';
 import type { HostPolicy } from '../allowed-hosts.ts';
 import type { RateLimiter } from '../rate-limit.ts';
@@ -21,6 +22,8 @@ export interface RouteContext {
   webhooks: WebhookRuntime;
   /** Keep-alive period of event streams in milliseconds (default 15,000). */
   streamKeepAliveMs?: number | undefined;
+  /** The readers of threads' streams in this process (events/thread-stream.ts). */
+  threadStreams: ThreadStreams;
 }
 
 /** Path parameters as Fastify hands them over. */

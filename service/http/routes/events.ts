@@ -8,6 +8,7 @@ import { callerOf } from '../auth.ts';
 import { parseInput } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
 import { yieldTurn } from '../../domain/request-turn.ts';
+import { HeldWaitKinds } from '../../events/held-waits.ts';
 
 /**
  * The seq a stream resumes after: the `Last-Event-ID` header (what an EventSource sends when it
@@ -63,7 +64,7 @@ export function eventRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, s
     const caller = callerOf(request);
     const orgId = request.params.org_id;
     await assertOrganizationReachable(deps.db, caller, orgId);
-    const release = query.wait > 0 ? heldWaits.acquire(caller.keyId) : () => {};
+    const release = query.wait > 0 ? heldWaits.acquire(caller.keyId, 1, HeldWaitKinds.event_poll) : () => {};
     try {
       return await getEventPage(
         deps,
@@ -83,7 +84,7 @@ export function eventRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, s
     const orgId = request.params.org_id;
     await assertOrganizationReachable(deps.db, caller, orgId);
     const after = resumeAfter(request, query.after);
-    const release = heldWaits.acquire(caller.keyId);
+    const release = heldWaits.acquire(caller.keyId, 1, HeldWaitKinds.event_stream);
     try {
       await replyWithEventStream(reply, {
         db: deps.db,

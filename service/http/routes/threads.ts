@@ -7,6 +7,7 @@ import { listThreadToolCalls } from '../../domain/tool-calls.ts';
 import { callerOf } from '../auth.ts';
 import { parseInput } from '../validate.ts';
 import type { Params, RouteContext } from './context.ts';
+import { HeldWaitKinds } from '../../events/held-waits.ts';
 
 /**
  * Thread and message routes (contract §5): `POST /edges/{id}/threads` → 201 Thread;
@@ -35,7 +36,7 @@ export function threadRoutes(app: FastifyInstance, { deps, shutdown, heldWaits }
     const query = parseInput(ThreadPageQuery, rest);
     const caller = callerOf(request);
     // A long poll holds a place among the key's and the process's held waits (429 past them).
-    const release = query.wait > 0 ? heldWaits.acquire(caller.keyId) : () => {};
+    const release = query.wait > 0 ? heldWaits.acquire(caller.keyId, 1, HeldWaitKinds.thread_poll) : () => {};
     try {
       return await getThreadPage(deps, caller, request.params.thread_id, { ...query, after }, shutdown);
     } finally {

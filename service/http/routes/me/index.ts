@@ -12,6 +12,7 @@ import { meEventRoutes } from './events.ts';
 import { meSessionRoutes } from './session.ts';
 import { meTeamRoutes } from './teams.ts';
 import { meThreadRoutes } from './threads.ts';
+import { meThreadStreamRoutes } from '../thread-streams.ts';
 
 /** Where the person's routes live, under each API prefix. */
 export const mePath = '/me';
@@ -27,6 +28,7 @@ export function meRoutes(app: FastifyInstance, context: RouteContext, settings: 
   meSessionRoutes(app, context, settings);
   meTeamRoutes(app, context);
   meThreadRoutes(app, context);
+  meThreadStreamRoutes(app, context);
   meAgentKeyRoutes(app, context);
   meEventRoutes(app, context, settings);
 }

@@ -3,14 +3,15 @@ import { describePerson } from '../../../domain/person-reach.ts';
 import { endSession, sessionTimes } from '../../../sessions/sessions.ts';
 import { clearSessionCookie, personSessionOf, type ConsoleSettings } from '../../session-auth.ts';
 import type { RouteContext } from '../context.ts';
+import { carriesSecret } from '../../security-headers.ts';
 
 /**
  * `GET /me` → 200 Me: the session's humans with their teams and organizations, the CSRF token
- * and when the session ends (contract §10). `POST /me/sign-out` → 200 `{signed_out: true}`:
+ * and when the session ends (contract §10), with `Cache-Control: no-store` (§14). `POST /me/sign-out` → 200 `{signed_out: true}`:
  * ends the session at once and clears the cookie. Errors: `unauthenticated`, `csrf_failed`.
  */
 export function meSessionRoutes(app: FastifyInstance, { deps }: RouteContext, settings: ConsoleSettings): void {
-  app.get('/me', async (request) => {
+  app.get('/me', carriesSecret, async (request) => {
     const session = personSessionOf(request);
     const humans = await describePerson(deps.db, { humanIds: session.humanIds });
     return {

@@ -4,8 +4,9 @@ import { personSessionOf } from '../../session-auth.ts';
 import type { Params, RouteContext } from '../context.ts';
 
 /**
- * `GET /me/teams/{team_id}` → 200 TeamGraph of one of the person's teams (read-only: agents,
- * humans, edges). Errors: `not_found` (not one of the person's teams).
+ * `GET /me/teams/{team_id}` → 200 MeTeamGraph of one of the person's teams (read-only: agents,
+ * humans, edges, as a member sees them: no instructions, tools or emails of others). Errors:
+ * `not_found` (not one of the person's teams).
  */
 export function meTeamRoutes(app: FastifyInstance, { deps }: RouteContext): void {
   app.get<Params<'team_id'>>('/me/teams/:team_id', async (request) =>
