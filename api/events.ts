@@ -308,7 +308,29 @@ export const DeliveryStatuses = { pending: 'pending', delivered: 'delivered', fa
 export const DeliveryStatus = z.enum(DeliveryStatuses);
 export type DeliveryStatus = z.infer<typeof DeliveryStatus>;
 
-/** One delivery of one event to one webhook, with its latest attempt (contract §9, "Delivery log"). */
+/** Attempts listed per delivery at most (the latest ones): more than the longest retry schedule (1 + 20) makes. */
+export const maxListedAttempts = 30;
+
+/**
+ * One attempt of a delivery (contract §9, "Delivery log": "lists attempts"): the receiver's answer,
+ * the error and the duration of that attempt, and what the delivery became after it.
+ */
+export const WebhookDeliveryAttempt = z
+  .object({
+    attempt: z.number().int().min(1).meta({ description: 'Its number: 1 for the first attempt of the delivery, counting retries asked for by hand.' }),
+    status: DeliveryStatus.meta({
+      description: 'What the delivery became after it: delivered (a 2xx), pending (it failed and another attempt was due at `next_attempt_at`), failed (it failed and none followed).',
+    }),
+    response_status: z.number().int().nullable().meta({ description: "The receiver's HTTP status; null when it gave none (no answer in time, no connection, a refused URL)." }),
+    error: z.string().nullable().meta({ description: 'Why it failed; null when it did not.' }),
+    duration_ms: z.number().int().nullable().meta({ description: 'From the request to the answer, in milliseconds; null when no outcome was recorded.' }),
+    next_attempt_at: Timestamp.nullable().meta({ description: 'pending: when the next attempt was due; null otherwise.' }),
+    created_at: Timestamp.meta({ description: 'When the attempt began.' }),
+  })
+  .meta({ id: 'WebhookDeliveryAttempt' });
+export type WebhookDeliveryAttempt = z.infer<typeof WebhookDeliveryAttempt>;
+
+/** One delivery of one event to one webhook: its latest attempt, and each attempt (contract §9, "Delivery log"). */
 export const WebhookDelivery = z
   .object({
     delivery_id: Id,
@@ -324,6 +346,9 @@ export const WebhookDelivery = z
     next_attempt_at: Timestamp.nullable().meta({ description: 'pending: when the next attempt is due; null once delivered or failed.' }),
     created_at: Timestamp,
     updated_at: Timestamp,
+    attempts: z.array(WebhookDeliveryAttempt).meta({
+      description: `Each attempt, oldest first (the latest ${maxListedAttempts} when there were more): its own answer, error and duration. Empty before the first attempt.`,
+    }),
   })
   .meta({ id: 'WebhookDelivery' });
 export type WebhookDelivery = z.infer<typeof WebhookDelivery>;

@@ -67,6 +67,10 @@ export const MeThread = Thread.extend({
   peer: Peer,
   last_message: LastMessage.nullable(),
   awaiting_reply: z.boolean().meta({ description: "Whether the thread awaits an answer from the person's human (awaiting_reply_from is that human)." }),
+  sent_on_behalf: z.boolean().meta({
+    description:
+      "Whether the latest message of the person's human here was written in the human's name, not by the person: through an organization key (a pipeline step whose `from` is the human), asking the other participant for an answer (`expects_reply`) that what wrote it awaits, and the thread does not await the human. The console lists these threads apart from what waits for the person.",
+  }),
 }).meta({ id: 'MeThread' });
 
 export const MeThreadList = z

@@ -152,7 +152,7 @@ async function measureMode(mode: 'push' | 'poll', client: Client, runs: number, 
     rateLimit: false,
     // Every run's requests come from the worker's one address: no cap per client.
     connectionLimits: { maxConnectionsPerClient: 0 },
-    heldWaits: { perKey: runs + 1_000, perProcess: runs + 2_000 },
+    heldWaits: { perKey: runs + 1_000, perOrg: runs + 1_000, perProcess: runs + 2_000 },
     webhooks: { allowPrivate: true, retrySchedule: [1000, 2000, 4000, 8000, 8000, 8000, 8000], pollMs: 200, concurrency: 32 },
   });
   const proxy = await startFaultProxy({ target: server.url });

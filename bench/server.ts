@@ -30,12 +30,12 @@ const dataDir = process.env.BENCH_DATA_DIR;
 let db: Db;
 let server: Awaited<ReturnType<typeof startServer>>;
 // No rate limit and no bound on held waits or connections per client that a measurement reaches
-// (10,000 held polls on one key, from one address); webhook receivers of the events benchmark
+// (10,000 held polls on one key of one organization, from one address); webhook receivers of the events benchmark
 // listen on loopback.
 const options = {
   port: 0,
   rateLimit: false as const,
-  heldWaits: { perProcess: 100_000, perKey: 100_000 },
+  heldWaits: { perProcess: 100_000, perOrg: 100_000, perKey: 100_000 },
   webhooks: { allowPrivate: true },
   connectionLimits: { maxConnectionsPerClient: 0 },
   ...(process.env.BENCH_METRICS === '1' ? { metricsListen: { host: '127.0.0.1', port: 0 } } : {}),

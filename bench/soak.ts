@@ -9,6 +9,13 @@
  * latency of an unrelated GET under that load (sent from a process of its own, so that its figure
  * is the service's and not the load generator's event loop) and each process's memory.
  *
+ * Then a fairness phase (issue 41, contract §14; soak/fairness.ts), with the load stopped: one
+ * organization holds its bound of held waits (`--max-held-waits-per-org`) in event streams on
+ * both processes while another organization's long polls are woken (their wake latency before and
+ * during is reported, not judged), and a client fills its address's connection cap and opens more
+ * connections, each sending a whole append at once: each must get one 429, and none of those
+ * messages may be stored.
+ *
  *   bash scripts/with-postgres.sh --install -- npm run soak                 # the full run, figures into docs/performance.md
  *   bash scripts/with-postgres.sh --install -- npm run soak -- --short      # CI: 90 s, 30 clients, a kill every 30 s
  *
@@ -16,7 +23,9 @@
  * `--max-rss-mib MIB` (default 600), `--no-report`. The database is `SOAK_DATABASE_URL`, else
  * `ACS_POSTGRES_URL` (scripts/with-postgres.sh exports it); a fresh database is created on it and
  * dropped at the end. Exit status: 0 when every check held; 1 when a write was lost or doubled, a
- * long poll saw a message twice or out of order, or memory passed its bound; with the full run also
+ * long poll saw a message twice or out of order, memory passed its bound, an organization held more
+ * than its bound of waits or another organization's long poll was not answered meanwhile, or a
+ * connection past the cap was served or its write stored; with the full run also
  * when the p99 passed its bound (the short run reports it only: CI machines vary too much for a
  * timing bound, as the project's rule for tests says). 2 without a database.
  */
@@ -31,6 +40,8 @@ import { loopbackAddress, sleep, SoakClient, type SoakReply } from './soak/http.
 import { fork } from 'node:child_process';
 import type { ProbeResult, ProbeStart } from './soak/probe-process.ts';
 import { conversation, hostile, Ledger, mcpAgent, reader, slowClient, writer, type Tenant } from './soak/traffic.ts';
+import { connectionsPastTheCap, holdOrganizationsBound, wakeSamples, type WakeSamples } from './soak/fairness.ts';
+import { defaultConnectionLimits } from '../service/http/connection-limits.ts';
 
 const { values: flags } = parseArgs({
   options: {
@@ -51,6 +62,12 @@ const settings = {
   maxRssMiB: Number(flags['max-rss-mib']),
   // Per key and per minute: a client's writes stay well under it; the hostile client's do not.
   rateLimit: 3000,
+  // The fairness phase: the greedy organization's bound of held waits in each process
+  // (`--max-held-waits-per-org`, lowered from 2,000 so that the soak's machine holds it twice over),
+  // the wake samples before and during, and the connections opened past the per-address cap.
+  orgWaitBound: flags.short ? 100 : 400,
+  wakeSamples: flags.short ? 40 : 200,
+  pastTheCap: flags.short ? 20 : 50,
 };
 const log = (line: string) => process.stderr.write(`soak: ${line}\n`);
 
@@ -132,7 +149,7 @@ async function main(): Promise<number> {
       databaseUrl,
       dataDir: join(work, 'data'),
       // The soak's clients each come from their own loopback address; the cap per address stays the default.
-      args: ['--rate-limit', String(settings.rateLimit), '--log-level', 'warn', '--tick-ms', '1000'],
+      args: ['--rate-limit', String(settings.rateLimit), '--log-level', 'warn', '--tick-ms', '1000', '--max-held-waits-per-org', String(settings.orgWaitBound)],
       env: { ACS_ENCRYPTION_KEY: randomBytes(32).toString('hex'), ACS_AGENT_PROVIDERS: 'echo' },
       devCredentials: join(work, 'dev.json'),
     });
@@ -140,18 +157,21 @@ async function main(): Promise<number> {
     const dev = new SoakClient('127.0.0.1', urls, (JSON.parse(await readFile(join(work, 'dev.json'), 'utf8')) as { api_key: string }).api_key);
     clients.push(dev);
 
-    // Tenants: one per client, the probe's and the hostile one's. Roles by index: 5 writers, 2
-    // conversations, 2 MCP agents and 1 reader in every 10.
+    // Tenants: one per client, the probe's, the hostile one's, and the fairness phase's greedy,
+    // fair and past-the-cap ones. Roles by index: 5 writers, 2 conversations, 2 MCP agents and 1
+    // reader in every 10.
     const role = (i: number) => (['writer', 'writer', 'writer', 'writer', 'writer', 'conversation', 'conversation', 'mcp', 'mcp', 'reader'] as const)[i % 10]!;
     const tenants: Tenant[] = [];
     const started = Date.now();
-    for (let i = 0; i < settings.clients + 2; i += 8) {
-      const batch = Array.from({ length: Math.min(8, settings.clients + 2 - i) }, (_, k) => i + k);
+    const extraTenants = 5;
+    for (let i = 0; i < settings.clients + extraTenants; i += 8) {
+      const batch = Array.from({ length: Math.min(8, settings.clients + extraTenants - i) }, (_, k) => i + k);
       tenants.push(...(await Promise.all(batch.map((n) => provision(dev, urls, n, n >= settings.clients || role(n) === 'mcp' ? 'agent' : 'human')))));
     }
     log(`provisioned ${tenants.length} tenants in ${((Date.now() - started) / 1000).toFixed(1)} s`);
     const probeTenant = tenants[settings.clients]!;
     const hostileTenant = tenants[settings.clients + 1]!;
+    const [greedyTenant, fairTenant, pastTheCapTenant] = [tenants[settings.clients + 2]!, tenants[settings.clients + 3]!, tenants[settings.clients + 4]!];
 
     const ledger = new Ledger();
     const samples: Array<{ at: number; ms: number; ok: boolean }> = [];
@@ -195,6 +215,25 @@ async function main(): Promise<number> {
     await killing;
     await Promise.race([Promise.all(loops), sleep(60_000)]);
     const runEnded = Date.now();
+
+    // The fairness phase (soak/fairness.ts), with the load stopped and every process up.
+    log(`fairness: ${settings.wakeSamples} long-poll wakes of one organization, then again while another holds its bound of ${settings.orgWaitBound} streams on each process`);
+    const wakeClients = [client(0, fairTenant.apiKey, 42), client(1, fairTenant.apiKey, 42)] as const;
+    const wakeBefore = await wakeSamples(wakeClients, fairTenant, settings.wakeSamples, 'wake-before');
+    const greedyClient = client(0, greedyTenant.apiKey, 43);
+    const greedyKeys = [greedyTenant.apiKey];
+    for (let k = 1; k < 4; k += 1) greedyKeys.push(must(await greedyClient.request('POST', `/organizations/${greedyTenant.orgId}/keys`, { name: `greedy ${k}` }), 201, 'greedy key').api_key as string);
+    const greedy = await holdOrganizationsBound(fleet.urls, greedyTenant.orgId, greedyKeys, settings.orgWaitBound, 5, 40);
+    const wakeDuring = await wakeSamples(wakeClients, fairTenant, settings.wakeSamples, 'wake-during');
+    greedy.close();
+    log(`fairness: ${settings.pastTheCap} connections past the cap of ${defaultConnectionLimits.maxConnectionsPerClient} on each process, each with a whole append`);
+    const pastTheCap = [];
+    for (const [p, url] of fleet.urls.entries()) {
+      pastTheCap.push(await connectionsPastTheCap(url, loopbackAddress(p, 41), defaultConnectionLimits.maxConnectionsPerClient, settings.pastTheCap, pastTheCapTenant, `past-the-cap-p${p}`));
+    }
+    const sentPastTheCap = new Set(pastTheCap.flatMap((o) => o.contents));
+    const pastTheCapReader = client(settings.clients + 4, pastTheCapTenant.apiKey, 33);
+    const storedPastTheCap = (await allMessages(pastTheCapReader, pastTheCapTenant.threadId)).filter((m) => sentPastTheCap.has(m.content)).length;
 
     // The check, against the database through the service.
     let lost = 0;
@@ -245,6 +284,24 @@ async function main(): Promise<number> {
     const memoryOk = memory.every((m) => m.peak <= settings.maxRssMiB);
     const p99 = percentile(sortedSteady, 99);
 
+    const wakeFigures = (w: WakeSamples) => {
+      const sorted = [...w.ms].sort((a, b) => a - b);
+      return { samples: w.ms.length, notServed: w.notServed.length, p50: percentile(sorted, 50), p99: percentile(sorted, 99), max: sorted.at(-1) ?? NaN };
+    };
+    const fairness = {
+      orgWaitBound: settings.orgWaitBound,
+      greedy: greedy.outcomes,
+      wakeBefore: wakeFigures(wakeBefore),
+      wakeDuring: wakeFigures(wakeDuring),
+      pastTheCap: {
+        connections: pastTheCap.reduce((n, o) => n + o.connections, 0),
+        refused: pastTheCap.reduce((n, o) => n + o.refused, 0),
+        served: pastTheCap.flatMap((o) => o.served),
+        unanswered: pastTheCap.reduce((n, o) => n + o.unanswered, 0),
+        stored: storedPastTheCap,
+      },
+    };
+
     const statuses = [...ledger.outcomes].sort(([a], [b]) => a.localeCompare(b));
     const figures = {
       date: new Date().toISOString().slice(0, 10),
@@ -259,17 +316,27 @@ async function main(): Promise<number> {
       pollAnomalies: ledger.pollAnomalies.length,
       probe: { samples: measured.length, failures: probeFailures, p50: percentile(sortedAll, 50), p99All: percentile(sortedAll, 99), p99, max: sortedAll.at(-1) ?? NaN },
       memory: memory.map((m) => ({ slot: m.slot, seconds: Math.round(m.seconds), ended: m.ended ?? 'running', peak: Math.round(m.peak), firstHalfPeak: Math.round(m.firstHalfPeak), secondHalfPeak: Math.round(m.secondHalfPeak) })),
+      fairness,
       statuses: Object.fromEntries(statuses),
     };
     process.stdout.write(`${JSON.stringify(figures, null, 2)}\n`);
     if (lostExamples.length) log(`lost, e.g.: ${lostExamples.join(', ')}`);
     if (ledger.pollAnomalies.length) log(`long-poll anomalies, e.g.: ${ledger.pollAnomalies.slice(0, 5).join('; ')}`);
+    const notServed = [...wakeBefore.notServed, ...wakeDuring.notServed];
+    if (notServed.length) log(`long polls of the fair organization not served, e.g.: ${notServed.slice(0, 5).join('; ')}`);
 
     const failures: string[] = [];
     if (figures.lost > 0) failures.push(`${figures.lost} acknowledged writes lost`);
     if (duplicates > 0) failures.push(`${duplicates} duplicate messages`);
     if (ledger.pollAnomalies.length > 0) failures.push(`${ledger.pollAnomalies.length} long-poll anomalies`);
     if (!memoryOk) failures.push(`a process passed ${settings.maxRssMiB} MiB`);
+    // The fairness phase: correctness, judged in every run; its wake latencies are reported only.
+    const overBound = greedy.outcomes.filter((o) => o.held > settings.orgWaitBound).length;
+    if (overBound > 0) failures.push(`the greedy organization held more than its bound of ${settings.orgWaitBound} waits on ${overBound} process(es)`);
+    if (greedy.outcomes.every((o) => o.refused === 0)) failures.push('the greedy organization was never refused too_many_waits');
+    if (notServed.length > 0) failures.push(`${notServed.length} long polls of another organization not answered with their message`);
+    if (fairness.pastTheCap.served.length > 0) failures.push(`${fairness.pastTheCap.served.length} connections past the cap were served (${fairness.pastTheCap.served.slice(0, 5).join(', ')})`);
+    if (storedPastTheCap > 0) failures.push(`${storedPastTheCap} writes sent on connections past the cap were stored`);
     const p99Verdict = p99 <= settings.p99Ms ? 'held' : `passed (${p99.toFixed(1)} ms)`;
     if (p99 > settings.p99Ms) {
       if (flags.short) log(`the unrelated GET's p99 bound of ${settings.p99Ms} ms ${p99Verdict}: reported, not judged, in the short run`);
@@ -280,6 +347,12 @@ async function main(): Promise<number> {
       `${acknowledged} acknowledged writes: ${figures.lost} lost, ${duplicates} duplicated; ${ledger.unacknowledged} never acknowledged; ${kills.length} kills; ` +
         `unrelated GET p50 ${figures.probe.p50.toFixed(1)} ms, p99 ${p99.toFixed(1)} ms (steady), ${figures.probe.p99All.toFixed(1)} ms (all); ` +
         `peak RSS ${Math.max(...memory.map((m) => m.peak)).toFixed(0)} MiB`,
+    );
+    log(
+      `fairness: the greedy organization held ${greedy.outcomes.map((o) => o.held).join(' + ')} streams (refused ${greedy.outcomes.map((o) => o.refused).join(' + ')}); ` +
+        `the other's long-poll wake p50 / p99 ${fairness.wakeBefore.p50.toFixed(1)} / ${fairness.wakeBefore.p99.toFixed(1)} ms before, ` +
+        `${fairness.wakeDuring.p50.toFixed(1)} / ${fairness.wakeDuring.p99.toFixed(1)} ms during (${notServed.length} not served); ` +
+        `past the cap: ${fairness.pastTheCap.refused} of ${fairness.pastTheCap.connections} refused 429, ${fairness.pastTheCap.served.length} served, ${fairness.pastTheCap.unanswered} unanswered, ${storedPastTheCap} writes stored`,
     );
     process.stdout.write(failures.length === 0 ? 'soak: every check held\n' : `soak: FAILED: ${failures.join('; ')}\n`);
     return failures.length === 0 ? 0 : 1;
@@ -304,8 +377,13 @@ long-poll their thread while writing to it, external agents sending MCP batches 
 bodies; a hostile one, from one address, floods keyed GETs, MCP batches of 100 tool calls and
 unauthenticated access requests. Every two minutes one process is killed with \`kill -9\` and
 started again on its port. At the end every acknowledged write is looked up: none may be missing
-and none may be there twice. CI runs a short form (\`--short\`: 90 s, 30 clients, a kill every
-30 s) that judges the writes, the long polls and memory, and reports the latency.`;
+and none may be there twice. Then, with the load stopped, a fairness phase: one organization holds
+its bound of held waits (\`--max-held-waits-per-org\`, 400 here) in event streams on both processes
+while another organization's long polls are woken (append through one process, poll held by the
+other), and a client that holds its address's 128 connections opens 50 more, each sending a whole
+append at once: each must be answered one 429, and none of those messages may be stored. CI runs
+a short form (\`--short\`: 90 s, 30 clients, a kill every 30 s, a bound of 100) that judges the
+writes, the long polls, memory and the fairness phase, and reports the latencies.`;
 
 function renderReport(f: any): string {
   const n = (x: number, d = 1) => (Number.isFinite(x) ? x.toFixed(d) : '–');
@@ -323,6 +401,9 @@ function renderReport(f: any): string {
     `| long polls that saw a message twice or out of order | ${f.pollAnomalies} |`,
     `| unrelated GET under the hostile load: samples | ${f.probe.samples.toLocaleString('en-US')} (${f.probe.failures} failed, around the kills) |`,
     `| unrelated GET p50 / p99 (leaving out 5 s after each kill) / p99 (all) / max, ms | ${n(f.probe.p50)} / **${n(f.probe.p99)}** / ${n(f.probe.p99All)} / ${n(f.probe.max)} |`,
+    `| fairness: the greedy organization's streams held / refused, per process (bound ${f.fairness.orgWaitBound}) | ${f.fairness.greedy.map((g: any) => `${g.held} / ${g.refused}`).join(', ')} |`,
+    `| fairness: another organization's long-poll wake p50 / p99, ms, before / while the greedy one holds its bound | ${n(f.fairness.wakeBefore.p50)} / **${n(f.fairness.wakeBefore.p99)}** → ${n(f.fairness.wakeDuring.p50)} / **${n(f.fairness.wakeDuring.p99)}** (${f.fairness.wakeBefore.samples} + ${f.fairness.wakeDuring.samples} samples, ${f.fairness.wakeBefore.notServed + f.fairness.wakeDuring.notServed} not served) |`,
+    `| connections past the per-address cap, each with a whole append: refused 429 / served / unanswered; writes stored | ${f.fairness.pastTheCap.refused} / ${f.fairness.pastTheCap.served.length} / ${f.fairness.pastTheCap.unanswered} of ${f.fairness.pastTheCap.connections}; **${f.fairness.pastTheCap.stored}** |`,
     ...f.memory.map(
       (m: any, i: number) =>
         `| process ${m.slot}, life ${i + 1} (${m.seconds} s, ended ${m.ended}): peak RSS, first half / second half, MiB | ${m.peak} (${m.firstHalfPeak} / ${m.secondHalfPeak}) |`,

@@ -59,14 +59,40 @@ function hints(place: Place): Record<string, string> {
     deletion_protected: 'set protect: false on it in the definition (or clear its deletion_protection: PATCH it), apply, then delete it (remove it from the file and apply, or destroy)',
     in_use: 'delete what still depends on it first: its edges (a participant), or the organizations it provisioned (an organization)',
     forbidden: 'a key may not delete its own organization: use a key of the organization that provisioned it',
-    not_approved: 'read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI)',
+    not_approved:
+      'read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI, and blocks pasted into a shell: the line after the command is read as the answer)',
     timed_out: 'try a longer --wait, or check that the peer is running',
+    webhook_url_refused:
+      'webhooks (and agents\' MCP servers) must be https and reach public addresses only; for a receiver on this machine or a private network (development, tests), start acs-server with --webhook-allow-private',
+    webhook_limit: 'an organization holds at most 20 webhooks: delete one it no longer needs (remove it from the definition and apply)',
     mcp_key_limit: 'list the agent\'s keys with teamctl mcp keys list --team TEAM --agent AGENT, and revoke one it no longer needs (teamctl mcp keys revoke)',
-    reply_invalid: 'the step re-asked and the replies still did not fit: see them with teamctl runs show RUN (or thread show THREAD); loosen the schema, raise attempts, or say in the content what shape to answer in',
-    loop_exhausted: 'raise maxIterations, or make until reachable; teamctl runs show RUN shows every iteration',
-    expression_failed: 'the expression is named in the message: check the fields it reads (teamctl runs show RUN shows each entry\'s value); use has(x.f) for a field that may be missing',
+    reply_invalid: runFailureHint('reply_invalid', 'temporal', 'RUN')!,
+    loop_exhausted: runFailureHint('loop_exhausted', 'temporal', 'RUN')!,
+    expression_failed: runFailureHint('expression_failed', 'temporal', 'RUN')!,
     invalid_input: 'the rendered text must spell a number (or true/false) for that input of the sub-pipeline',
   };
+}
+
+/**
+ * The hint of a pipeline run's failure for the engine it ran on, naming what works there: on
+ * Temporal the run stays, so `teamctl runs show RUN` (with the run's id) shows it; a local run
+ * ended with the process that ran it — `runs show` no longer finds it — so the hint points at the
+ * lines the run printed and at the step's thread (`thread`, when known). Codes: `reply_invalid`,
+ * `loop_exhausted`, `expression_failed`; undefined for any other.
+ */
+export function runFailureHint(code: string, engine: 'local' | 'temporal', runId: string, thread?: string): string | undefined {
+  const show = engine === 'temporal' ? `teamctl runs show ${runId}` : undefined;
+  const threadShow = `teamctl thread show ${thread ?? 'THREAD'}`;
+  switch (code) {
+    case 'reply_invalid':
+      return `the step re-asked and the replies still did not fit: see them with ${show ? `${show} (or ${threadShow})` : threadShow}; loosen the schema, raise attempts, or say in the content what shape to answer in`;
+    case 'loop_exhausted':
+      return `raise maxIterations, or make until reachable; ${show ? `${show} shows every iteration` : 'the lines above show each iteration\'s steps (a local run ends with its process: runs show no longer finds it)'}`;
+    case 'expression_failed':
+      return `the expression is named in the message: check the fields it reads (${show ? `${show} shows each entry's value` : 'the lines above show each finished entry\'s reply'}); use has(x.f) for a field that may be missing`;
+    default:
+      return undefined;
+  }
 }
 
 /** What the CLI prints and returns for an error. */

@@ -26,6 +26,7 @@ import type { ScheduleChange } from '../plan/schedules.ts';
 import { protectedDeletes, protectionMessage } from '../plan/protection.ts';
 import type { ProtectedLabel } from '../plan/protection.ts';
 import type { Change, DeleteChange, ObservedState } from '../plan/types.ts';
+import { refusedWebhookUrls, refusedWebhookUrlWarning } from '../plan/webhook-url-warnings.ts';
 import { loadTemporalSettings } from '../temporal/settings.ts';
 import type { AppliedScheduleChange } from '../temporal/schedules.ts';
 import { planOf, readObserved } from '../workflows/apply-orchestration.ts';
@@ -155,6 +156,12 @@ export async function prepare(
     // Keys the plan leaves in place count as the file's own (a key excluded from the plan, say).
     const kept = observed.providerKeys.map((k) => k.provider).filter((p) => !changes.some((c) => c.action === 'delete' && c.kind === 'provider_key' && c.name === p));
     for (const entry of agentsWithoutKey(definition, kept)) io.stderr(withoutKeyWarning(entry));
+    // A webhook URL the service will refuse, said before apply sends it (judged without DNS).
+    for (const entry of refusedWebhookUrls(changes)) {
+      const index = definition.organization.webhooks?.findIndex((hook) => hook.name === entry.name) ?? -1;
+      const at = index >= 0 ? await locateInFile(flags.file, ['organization', 'webhooks', index, 'url']) : undefined;
+      io.stderr(refusedWebhookUrlWarning(entry, at));
+    }
   }
   const scheduleChanges = (schedules?.changes ?? []).filter((c) => scheduleSelected(c, flags));
   for (const target of flags.target ?? []) {

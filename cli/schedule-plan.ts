@@ -18,7 +18,7 @@ import { ToolkitError } from '../errors/catalogue.ts';
 import { diffSchedules } from '../plan/schedules.ts';
 import type { ScheduleChange } from '../plan/schedules.ts';
 import type { AppliedScheduleChange, PlannedSchedule } from '../temporal/schedules.ts';
-import { loadTemporalSettings } from '../temporal/settings.ts';
+import { loadTemporalSettings, temporalConfigured } from '../temporal/settings.ts';
 import type { CliIo } from './io.ts';
 
 /** The schedule changes of a definition, with what they create or update. */
@@ -42,10 +42,8 @@ export async function withTemporalSchedules<T>(env: NodeJS.ProcessEnv, fn: (clie
   return withTemporalClient(loadTemporalSettings(env), (client) => fn(client, helpers), env);
 }
 
-/** Whether the environment names a Temporal server explicitly. */
-export function temporalConfigured(env: NodeJS.ProcessEnv): boolean {
-  return Boolean(env.TEMPORAL_ADDRESS || env.TEMPORAL_PROFILE || env.TEMPORAL_CONFIG_FILE);
-}
+/** Whether the environment names a Temporal server explicitly (temporal/settings.ts, shared with `runs`). */
+export { temporalConfigured } from '../temporal/settings.ts';
 
 /**
  * Reads the organization's schedules on Temporal and plans them against the definition (see the

@@ -78,6 +78,77 @@ export function participantId(team: TeamGraph, name: string): string {
 
 export { participantNames };
 
+/** The other teams of an organization looked into for a name missing from its team (a miss costs one request per team). */
+const MAX_TEAMS_LOOKED_INTO = 50;
+
+/** Where a name missing from a team is in its organization: the teams that have a participant of that name, and what it is there. */
+interface FoundElsewhere {
+  team: string;
+  kind: 'agent' | 'human';
+}
+
+/**
+ * The other teams of `team`'s organization that have a participant named `name` (of `kinds`),
+ * reading at most {@link MAX_TEAMS_LOOKED_INTO} of them. Raises nothing: a read that fails finds nothing.
+ */
+async function foundElsewhere(client: AcsClient, team: TeamGraph, name: string, kinds: ReadonlyArray<'agent' | 'human'>): Promise<FoundElsewhere[]> {
+  try {
+    const others = (await client.listTeams(team.org_id)).filter((t) => t.team_id !== team.team_id).slice(0, MAX_TEAMS_LOOKED_INTO);
+    const found: FoundElsewhere[] = [];
+    for (const other of others) {
+      const graph = await client.getTeam(other.team_id);
+      if (kinds.includes('agent') && graph.agents.some((a) => a.name === name)) found.push({ team: graph.team_name, kind: 'agent' });
+      if (kinds.includes('human') && graph.humans.some((h) => h.name === name)) found.push({ team: graph.team_name, kind: 'human' });
+    }
+    return found;
+  } catch {
+    return [];
+  }
+}
+
+/** How a name missing from a team was asked for: the noun of the message, the kinds that would do, and how its team was chosen. */
+export interface LookupOptions {
+  /** `participant`, `agent` or `human`. */
+  noun: 'participant' | 'agent' | 'human';
+  /** The team came from `--team` (the hint names the flag), or from a thread (`thread send`). */
+  teamFrom: 'flag' | 'thread';
+}
+
+/**
+ * Runs a lookup by name in `team` (`find`: {@link participantId}, {@link findAgent}, …); when it
+ * misses (`name_not_found`) and the name is a participant of another team of the organization,
+ * the error names that team instead of a did-you-mean — `no participant named "scout" in team
+ * ops (scout is an agent of team research)` — with the hint `pass --team research` (or, for a
+ * thread's team, that the thread is in team ops). Output: what `find` returns. Errors: `find`'s,
+ * the `name_not_found` reworded as above.
+ */
+export async function lookUpIn<T>(client: AcsClient, team: TeamGraph, name: string, find: () => T, options: LookupOptions): Promise<T> {
+  try {
+    return find();
+  } catch (error) {
+    if (!(error instanceof ToolkitError) || error.code !== 'name_not_found') throw error;
+    const kinds = options.noun === 'participant' ? (['agent', 'human'] as const) : ([options.noun] as const);
+    const found = await foundElsewhere(client, team, name, kinds);
+    if (found.length === 0) throw error;
+    const where = found.map((f) => `${f.kind === 'agent' ? 'an agent' : 'a human'} of team ${f.team}`).join(', and ');
+    const teams = [...new Set(found.map((f) => f.team))];
+    const hint =
+      options.teamFrom === 'flag'
+        ? `pass --team ${teams[0]}${teams.length > 1 ? ` (or --team ${teams.slice(1).join(', --team ')})` : ''}; a team's participants are its own`
+        : `the thread is in team ${team.team_name}: its participants are the two of its edge there`;
+    throw new ToolkitError('name_not_found', `no ${options.noun} named ${JSON.stringify(name)} in team ${team.team_name} (${name} is ${where})`, { hint });
+  }
+}
+
+/**
+ * {@link findAgent} for a name given with `--agent` and the team with `--team`: a name that is an
+ * agent of another team of the organization is named there (see {@link lookUpIn}). Errors: as
+ * {@link findAgent}'s.
+ */
+export function agentIn(client: AcsClient, team: TeamGraph, name: string): Promise<Agent> {
+  return lookUpIn(client, team, name, () => findAgent(team, name), { noun: 'agent', teamFrom: 'flag' });
+}
+
 /**
  * The agent of the team named `name` (agents only: MCP keys belong to agents). Raises
  * `name_not_found` when there is none, with a did-you-mean among the team's agents, or

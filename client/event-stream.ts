@@ -27,6 +27,25 @@ export interface EventStreamRequest {
    * what happened before (a thread's history) without a gap.
    */
   onConnected?: ((afterSeq: number) => void) | undefined;
+  /**
+   * Called when a connection is lost and a reconnect follows (after `reconnectMs`): the server
+   * ended the stream (it stopped, or this client read too slowly), the connection dropped or was
+   * refused, or the service answered 5xx. Input: why, as a person reads it (`connection refused`,
+   * `the server ended the stream`, `503 unavailable`). Called again for each failed reconnect;
+   * {@link onConnected} says when the stream is back.
+   */
+  onDisconnected?: ((why: string) => void) | undefined;
+}
+
+/** Why a connection failed, as a person reads it: `connection refused`, `503 unavailable`, the error's own words. */
+function lostBecause(error: unknown): string {
+  if (error instanceof AcsApiError && error.status > 0) return `${error.status} ${error.code}`;
+  const cause = (error as { cause?: { cause?: { code?: string; message?: string }; code?: string; message?: string } }).cause;
+  const code = cause?.code ?? cause?.cause?.code;
+  if (code === 'ECONNREFUSED') return 'connection refused';
+  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'the connection was cut';
+  if (code === 'ENOTFOUND') return 'no such host';
+  return code ?? (error instanceof Error ? error.message : String(error));
 }
 
 /** How the stream reaches the service (given by {@link AcsClient}; the key stays there). */
@@ -72,6 +91,7 @@ export async function* readEventStream(transport: StreamTransport, request: Even
         });
         if (response.status < 500 || !reconnect) throw error;
         failure = error;
+        request.onDisconnected?.(lostBecause(error));
       } else {
         const queue: Event[] = [];
         const parser = createParser({
@@ -98,11 +118,13 @@ export async function* readEventStream(transport: StreamTransport, request: Even
           }
         }
         // The server ended the stream (it stopped, or this client read too slowly): resume.
+        if (reconnect && !request.signal?.aborted) request.onDisconnected?.('the server ended the stream');
       }
     } catch (error) {
       if (request.signal?.aborted) return;
       if (error instanceof AcsApiError && (error.status < 500 || !reconnect)) throw error;
       failure = error instanceof AcsApiError ? error : new AcsApiError({ status: 0, code: NETWORK_ERROR, message: `GET events/stream: the connection dropped (${(error as Error).message})` });
+      if (reconnect && !(error instanceof AcsApiError)) request.onDisconnected?.(lostBecause(error));
     }
     if (!reconnect) {
       if (failure) throw failure;

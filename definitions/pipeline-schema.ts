@@ -63,9 +63,12 @@ export const OnErrorModes = ['fail', 'continue'] as const;
 export type OnErrorMode = (typeof OnErrorModes)[number];
 
 
-/** A CEL expression (https://cel.dev) over `inputs`, `steps`, `iteration` and the item of a map. */
-const Expression = (description: string) =>
-  z.string().trim().min(1).max(4_096).meta({ description, examples: ["steps.classify.value.urgent", "steps.verdict.value == 'approve'"] });
+/**
+ * A CEL expression (https://cel.dev) over `inputs`, `steps`, `iteration` and the item of a map;
+ * `examples` (for editors and docs/definitions.md) are conditions unless the key wants another type.
+ */
+const Expression = (description: string, examples: readonly string[] = ["steps.classify.value.urgent", "steps.verdict.value == 'approve'"]) =>
+  z.string().trim().min(1).max(4_096).meta({ description, examples: [...examples] });
 
 /** The keys every entry may have: a condition and what a failure does. */
 const EntryOptions = {
@@ -196,7 +199,7 @@ export const MapEntrySchema = z
     map: z
       .strictObject({
         id: Identifier.describe('Map id, unique in the pipeline (steps.ID.results: one entry per item, of its steps)'),
-        items: Expression(`CEL expression yielding the list of items (at most ${MAX_MAP_ITEMS.toLocaleString('en-US')})`),
+        items: Expression(`CEL expression yielding the list of items (at most ${MAX_MAP_ITEMS.toLocaleString('en-US')})`, ['steps.plan.value.files', "['eu', 'us', 'apac']"]),
         as: VariableName.default('item').describe('Name of the item in expressions and templates (default item)'),
         maxConcurrency: z.number().int().min(1).max(MAX_MAP_CONCURRENCY).default(4).describe(`Items run at once (1–${MAX_MAP_CONCURRENCY}, default 4)`),
         steps: Body('The body: entries run for each item, with threads of their own'),

@@ -19,13 +19,14 @@ import { SecretRefSchema, WebhookSecretRefSchema } from './secrets.ts';
 export const API_VERSION = 'teamctl/v1';
 
 /**
- * The name a resource had before (team, agent, human): the plan renames the live resource of that
- * name (an update that keeps its id and threads) instead of deleting it and creating another.
- * Harmless once done, or when neither name exists (then it is created).
+ * The name a resource had before: the plan renames the live resource of that name (an update that
+ * keeps its id and what hangs on it, `kept`: a team's, agent's or human's threads, a webhook's
+ * secret and delivery log) instead of deleting it and creating another. Harmless once done, or
+ * when neither name exists (then it is created).
  */
-const RenamedFrom = Name.optional().describe(
-  'The name it had before: plan and apply rename the live one of that name (threads kept) instead of deleting it and creating another; harmless once renamed',
-);
+const renamedFrom = (kept: string) =>
+  Name.optional().describe(`The name it had before: plan and apply rename the live one of that name (${kept} kept) instead of deleting it and creating another; harmless once renamed`);
+const RenamedFrom = renamedFrom('threads');
 
 /**
  * An agent: with a provider it runs a model in the service; without, it is external (MCP). Fields:
@@ -75,7 +76,7 @@ export const ProviderKeysSchema = z
  */
 export const WebhookDefinitionSchema = WebhookFields.definition
   .extend({
-    renamedFrom: RenamedFrom,
+    renamedFrom: renamedFrom('its secret and delivery log'),
     secret: WebhookSecretRefSchema.describe('The signing secret (whsec_ and the base64 of 24–64 random bytes), as a reference to an environment variable: ${env:NAME}'),
   })
   .describe('A webhook: where the service POSTs the events of the organization, signed (Standard Webhooks)');

@@ -103,15 +103,31 @@ export function secretHint(value: string): string {
   return providerKeyHint(value);
 }
 
+/** A command that prints a new webhook secret (`whsec_` and the base64 of 32 random bytes), with Node alone. */
+export const WEBHOOK_SECRET_GENERATOR = `node -e "console.log('whsec_' + require('crypto').randomBytes(32).toString('base64'))"`;
+
+/** The hint of a webhook secret missing or malformed in variable `variable`: how to make one. */
+function webhookSecretHint(variable: string): string {
+  return `put a Standard Webhooks secret in ${variable}; make one with: export ${variable}=$(${WEBHOOK_SECRET_GENERATOR})`;
+}
+
 /**
  * Reads a webhook secret from its reference and checks its form (a Standard Webhooks secret),
  * so a malformed one fails before any request with a message naming the variable, never the
- * value. Errors: `unresolved_secret`, `invalid_usage`.
+ * value, and a hint with a command that makes one. Errors: `unresolved_secret`, `invalid_usage`.
  */
 export function resolveWebhookSecret(ref: string, env: Readonly<Record<string, string | undefined>> = process.env): string {
-  const secret = resolveSecret(ref, env);
+  let secret: string;
+  try {
+    secret = resolveSecret(ref, env);
+  } catch (error) {
+    if (error instanceof ToolkitError) throw new ToolkitError(error.code, error.message, { hint: webhookSecretHint(secretVariable(ref)) });
+    throw error;
+  }
   if (!WebhookSecret.safeParse(secret).success) {
-    throw new ToolkitError('invalid_usage', `environment variable ${secretVariable(ref)} does not hold a webhook secret: whsec_ and the base64 of 24 to 64 random bytes`);
+    throw new ToolkitError('invalid_usage', `environment variable ${secretVariable(ref)} does not hold a webhook secret: whsec_ and the base64 of 24 to 64 random bytes`, {
+      hint: webhookSecretHint(secretVariable(ref)),
+    });
   }
   return secret;
 }

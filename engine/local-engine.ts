@@ -10,7 +10,16 @@ import { withRetries } from '../activities/retrying.ts';
 import type { RetryOptions } from '../activities/retrying.ts';
 import { orchestrateApply } from '../workflows/apply-orchestration.ts';
 import type { ApplyInput, ApplyResult, OrchestratedActivities, ProgressListener } from '../workflows/apply-orchestration.ts';
-import type { PipelineActivities, PipelineResult, PipelineRunInput, ProgressEvent } from '../workflows/pipeline-orchestration.ts';
+import type {
+  PipelineActivities,
+  PipelineProgress,
+  PipelineResult,
+  PipelineRunInput,
+  PipelineState,
+  ProgressEvent,
+  RunStatus,
+  StepProgress,
+} from '../workflows/pipeline-orchestration.ts';
 import type { StreamableActivities } from './stream-waits.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 
@@ -35,6 +44,23 @@ export async function applyLocally(
 }
 
 /**
+ * What a local run shows of itself while it runs (`teamctl runs show` of a local run): its tree
+ * now, with each sub-pipeline's steps under its `run` entry, and the team's human names.
+ */
+export interface LocalRunView {
+  /** The run's state now: status, the tree (sub-pipelines' steps filled in), the humans of its teams. */
+  progress(): PipelineProgress;
+}
+
+/** The error a local run's waits and sleeps end with when its `signal` is aborted: the run's cancellation. */
+export class LocalRunCancelled extends Error {
+  constructor(message = 'the run was cancelled') {
+    super(message);
+    this.name = 'LocalRunCancelled';
+  }
+}
+
+/**
  * Runs a pipeline in-process: the same orchestration as `pipelineWorkflow`, the activities called
  * directly under the same retry policy, waits held in this process (nothing survives it; the
  * Temporal engine is the durable one). A `sleep` is a timer of this process; a `run` entry runs
@@ -44,17 +70,29 @@ export async function applyLocally(
  * location starts with `{ run: ID }`). With `streamWaits` (and activities that can send without
  * waiting: `sendStep`, `readReply`, `waitForMessage`), waiting steps wait on one event stream of the organization for
  * the whole run (`engine/stream-waits.ts`) instead of a long poll each; the keys are read from
- * `streamWaits.env`. Output: {@link PipelineResult}. Raises the first failing entry's error (an
+ * `streamWaits.env`. `watch` is handed, once, a {@link LocalRunView} of the run. Aborting
+ * `signal` cancels the run as `runs cancel` cancels a workflow: the waiting steps and sleeps stop
+ * at once, running entries end `cancelled`, nothing more is sent (a send already under way ends
+ * first), and the run rejects with a {@link LocalRunCancelled} (the signal's reason when it is one).
+ * Output: {@link PipelineResult}. Raises the first failing entry's error (an
  * `ApplicationFailure` typed by the stable code, e.g. `timed_out`, `reply_invalid`).
  */
 export async function runPipelineLocally(
   input: PipelineRunInput & { runKey: string },
   acts: PipelineActivities | StreamableActivities,
-  options: { retry?: RetryOptions; onProgress?: (event: ProgressEvent) => void; streamWaits?: { env: NodeJS.ProcessEnv; fetch?: typeof fetch } } = {},
+  options: {
+    retry?: RetryOptions;
+    onProgress?: (event: ProgressEvent) => void;
+    streamWaits?: { env: NodeJS.ProcessEnv; fetch?: typeof fetch };
+    signal?: AbortSignal;
+    watch?: (view: LocalRunView) => void;
+  } = {},
 ): Promise<PipelineResult> {
   // Loaded here: the interpreter brings the CEL and JSON Schema libraries, which an apply (the
   // other half of this module) and every other command are spared at start-up.
-  const { initialState, orchestratePipeline, settleRunning, StepStatuses } = await import('../workflows/pipeline-orchestration.ts');
+  const { initialState, orchestratePipeline, RunStatuses, settleRunning, stepList, StepStatuses } = await import('../workflows/pipeline-orchestration.ts');
+  const { signal } = options;
+  const cancelled = (): LocalRunCancelled => (signal?.reason instanceof LocalRunCancelled ? signal.reason : new LocalRunCancelled());
   let retrying: PipelineActivities = withRetries(acts, options.retry);
   let closeStream = () => {};
   if (options.streamWaits && 'sendStep' in acts && 'readReply' in acts && 'waitForMessage' in acts) {
@@ -63,13 +101,43 @@ export async function runPipelineLocally(
     retrying = streaming.acts;
     closeStream = streaming.close;
   }
+  if (signal) retrying = untilAborted(retrying, signal, cancelled);
+  // Every run of this process (the top one and its sub-pipelines) by business key, for the view.
+  const runs = new Map<string, { pipeline: PipelineRunInput['pipeline']; state: PipelineState; status: RunStatus }>();
+  const view: LocalRunView = {
+    progress: () => {
+      const top = runs.get(input.runKey) ?? { pipeline: input.pipeline, state: initialState(input.pipeline), status: signal?.aborted ? RunStatuses.cancelled : RunStatuses.running };
+      const humans = new Set<string>();
+      const tree = (runKey: string, depth: number): StepProgress[] => {
+        const entry = runs.get(runKey);
+        if (!entry) return [];
+        for (const name of entry.state.team?.humans ?? []) humans.add(name);
+        const steps = stepList(entry.pipeline, entry.state);
+        // A sub-pipeline's steps under its entry, as `runs show` draws a child workflow's.
+        const fill = (list: StepProgress[]) => {
+          for (const step of list) {
+            if (step.kind === 'run' && step.run_id && depth > 0) step.steps = tree(step.run_id, depth - 1);
+            step.iterations?.forEach((iteration) => fill(iteration.steps));
+            step.items?.forEach((item) => fill(item.steps));
+          }
+        };
+        fill(steps);
+        return steps;
+      };
+      const steps = tree(input.runKey, 8);
+      return { pipeline: top.pipeline.name, status: top.status, steps, ...(top.state.team ? { humans: [...humans] } : {}) };
+    },
+  };
   const run = async (runInput: PipelineRunInput & { runKey: string }, onProgress: ((event: ProgressEvent) => void) | undefined): Promise<PipelineResult> => {
     const state = initialState(runInput.pipeline);
+    const entry = { pipeline: runInput.pipeline, state, status: RunStatuses.running as RunStatus };
+    runs.set(runInput.runKey, entry);
     try {
       const outcome = await orchestratePipeline(runInput, retrying, state, {
         now: () => Date.now(),
         runKey: runInput.runKey,
-        sleep: (ms) => delay(ms),
+        isCancellation: (error) => error instanceof LocalRunCancelled,
+        sleep: (ms) => (signal ? delay(ms, undefined, { signal }).catch((error: unknown) => Promise.reject(signal.aborted ? cancelled() : error)) : delay(ms)),
         runChild: ({ runId, input: child }) => {
           const prefix = runId.slice(runInput.runKey.length + 1);
           return run({ ...child, runKey: runId }, onProgress && ((event) => onProgress({ ...event, location: [{ run: prefix }, ...event.location] })));
@@ -78,15 +146,51 @@ export async function runPipelineLocally(
       });
       // Without shouldPause the orchestration always runs to its end.
       if (!outcome.complete) throw new Error('a local pipeline run paused, which only a workflow asks for');
+      entry.status = RunStatuses.completed;
       return outcome.result;
     } catch (error) {
-      settleRunning(state, StepStatuses.failed);
+      const wasCancelled = error instanceof LocalRunCancelled;
+      entry.status = wasCancelled ? RunStatuses.cancelled : RunStatuses.failed;
+      settleRunning(state, wasCancelled ? StepStatuses.cancelled : StepStatuses.failed);
       throw error;
     }
   };
+  options.watch?.(view);
   try {
+    if (signal?.aborted) throw cancelled();
     return await run(input, options.onProgress);
   } finally {
     closeStream();
   }
+}
+
+/**
+ * The activities of a run that `signal` cancels: each call rejects with `cancelled()` as soon as
+ * the signal is aborted (at once when it already is), leaving the call itself to end on its own
+ * (a wait on the run's stream ends when the stream closes with the run; a send under way finishes
+ * and its result is dropped). So the orchestration stops where it waits, and sends nothing more.
+ */
+function untilAborted(acts: PipelineActivities, signal: AbortSignal, cancelled: () => Error): PipelineActivities {
+  const guard = <T>(call: () => Promise<T>): Promise<T> => {
+    if (signal.aborted) return Promise.reject(cancelled());
+    const running = call();
+    return new Promise<T>((resolve, reject) => {
+      const onAbort = () => reject(cancelled());
+      signal.addEventListener('abort', onAbort, { once: true });
+      running.then(
+        (value) => {
+          signal.removeEventListener('abort', onAbort);
+          resolve(value);
+        },
+        (error: unknown) => {
+          signal.removeEventListener('abort', onAbort);
+          reject(error);
+        },
+      );
+    });
+  };
+  return {
+    resolveTeam: (input) => guard(() => acts.resolveTeam(input)),
+    converse: (input, options) => guard(() => acts.converse(input, options)),
+  };
 }

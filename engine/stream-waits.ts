@@ -47,6 +47,8 @@ interface Waiter {
   reply?: StepReply;
   read: boolean;
   wake?: () => void;
+  /** The run's stream was closed (the run ended, or was cancelled): the wait ends without another read. */
+  closed?: boolean;
 }
 
 /** The one stream of a run and the steps waiting on it. */
@@ -102,9 +104,10 @@ class RunStream {
    */
   async wait(request: WaitRequest): Promise<StepReply> {
     const waiter: Waiter = { threadId: request.threadId, sentId: request.sentId, fromId: request.fromId, sentSeen: this.#seen.has(request.sentId), read: this.broken };
+    if (this.#stop.signal.aborted) throw new Error('the run ended: its event stream is closed');
     this.#waiters.add(waiter);
     const pause = (ms: number) =>
-      waiter.reply || waiter.read
+      waiter.reply || waiter.read || waiter.closed
         ? Promise.resolve(true)
         : new Promise<boolean>((resolve) => {
             const timer = setTimeout(() => {
@@ -117,15 +120,22 @@ class RunStream {
               resolve(true);
             };
           });
+    // Once the stream is closed (the run is over: cancelled, or failed elsewhere) a wait reads no more.
+    const read = () => (waiter.closed ? Promise.reject(new Error('the run ended: its event stream is closed')) : request.read());
     try {
-      return await awaitReply(waiter, request, pause, Date.now);
+      return await awaitReply(waiter, { ...request, read }, pause, Date.now);
     } finally {
       this.#waiters.delete(waiter);
     }
   }
 
+  /** Ends the stream, and the waits still on it (a cancelled run's), without a further read. */
   close(): void {
     this.#stop.abort();
+    for (const waiter of this.#waiters) {
+      waiter.closed = true;
+      waiter.wake?.();
+    }
   }
 }
 

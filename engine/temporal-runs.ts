@@ -4,7 +4,6 @@
  * users see, stable across continue-as-new. Scheduled runs have ids under the same prefix
  * (`teamctl-run/<organization>/<schedule>-<time>`), so `runs list` shows them too.
  */
-import { randomBytes } from 'node:crypto';
 import { setTimeout as delay } from 'node:timers/promises';
 import { WorkflowNotFoundError } from '@temporalio/client';
 import type { Client, WorkflowExecutionDescription, WorkflowExecutionInfo } from '@temporalio/client';
@@ -13,8 +12,13 @@ import type { ConverseCursor } from '../activities/conversation-activities.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
 import type { PipelineProgress, PipelineResult, PipelineRunInput, StepProgress } from '../workflows/pipeline-orchestration.ts';
 import { pipelineWorkflow, progressQuery } from '../workflows/pipeline-workflow.ts';
+import { RunEngines, runStamp, stepKeys, waitingSteps } from './run-details.ts';
+import type { RunDetails, RunSummary, WaitingStep } from './run-details.ts';
 import { assertWorkerPolls, withTemporalClient } from './temporal-engine.ts';
 import type { TemporalTarget } from './temporal-engine.ts';
+
+export { waitingSteps } from './run-details.ts';
+export type { RunDetails, RunSummary, WaitingStep } from './run-details.ts';
 
 /** The prefix of the run ids of an organization's pipelines. */
 export function runIdPrefix(organization: string): string {
@@ -23,46 +27,13 @@ export function runIdPrefix(organization: string): string {
 
 /** A fresh run id for a pipeline of an organization: sortable by start time, unique by 48 random bits. */
 export function newRunId(organization: string, pipeline: string, now = new Date()): string {
-  const stamp = now.toISOString().replace(/[-:]/g, '').replace(/\.\d+Z$/, 'Z');
-  return `${runIdPrefix(organization)}${pipeline}/${stamp}-${randomBytes(6).toString('hex')}`;
+  return `${runIdPrefix(organization)}${pipeline}/${runStamp(now)}`;
 }
 
 /** Temporal's execution status, lower-cased (`running`, `completed`, `failed`, `cancelled`, …). */
 function statusOf(info: Pick<WorkflowExecutionInfo, 'status'>): string {
   const name = info.status.name.toLowerCase();
   return name === 'canceled' ? 'cancelled' : name;
-}
-
-/** A run in a list. */
-export interface RunSummary {
-  run_id: string;
-  status: string;
-  started_at: string;
-  closed_at: string | null;
-}
-
-/** A step that waits for a person: where they answer, and the command that answers. */
-export interface WaitingStep {
-  /** The step's id, with the loops and map items around it (`rounds@1/verdict`). */
-  step: string;
-  thread_id: string;
-  from: string;
-  to: string;
-  /** `teamctl thread send THREAD --from NAME --content "…"`. */
-  answer_with: string;
-  /** How the step waits: `push` (in the workflow, woken by the webhook) or `poll` (an activity long-polls); absent for runs that do not say. */
-  wait_mode?: string;
-}
-
-/** A run with its steps (when its workflow could be queried) and result (when it completed). */
-export interface RunDetails extends RunSummary {
-  pipeline: string | null;
-  /** The run's tree: entries, loop iterations, map items, sub-pipelines' steps. */
-  steps: PipelineProgress['steps'] | null;
-  /** Steps waiting for a human of the team, with how the human answers. */
-  waiting: WaitingStep[];
-  output: string | null;
-  failure: string | null;
 }
 
 /**
@@ -106,7 +77,7 @@ export async function listPipelineRuns(target: TemporalTarget, organization: str
 }
 
 function summary(info: WorkflowExecutionInfo | WorkflowExecutionDescription): RunSummary {
-  return { run_id: info.workflowId, status: statusOf(info), started_at: info.startTime.toISOString(), closed_at: info.closeTime?.toISOString() ?? null };
+  return { run_id: info.workflowId, status: statusOf(info), started_at: info.startTime.toISOString(), closed_at: info.closeTime?.toISOString() ?? null, engine: RunEngines.temporal };
 }
 
 /** Asks a run for its progress; undefined when no worker answers within 5 s (a closed run needs one to replay). */
@@ -137,41 +108,6 @@ function heartbeatThreads(description: WorkflowExecutionDescription): Map<string
     }
   }
   return threads;
-}
-
-/** The key of a step of the tree: its id under the loops and map items around it (`rounds@1/verdict`). */
-function stepKeys(steps: StepProgress[], prefix = ''): Array<{ key: string; step: StepProgress }> {
-  return steps.flatMap((step) => [
-    { key: `${prefix}${step.id}`, step },
-    ...(step.iterations ?? []).flatMap((it) => stepKeys(it.steps, `${prefix}${step.id}@${it.index}/`)),
-    ...(step.items ?? []).flatMap((item) => stepKeys(item.steps, `${prefix}${step.id}[${item.index}]/`)),
-  ]);
-}
-
-/** A value as one shell word (single-quoted when it needs to be). */
-function shellWord(text: string): string {
-  return /^[A-Za-z0-9_./:@=+-]+$/.test(text) ? text : `'${text.replace(/'/g, `'\\''`)}'`;
-}
-
-/**
- * The steps of a tree that wait for a human (`humans`: the team's human names; undefined when
- * the run does not say, then every awaited participant counts), with the command that answers.
- */
-export function waitingSteps(steps: StepProgress[], humans: readonly string[] | undefined): WaitingStep[] {
-  return stepKeys(steps).flatMap(({ key, step }) => {
-    if (step.status !== 'running' || !step.awaiting || !step.thread_id || !step.from) return [];
-    if (humans && !humans.includes(step.awaiting)) return [];
-    return [
-      {
-        step: key,
-        thread_id: step.thread_id,
-        from: step.from,
-        to: step.awaiting,
-        answer_with: `teamctl thread send ${step.thread_id} --from ${shellWord(step.awaiting)} --content '…'`,
-        ...(step.wait_mode ? { wait_mode: step.wait_mode } : {}),
-      },
-    ];
-  });
 }
 
 /**
@@ -245,10 +181,15 @@ export async function waitingForPeople(runId: string, target: TemporalTarget, ti
 
 /**
  * Follows a run until it ends: every `everyMs` (default 1 s) its tree (as {@link describePipelineRun}
- * draws it) goes to `onTree`, and once more at the end. Output: the run's result. Errors: as
- * {@link pipelineRunResult}.
+ * draws it) goes to `onTree` with the team's human names (once the run read its team), and once
+ * more at the end. Output: the run's result. Errors: as {@link pipelineRunResult}.
  */
-export async function followPipelineRun(runId: string, target: TemporalTarget, onTree: (steps: StepProgress[]) => void, everyMs = 1_000): Promise<PipelineResult> {
+export async function followPipelineRun(
+  runId: string,
+  target: TemporalTarget,
+  onTree: (steps: StepProgress[], humans: readonly string[] | undefined) => void,
+  everyMs = 1_000,
+): Promise<PipelineResult> {
   return withTemporalClient(target.settings, async (client) => {
     const handle = client.workflow.getHandle<typeof pipelineWorkflow>(runId);
     let ended = false;
@@ -259,10 +200,10 @@ export async function followPipelineRun(runId: string, target: TemporalTarget, o
       if (ended) break;
       const description = await handle.describe().catch(() => undefined);
       const tree = description && (await runTree(client, runId, description, 1));
-      if (tree) onTree(tree.steps);
+      if (tree) onTree(tree.steps, tree.humans);
     }
     const done = await result;
-    onTree(done.steps);
+    onTree(done.steps, undefined);
     return done;
   });
 }

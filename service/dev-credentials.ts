@@ -5,11 +5,19 @@ import { authenticate } from './domain/authentication.ts';
 import { issueOrgKey } from './domain/org-keys.ts';
 import { provisionOrganization } from './domain/organizations.ts';
 
-/** The dev credentials file (contract §6). */
+/**
+ * The dev credentials file (contract §6: `base_url`, `api_key`, `org_id`), with two additions:
+ * the process that wrote it (`pid`) and its machine (`host`), so that `acs-server wait` tells a
+ * file of the server it waits for from one of an earlier run (service/wait-ready.ts).
+ */
 export interface DevCredentials {
   base_url: string;
   api_key: string;
   org_id: string;
+  /** The writing server's process id. */
+  pid: number;
+  /** The writing server's host name (`os.hostname()`): a pid means something only there. */
+  host: string;
 }
 
 const devOrgName = 'dev';

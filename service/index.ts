@@ -1,3 +1,4 @@
+import { hostname } from 'node:os';
 import { trace, type TracerProvider } from '@opentelemetry/api';
 import { installContextPropagation, otlpTracing } from '../telemetry/otlp.ts';
 import { startAgentLoop } from './agent-loop/agent-loop.ts';
@@ -112,8 +113,11 @@ export interface ServerOptions {
   /** Load (in a clone: build) the console's files at start instead of at the first visit (acs-server start does). */
   prepareConsole?: boolean;
   /**
-   * Bounds of held waits (long polls, MCP waits, event streams; issue 21): per process and per API
-   * key. Default: `ACS_MAX_HELD_WAITS` and `ACS_MAX_HELD_WAITS_PER_KEY` of `env`, else 10,000 and 1,000.
+   * Bounds of held waits (long polls, MCP waits, event and thread streams, the console's streams;
+   * issue 21, contract §14): per process, per organization (its keys', its agents' MCP keys' and
+   * the sessions' waits about it, counted in this process) and per key or session. Default:
+   * `ACS_MAX_HELD_WAITS`, `ACS_MAX_HELD_WAITS_PER_ORG` and `ACS_MAX_HELD_WAITS_PER_KEY` of `env`,
+   * else 10,000, 2,000 and 1,000.
    */
   heldWaits?: Partial<HeldWaitLimits>;
   /**
@@ -267,6 +271,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     };
     const heldWaits = createHeldWaits({
       perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
+      perOrg: options.heldWaits?.perOrg ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_ORG', defaultHeldWaitLimits.perOrg),
       perKey: options.heldWaits?.perKey ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS_PER_KEY', defaultHeldWaitLimits.perKey),
     }, metrics?.heldWaits);
     const fairQueue = options.fairShare && 'enter' in options.fairShare ? options.fairShare : fairQueueOf(options.fairShare ?? {}, env);
@@ -327,7 +332,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     policy = hostPolicy(host, port ?? 0, publicUrl);
     let devCredentials: DevCredentials | undefined;
     if (devOrg && options.devCredentialsFile) {
-      devCredentials = { base_url: url, ...devOrg };
+      devCredentials = { base_url: url, ...devOrg, pid: process.pid, host: hostname() };
       await writeDevCredentials(options.devCredentialsFile, devCredentials);
     }
     // Spans of turns: the caller's provider, else OTLP when the environment asks for it (telemetry/otlp.ts).

@@ -3,11 +3,12 @@
  * (docs/cli.md, "acs-server"; docs/operating-acs-server.md).
  *
  * `acs-server start [--host] [--port] [--data-dir] [--in-memory] [--database-url] [--tick-ms]
- * [--dev-credentials FILE] [--rate-limit N] [--max-held-waits N] [--max-held-waits-per-key N]
+ * [--dev-credentials FILE] [--rate-limit N] [--max-held-waits N] [--max-held-waits-per-org N] [--max-held-waits-per-key N]
  * [--event-retention D] [--webhook-allow-private] [--webhook-retry-schedule D,D,…] [--public-url URL]
  * [--oidc-issuer URL --oidc-client-id ID] [--headers-timeout S] [--request-timeout S] [--idle-timeout S]
  * [--max-connections-per-client N] [--log-format] [--log-level] [--quiet] [--log-file] [--pglite-compiler] [--metrics-listen HOST:PORT]` serves the API and the console
- * until SIGINT/SIGTERM; `acs-server wait` waits until a server is ready.
+ * until SIGINT/SIGTERM; `acs-server wait [--dev-credentials FILE] [--url URL] [--pid PID] [--timeout S]`
+ * waits until a server is ready (service/wait-ready.ts).
  * `acs-server admin access-requests list|approve|reject` and `acs-server admin keys issue` are the
  * operator actions, run against the server's database (`--data-dir`, default `.acs-data`, or
  * `--database-url` / `DATABASE_URL`); they print JSON on stdout, or an error as JSON on stderr and
@@ -71,7 +72,12 @@ export function parseRetrySchedule(value: string): number[] {
  */
 async function serveUntilSignal(options: ServerOptions, quiet: boolean, logFile: string | undefined): Promise<number> {
   const { startServer } = await import('./index.ts');
-  const server = await startServer(options);
+  let server: Awaited<ReturnType<typeof startServer>>;
+  try {
+    server = await startServer(options);
+  } catch (error) {
+    throw (await listenFailure(error, options)) ?? error;
+  }
   // One line: where it listens, where people sign in, where its log goes when not here.
   const consoleUrl = `${options.publicUrl?.replace(/\/+$/, '') ?? server.url}/`;
   if (!quiet) process.stdout.write(`acs-server listening on ${server.url} (console: ${consoleUrl}${server.metricsUrl ? `; metrics: ${server.metricsUrl}` : ''}${logFile ? `; log: ${logFile}` : ''})\n`);
@@ -88,6 +94,70 @@ async function serveUntilSignal(options: ServerOptions, quiet: boolean, logFile:
     process.stderr.write(`acs-server: error while stopping: ${(error as Error).message}\n`);
     return 1;
   }
+}
+
+/** An error of `acs-server` with what to do about it: printed as `acs-server: MESSAGE` and a `hint: HINT` line. */
+export class HintedError extends Error {
+  readonly hint: string;
+  constructor(message: string, hint: string) {
+    super(message);
+    this.hint = hint;
+  }
+}
+
+/**
+ * Who holds `host:port`, for the message of a port in use: the acs-server named by the
+ * `--dev-credentials` file when that file is for this address and its writer still runs (`the
+ * acs-server of pid N`), else any acs-server answering `/readyz` there, else another program.
+ */
+async function holderOf(host: string, port: number, devCredentialsFile: string | undefined): Promise<string> {
+  const connectHost = host === '0.0.0.0' || host === '::' ? '127.0.0.1' : host;
+  const base = `http://${connectHost.includes(':') ? `[${connectHost}]` : connectHost}:${port}`;
+  if (devCredentialsFile) {
+    try {
+      const { readFile } = await import('node:fs/promises');
+      const { hostname } = await import('node:os');
+      const { processRuns } = await import('./processes.ts');
+      const file = JSON.parse(await readFile(devCredentialsFile, 'utf8')) as { base_url?: unknown; pid?: unknown; host?: unknown };
+      const samePort = typeof file.base_url === 'string' && new URL(file.base_url).port === String(port);
+      if (samePort && typeof file.pid === 'number' && file.host === hostname() && (await processRuns(file.pid))) {
+        return `the acs-server of pid ${file.pid} (it wrote ${devCredentialsFile}), started earlier and still running`;
+      }
+    } catch {
+      // No file, or not one of ours: ask the address instead.
+    }
+  }
+  try {
+    const answer = await fetch(`${base}/readyz`, { signal: AbortSignal.timeout(2_000) });
+    const body = (await answer.json().catch(() => undefined)) as { status?: unknown; code?: unknown } | undefined;
+    if (body?.status === 'ready' || body?.code === 'unavailable') return 'an acs-server (one started earlier and still running?)';
+  } catch {
+    // Nothing that speaks HTTP: another program.
+  }
+  return 'another program';
+}
+
+/**
+ * The message of a listener that could not start (the API's `--host`/`--port`, or
+ * `--metrics-listen`), with a hint, instead of Node's `listen EADDRINUSE: address already in use
+ * …`. Output: a {@link HintedError}, or undefined for any other error (reported as it is).
+ */
+async function listenFailure(error: unknown, options: ServerOptions): Promise<HintedError | undefined> {
+  const { code, port, address } = error as NodeJS.ErrnoException & { port?: number; address?: string };
+  if (code !== 'EADDRINUSE' && code !== 'EACCES' && code !== 'EADDRNOTAVAIL') return undefined;
+  const metrics = options.metricsListen !== undefined && options.metricsListen.port !== 0 && port === options.metricsListen.port && port !== options.port;
+  const host = address ?? (metrics ? options.metricsListen!.host : (options.host ?? '127.0.0.1'));
+  const where = `${host.includes(':') ? `[${host}]` : host}:${port ?? (metrics ? options.metricsListen!.port : options.port)}`;
+  const flag = metrics ? '--metrics-listen' : '--port';
+  const free = metrics ? '--metrics-listen HOST:0 picks a free one (the address is printed)' : '--port 0 picks a free one (the address is printed, and written to --dev-credentials FILE)';
+  if (code === 'EACCES') return new HintedError(`cannot listen on ${where} (${flag}): permission denied`, `ports below 1024 need privileges: choose a port above 1023, or ${free}`);
+  if (code === 'EADDRNOTAVAIL') return new HintedError(`cannot listen on ${where}: ${host} is not an address of this machine`, `listen on one of its addresses: 127.0.0.1 (this machine only) or 0.0.0.0 (every interface)`);
+  const holder = metrics ? 'another program' : await holderOf(host, port ?? options.port ?? 8080, options.devCredentialsFile);
+  const pid = /pid (\d+)/.exec(holder)?.[1];
+  return new HintedError(
+    `cannot listen on ${where}${metrics ? ' (--metrics-listen)' : ''}: the port is in use by ${holder}`,
+    `stop ${pid ? `it (kill ${pid})` : 'what holds it'}, or choose another port: ${free}`,
+  );
 }
 
 /** Storage flags shared by every admin command. */
@@ -134,7 +204,7 @@ export async function runAcsServer(argv: string[]): Promise<number> {
   } catch (error) {
     // --help "fails" with exit code 0; usage errors were already printed by commander.
     if (error instanceof CommanderError) return error.exitCode;
-    process.stderr.write(`acs-server: ${(error as Error).message}\n`);
+    process.stderr.write(`acs-server: ${(error as Error).message}\n${error instanceof HintedError ? `hint: ${error.hint}\n` : ''}`);
     return 1;
   }
   return exitCode;
@@ -167,6 +237,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .option('--oidc-issuer <url>', 'sign people in to the console through this OpenID Connect provider (with --oidc-client-id and $ACS_OIDC_CLIENT_SECRET)')
     .option('--oidc-client-id <id>', 'this server\'s client id at the OpenID Connect provider')
     .option('--max-held-waits <n>', 'requests held waiting at once in this process: long polls, MCP waits, event streams (default: $ACS_MAX_HELD_WAITS, else 10000)', integer(1, 1_000_000))
+    .option('--max-held-waits-per-org <n>', 'requests held waiting at once per organization in this process: its keys\', its agents\' and the console sessions\' together (default: $ACS_MAX_HELD_WAITS_PER_ORG, else 2000)', integer(1, 1_000_000))
     .option('--max-held-waits-per-key <n>', 'requests held waiting at once per API key (default: $ACS_MAX_HELD_WAITS_PER_KEY, else 1000)', integer(1, 1_000_000))
     .option('--max-requests-in-progress <n>', 'requests handled at once in this process; past it each client waits in a queue of its own and the queues take turns (default: $ACS_MAX_REQUESTS_IN_PROGRESS, else 16); 0: no fair sharing', integer(0, 1_000_000))
     .option('--max-queued-per-client <n>', 'requests of one client waiting for their turn at once; past it 429 too_many_requests_queued (default: $ACS_MAX_QUEUED_PER_CLIENT, else 256)', integer(1, 1_000_000))
@@ -206,6 +277,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
         oidcIssuer?: string;
         oidcClientId?: string;
         maxHeldWaits?: number;
+        maxHeldWaitsPerOrg?: number;
         maxHeldWaitsPerKey?: number;
         maxRequestsInProgress?: number;
         maxQueuedPerClient?: number;
@@ -262,6 +334,7 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
               prepareConsole: true,
               heldWaits: {
                 ...(flags.maxHeldWaits !== undefined ? { perProcess: flags.maxHeldWaits } : {}),
+                ...(flags.maxHeldWaitsPerOrg !== undefined ? { perOrg: flags.maxHeldWaitsPerOrg } : {}),
                 ...(flags.maxHeldWaitsPerKey !== undefined ? { perKey: flags.maxHeldWaitsPerKey } : {}),
               },
               fairShare: {
@@ -294,11 +367,12 @@ export function buildAcsServerProgram(run: (action: () => Promise<number>) => Pr
     .description('wait until a server is ready: it answers /readyz and, with --dev-credentials, accepts the key written to FILE (for scripts that start a server in the background)')
     .option('--dev-credentials <file>', 'the file acs-server start --dev-credentials writes; its base_url and api_key are checked')
     .option('--url <url>', 'the server\'s base URL (default: base_url of the credentials file)')
+    .option('--pid <pid>', 'the process of the server start to wait for ($! after acs-server start … &, through npx too): only a FILE it (or a process it started) wrote is taken, and the wait fails at once when it has exited', integer(1, 2 ** 31 - 1))
     .option('--timeout <seconds>', 'give up after this many seconds', integer(1, 86_400), 60)
-    .action((flags: { devCredentials?: string; url?: string; timeout: number }) =>
+    .action((flags: { devCredentials?: string; url?: string; pid?: number; timeout: number }) =>
       run(async () => {
         const { waitUntilReady } = await import('./wait-ready.ts');
-        const ready = await waitUntilReady({ credentialsFile: flags.devCredentials, url: flags.url, timeoutMs: flags.timeout * 1000 });
+        const ready = await waitUntilReady({ credentialsFile: flags.devCredentials, url: flags.url, pid: flags.pid, timeoutMs: flags.timeout * 1000 });
         process.stderr.write(`acs-server at ${ready.url} is ready${flags.devCredentials ? ` and accepts the key in ${flags.devCredentials}` : ''}\n`);
         return 0;
       }),

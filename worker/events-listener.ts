@@ -23,6 +23,13 @@
  * event id, and each listener remembers the events it has passed on to skip a redelivery quickly.
  * The listener never needs to be up for correctness: a waiting run reads its thread every
  * `reconcileEvery` anyway.
+ *
+ * **Catching up.** With `stateFile`, the listener keeps its place in each organization's event
+ * log (`worker/events-position.ts`: the last event it handled). Started again after a crash or a
+ * stop, with `readEvents`, it reads each log from there (`message.created` only) and passes on
+ * what came while it was down, as if delivered, so a reply written meanwhile wakes its run at once
+ * rather than at the webhook's next retry (5 s, then 5 min, …). The webhook still delivers those
+ * events: the listener skips the ones it has passed on, and a signal is idempotent by event id.
  */
 import http from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -31,6 +38,8 @@ import type { Client } from '@temporalio/client';
 import { Webhook } from 'standardwebhooks';
 import type { MessageSignal } from '../workflows/pipeline-waits.ts';
 import { AWAITING_THREADS_NAME, awaitingKey, messageSignal } from '../workflows/pipeline-waits.ts';
+import { openEventsPosition } from './events-position.ts';
+import type { EventsPosition } from './events-position.ts';
 
 /** Settings of the listener. */
 export interface EventsListenerOptions {
@@ -47,6 +56,40 @@ export interface EventsListenerOptions {
   lookupWindowMs?: number;
   /** An awaited answer older than this (ms) that finds no run is acknowledged (default 120,000). */
   recentMs?: number;
+  /**
+   * Where the listener keeps its place in each organization's event log (a small JSON file,
+   * `worker/events-position.ts`). Absent: no place is kept and nothing is caught up.
+   */
+  stateFile?: string;
+  /**
+   * Reads one page of an organization's event log: up to `limit` `message.created` events after the
+   * seq `after` (undefined: from the oldest kept), as `GET /organizations/{org_id}/events` answers (contract
+   * §9). Used at start to catch up from the place in `stateFile`; absent: nothing is caught up.
+   * Errors: the client's (`AcsApiError`: `events_expired`, `invalid_cursor`, `not_found`, …).
+   */
+  readEvents?: (orgId: string, after: number | undefined, limit: number) => Promise<{ events: readonly LoggedEvent[]; next_after: number }>;
+}
+
+/** An event as a page of the log holds it (contract §9); the listener reads it as a delivery's. */
+export interface LoggedEvent {
+  event_id: string;
+  type: string;
+  seq: number;
+  created_at: string;
+  data: unknown;
+}
+
+/** What catching up on one organization's log came to. */
+export interface CatchUpReport {
+  org_id: string;
+  /** The seq read after: the place kept in the state file. */
+  after: number;
+  /** Events read. */
+  events: number;
+  /** Replies passed on to waiting runs (signalled). */
+  passedOn: number;
+  /** Why the catch-up stopped early (the webhook's retries deliver the rest); absent when it read the log to its end. */
+  error?: string;
 }
 
 /** A running listener. */
@@ -56,6 +99,11 @@ export interface EventsListener {
   port: number;
   /** Deliveries answered so far, by status (for tests and the worker's stop line). */
   counts: Record<number, number>;
+  /** The state file kept (`stateFile`), if any. */
+  stateFile?: string;
+  /** Settles once the catch-up at start ended: one report per organization of the state file (none without `stateFile` and `readEvents`). Never rejects. */
+  caughtUp: Promise<CatchUpReport[]>;
+  /** Stops listening (and catching up) and writes the place kept. */
   close(): Promise<void>;
 }
 
@@ -63,6 +111,8 @@ export interface EventsListener {
 const MAX_BODY_BYTES = 1024 * 1024;
 /** Event ids remembered as passed on. */
 const REMEMBERED = 10_000;
+/** Events read per page when catching up (the most a page of the log holds, contract §9). */
+const CATCH_UP_PAGE = 500;
 
 /** Parses `HOST:PORT` (`[::1]:8787` for IPv6). Errors: a message for `--events-listen`. */
 export function parseListenAddress(text: string): { host: string; port: number } {
@@ -93,15 +143,22 @@ export function secretsFrom(env: NodeJS.ProcessEnv, name: string): string[] {
 interface DeliveredEvent {
   event_id: string;
   type: string;
+  seq?: number;
+  org_id?: string;
   created_at?: string;
   data?: { thread_id?: string; message_id?: string; sender_id?: string; content?: string; answers_message_id?: string | null };
 }
 
 /**
- * Starts the listener (see the module comment). Output: its URL, counts and `close()`. Errors:
- * the server's (`EADDRINUSE`, …) when it cannot listen.
+ * Starts the listener (see the module comment) and, with `stateFile` and `readEvents`, its catch-up
+ * (`caughtUp`). Output: its URL, counts and `close()`. Errors: the server's (`EADDRINUSE`, …) when
+ * it cannot listen; a message naming `stateFile` when that file cannot be read or is not a state file.
  */
 export async function startEventsListener(options: EventsListenerOptions): Promise<EventsListener> {
+  const position: EventsPosition | undefined = options.stateFile
+    ? await openEventsPosition(options.stateFile, (error) => options.log?.(`events listener: could not write ${options.stateFile} (${error.message}); retried at the next event`))
+    : undefined;
+  let closed = false;
   const verifiers = options.secrets.map((secret) => new Webhook(secret));
   const passed = new Set<string>();
   const passedOrder: string[] = [];
@@ -123,23 +180,27 @@ export async function startEventsListener(options: EventsListenerOptions): Promi
     return ids;
   };
 
-  /** Handles one verified event; output: the status to answer. */
-  const handle = async (event: DeliveredEvent): Promise<number> => {
-    if (event.type !== 'message.created' || passed.has(event.event_id)) return 204;
+  /**
+   * Handles one verified event; output: the status to answer, and how many runs were signalled.
+   * `catchingUp`: read from the log at start, where no run found means nothing waits for it.
+   */
+  const handle = async (event: DeliveredEvent, catchingUp = false): Promise<{ status: number; signalled: number }> => {
+    const nothing = { status: 204, signalled: 0 };
+    if (event.type !== 'message.created' || passed.has(event.event_id)) return nothing;
     const data = event.data ?? {};
     // A message that answers no awaited message is nobody's reply (every awaited send expects one).
-    if (data.answers_message_id === null || !data.thread_id || !data.sender_id || !data.message_id) return 204;
+    if (data.answers_message_id === null || !data.thread_id || !data.sender_id || !data.message_id) return nothing;
     let runs = await waitingRuns(data.thread_id, data.sender_id);
     const awaited = typeof data.answers_message_id === 'string';
     const recent = event.created_at !== undefined && Date.now() - Date.parse(event.created_at) < recentMs;
-    if (runs.length === 0 && awaited && recent) {
+    if (runs.length === 0 && awaited && recent && !catchingUp) {
       // The run may have listed the thread a moment ago: visibility is eventually consistent.
       const until = Date.now() + lookupWindowMs;
       while (runs.length === 0 && Date.now() < until) {
         await new Promise((resolve) => setTimeout(resolve, 250));
         runs = await waitingRuns(data.thread_id, data.sender_id);
       }
-      if (runs.length === 0) return 503;
+      if (runs.length === 0) return { status: 503, signalled: 0 };
     }
     const signal: MessageSignal = {
       event_id: event.event_id,
@@ -149,16 +210,80 @@ export async function startEventsListener(options: EventsListenerOptions): Promi
       content: data.content ?? '',
       ...(data.answers_message_id !== undefined ? { answers_message_id: data.answers_message_id } : {}),
     };
+    let signalled = 0;
     for (const workflowId of runs) {
       try {
         await options.client.workflow.getHandle(workflowId).signal(messageSignal, signal);
+        signalled += 1;
       } catch (error) {
         // Ended meanwhile: nothing waits there any more.
         if (!(error instanceof WorkflowNotFoundError)) throw error;
       }
     }
     remember(event.event_id);
-    return 204;
+    return { status: 204, signalled };
+  };
+
+  /** Records in the kept place what became of `event` (204: handled; otherwise not passed on). */
+  const record = (event: DeliveredEvent, status: number) => {
+    if (!position || typeof event.org_id !== 'string' || !Number.isInteger(event.seq)) return;
+    if (status === 204) position.handled(event.org_id, event.seq!);
+    else position.unsettled(event.org_id, event.seq!);
+  };
+
+  /**
+   * Reads each organization's log from the place kept, passing on what came since (see the module
+   * comment). An organization whose log cannot be read (another organization's key, the service
+   * down) or whose signals Temporal does not take is reported and left to the webhook's retries.
+   */
+  const catchUp = async (): Promise<CatchUpReport[]> => {
+    const reports: CatchUpReport[] = [];
+    if (!position || !options.readEvents) return reports;
+    for (const [orgId, kept] of position.atStart) {
+      const report: CatchUpReport = { org_id: orgId, after: kept, events: 0, passedOn: 0 };
+      reports.push(report);
+      let after: number | undefined = kept;
+      try {
+        while (!closed) {
+          position.readingFrom(orgId, Math.max(after ?? 0, 0));
+          let page: Awaited<ReturnType<NonNullable<EventsListenerOptions['readEvents']>>>;
+          try {
+            page = await options.readEvents(orgId, after, CATCH_UP_PAGE);
+          } catch (error) {
+            const code = (error as { code?: string }).code;
+            // Older than the oldest event kept: read from the oldest kept.
+            if (code === 'events_expired' && after !== undefined) {
+              after = undefined;
+              continue;
+            }
+            // Beyond the newest: the log is not the one the place was kept in (a new database); kept anew from the next event.
+            if (code === 'invalid_cursor') position.forget(orgId);
+            throw error;
+          }
+          for (const event of page.events) {
+            if (closed) break;
+            report.events += 1;
+            const read = { ...event, org_id: orgId } as DeliveredEvent;
+            const { status, signalled } = await handle(read, true);
+            report.passedOn += signalled;
+            record(read, status);
+            if (status === 204) position.readingFrom(orgId, event.seq);
+          }
+          if (closed) break;
+          // A page not full is the end of the log as it was read: the place is then what was handled.
+          if (page.events.length < CATCH_UP_PAGE || page.next_after === after) {
+            position.handled(orgId, page.next_after);
+            position.readingFrom(orgId, undefined);
+            break;
+          }
+          after = page.next_after;
+        }
+      } catch (error) {
+        // The place stays where the catch-up stopped: the next start reads on from there.
+        report.error = (error as Error).message;
+      }
+    }
+    return reports;
   };
 
   const server = http.createServer((req, res) => {
@@ -194,9 +319,13 @@ export async function startEventsListener(options: EventsListenerOptions): Promi
         return answer(401);
       }
       handle(event).then(
-        (status) => answer(status, status === 503 ? { 'retry-after': '5' } : {}),
+        ({ status }) => {
+          record(event, status);
+          answer(status, status === 503 ? { 'retry-after': '5' } : {});
+        },
         (error: unknown) => {
           options.log?.(`events listener: event ${event.event_id} not passed on (${(error as Error).message}): answered 503, the service delivers it again`);
+          record(event, 503);
           answer(503, { 'retry-after': '5' });
         },
       );
@@ -211,14 +340,21 @@ export async function startEventsListener(options: EventsListenerOptions): Promi
   });
   const { port } = server.address() as AddressInfo;
   const host = options.host.includes(':') ? `[${options.host}]` : options.host;
+  const caughtUp = catchUp();
   return {
     url: `http://${host}:${port}/`,
     port,
     counts,
-    close: () =>
-      new Promise<void>((resolve) => {
+    ...(options.stateFile ? { stateFile: options.stateFile } : {}),
+    caughtUp,
+    async close() {
+      closed = true;
+      await new Promise<void>((resolve) => {
         server.closeAllConnections();
         server.close(() => resolve());
-      }),
+      });
+      // A catch-up still reading stops at its next step (`closed`); what it recorded so far is written.
+      await position?.flush().catch((error: Error) => options.log?.(`events listener: could not write ${options.stateFile} (${error.message})`));
+    },
   };
 }

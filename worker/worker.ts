@@ -16,7 +16,7 @@ import type { TemporalSettings } from '../temporal/settings.ts';
 import { WORKER_SERVICE_NAME, createTelemetry } from '../temporal/telemetry.ts';
 import { PAYLOAD_WARN_BYTES } from '../workflows/payload-bytes.ts';
 import { startEventsListener } from './events-listener.ts';
-import type { EventsListener } from './events-listener.ts';
+import type { EventsListener, EventsListenerOptions } from './events-listener.ts';
 import { ensureAwaitingThreads } from './search-attributes.ts';
 import type { SearchAttributeOutcome } from './search-attributes.ts';
 
@@ -45,6 +45,12 @@ export interface WorkerOptions {
   maxConcurrentActivityTaskExecutions?: number;
   /** Workflow tasks run at once (SDK default 40). */
   maxConcurrentWorkflowTaskExecutions?: number;
+  /**
+   * Workflows kept in memory between their tasks (the SDK's `maxCachedWorkflows`: by default sized
+   * from the heap): 0 keeps none (each task replays its run's history), else at least 2. Bounds the
+   * worker's memory: a waiting run that is not cached costs none.
+   */
+  maxCachedWorkflows?: number;
   /** Where the activities resolve secrets and send HTTP (tests pass their own). */
   activityDeps?: ActivityDeps;
   /** Environment the tracing variables (`OTEL_*`, see `temporal/telemetry.ts`) are read from (default `process.env`). */
@@ -53,7 +59,7 @@ export interface WorkerOptions {
    * `--events-listen`: receive the organization's webhook here and wake the runs waiting by push
    * (`worker/events-listener.ts`), verifying deliveries with `secrets`.
    */
-  eventsListener?: { host: string; port: number; secrets: readonly string[]; log?: (line: string) => void };
+  eventsListener?: Pick<EventsListenerOptions, 'host' | 'port' | 'secrets' | 'log' | 'stateFile' | 'readEvents'>;
 }
 
 /** A created worker and the connection it owns. */
@@ -71,13 +77,28 @@ export interface TeamctlWorker {
   run(): Promise<void>;
 }
 
+/** The SDK's default of workflow tasks run at once. */
+const SDK_WORKFLOW_TASKS = 40;
+
+/**
+ * The workflow cache and workflow task slots of a worker: a cache of N > 0 workflows runs at most
+ * N tasks at once (the SDK's rule), so without `maxConcurrentWorkflowTaskExecutions` the tasks are
+ * min(40, N) rather than the SDK's 40 lowered with a warning.
+ */
+function workflowTaskOptions(options: WorkerOptions): { maxCachedWorkflows?: number; maxConcurrentWorkflowTaskExecutions?: number } {
+  const cached = options.maxCachedWorkflows;
+  const tasks = options.maxConcurrentWorkflowTaskExecutions || (cached ? Math.min(SDK_WORKFLOW_TASKS, cached) : undefined);
+  return { ...(cached !== undefined ? { maxCachedWorkflows: cached } : {}), ...(tasks ? { maxConcurrentWorkflowTaskExecutions: tasks } : {}) };
+}
+
 /**
  * Connects and creates (does not run) a worker; with tracing on (`options.env`), its workflows,
  * activities and HTTP calls are traced. Registers the search attribute of push waits when missing
  * (`worker/search-attributes.ts`; without it, runs wait by poll) and, with `eventsListener`,
- * starts the events listener (stopped with the worker). Errors: `temporal_unreachable` when the
- * server does not answer; `invalid_usage` when an `OTEL_*` endpoint is not an http(s) URL;
- * bundling errors of the workflows as they are; the listener's (`EADDRINUSE`).
+ * starts the events listener (stopped with the worker), which catches up from its state file.
+ * Errors: `temporal_unreachable` when the server does not answer; `invalid_usage` when an `OTEL_*`
+ * endpoint is not an http(s) URL; bundling errors of the workflows as they are; the listener's
+ * (`EADDRINUSE`; a state file that is not one).
  */
 export async function createWorker(settings: TemporalSettings, options: WorkerOptions): Promise<TeamctlWorker> {
   const telemetry = createTelemetry(options.env ?? process.env, { defaultServiceName: WORKER_SERVICE_NAME, instrumentHttp: true });
@@ -98,12 +119,11 @@ export async function createWorker(settings: TemporalSettings, options: WorkerOp
       bundlerOptions: workflowBundlerOptions,
       activities: { ...createApplyActivities(options.activityDeps), ...createConversationActivities({ ...options.activityDeps, pushWaits: searchAttribute.ready }) },
       ...(options.maxConcurrentActivityTaskExecutions ? { maxConcurrentActivityTaskExecutions: options.maxConcurrentActivityTaskExecutions } : {}),
-      ...(options.maxConcurrentWorkflowTaskExecutions ? { maxConcurrentWorkflowTaskExecutions: options.maxConcurrentWorkflowTaskExecutions } : {}),
+      ...workflowTaskOptions(options),
       ...telemetry?.workerOptions,
     });
     if (options.eventsListener) {
-      const { host, port, secrets, log } = options.eventsListener;
-      listener = await startEventsListener({ host, port, secrets, client: new Client({ connection, namespace: settings.namespace }), ...(log ? { log } : {}) });
+      listener = await startEventsListener({ ...options.eventsListener, client: new Client({ connection, namespace: settings.namespace }) });
     }
     return {
       worker,

@@ -176,6 +176,44 @@ export function eventJson(event: Event, names: NameBook): string {
   return printableText(JSON.stringify({ ...event, names: named }));
 }
 
+/**
+ * What `events tail` says on stderr of its connection (stdout keeps the events alone): once when
+ * it lost the server and is reconnecting — `events tail: lost ACS at URL (why); reconnecting every
+ * second from after event N (Ctrl-C stops)` — and once when the stream is back. Failed reconnects
+ * in between say nothing more, so a server down for an hour is one line, not 3,600.
+ */
+export class ConnectionNotes {
+  readonly #io: Pick<CliIo, 'stderr'>;
+  readonly #baseUrl: string;
+  #lost = false;
+  #lastSeq: number | undefined;
+  constructor(io: Pick<CliIo, 'stderr'>, baseUrl: string) {
+    this.#io = io;
+    this.#baseUrl = baseUrl;
+  }
+
+  /** The stream is open after `afterSeq` (the service's `connected after` comment). */
+  connected(afterSeq: number): void {
+    this.#lastSeq ??= afterSeq;
+    if (!this.#lost) return;
+    this.#lost = false;
+    this.#io.stderr(`events tail: reconnected to ACS at ${this.#baseUrl}; resuming after event ${afterSeq}, none missed`);
+  }
+
+  /** An event was printed. */
+  printed(seq: number): void {
+    this.#lastSeq = seq;
+  }
+
+  /** The connection was lost (or a reconnect failed) for `why`; a reconnect follows. */
+  lost(why: string): void {
+    if (this.#lost) return;
+    this.#lost = true;
+    const from = this.#lastSeq === undefined ? '' : ` from after event ${this.#lastSeq}`;
+    this.#io.stderr(`events tail: lost ACS at ${this.#baseUrl} (${why}); reconnecting every second${from} (Ctrl-C stops)`);
+  }
+}
+
 /** Parses `--types`: comma-separated event types or families (`message.*`). Errors: `invalid_usage`. */
 function parseTypes(text: string): string[] {
   const types = text.split(',').map((t) => t.trim()).filter(Boolean);
@@ -228,9 +266,19 @@ export function registerEvents(program: Command, io: CliIo, run: Runner): void {
         orgId = orgs[0]!.org_id;
       }
       if (teamId === undefined) for (const team of await client.listTeams(orgId)) names.learnTeam(team);
+      const connection = new ConnectionNotes(io, client.baseUrl);
       await untilStopped(async (stop) => {
         try {
-          for await (const event of client.streamEvents(orgId, { types, teamId, after: opts.after, signal: stop })) {
+          const stream = client.streamEvents(orgId, {
+            types,
+            teamId,
+            after: opts.after,
+            signal: stop,
+            onConnected: (afterSeq) => connection.connected(afterSeq),
+            onDisconnected: (why) => connection.lost(why),
+          });
+          for await (const event of stream) {
+            connection.printed(event.seq);
             names.learn(event);
             await names.ensure(event.team_id, participantsOf(event));
             io.stdout(opts.json ? eventJson(event, names) : eventLine(event, names));

@@ -44,6 +44,8 @@ export interface GetResource<Row> {
   /** Reads the rows (records as the service returns them, with the names of what holds them). */
   read(client: AcsClient, filter: GetFilter): Promise<Row[]>;
   columns: Array<Column<Row>>;
+  /** A line under the table that explains a column whose cells need it (printed on stderr, so stdout keeps the table alone). */
+  note?: string;
 }
 
 /** The rows as an aligned table, headers in capitals, as kubectl prints them. */
@@ -58,7 +60,7 @@ export function renderTable<Row>(rows: readonly Row[], columns: ReadonlyArray<Co
 /**
  * Adds `get <resource.name>` to the `get` command: `--org NAME`, `--team NAME`, `-o
  * table|json|yaml` (default table) and the connection flags. The table says so on stderr when
- * there is nothing to list; JSON and YAML print the rows as records. Errors: those of `read`,
+ * there is nothing to list, and prints the resource's note (on stderr) under it; JSON and YAML print the rows as records. Errors: those of `read`,
  * `invalid_usage` for a flag.
  */
 export function addGetResource<Row>(get: Command, resource: GetResource<Row>, io: CliIo, run: Runner): void {
@@ -76,7 +78,10 @@ export function addGetResource<Row>(get: Command, resource: GetResource<Row>, io
       if (opts.output === GetFormats.json) io.stdout(JSON.stringify(rows, null, 2));
       else if (opts.output === GetFormats.yaml) io.stdout(stringify(rows, { lineWidth: 0 }));
       else if (rows.length === 0) io.stderr(`No ${resource.name} found.`);
-      else io.stdout(renderTable(rows, resource.columns));
+      else {
+        io.stdout(renderTable(rows, resource.columns));
+        if (resource.note) io.stderr(resource.note);
+      }
       return ExitCodes.ok;
     }),
   );

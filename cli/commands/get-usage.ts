@@ -6,7 +6,8 @@ import type { AgentUsage, TeamUsage } from '../../api/schemas.ts';
 import { keyringClient, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
-import { findAgent, findTeam } from '../team-lookup.ts';
+import { counted } from '../render.ts';
+import { agentIn, findTeam } from '../team-lookup.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 import { parseInstant } from './schedules.ts';
@@ -49,7 +50,7 @@ export function renderUsage(teamName: string, usage: Totals, agents: AgentUsage[
   const header = ['AGENT', 'MODELS', 'CALLS', 'INPUT', 'OUTPUT', 'TOTAL', 'TODAY / BUDGET', ''];
   const lines = table(header, agents.map(row));
   const whose = agentName === undefined ? `Team ${teamName}` : `Agent ${agentName} of team ${teamName}`;
-  const total = `${whose} since ${usage.since}: ${usage.calls} calls, ${usage.input_tokens} input + ${usage.output_tokens} output = ${usage.total_tokens} tokens.`;
+  const total = `${whose} since ${usage.since}: ${counted(usage.calls, 'call')}, ${usage.input_tokens} input + ${usage.output_tokens} output = ${counted(usage.total_tokens, 'token')}.`;
   return agents.length === 0 ? `${total}\n(no agent with a provider)` : `${lines}\n\n${total}`;
 }
 
@@ -79,7 +80,7 @@ export function registerGetUsage(get: Command, io: CliIo, run: Runner): void {
       const team = await findTeam(client, opts.team, opts.org);
       const query = since === undefined ? {} : { since };
       if (opts.agent !== undefined) {
-        const agent = findAgent(team, opts.agent);
+        const agent = await agentIn(client, team, opts.agent);
         const usage = await client.getAgentUsage(agent.agent_id, query);
         if (opts.output === 'json') io.stdout(JSON.stringify(usage, null, 2));
         else io.stdout(renderUsage(team.team_name, usage, [usage], agent.name));

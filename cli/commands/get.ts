@@ -67,6 +67,7 @@ const organizationsResource: GetResource<Organization> = {
     { header: 'CREATED', cell: (o) => o.created_at },
     idColumn((o) => o.org_id),
   ],
+  note: 'HUMANS: the humans of the organization\'s teams, + creator: the person who created the organization, whom the service counts among its humans too (human_count in -o json is one more).',
 };
 
 const teamsResource: GetResource<Team & { org_name: string }> = {

@@ -9,7 +9,7 @@ import type { Human, TeamGraph } from '../../api/schemas.ts';
 import { keyringClient, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
-import { findTeam, unknownName } from '../team-lookup.ts';
+import { findTeam, lookUpIn, unknownName } from '../team-lookup.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 
@@ -59,7 +59,7 @@ export function registerHumans(program: Command, io: CliIo, run: Runner): void {
     run(async () => {
       const client = keyringClient(resolveConnection(opts, io.env), io.env);
       const team = await findTeam(client, opts.team, opts.org);
-      const human = findHuman(team, name);
+      const human = await lookUpIn(client, team, name, () => findHuman(team, name), { noun: 'human', teamFrom: 'flag' });
       const link = await client.createSignInLink(human.human_id, { ttlSeconds: opts.ttl });
       if (opts.json) {
         io.stdout(JSON.stringify(link, null, 2));

@@ -11,7 +11,7 @@ import { ToolkitError } from '../../errors/catalogue.ts';
 import { keyringClient, resolveConnection } from '../context.ts';
 import { ExitCodes } from '../errors.ts';
 import type { CliIo } from '../io.ts';
-import { findAgent, findTeam } from '../team-lookup.ts';
+import { agentIn, findTeam } from '../team-lookup.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 
@@ -89,7 +89,7 @@ export function registerMcp(program: Command, io: CliIo, run: Runner): void {
       const connection = resolveConnection(opts, io.env);
       const client = keyringClient(connection, io.env);
       const team = await findTeam(client, opts.team, opts.org);
-      const agent = findAgent(team, opts.agent);
+      const agent = await agentIn(client, team, opts.agent);
       const created = await client.createMcpKey(agent.agent_id);
       const url = `${connection.baseUrl.replace(/\/+$/, '')}/api/v1/mcp`;
       const config = renderMcpConfig(opts.format, { name: opts.name ?? entryName(team.team_name, agent.name), url, key: created.mcp_key });
@@ -108,7 +108,7 @@ export function registerMcp(program: Command, io: CliIo, run: Runner): void {
     (opts: AgentFlags & { json?: boolean }) =>
       run(async () => {
         const client = keyringClient(resolveConnection(opts, io.env), io.env);
-        const agent = findAgent(await findTeam(client, opts.team, opts.org), opts.agent);
+        const agent = await agentIn(client, await findTeam(client, opts.team, opts.org), opts.agent);
         const list = await client.listMcpKeys(agent.agent_id);
         if (opts.json) io.stdout(JSON.stringify({ mcp_keys: list }, null, 2));
         else if (list.length === 0) io.stdout(`Agent ${agent.name} has no active MCP key.`);
@@ -129,7 +129,7 @@ export function registerMcp(program: Command, io: CliIo, run: Runner): void {
   ).action((given: string[], opts: AgentFlags) =>
     run(async () => {
       const client = keyringClient(resolveConnection(opts, io.env), io.env);
-      const agent = findAgent(await findTeam(client, opts.team, opts.org), opts.agent);
+      const agent = await agentIn(client, await findTeam(client, opts.team, opts.org), opts.agent);
       for (const key of keysNamed(await client.listMcpKeys(agent.agent_id), given)) {
         await client.revokeMcpKey(agent.agent_id, key.key_id);
         io.stdout(`Revoked MCP key ${key.key_id} (${key.prefix}…) of agent ${agent.name}.`);

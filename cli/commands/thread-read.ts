@@ -12,7 +12,7 @@ import type { CliIo } from '../io.ts';
 import { counted, plain, type Style } from '../render.ts';
 import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
-import { findTeam, participantId, participantNames } from '../team-lookup.ts';
+import { findTeam, lookUpIn, participantId, participantNames } from '../team-lookup.ts';
 import { createReplyPrinter, shownContent } from './thread-replies.ts';
 import { namedToolCall, toolCallEventLine, turnLines, turnsByAnchor, turnsOf } from './thread-tool-calls.ts';
 import { silentPeerHint, waitForStreamedReply, waitSeconds } from './thread-wait.ts';
@@ -94,7 +94,7 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
     run(async () => {
       const client = keyringClient(resolveConnection(opts, io.env), io.env);
       const ctx = await threadContext(client, threadId);
-      const senderId = participantId(ctx.team, opts.from);
+      const senderId = await lookUpIn(client, ctx.team, opts.from, () => participantId(ctx.team, opts.from), { noun: 'participant', teamFrom: 'thread' });
       const send = () => client.appendMessage(threadId, { sender_agent_id: senderId, content: opts.content });
       if (opts.wait <= 0) {
         const message = await send();
@@ -170,7 +170,9 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       if (opts.between !== undefined) {
         const pair = opts.between.split(',').map((s) => s.trim());
         if (pair.length !== 2 || !pair[0] || !pair[1]) throw new ToolkitError('invalid_usage', `--between takes two participant names separated by a comma, got "${opts.between}"`);
-        const [a, b] = [participantId(team, pair[0]), participantId(team, pair[1])];
+        const byFlag = { noun: 'participant', teamFrom: 'flag' } as const;
+        const a = await lookUpIn(client, team, pair[0], () => participantId(team, pair[0]!), byFlag);
+        const b = await lookUpIn(client, team, pair[1], () => participantId(team, pair[1]!), byFlag);
         edges = edges.filter((e) => e.participants.includes(a) && e.participants.includes(b));
         if (edges.length === 0) throw new ToolkitError('invalid_usage', `no edge joins ${pair[0]} and ${pair[1]} in team ${team.team_name}`);
       }

@@ -10,7 +10,7 @@ import { connectionOptions } from './plan-apply.ts';
 import type { Runner } from './runner.ts';
 import { registerThreadRead } from './thread-read.ts';
 import { silentPeerHint, waitForStreamedReply, waitSeconds } from './thread-wait.ts';
-import { findTeam, participantId, participantNames } from '../team-lookup.ts';
+import { findTeam, lookUpIn, participantId, participantNames } from '../team-lookup.ts';
 
 /** Who `name` can open a thread with: `dana's edges go to triager, summarizer`. */
 function peersText(team: TeamGraph, id: string, name: string): string {
@@ -40,8 +40,9 @@ export function registerThread(program: Command, io: CliIo, run: Runner): void {
       run(async () => {
         const client = keyringClient(resolveConnection(opts, io.env), io.env);
         const team = await findTeam(client, opts.team, opts.org);
-        const fromId = participantId(team, opts.from);
-        const toId = participantId(team, opts.to);
+        const byFlag = { noun: 'participant', teamFrom: 'flag' } as const;
+        const fromId = await lookUpIn(client, team, opts.from, () => participantId(team, opts.from), byFlag);
+        const toId = await lookUpIn(client, team, opts.to, () => participantId(team, opts.to), byFlag);
         // A thread joins two participants; with one name at both ends any edge of it would match.
         if (fromId === toId) throw new ToolkitError('invalid_usage', `--from and --to both name ${opts.from}: a thread is between two different participants; nothing was created`);
         const edge = team.edges.find((e) => e.participants.includes(fromId) && e.participants.includes(toId));

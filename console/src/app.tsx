@@ -23,6 +23,9 @@ import { closePersonEvents } from './live.ts';
 // /sign-in/oidc) are left to the browser, which must really go there.
 const consolePaths = /^\/(?:$|[?#]|inbox|threads\/|teams\/|connect|operator|sign-in(?:$|[?#]))/;
 
+/** The paths of the console's pages (as service/http/console-assets.ts lists them): any other shows "Not found". */
+const pagePaths = /^\/(?:|sign-in|inbox|connect|threads\/[^/]+|teams\/[^/]+)\/?$/;
+
 export function App() {
   return (
     <LocationProvider scope={consolePaths}>
@@ -69,7 +72,17 @@ function Shell() {
 
   if (location.path.startsWith('/operator')) return <OperatorPage />;
   if (state.status === 'loading') return <Loading />;
-  if (state.status === 'signed-out') return <SignInPage sessionEnded={ended} />;
+  if (state.status === 'signed-out') {
+    // An address that is no page of the console says so, signed in or not (the server answered it 404).
+    if (!pagePaths.test(location.path)) {
+      return (
+        <main id="main" class="centered">
+          <NotFoundPage signedOut />
+        </main>
+      );
+    }
+    return <SignInPage sessionEnded={ended} />;
+  }
 
   const signOut = async () => {
     try {

@@ -43,11 +43,20 @@ export function usePolling(tick: () => void | Promise<void>, ms: number, deps: u
   }, deps);
 }
 
-/** A time as a person reads it: "09:15" today, else "Nov 22, 09:15". */
-export function when(iso: string): string {
+/**
+ * A time as a person reads it, in their time zone and `locale` (default: the browser's): "09:15"
+ * today, "Nov 22, 09:15" on another day of this year, "Nov 22, 2025, 09:15" in another year.
+ * `now` is the reader's present (default: now).
+ */
+export function when(iso: string, now: Date = new Date(), locale?: string): string {
   const date = new Date(iso);
-  const today = new Date();
-  const time = date.toLocaleTimeString(undefined, { hour: '2-digit', minute: '2-digit' });
-  if (date.toDateString() === today.toDateString()) return time;
-  return `${date.toLocaleDateString(undefined, { month: 'short', day: 'numeric' })}, ${time}`;
+  const time = date.toLocaleTimeString(locale, { hour: '2-digit', minute: '2-digit' });
+  if (date.toDateString() === now.toDateString()) return time;
+  const sameYear = date.getFullYear() === now.getFullYear();
+  return `${date.toLocaleDateString(locale, { month: 'short', day: 'numeric', ...(sameYear ? {} : { year: 'numeric' }) })}, ${time}`;
+}
+
+/** The whole date and time, for a `<time>`'s title: "Saturday, November 22, 2025 at 09:15" (as `locale` writes it). */
+export function fullWhen(iso: string, locale?: string): string {
+  return new Date(iso).toLocaleString(locale, { dateStyle: 'full', timeStyle: 'short' });
 }

@@ -45,7 +45,26 @@ interface Table {
   node: Node;
   /** What the mapping is (its description). */
   summary: string;
+  /** How a link to it reads (its heading without `Keys of`, or an entry's kind: `a map`). */
+  name: string;
 }
+
+/**
+ * Where the mappings of a shared definition stand: a definition reached by `$ref` from several
+ * keys (`PipelineEntry`: an entry of `steps` in a pipeline, a loop or a map) has tables named by
+ * what they are and where they may stand, not by the first path the walk met them on.
+ */
+interface Shared {
+  /** The key whose entries it is (`steps`). */
+  key: string;
+  /** What holds such a key, in walk order, each once (`a pipeline`, `a loop`, `a map`). */
+  holders: string[];
+  /** Other keys whose entries take one of its mappings (`parallel`: its steps are steps). */
+  alsoIn: Map<Node, string[]>;
+}
+
+/** `a, b or c`. */
+const orList = (items: readonly string[]) => (items.length <= 1 ? (items[0] ?? '') : `${items.slice(0, -1).join(', ')} or ${items.at(-1)}`);
 
 /** The pattern of a secret reference, as `definitions/secrets.ts` emits it. */
 const SECRET_REF_PATTERN = '^\\$\\{env:([A-Za-z_][A-Za-z0-9_]*)\\}$';
@@ -72,21 +91,73 @@ function describe(node: Node): string {
   return '';
 }
 
+/** The last key of a path: `steps` of `pipelines[].steps`, `parallel` of `steps[].parallel[]`. */
+function lastKey(path: string): string {
+  return path.replace(/(\[\])+$/, '').split('.').at(-1) ?? path;
+}
+
 /** Whether `node` is a mapping with named keys (gets its own table). */
 const isMapping = (node: Node) => node.type === 'object' && node.properties !== undefined;
 
+/** Where a table is met: its path, the shared definition it belongs to (if any), and its holder's label. */
+interface Place {
+  /** Path from the top (`teams[].agents[]`), or from the shared definition's key (`steps[].map`). */
+  path: string;
+  /** The shared definition whose entries (or their parts) it describes. */
+  shared?: Shared;
+  /** The label of the mapping that holds it (`a pipeline`, `a map`): where its keys stand. */
+  holder: string;
+}
+
 /**
  * Walks the schema from the top, giving every mapping its table (in document order: a parent
- * before its children). Two mappings with the same schema (a step at the top of `steps` and in a
- * parallel group) share the first one's table.
+ * before its children; the variants of one list all before what is inside any of them, so each is
+ * named where it is first met). Two mappings with the same schema (a step at the top of `steps` and
+ * in a parallel group) share the first one's table. A definition reached by `$ref` (the entries of
+ * `steps`, which nest in loops and maps) is one set of tables for every place it stands, headed by
+ * what each mapping is and where it may stand (see {@link Shared}); headings are made once the
+ * walk has seen every such place.
  */
 class Reference {
   readonly tables: Table[] = [];
   readonly #bySchema = new Map<string, Table>();
   readonly #definitions: Record<string, Node>;
+  readonly #shared = new Map<string, Shared>();
+  /** How each table is headed once the walk is done. */
+  readonly #headings = new Map<Table, () => { heading: string; name: string }>();
 
   constructor(root: Node) {
     this.#definitions = root.definitions ?? {};
+  }
+
+  /** The table whose keys are being walked (the parent of a table made now). */
+  #current: Table | undefined;
+  readonly #parent = new Map<Table, Table | undefined>();
+
+  /**
+   * Gives every table its heading and anchor (after the walk: a shared heading names every place),
+   * and puts the tables in document order: each right after its parent's and its elder siblings'
+   * (the variants of a list are made before what is inside them, but each is followed by its parts).
+   */
+  finish(): void {
+    const children = new Map<Table | undefined, Table[]>();
+    for (const table of this.tables) children.set(this.#parent.get(table), [...(children.get(this.#parent.get(table)) ?? []), table]);
+    const ordered: Table[] = [];
+    const emit = (table: Table) => {
+      ordered.push(table);
+      for (const child of children.get(table) ?? []) emit(child);
+    };
+    for (const top of children.get(undefined) ?? []) emit(top);
+    this.tables.splice(0, this.tables.length, ...ordered);
+    const slugger = new Set<string>();
+    for (const table of this.tables) {
+      const { heading, name } = this.#headings.get(table)!();
+      table.heading = heading;
+      table.name = name;
+      table.anchor = slug(heading);
+      if (slugger.has(table.anchor)) throw new Error(`definitions reference: two tables headed ${table.heading}`);
+      slugger.add(table.anchor);
+    }
   }
 
   /** `node` with a `$ref` followed (`#/definitions/NAME`, also as the one member of an `allOf`), keeping its own description. */
@@ -103,36 +174,109 @@ class Reference {
     return { ...target, ...own };
   }
 
-  /** The table of mapping `node` found at `path`, made on first sight. */
-  table(node: Node, path: string, variant?: string): Table {
+  /**
+   * The table of mapping `node` met at `place` (`variant`: its label among the variants of a list),
+   * made on first sight; its keys are walked unless `walk` is false (the caller walks them later).
+   */
+  table(node: Node, place: Place, variant?: string, walk = true): Table {
     const key = JSON.stringify(node);
     const known = this.#bySchema.get(key);
-    if (known) return known;
-    const heading = path === '' ? 'Keys of the file' : `Keys of \`${path}\`${variant ? `, ${variant}` : ''}`;
-    const table: Table = { heading, anchor: slug(heading), node, summary: node.description ?? '' };
+    if (known) {
+      // Met again under another key (a parallel group's steps): the heading says so.
+      const owner = this.#ownerOf(known);
+      const at = lastKey(place.path);
+      if (owner && at !== owner.key) owner.alsoIn.set(known.node, [...new Set([...(owner.alsoIn.get(known.node) ?? []), at])]);
+      return known;
+    }
+    const table: Table = { heading: '', anchor: '', node, summary: node.description ?? '', name: '' };
     this.#bySchema.set(key, table);
     this.tables.push(table);
-    for (const [name, child] of Object.entries(node.properties ?? {})) this.visit(child, `${path === '' ? '' : `${path}.`}${name}`);
+    this.#parent.set(table, this.#current);
+    this.#headings.set(table, () => this.#heading(node, place, variant));
+    if (walk) this.walkKeys(table, place, variant);
     return table;
   }
 
+  /** Walks the keys of a table's mapping: their mappings get tables of their own. */
+  walkKeys(table: Table, place: Place, variant?: string): void {
+    // Inside an entry of a shared definition, its parts are held by the entry (`a map`, not `the map`).
+    const holder = variant ?? (place.shared && place.path !== '' ? place.holder : label(table.node));
+    const outer = this.#current;
+    this.#current = table;
+    for (const [name, child] of Object.entries(table.node.properties ?? {})) {
+      this.visit(child, { ...place, path: `${place.path === '' ? '' : `${place.path}.`}${name}`, holder });
+    }
+    this.#current = outer;
+  }
+
+  /** The shared definition a table's mapping is an entry of, if any. */
+  #ownerOf(table: Table): Shared | undefined {
+    for (const shared of this.#shared.values()) if (this.#entries.get(table) === shared) return shared;
+    return undefined;
+  }
+
+  /** The tables that are entries (variants) of a shared definition. */
+  readonly #entries = new Map<Table, Shared>();
+
+  /**
+   * A table's heading and the name links give it: by its path from the top; within a shared
+   * definition, by what it is and where it may stand (`Keys of a map: an entry of \`steps\` in a
+   * pipeline, a loop or a map`, linked as `a map`), its parts by their path in it (`Keys of \`map\`
+   * in a map`).
+   */
+  #heading(node: Node, place: Place, variant?: string): { heading: string; name: string } {
+    if (place.path === '') return { heading: 'Keys of the file', name: 'the file' };
+    const shared = place.shared;
+    const named = (name: string, heading = `Keys of ${name}`) => ({ heading, name });
+    if (!shared) return named(`\`${place.path}\`${variant ? `, ${variant}` : ''}`);
+    const root = `${shared.key}[]`;
+    if (place.path === root) {
+      const also = shared.alsoIn.get(node) ?? [];
+      const where = `an entry of \`${shared.key}\` in ${orList(shared.holders)}${also.map((k) => `, or of \`${k}\``).join('')}`;
+      const kind = variant ?? label(node);
+      return named(kind, `Keys of ${kind}: ${where}`);
+    }
+    // A mapping inside an entry: named by its path from the entry, in the entry that holds it.
+    return named(`\`${place.path.slice(root.length + 1)}\` in ${place.holder}`);
+  }
+
   /** Finds the mappings under a key's schema. */
-  visit(raw: Node, path: string): void {
+  visit(raw: Node, place: Place): void {
+    const items = raw.type === 'array' && raw.items && !Array.isArray(raw.items) ? raw.items : undefined;
+    const ref = items?.$ref ?? items?.allOf?.[0]?.$ref;
+    if (ref !== undefined) {
+      // A shared definition: its entries are tables of their own, whatever holds them.
+      const key = lastKey(place.path);
+      let shared = this.#shared.get(ref);
+      if (!shared) {
+        shared = { key, holders: [], alsoIn: new Map() };
+        this.#shared.set(ref, shared);
+        if (!shared.holders.includes(place.holder)) shared.holders.push(place.holder);
+        this.visit(items!, { path: `${key}[]`, shared, holder: place.holder });
+      } else if (!shared.holders.includes(place.holder)) shared.holders.push(place.holder);
+      return;
+    }
     const node = this.resolve(raw);
-    if (isMapping(node)) this.table(node, path);
-    else if (node.type === 'array' && node.items && !Array.isArray(node.items)) this.visit(node.items, `${path}[]`);
+    if (isMapping(node)) this.table(node, place);
+    else if (node.type === 'array' && node.items && !Array.isArray(node.items)) this.visit(node.items, { ...place, path: `${place.path}[]` });
     else if (node.anyOf) {
       const objects = node.anyOf.filter(isMapping);
-      for (const variant of objects) this.table(variant, path, objects.length > 1 ? label(variant) : undefined);
-    } else if (node.type === 'object' && typeof node.additionalProperties === 'object') this.visit(node.additionalProperties, `${path}.NAME`);
+      // Every variant named here first, then what is inside each.
+      const made = objects.map((variant) => {
+        const isNew = !this.#bySchema.has(JSON.stringify(variant));
+        const table = this.table(variant, place, objects.length > 1 ? label(variant) : undefined, false);
+        if (isNew && place.shared && place.path === `${place.shared.key}[]`) this.#entries.set(table, place.shared);
+        return { table, isNew, variant };
+      });
+      for (const { table, isNew, variant } of made) if (isNew) this.walkKeys(table, place, objects.length > 1 ? label(variant) : undefined);
+    } else if (node.type === 'object' && typeof node.additionalProperties === 'object') this.visit(node.additionalProperties, { ...place, path: `${place.path}.NAME` });
   }
 
   /** A link to the table of mapping `node` (already made by the walk). */
   link(node: Node): string {
     const table = this.#bySchema.get(JSON.stringify(node));
     if (!table) throw new Error('definitions reference: a mapping without a table');
-    const name = table.heading.replace(/^Keys of /, '');
-    return `[${name}](#${table.anchor})`;
+    return `[${table.name}](#${table.anchor})`;
   }
 
   /** The type of a value, with its limits: `string, 1–100 characters`, `list of [teams[]](#…)`. */
@@ -210,7 +354,8 @@ class Reference {
  */
 export function renderDefinitionReference(schema: Node = buildJsonSchema() as Node): string {
   const reference = new Reference(schema);
-  reference.table(schema, '');
+  reference.table(schema, { path: '', holder: 'the file' });
+  reference.finish();
   return reference.tables.map((t) => reference.render(t)).join('\n\n');
 }
 

@@ -110,6 +110,7 @@ export async function listPersonEdges(deps: DomainDeps, person: Person): Promise
 
 type PersonThreadRow = ThreadRow & {
   seq: string;
+  mine_on_behalf: boolean | null;
   human_id: string;
   peer_id: string;
   peer_kind: 'agent' | 'human';
@@ -121,13 +122,15 @@ type PersonThreadRow = ThreadRow & {
 };
 
 // The person's threads with the unread count of their human on each, the peer and the newest
-// message. A thread between two of the person's own humans is listed once, as the human who
-// did not write its newest message (the one who would answer). $1 human ids, $2 a thread id or
-// null, $3 an edge id or null, $4 a team id or null.
+// message, and whether the human's latest message there was written in their name (asking the
+// peer, not from a console session: `mine_on_behalf`). A thread between two of the person's own
+// humans is listed once, as the human who did not write its newest message (the one who would
+// answer). $1 human ids, $2 a thread id or null, $3 an edge id or null, $4 a team id or null.
 const personThreadsSql = `
   SELECT DISTINCT ON (th.id) th.*, me.id AS human_id, ${agentUnreadCount('me.id')} AS unread_count,
          peer.id AS peer_id, peer.kind AS peer_kind, peer.name AS peer_name,
-         last.id AS last_id, last.sender_id AS last_sender_id, last.content AS last_content, last.sent_at AS last_sent_at
+         last.id AS last_id, last.sender_id AS last_sender_id, last.content AS last_content, last.sent_at AS last_sent_at,
+         mine.on_behalf AS mine_on_behalf
     FROM threads th
     JOIN edges e ON e.id = th.edge_id
     JOIN participants me ON me.id IN (e.participant_a, e.participant_b) AND me.id = ANY($1::uuid[])
@@ -136,6 +139,9 @@ const personThreadsSql = `
     LEFT JOIN LATERAL (
       SELECT m.id, m.sender_id, left(m.content, 280) AS content, m.sent_at FROM messages m WHERE m.thread_id = th.id ORDER BY m.seq DESC LIMIT 1
     ) last ON true
+    LEFT JOIN LATERAL (
+      SELECT m.expects_reply AND NOT m.via_session AS on_behalf FROM messages m WHERE m.thread_id = th.id AND m.sender_id = me.id ORDER BY m.seq DESC LIMIT 1
+    ) mine ON true
    WHERE ($2::uuid IS NULL OR th.id = $2::uuid) AND ($3::uuid IS NULL OR th.edge_id = $3::uuid) AND ($4::uuid IS NULL OR th.team_id = $4::uuid)
    ORDER BY th.id, (last.sender_id = me.id), me.id`;
 
@@ -150,7 +156,15 @@ function toPersonThread(row: PersonThreadRow): MeThread {
         ? { message_id: row.last_id, sender_id: row.last_sender_id, content: row.last_content ?? '', sent_at: iso(row.last_sent_at) }
         : null,
     awaiting_reply: thread.awaiting_reply_from === row.human_id,
+    // Once the thread awaits the human (the peer asked back), it is the person's to answer.
+    sent_on_behalf: row.mine_on_behalf === true && thread.awaiting_reply_from !== row.human_id,
   };
+}
+
+/** Marks messages as written by the person in the console (`via_session`, migration 0026), which {@link listPersonThreads} tells from messages written in the human's name. */
+async function markViaSession(db: Queryable, where: { messageId: string } | { threadId: string }): Promise<void> {
+  if ('messageId' in where) await db.query(`UPDATE messages SET via_session = true WHERE id = $1`, [where.messageId]);
+  else await db.query(`UPDATE messages SET via_session = true WHERE thread_id = $1 AND seq = 1`, [where.threadId]);
 }
 
 /** How many threads an inbox lists at most by default, and at most when asked (`limit`). */
@@ -160,7 +174,9 @@ export const personThreadLimit = { default: 200, max: 500 } as const;
  * The threads on the person's edges (optionally of one team or one edge; with `unreadOnly`
  * only those with unread messages), most recently active first (the newest message's time, else
  * the thread's creation), at most `limit`, each with the unread count of the person's human on
- * it, the peer, the newest message and whether it awaits that human's answer. Output: the threads
+ * it, the peer, the newest message, whether it awaits that human's answer, and whether the
+ * human's latest message there was written in their name (`sent_on_behalf`: asking the peer,
+ * through an organization key — a pipeline step — not in the console). Output: the threads
  * and whether more follow. Errors: none (a filter naming something not theirs finds nothing).
  */
 export async function listPersonThreads(
@@ -271,10 +287,12 @@ export async function postPersonMessage(
 ): Promise<Message> {
   const thread = await personThread(deps.db, person, threadId);
   const body = { sender_agent_id: thread.human_id, content: input.content, expects_reply: input.expects_reply };
-  return appendMessageAsParticipant(deps, thread.orgId, threadId, body).catch((error: unknown) => {
+  const message = await appendMessageAsParticipant(deps, thread.orgId, threadId, body).catch((error: unknown) => {
     if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'not_a_participant')) throw new ServiceError('not_found', threadNotFound);
     throw error;
   });
+  await markViaSession(deps.db, { messageId: message.message_id });
+  return message;
 }
 
 /**
@@ -303,6 +321,7 @@ export async function openPersonThread(
     if (error instanceof ServiceError && (error.code === 'not_found' || error.code === 'not_a_participant')) throw new ServiceError('not_found', edgeNotFound);
     throw error;
   });
+  await markViaSession(deps.db, { threadId: opened.thread_id });
   const { orgId: _org, ...thread } = await personThread(deps.db, person, opened.thread_id);
   return thread;
 }

@@ -128,7 +128,13 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   installSecurityHeaders(app, options.publicUrl);
   // First, so that its hooks reach every route and the 404 handler.
   options.metrics?.instrument(app);
-  limitConnectionsPerClient(app.server, limits.maxConnectionsPerClient, refusalHoldMs(limits));
+  // Connections over the per-address cap are refused before the HTTP server parses anything of them (contract §14).
+  const connectionCap = limitConnectionsPerClient(app.server, limits.maxConnectionsPerClient, { holdMs: refusalHoldMs(limits), everyResponse: () => everyResponseHeaders(options.publicUrl()) });
+  // A held refusal would make the server's close wait for it: answered at once instead.
+  app.addHook('preClose', (done) => {
+    connectionCap.answerHeld();
+    done();
+  });
   // Cookies are the console's sessions (contract §10); parsed on every request, set by its routes.
   await app.register(fastifyCookie);
   const clientOf = createClientResolver(options.deps.db);
@@ -144,7 +150,9 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   // One registry of every route serves the 405 answers, the query parameter rule and the
   // OpenAPI document, so the three cannot disagree about what exists.
   const registry = installRouteRegistry(app, apiPrefixes);
-  installUnroutedAnswers(app, registry);
+  // A browser's page request no route takes gets the console's not-found page, once the console is served (below).
+  const unroutedPages: { console?: ConsoleAssets } = {};
+  installUnroutedAnswers(app, registry, unroutedPages);
   installOpenApi(app, registry);
   installHealth(app, options.deps);
   const context: RouteContext = {
@@ -159,7 +167,7 @@ export async function buildApp(options: AppOptions): Promise<FastifyInstance> {
   };
   const consoleSettings: ConsoleSettings = { publicUrl: options.publicUrl, adminToken: options.adminToken || undefined };
   await registerRoutes(app, context, consoleSettings, options.oidc);
-  options.onConsole?.(consoleRoutes(app));
+  if (options.onConsole) options.onConsole((unroutedPages.console = consoleRoutes(app)));
   return app;
 }
 
@@ -183,7 +191,7 @@ function createFastify(logOptions: AppOptions['logger'], limits: ConnectionLimit
     // Slow or silent clients cannot hold connections (connection-limits.ts); what Node refuses
     // before routing is answered as problem+json too.
     ...connectionServerOptions(limits),
-    clientErrorHandler,
+    clientErrorHandler: clientErrorHandler(() => everyResponseHeaders(publicUrl())),
     // One line per request, written when it is answered, instead of Fastify's two.
     logController: new RequestLineLog(),
     bodyLimit: bodyLimitBytes,
@@ -284,11 +292,12 @@ function installErrorHandler(app: FastifyInstance): void {
 
 /**
  * A request no route takes: 405 `method_not_allowed` with `Allow` when the path exists with other
- * methods (RFC 9110 §15.5.6), else 404 `route_not_found`. Decided before the body is read:
- * otherwise the body's own problems (no Content-Type, malformed JSON, a wrong media type) would
- * hide that the route does not exist.
+ * methods (RFC 9110 §15.5.6), else 404 `route_not_found` — or, for a person's browser asking for
+ * a page while the console is served (`pages.console`), the console's page with 404, which shows
+ * its "Not found" page. Decided before the body is read: otherwise the body's own problems (no
+ * Content-Type, malformed JSON, a wrong media type) would hide that the route does not exist.
  */
-function installUnroutedAnswers(app: FastifyInstance, registry: RouteRegistry): void {
+function installUnroutedAnswers(app: FastifyInstance, registry: RouteRegistry, pages: { console?: ConsoleAssets }): void {
   const refuseUnrouted = (request: FastifyRequest, reply: FastifyReply): never => {
     const path = request.url.split('?')[0] ?? '';
     const allowed = registry.allowedMethods(path);
@@ -298,10 +307,15 @@ function installUnroutedAnswers(app: FastifyInstance, registry: RouteRegistry): 
     }
     throw new ServiceError('route_not_found', `no route ${request.method} ${path}`);
   };
+  const answer = async (request: FastifyRequest, reply: FastifyReply) => {
+    const path = request.url.split('?')[0] ?? '';
+    if (pages.console && registry.allowedMethods(path).length === 0 && (await pages.console.notFound(request, reply))) return reply;
+    return refuseUnrouted(request, reply);
+  };
   app.addHook('onRequest', async (request, reply) => {
-    if (request.is404) refuseUnrouted(request, reply);
+    if (request.is404) return answer(request, reply);
   });
-  app.setNotFoundHandler(async (request, reply) => refuseUnrouted(request, reply));
+  app.setNotFoundHandler(answer);
 }
 
 /** `GET /healthz` (the process is up) and `GET /readyz` (storage answers), no key (contract §6). */

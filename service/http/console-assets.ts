@@ -96,10 +96,33 @@ async function loadAssets(dir: string): Promise<Map<string, Asset>> {
 export interface ConsoleAssets {
   /** Loads the files now (acs-server start does, so the first visit is quick and a broken build is reported at once). */
   prepare(): Promise<void>;
+  /**
+   * Answers a request no route takes with the console's page, status 404, when it is a person's
+   * browser asking for a page ({@link wantsConsolePage}): the app then shows its "Not found" page
+   * instead of the problem+json an API client gets. Output: whether it answered (false: not a
+   * page request, or the console cannot be loaded; the caller answers `route_not_found`).
+   */
+  notFound(request: FastifyRequest, reply: FastifyReply): Promise<boolean>;
 }
 
-function send(request: FastifyRequest, reply: FastifyReply, asset: Asset): FastifyReply {
+/** First path segments that are never the console's pages: the API and the other machine surfaces keep problem+json (any case). */
+const machineSegments = new Set(['api', 'v1', 'admin', 'assets', 'mcp', 'a2a', '.well-known', 'openapi.json', 'healthz', 'readyz']);
+
+/**
+ * Whether `request` is a browser asking for a page of the console: a GET or HEAD that accepts
+ * HTML (a navigation sends `Accept: text/html,…`), on a path outside the API and the other
+ * machine surfaces ({@link machineSegments}).
+ */
+export function wantsConsolePage(request: FastifyRequest): boolean {
+  if (request.method !== 'GET' && request.method !== 'HEAD') return false;
+  if (!/\btext\/html\b/i.test(String(request.headers.accept ?? ''))) return false;
+  const first = (request.url.split('?')[0] ?? '').split('/').find((segment) => segment !== '') ?? '';
+  return !machineSegments.has(first.toLowerCase());
+}
+
+function send(request: FastifyRequest, reply: FastifyReply, asset: Asset, status = 200): FastifyReply {
   reply
+    .code(status)
     .header('content-type', asset.type)
     .header('etag', asset.etag)
     .header('cache-control', asset.immutable ? 'public, max-age=31536000, immutable' : 'no-cache')
@@ -109,7 +132,8 @@ function send(request: FastifyRequest, reply: FastifyReply, asset: Asset): Fasti
     .header('x-frame-options', 'DENY')
     .header('cross-origin-opener-policy', 'same-origin')
     .header('vary', 'accept-encoding');
-  if (request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
+  // A 304 stands for a 200 only (RFC 9110 §15.4.5): the not-found page is always sent whole.
+  if (status === 200 && request.headers['if-none-match'] === asset.etag) return reply.code(304).send();
   const gzip = /\bgzip\b/.test(String(request.headers['accept-encoding'] ?? ''));
   if (gzip) reply.header('content-encoding', 'gzip');
   return reply.send(gzip ? asset.gzip : asset.body);
@@ -118,7 +142,9 @@ function send(request: FastifyRequest, reply: FastifyReply, asset: Asset): Fasti
 /**
  * Registers the console's routes on `app` (at the root): every page of {@link consolePages} and
  * `GET /assets/*`. A file that is not there is 404 `route_not_found`; a console that cannot be
- * built or read is 503 `unavailable` (logged), while the API goes on working.
+ * built or read is 503 `unavailable` (logged), while the API goes on working. A browser's page
+ * request no route takes gets the console's page with 404 ({@link ConsoleAssets.notFound}, called
+ * by app.ts's answer to unrouted requests).
  */
 export function consoleRoutes(app: FastifyInstance): ConsoleAssets {
   let loading: Promise<Map<string, Asset>> | undefined;
@@ -148,5 +174,19 @@ export function consoleRoutes(app: FastifyInstance): ConsoleAssets {
     if (!asset) throw new ServiceError('route_not_found', `no console file ${path}`);
     return send(request, reply, asset);
   });
-  return { prepare: async () => void (await assets()) };
+  return {
+    prepare: async () => void (await assets()),
+    async notFound(request, reply) {
+      if (!wantsConsolePage(request)) return false;
+      let page: Asset;
+      try {
+        page = (await assets()).get('/index.html')!;
+      } catch (error) {
+        request.log.error({ err: error }, 'the console could not be loaded');
+        return false;
+      }
+      send(request, reply, page, 404);
+      return true;
+    },
+  };
 }

@@ -120,8 +120,9 @@ export function waitsHeldBy(body: unknown): number {
  *   sessions: like any method a path does not serve, they get 405 `method_not_allowed` with
  *   `Allow: POST` from the app's route registry, as the SDK's stateless examples answer 405.
  * - `wait_for_messages` ends early when the client goes away or the server stops. A request that
- *   may wait holds a place among its MCP key's and the process's held waits (429 `too_many_waits`
- *   past either bound, before anything runs); a batch may hold one wait ({@link waitsHeldBy}).
+ *   may wait holds a place among the held waits of its MCP key, of its agent's organization and
+ *   of the process (429 `too_many_waits` past any of them, before anything runs); a batch may
+ *   hold one wait ({@link waitsHeldBy}).
  * - `Host` and `Origin` are checked by the SDK's DNS-rebinding protection against the names the
  *   server is reached at (http/allowed-hosts.ts: the listen address, the public URL): another
  *   `Host`, or an `Origin` that is sent and is not one of them, is 403 with a JSON-RPC error, before
@@ -141,7 +142,7 @@ export function mcpRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, rat
     // Each JSON-RPC message costs one request of the rate limit, so a batch of 100 tool calls
     // costs what 100 requests cost (issue 21, defect 2); refused whole, before any of it runs.
     await rateLimiter?.charge(request, reply, Array.isArray(request.body) ? request.body.length : 1);
-    const release = heldWaits.acquire(agent.keyId, waitsHeldBy(request.body), HeldWaitKinds.mcp_wait);
+    const release = heldWaits.acquire(agent, waitsHeldBy(request.body), HeldWaitKinds.mcp_wait);
     try {
       return await answer(request, reply, agent);
     } finally {

@@ -71,7 +71,7 @@ export function createServiceMetrics(options: ServiceMetricsOptions): ServiceMet
   });
   const heldWaitsRefused = new Counter({
     name: 'acs_held_waits_refused_total',
-    help: 'Waits refused with 429 too_many_waits, by the bound they would have passed: per_key or per_process.',
+    help: 'Waits refused with 429 too_many_waits, by the bound they would have passed: per_key, per_org or per_process.',
     labelNames: ['reason'] as const,
     registers,
   });

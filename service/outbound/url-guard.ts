@@ -9,8 +9,11 @@
  */
 import { lookup as dnsLookup, type LookupAddress } from 'node:dns';
 import { isIP } from 'node:net';
-import ipaddr from 'ipaddr.js';
+import { hostOf, refusalWithoutDns, refusedAddress } from '../../api/outbound-url-rules.ts';
 import { ServiceError } from '../../errors/catalogue.ts';
+
+// The rules judged without DNS live in api/ (teamctl's plan warns by them too).
+export { refusedAddress };
 
 /** A `dns.lookup` with `{ all: true }`: every address of a host name. */
 export type ResolveHost = (hostname: string) => Promise<LookupAddress[]>;
@@ -27,48 +30,6 @@ export interface UrlPolicy {
   resolve?: ResolveHost | undefined;
 }
 
-/** The global unicast space of IPv6 (RFC 4291 §2.4; IANA's IPv6 address space registry): 2000::/3. */
-const globalUnicast = ipaddr.parseCIDR('2000::/3');
-
-/** IPv4-compatible IPv6 addresses (`::a.b.c.d`, deprecated by RFC 4291 §2.5.5.1), which ipaddr.js names no range. */
-const ipv4Compatible = ipaddr.parseCIDR('::/96');
-
-/**
- * `address` as connections read it: IPv6 text in the canonical form of the URL parser (RFC 5952),
- * other text as it is. ipaddr.js reads `::a.b.c.d` as the IPv4-mapped `::ffff:a.b.c.d`, while
- * sockets and the URL parser read it as the IPv4-compatible `::xxxx:xxxx` it is.
- */
-function canonicalIp(address: string): string {
-  if (isIP(address) !== 6) return address;
-  try {
-    return new URL(`http://[${address}]/`).hostname.slice(1, -1);
-  } catch {
-    return address;
-  }
-}
-
-/**
- * Why `address` may not be reached, or undefined when it is a public unicast address (contract
- * §9, §14): loopback, private (RFC 1918, unique local), link-local, carrier-grade NAT, multicast,
- * unspecified, reserved and documentation ranges, and the IPv6 ranges that embed IPv4 ones
- * (mapped, NAT64, 6to4, Teredo) are all refused, by their ipaddr.js range name. ipaddr.js calls
- * every IPv6 address outside its named ranges `unicast`, the IPv4-compatible `::/96` and the
- * IETF-reserved space outside 2000::/3 included; those are refused too (`ipv4Compatible`,
- * `reserved`), so an IPv6 address passes only when it is global unicast. Output: the range's
- * name, `not an IP address`, or undefined.
- */
-export function refusedAddress(address: string): string | undefined {
-  if (!ipaddr.isValid(address)) return 'not an IP address';
-  const parsed = ipaddr.process(canonicalIp(address));
-  const range = parsed.range();
-  if (range !== 'unicast') return range;
-  if (parsed.kind() === 'ipv6') {
-    if (parsed.match(ipv4Compatible)) return 'ipv4Compatible';
-    if (!parsed.match(globalUnicast)) return 'reserved';
-  }
-  return undefined;
-}
-
 /** What is checked, for the error: the field's path in the request and who may only reach public addresses. */
 export interface UrlSubject {
   /** The path of the URL in the request body (`url`, `tools.mcp.0.url`). */
@@ -83,11 +44,6 @@ function refuse(url: string, why: string, subject: UrlSubject): ServiceError {
   return new ServiceError('webhook_url_refused', `${url}: ${why}`, { errors: [{ path: subject.path, message: why }] });
 }
 
-/** The host of a URL as connections use it (IPv6 literals without their brackets). */
-function hostOf(url: URL): string {
-  return url.hostname.startsWith('[') ? url.hostname.slice(1, -1) : url.hostname;
-}
-
 /**
  * Checks that requests may go to `url` (contract §9, §11): https, and its host an address, or a
  * name resolving only to addresses, that {@link refusedAddress} allows; anything goes with
@@ -96,15 +52,10 @@ function hostOf(url: URL): string {
  */
 export async function assertDeliverableUrl(url: string, policy: UrlPolicy, subject: UrlSubject = webhookSubject): Promise<void> {
   if (policy.allowPrivate) return;
-  const parsed = new URL(url);
-  if (parsed.protocol !== 'https:') throw refuse(url, 'must be https (http is taken only by a server started with --webhook-allow-private)', subject);
-  if (parsed.username || parsed.password) throw refuse(url, 'must not carry credentials (user:password@)', subject);
-  const host = hostOf(parsed);
-  if (isIP(host)) {
-    const why = refusedAddress(host);
-    if (why) throw refuse(url, `${host} is a ${why} address; ${subject.what} may only reach public addresses`, subject);
-    return;
-  }
+  const why = refusalWithoutDns(url, subject.what);
+  if (why) throw refuse(url, why, subject);
+  const host = hostOf(new URL(url));
+  if (isIP(host)) return;
   let addresses: LookupAddress[];
   try {
     addresses = await (policy.resolve ?? systemResolve)(host);

@@ -1047,6 +1047,124 @@ export const migrations: ReadonlyArray<{ id: string; statements: string[] }> = [
        END $$`,
     ],
   },
+  {
+    // The delivery log lists each attempt (contract §9, "lists attempts"), not only the latest:
+    // one row per attempt, written with the delivery's row when the attempt's outcome is recorded.
+    // Deliveries recorded before keep their latest attempt, the only one stored: listed as it was.
+    id: '0024_webhook_delivery_attempts',
+    statements: [
+      `CREATE TABLE webhook_delivery_attempts (
+        delivery_id uuid NOT NULL REFERENCES webhook_deliveries(id) ON DELETE CASCADE,
+        attempt integer NOT NULL,
+        -- what the delivery became after it: delivered, pending (retried at next_attempt_at), failed
+        status text NOT NULL CHECK (status IN ('pending', 'delivered', 'failed')),
+        response_status integer,
+        error text,
+        duration_ms integer,
+        next_attempt_at timestamptz,
+        -- when the attempt began (its claim)
+        created_at timestamptz NOT NULL,
+        PRIMARY KEY (delivery_id, attempt)
+      )`,
+      // The latest attempt of each delivery stored before: recorded (no lease held), with an outcome.
+      `INSERT INTO webhook_delivery_attempts (delivery_id, attempt, status, response_status, error, duration_ms, next_attempt_at, created_at)
+       SELECT id, attempt,
+              CASE WHEN error IS NULL THEN 'delivered' WHEN status = 'pending' AND NOT manual THEN 'pending' ELSE 'failed' END,
+              response_status, error, duration_ms,
+              CASE WHEN error IS NOT NULL AND status = 'pending' AND NOT manual THEN next_attempt_at END,
+              updated_at - make_interval(secs => COALESCE(duration_ms, 0) / 1000.0)
+         FROM webhook_deliveries
+        WHERE attempt > 0 AND lease_token IS NULL AND (response_status IS NOT NULL OR error IS NOT NULL)`,
+    ],
+  },
+  {
+    // A human's own message moves the human's read mark past everything before it: whoever
+    // answers a thread has read what it answers, by whichever way the answer came (the console,
+    // `teamctl thread send --from dana`, REST, a pipeline step written in the human's name). Before,
+    // only the console's "mark read" moved a human's mark, so a thread answered from the CLI stayed
+    // unread in the console. The mark (thread_reads) goes to the message's seq, never back, and a
+    // human opener's unread counter goes to 0 (no message of the peer can follow the new one yet:
+    // the thread's row is locked). Agents' marks do not move: over MCP a mark is the cursor of
+    // wait_for_messages, and moving it past a peer's message written while the agent was writing
+    // would take that message from it unseen. Otherwise as 0018's.
+    id: '0025_own_message_marks_read',
+    statements: [
+      `CREATE OR REPLACE FUNCTION acs_append_message(
+         p_id uuid, p_thread uuid, p_sender uuid, p_content text, p_attachments jsonb, p_reply_to uuid,
+         p_org uuid, p_key uuid, p_expects_reply boolean,
+         OUT outcome text, OUT message_seq integer, OUT message_sent_at timestamptz, OUT thread_org uuid,
+         OUT thread_unread integer, OUT thread_awaiting uuid)
+       LANGUAGE plpgsql AS $$
+       DECLARE
+         v_a uuid;
+         v_b uuid;
+         v_answers uuid;
+         v_human boolean;
+       BEGIN
+         IF p_key IS NOT NULL AND NOT EXISTS (
+             SELECT 1 FROM org_keys k
+              WHERE k.id = p_key AND k.revoked_at IS NULL AND (k.expires_at IS NULL OR k.expires_at > now())) THEN
+           outcome := 'invalid_api_key';
+           RETURN;
+         END IF;
+         SELECT p.kind = 'human' INTO v_human FROM participants p WHERE p.id = p_sender;
+         -- The lock the update below takes anyway, taken first: what the thread awaited before this message.
+         SELECT CASE WHEN th.awaiting_reply_from = p_sender THEN th.awaited_message_id END INTO v_answers
+           FROM threads th WHERE th.id = p_thread FOR UPDATE;
+         UPDATE threads th
+            SET message_count = th.message_count + 1,
+                opener_unread = CASE WHEN th.opener_id <> p_sender THEN th.opener_unread + 1
+                                     WHEN v_human THEN 0 ELSE th.opener_unread END,
+                awaiting_reply_from = CASE
+                  WHEN p_expects_reply THEN CASE WHEN e.participant_a = p_sender THEN e.participant_b ELSE e.participant_a END
+                  WHEN th.awaiting_reply_from = p_sender THEN NULL
+                  ELSE th.awaiting_reply_from END,
+                awaited_message_id = CASE
+                  WHEN p_expects_reply THEN p_id
+                  WHEN th.awaiting_reply_from = p_sender THEN NULL
+                  ELSE th.awaited_message_id END
+           FROM edges e, teams t, organizations o
+          WHERE th.id = p_thread AND e.id = th.edge_id AND t.id = th.team_id AND o.id = t.org_id
+            AND (p_org IS NULL OR ((o.id = p_org OR o.provisioned_by = p_org) AND p_sender IN (e.participant_a, e.participant_b)))
+            AND (jsonb_array_length(p_attachments) = 0 OR NOT EXISTS (
+                  SELECT 1 FROM jsonb_array_elements_text(p_attachments) AS named(id)
+                   WHERE NOT EXISTS (SELECT 1 FROM attachments a WHERE a.id = named.id::uuid AND a.org_id = t.org_id)))
+         RETURNING th.message_count, t.org_id, th.opener_unread, th.awaiting_reply_from
+           INTO message_seq, thread_org, thread_unread, thread_awaiting;
+         IF NOT FOUND THEN
+           SELECT t.org_id, e.participant_a, e.participant_b INTO thread_org, v_a, v_b
+             FROM threads th JOIN edges e ON e.id = th.edge_id JOIN teams t ON t.id = th.team_id
+             JOIN organizations o ON o.id = t.org_id
+            WHERE th.id = p_thread AND (p_org IS NULL OR o.id = p_org OR o.provisioned_by = p_org);
+           IF NOT FOUND THEN
+             outcome := 'not_found';
+           ELSIF p_org IS NOT NULL AND p_sender IS DISTINCT FROM v_a AND p_sender IS DISTINCT FROM v_b THEN
+             outcome := 'not_a_participant';
+           ELSE
+             outcome := 'unknown_reference';
+           END IF;
+           RETURN;
+         END IF;
+         INSERT INTO messages (id, thread_id, seq, sender_id, content, attachments, reply_to, expects_reply, answers_message_id)
+         VALUES (p_id, p_thread, message_seq, p_sender, p_content, p_attachments, p_reply_to, p_expects_reply, v_answers)
+         RETURNING sent_at INTO message_sent_at;
+         IF v_human THEN
+           INSERT INTO thread_reads (thread_id, participant_id, read_seq) VALUES (p_thread, p_sender, message_seq)
+           ON CONFLICT (thread_id, participant_id) DO UPDATE SET read_seq = GREATEST(thread_reads.read_seq, EXCLUDED.read_seq);
+         END IF;
+         outcome := 'ok';
+       END $$`,
+    ],
+  },
+  {
+    // Messages a person wrote in the console (a session's routes, contract §10) say so, to tell
+    // them from messages written in a human's name through an organization key — a pipeline step
+    // whose `from` is the human: the console's inbox groups a thread whose latest message of the
+    // human asks the peer (`expects_reply`) and was not written in the console apart from what
+    // awaits the person (domain/person-reach.ts). Messages written before are taken as not.
+    id: '0026_messages_via_session',
+    statements: [`ALTER TABLE messages ADD COLUMN via_session boolean NOT NULL DEFAULT false`],
+  },
 ];
 
 /**

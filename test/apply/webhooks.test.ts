@@ -157,6 +157,52 @@ describe('webhooks in plan and apply', () => {
     expect((await client.listOrganizations()).some((o) => o.org_name === 'hooks-bad-secret')).toBe(false);
   });
 
+  it('apply: a variable that does not hold a webhook secret, or is not set, gets a hint with a command that makes one', async () => {
+    const file = await definition('hooks-secret-hint', feed(receiver.url));
+    const generator = `node -e "console.log('whsec_' + require('crypto').randomBytes(32).toString('base64'))"`;
+    const malformed = await teamctl(['apply', '-f', file], { OPS_WEBHOOK_SECRET: 'not-a-whsec-value-1234' });
+    expect(malformed.stderr).toContain(`hint: put a Standard Webhooks secret in OPS_WEBHOOK_SECRET; make one with: export OPS_WEBHOOK_SECRET=$(${generator})`);
+    const unset = await teamctl(['plan', '-f', file], { OPS_WEBHOOK_SECRET: '' });
+    expect(unset.stderr).toContain('error[unresolved_secret]: environment variable OPS_WEBHOOK_SECRET is not set');
+    expect(unset.stderr).toContain(`hint: put a Standard Webhooks secret in OPS_WEBHOOK_SECRET; make one with: export OPS_WEBHOOK_SECRET=$(${generator})`);
+    // The command makes a secret the check takes.
+    const { execSync } = await import('node:child_process');
+    const made = execSync(generator, { encoding: 'utf8' }).trim();
+    expect((await teamctl(['plan', '-f', file], { OPS_WEBHOOK_SECRET: made })).code).toBe(0);
+  });
+
+  it('plan: warns of a webhook URL the service will refuse (http, a loopback address), at its key in the file, and plans it still; an https name is not resolved nor warned of', async () => {
+    const file = await definition('hooks-warn', feed('http://127.0.0.1:8787/acs'));
+    const plan = await teamctl(['plan', '-f', file]);
+    expect(plan.code, plan.stderr).toBe(0);
+    expect(plan.stdout).toContain('+ create webhook/ops-feed');
+    expect(plan.stderr).toContain(
+      `warning: ${file}:6:12: webhook/ops-feed: acs-server refuses http://127.0.0.1:8787/acs (it is http, not https; 127.0.0.1 is a loopback address) with webhook_url_refused, ` +
+        'unless it was started with --webhook-allow-private (development and tests only): webhooks must be https and reach public addresses',
+    );
+    const named = await definition('hooks-warn-none', feed('https://hooks.example.com/acs'));
+    const quiet = await teamctl(['plan', '-f', named]);
+    expect(quiet.code).toBe(0);
+    expect(quiet.stderr).not.toContain('warning');
+  });
+
+  it('apply: a webhook URL the service refuses is webhook_url_refused with a hint naming --webhook-allow-private', async () => {
+    // A server with the default rules (this file's shared one allows private addresses).
+    const strict = await startServer({ inMemory: true, port: 0, tickMs: 60_000, logger: false });
+    try {
+      const key = (await strict.provisionOrganization('strict')).api_key;
+      const file = await definition('hooks-refused', feed('http://127.0.0.1:8787/acs'));
+      const refused = await runTeamctl(['apply', '-f', file], { ACS_BASE_URL: strict.url, ACS_API_KEY: key, OPS_WEBHOOK_SECRET: SECRET_A });
+      expect(refused.code).toBe(1);
+      expect(refused.stderr).toContain('error[webhook_url_refused]');
+      expect(refused.stderr).toContain(
+        "hint: webhooks (and agents' MCP servers) must be https and reach public addresses only; for a receiver on this machine or a private network (development, tests), start acs-server with --webhook-allow-private",
+      );
+    } finally {
+      await strict.close();
+    }
+  });
+
   it('export: writes the webhooks with ${env:…} secrets, and planning the export with the secret set shows no change', async () => {
     const file = await definition('hooks-export', feed(receiver.url, '      description: ops\n'));
     expect((await teamctl(['apply', '-f', file])).code).toBe(0);

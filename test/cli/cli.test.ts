@@ -62,6 +62,10 @@ describe('teamctl', () => {
     expect(header!.slice(0, 3)).toEqual(['NAME', 'TEAMS', 'HUMANS']);
     // alice, in the one team, and the creator the service counts with her.
     expect(row!.slice(0, 3)).toEqual(['counted-humans', '1', '1 + creator']);
+    // Under the table (on stderr: stdout keeps the table alone), what "+ creator" means.
+    expect(table.stderr).toBe(
+      "HUMANS: the humans of the organization's teams, + creator: the person who created the organization, whom the service counts among its humans too (human_count in -o json is one more).\n",
+    );
     const json = JSON.parse((await teamctl(['get', 'orgs', '--org', 'counted-humans', '-o', 'json'])).stdout) as Array<{ human_count: number }>;
     expect(json[0]!.human_count).toBe(2);
   });
@@ -144,6 +148,31 @@ describe('teamctl', () => {
     expect(lines).toHaveLength(2);
     expect(lines[0]).toMatch(/^error\[temporal_unreachable\]: cannot reach Temporal at 127\.0\.0\.1:1 \(namespace default\)/);
     expect(lines[1]).toMatch(/^hint: /);
+  });
+
+  it('worker --max-cached-workflows: 0 or at least 2, checked before Temporal is reached; more workflow tasks than cached workflows is refused with the fix', async () => {
+    const unreachable = { TEMPORAL_ADDRESS: '127.0.0.1:1' };
+    for (const value of ['1', '-3', '2.5', 'lots']) {
+      const refused = await teamctl(['worker', '--max-cached-workflows', value], unreachable);
+      expect(refused.code, value).toBe(1);
+      expect(refused.stderr).toBe(
+        `error: option '--max-cached-workflows <n>' argument '${value}' is invalid. expected 0 (keep no workflow in memory) or a whole number of at least 2 (the least cache the Temporal SDK keeps)\n` +
+          'usage: teamctl worker [options]\n(teamctl worker --help lists every flag)\n',
+      );
+    }
+    const tooManyTasks = await teamctl(['worker', '--max-cached-workflows', '10', '--max-concurrent-workflow-tasks', '20'], unreachable);
+    expect(tooManyTasks.code).toBe(1);
+    expect(tooManyTasks.stderr).toBe(
+      'error[invalid_usage]: --max-concurrent-workflow-tasks 20 is more than --max-cached-workflows 10: a worker that caches workflows runs at most as many workflow tasks at once as it caches\n' +
+        'hint: lower --max-concurrent-workflow-tasks to 10 or less, or raise --max-cached-workflows\n',
+    );
+    // Accepted values reach the connection (here: none).
+    for (const value of ['0', '2', '500']) {
+      const accepted = await teamctl(['worker', '--max-cached-workflows', value], unreachable);
+      expect(accepted.stderr, value).toMatch(/^error\[temporal_unreachable\]/);
+    }
+    const stateAlone = await teamctl(['worker', '--events-state', join(tmpdir(), 'events.json')], unreachable);
+    expect(stateAlone.stderr).toMatch(/^error\[invalid_usage\]: --events-state is the state of the events listener: give --events-listen HOST:PORT too\n/);
   });
 
   it('usage mistakes: commander\'s message, then the command\'s usage and where its flags are listed; exit 1', async () => {

@@ -4,7 +4,9 @@
  * characters shown escaped, and Ctrl-C ending it with exit 0.
  */
 import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { mkdtemp } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AcsClient } from '../../client/acs-client.ts';
 import { startServer } from '../../service/index.ts';
@@ -37,10 +39,10 @@ async function team(name: string) {
 }
 
 /** `teamctl events tail ARGS` as a child process; `lines` fills as it prints. */
-function tail(args: string[]) {
+function tail(args: string[], target: { url: string; key: string } = { url: server.url, key: apiKey }) {
   const child = spawn(process.execPath, ['bin/teamctl.ts', 'events', 'tail', ...args], {
     cwd: root,
-    env: { ...process.env, ACS_BASE_URL: server.url, ACS_API_KEY: apiKey, NO_COLOR: '1' },
+    env: { ...process.env, ACS_BASE_URL: target.url, ACS_API_KEY: target.key, NO_COLOR: '1' },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   let out = '';
@@ -67,6 +69,15 @@ function tail(args: string[]) {
       return exited;
     },
   };
+}
+
+/** Resolves once `check` holds (polling), or rejects after 60 s naming `what`. */
+async function until(check: () => boolean, what: string): Promise<void> {
+  const deadline = Date.now() + 60_000;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out waiting until ${what}`);
+    await new Promise((r) => setTimeout(r, 100));
+  }
 }
 
 describe('teamctl events tail', () => {
@@ -113,6 +124,37 @@ describe('teamctl events tail', () => {
     expect(await run.stop('SIGTERM')).toBe(0);
     expect(run.lines().every((l) => JSON.parse(l).type === 'message.created' && JSON.parse(l).team_id === event.team_id)).toBe(true);
   }, 120_000);
+
+  it('events tail: says on stderr when it lost the server and is reconnecting, and when it is back; the events after go on printing', async () => {
+    // A server of its own on a data dir, stopped and started again on the same port: what is kept survives.
+    const dataDir = await mkdtemp(join(tmpdir(), 'tail-restart-'));
+    let own = await startServer({ dataDir, port: 0, tickMs: 60_000, logger: false });
+    const port = Number(new URL(own.url).port);
+    try {
+      const org = await own.provisionOrganization('tail-restart');
+      const ownClient = new AcsClient({ baseUrl: own.url, apiKey: org.api_key });
+      const created = await ownClient.createTeam(org.org_id, { team_name: 'before' });
+      const run = tail(['--org', 'tail-restart', '--after', '0'], { url: own.url, key: org.api_key });
+      await run.until((lines) => lines.some((l) => l.includes('team.created') && l.includes('before')));
+      expect(run.stderr()).toBe('');
+
+      await own.close();
+      await until(() => run.stderr().includes('events tail: lost'), 'events tail says it lost the server');
+      // Once, however many reconnects fail meanwhile.
+      await new Promise((r) => setTimeout(r, 2_500));
+      expect(run.stderr()).toBe(`events tail: lost ACS at ${own.url} (the server ended the stream); reconnecting every second from after event 1 (Ctrl-C stops)\n`);
+
+      own = await startServer({ dataDir, port, tickMs: 60_000, logger: false });
+      await until(() => run.stderr().includes('reconnected'), 'events tail says it is back');
+      expect(run.stderr().split('\n').at(-2)).toBe(`events tail: reconnected to ACS at ${own.url}; resuming after event 1, none missed`);
+      await ownClient.updateTeam(created.team_id, { team_name: 'after' });
+      const lines = await run.until((l) => l.some((line) => line.includes('team.updated')));
+      expect(lines.filter((l) => l.includes('team.created'))).toHaveLength(1);
+      expect(await run.stop('SIGINT')).toBe(0);
+    } finally {
+      await own.close();
+    }
+  }, 180_000);
 
   it('events tail: a bad --types is invalid_usage and an unknown team name_not_found, before anything is streamed', async () => {
     const env = { ACS_BASE_URL: server.url, ACS_API_KEY: apiKey };

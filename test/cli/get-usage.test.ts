@@ -1,6 +1,6 @@
 /** `teamctl get usage` against a real acs-server whose echo agents have answered (in-process through `runCli`). */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { parseSince } from '../../cli/commands/get-usage.ts';
+import { parseSince, renderUsage } from '../../cli/commands/get-usage.ts';
 import { AcsClient } from '../../client/acs-client.ts';
 import { startServer } from '../../service/index.ts';
 import { runTeamctl } from '../support/cli.ts';
@@ -42,7 +42,7 @@ describe('teamctl get usage', () => {
     // echo: 'hello there' is 3 input tokens, 'echo: hello there' 5 output tokens.
     expect(lines[1]!.split(/\s{2,}/)).toEqual(['scout', 'echo/echo-1', '1', '3', '5', '8', '8 / 1000']);
     expect(lines[2]!.split(/\s{2,}/)).toEqual(['quiet', '-', '0', '0', '0', '0', '0 / unlimited']);
-    expect(lines.at(-1)).toMatch(/^Team desk since \d{4}-\d{2}-\d{2}T00:00:00\.000Z: 1 calls, 3 input \+ 5 output = 8 tokens\.$/);
+    expect(lines.at(-1)).toMatch(/^Team desk since \d{4}-\d{2}-\d{2}T00:00:00\.000Z: 1 call, 3 input \+ 5 output = 8 tokens\.$/);
   });
 
   it('get usage --agent: the table has that agent\'s line, and its totals line names the agent, not the team', async () => {
@@ -50,7 +50,7 @@ describe('teamctl get usage', () => {
     expect(out.code, out.stderr).toBe(0);
     const lines = out.stdout.trim().split('\n');
     expect(lines[1]!.split(/\s{2,}/)).toEqual(['scout', 'echo/echo-1', '1', '3', '5', '8', '8 / 1000']);
-    expect(lines.at(-1)).toMatch(/^Agent scout of team desk since \d{4}-\d{2}-\d{2}T00:00:00\.000Z: 1 calls, 3 input \+ 5 output = 8 tokens\.$/);
+    expect(lines.at(-1)).toMatch(/^Agent scout of team desk since \d{4}-\d{2}-\d{2}T00:00:00\.000Z: 1 call, 3 input \+ 5 output = 8 tokens\.$/);
   });
 
   it('get usage --agent -o json prints that agent as the service returns it', async () => {
@@ -59,6 +59,12 @@ describe('teamctl get usage', () => {
     const usage = JSON.parse(out.stdout);
     expect(usage).toMatchObject({ name: 'scout', calls: 1, total_tokens: 8, max_tokens_per_day: 1000, budget_exhausted_until: null });
     expect(Date.now() - Date.parse(usage.since)).toBeGreaterThan(6.9 * 86_400_000);
+  });
+
+  it('get usage: the totals line counts in English: 1 call and 1 token, 2 calls and 0 tokens', () => {
+    const since = '2026-11-24T00:00:00.000Z';
+    expect(renderUsage('desk', { since, calls: 1, input_tokens: 1, output_tokens: 0, total_tokens: 1 }, [])).toBe(`Team desk since ${since}: 1 call, 1 input + 0 output = 1 token.\n(no agent with a provider)`);
+    expect(renderUsage('desk', { since, calls: 2, input_tokens: 0, output_tokens: 0, total_tokens: 0 }, [])).toBe(`Team desk since ${since}: 2 calls, 0 input + 0 output = 0 tokens.\n(no agent with a provider)`);
   });
 
   it('get usage: an unknown agent is name_not_found and a malformed --since invalid_usage, before or without a usage request', async () => {

@@ -75,6 +75,33 @@ describe('teamctl: hints that fix the problem', () => {
     expect(result.stderr).toContain('error[name_not_found]: no participant named "trigaer" in team intake (did you mean "triager"?)');
   });
 
+  it('a name that is a participant of another team of the organization is named there (thread open, thread send, mcp config, get usage, humans invite); a typo keeps its did-you-mean', async () => {
+    const org = await server.provisionOrganization('hints-teams');
+    const other = new AcsClient({ baseUrl: server.url, apiKey: org.api_key });
+    const ops = await other.createTeam(org.org_id, { team_name: 'ops' });
+    const dana = (await other.createHuman(ops.team_id, { name: 'dana' })).human_id;
+    const bot = (await other.createAgent(ops.team_id, { name: 'bot' })).agent_id;
+    const edge = await other.createEdge(ops.team_id, [dana, bot]);
+    const research = await other.createTeam(org.org_id, { team_name: 'research' });
+    await other.createAgent(research.team_id, { name: 'scout' });
+    await other.createHuman(research.team_id, { name: 'alice' });
+    const env = { ACS_API_KEY: org.api_key };
+
+    const open = await teamctl(['thread', 'open', '--team', 'ops', '--from', 'dana', '--to', 'scout', '--content', 'hi'], env);
+    expect(open.code).toBe(1);
+    expect(open.stderr).toContain('error[name_not_found]: no participant named "scout" in team ops (scout is an agent of team research)\nhint: pass --team research; a team\'s participants are its own');
+    const thread = await other.openThread(edge.edge_id, { sender_agent_id: dana, content: 'hi' });
+    const send = await teamctl(['thread', 'send', thread.thread_id, '--from', 'alice', '--content', 'x'], env);
+    expect(send.stderr).toContain('error[name_not_found]: no participant named "alice" in team ops (alice is a human of team research)\nhint: the thread is in team ops: its participants are the two of its edge there');
+    expect((await teamctl(['mcp', 'config', '--team', 'ops', '--agent', 'scout'], env)).stderr).toContain('error[name_not_found]: no agent named "scout" in team ops (scout is an agent of team research)\nhint: pass --team research');
+    expect((await teamctl(['get', 'usage', '--team', 'ops', '--agent', 'scout'], env)).stderr).toContain('error[name_not_found]: no agent named "scout" in team ops (scout is an agent of team research)');
+    expect((await teamctl(['humans', 'invite', 'alice', '--team', 'ops'], env)).stderr).toContain('error[name_not_found]: no human named "alice" in team ops (alice is a human of team research)');
+    expect((await teamctl(['thread', 'list', '--team', 'ops', '--between', 'dana,scout'], env)).stderr).toContain('no participant named "scout" in team ops (scout is an agent of team research)');
+    // Nothing was created on the way; a name in no team keeps its did-you-mean.
+    expect(await other.listThreads(edge.edge_id)).toHaveLength(1);
+    expect((await teamctl(['thread', 'open', '--team', 'ops', '--from', 'dana', '--to', 'bott', '--content', 'hi'], env)).stderr).toContain('no participant named "bott" in team ops (did you mean "bot"?)');
+  });
+
   it('a misspelt team or organization gets a did-you-mean on every thread command', async () => {
     expect((await teamctl(['thread', 'list', '--team', 'intak'])).stderr).toContain('no team named "intak" (did you mean "intake"?)');
     expect((await teamctl(['thread', 'open', '--team', 'intake', '--org', 'hint', '--from', 'dana', '--to', 'eve', '--content', 'x'])).stderr).toContain(

@@ -46,7 +46,34 @@ async function processesWith(marker: string): Promise<number[]> {
     .map((line) => Number(line.trim().split(/\s+/)[0]));
 }
 
+/** The README's paragraph above the quick start's block, as one line. */
+function quickStartWords(): string {
+  const readme = readFileSync(resolve(root, 'README.md'), 'utf8');
+  const section = readme.slice(readme.indexOf('## Quick start by hand'));
+  return section.slice(0, section.indexOf('```sh')).replace(/\s+/g, ' ');
+}
+
 describe('README quick start', () => {
+  it('the README says where the log goes when the server is not in the background of a terminal, and it goes there: its first two lines run by a script without a terminal log every request to stdout, as JSON', async () => {
+    expect(quickStartWords()).toContain('Started with `&` from an interactive shell on a terminal, as here, the server keeps to one line on the terminal (where it listens) and writes its request log to `acs-server.log` in the current directory.');
+    expect(quickStartWords()).toContain('without a terminal (CI, output piped or redirected) — the log goes to its standard output, as JSON lines unless that is a terminal');
+    const port = await freePort();
+    const credentials = join(await mkdtemp(join(tmpdir(), 'teamctl-quick-start-')), 'dev.json');
+    const [start, wait] = quickStartBlock().replaceAll('8080', String(port)).replace(/(\.\/)?dev\.json/g, credentials).split('\n');
+    expect(start).toMatch(/&$/);
+    const { ACS_BASE_URL: _url, ACS_API_KEY: _key, CI: _ci, ...env } = process.env;
+    try {
+      // A script's output piped (no terminal): the server's log is in it, the wait's requests included.
+      const { stdout } = await run('bash', ['-c', `set -euo pipefail\n${start}\n${wait}\nkill $!\nwait`], { cwd: root, env, timeout: 180_000 });
+      expect(stdout).toContain(`acs-server listening on http://127.0.0.1:${port} (console: http://127.0.0.1:${port}/)\n`);
+      const requests = stdout.split('\n').filter((line) => line.startsWith('{')).map((line) => JSON.parse(line) as { url?: string });
+      expect(requests.some((line) => line.url === '/api/v1/organizations')).toBe(true);
+    } finally {
+      for (const pid of await processesWith(`--port ${port}`)) process.kill(pid, 'SIGKILL');
+    }
+  }, 240_000);
+
+
   it('pasted as a whole into an interactive shell on a terminal, it runs to the end; the server in the background keeps to one line, its log going to a file; kill $! leaves nothing running', async () => {
     const port = await freePort();
     const credentials = join(await mkdtemp(join(tmpdir(), 'teamctl-quick-start-')), 'dev.json');

@@ -2,6 +2,7 @@
 import { describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/program.ts';
 import type { CliIo } from '../../cli/io.ts';
+import { runFailureHint } from '../../cli/errors.ts';
 import { flattenTree, locationLabel, renderTree } from '../../cli/run-tree.ts';
 import { waitingSteps } from '../../engine/temporal-runs.ts';
 import type { StepProgress } from '../../workflows/pipeline-orchestration.ts';
@@ -41,6 +42,17 @@ describe('run', () => {
       'error[invalid_usage]: missing required input "ticket" of pipeline triage; nothing was sent\nhint: give each input as --input NAME=VALUE; pipeline triage takes ticket (string, required), priority (string, default "normal")',
     );
     expect(out).not.toContain('network_error');
+  });
+
+  it("run: a failed run's hint names what works for its engine: runs show with the run's id on Temporal; on the local engine, whose run ends with its process, the step's thread and the lines printed", () => {
+    const onTemporal = runFailureHint('reply_invalid', 'temporal', 'teamctl-run/acme/approval/20261127T100000Z-3f9a1c0d2e4b');
+    expect(onTemporal).toContain('see them with teamctl runs show teamctl-run/acme/approval/20261127T100000Z-3f9a1c0d2e4b (or teamctl thread show THREAD)');
+    const local = (code: string) => runFailureHint(code, 'local', 'local/acme/approval/20261127T100000Z-3f9a1c0d2e4b', 'T-9');
+    expect(local('reply_invalid')).toContain('see them with teamctl thread show T-9;');
+    expect(local('loop_exhausted')).toBe("raise maxIterations, or make until reachable; the lines above show each iteration's steps (a local run ends with its process: runs show no longer finds it)");
+    expect(local('expression_failed')).toContain("(the lines above show each finished entry's reply)");
+    for (const code of ['reply_invalid', 'loop_exhausted', 'expression_failed']) expect(local(code)).not.toContain('runs show RUN');
+    expect(runFailureHint('timed_out', 'local', 'local/x')).toBeUndefined();
   });
 
   it('runs show: an unreachable Temporal is reported as temporal_unreachable with its hint', async () => {
@@ -89,6 +101,11 @@ describe('runs show: the tree', () => {
   it('runs show: the steps waiting for a human of the team, with the command that answers; agents awaited are left out', () => {
     expect(waitingSteps(tree, ['dana'])).toEqual([{ step: 'ask', thread_id: 'T4', from: 'triager', to: 'dana', answer_with: "teamctl thread send T4 --from dana --content '…'" }]);
     expect(waitingSteps(tree, undefined).map((w) => w.step)).toEqual(['rounds@1/verdict', 'ask']);
+  });
+
+  it("runs show: a sub-pipeline's step waiting for a person is listed too, under the run entry's id", () => {
+    const parent = { ...step('notify', 'running'), kind: 'run' as const, run_id: 'local/acme/release/x/notify', steps: [step('tell', 'running', { thread_id: 'T5', from: 'writer', to: 'dana', awaiting: 'dana' })] };
+    expect(waitingSteps([parent], ['dana'])).toEqual([{ step: 'notify/tell', thread_id: 'T5', from: 'writer', to: 'dana', answer_with: "teamctl thread send T5 --from dana --content '…'" }]);
   });
 
   it('run: streamed lines name where an entry is, and containers come after their entries', () => {

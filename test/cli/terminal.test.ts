@@ -121,6 +121,71 @@ describe('teamctl on a terminal', () => {
     expect(await agents()).toEqual(['scout']);
   }, 120_000);
 
+  /** A definition applied under `name`, then with its external agent and that agent's edge removed: the next apply deletes them. */
+  async function appliedThenShrunk(name: string): Promise<{ file: string; agents: () => Promise<string[]> }> {
+    const file = await exampleAs(name);
+    expect(await runOnPty([process.execPath, teamctlBin, 'apply', '-f', file], { rows: 24, columns: 100, env }).exited).toBe(0);
+    const { readFile, writeFile } = await import('node:fs/promises');
+    await writeFile(file, (await readFile(file, 'utf8')).replace(/\n {6}- name: archivist.*/, '').replace('\n      - [scout, archivist]', ''));
+    const client = new AcsClient({ baseUrl: server.url, apiKey: env.ACS_API_KEY! });
+    const agents = async () => {
+      const org = (await client.listOrganizations()).find((o) => o.org_name === name)!;
+      const team = (await client.listTeams(org.org_id))[0]!;
+      return (await client.getTeam(team.team_id)).agents.map((a) => a.name).sort();
+    };
+    return { file, agents };
+  }
+
+  /** The exit status of a pty run, or a failure naming what it printed when it does not end within a minute (a shell left waiting for lines that were eaten). */
+  async function ended(run: ReturnType<typeof runOnPty>): Promise<number> {
+    let timer: NodeJS.Timeout | undefined;
+    const late = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => {
+        void run.pid.then((pid) => process.kill(pid, 'SIGKILL'));
+        reject(new Error(`still running after a minute; it printed:\n${run.output()}`));
+      }, 60_000);
+    });
+    try {
+      return await Promise.race([run.exited, late]);
+    } finally {
+      clearTimeout(timer);
+    }
+  }
+
+  it('a consent question inside a block pasted into a shell takes only the next line as its answer: the lines after it run', async () => {
+    const { file, agents } = await appliedThenShrunk('pty-pasted');
+    // An interactive shell on the terminal; the block arrives at once, as a paste does (without
+    // bracketed paste, the lines wait in the terminal while each command runs).
+    const shell = runOnPty(['bash', '--norc', '--noprofile', '-i'], { rows: 24, columns: 200, env: { ...env, PS1: '$ ' } });
+    shell.write(`"${process.execPath}" "${teamctlBin}" apply -f "${file}"\necho answer-$((2+2))\necho after-$((1+1))\necho last-$((3+3))\nexit\n`);
+    expect(await ended(shell)).toBe(0);
+    const output = shell.output();
+    expect(output).toContain("Only 'yes' will be accepted");
+    // The line after the apply was its answer (not run), and not yes: nothing changed.
+    expect(output).toContain('error[not_approved]: "echo answer-$((2+2))" is not yes: nothing was changed');
+    expect(output).toContain('hint: read the plan (teamctl plan -f FILE), then run again on a terminal and type yes, or pass --auto-approve (CI, and blocks pasted into a shell: the line after the command is read as the answer)');
+    // (The shell echoes each line as typed, `$((2+2))` and all: only running it prints answer-4.)
+    expect(output).not.toContain('answer-4');
+    // Every later line ran.
+    expect(output).toContain('after-2');
+    expect(output).toContain('last-6');
+    expect(await agents()).toEqual(['archivist', 'scout']);
+  }, 180_000);
+
+  it('a script fed to bash on stdin asks on the terminal, not its stdin: typing yes deletes, and the script goes on', async () => {
+    const { file, agents } = await appliedThenShrunk('pty-piped');
+    const { mkdtemp, writeFile } = await import('node:fs/promises');
+    const { tmpdir } = await import('node:os');
+    const script = resolve(await mkdtemp(resolve(tmpdir(), 'teamctl-script-')), 'setup.sh');
+    await writeFile(script, `"${process.execPath}" "${teamctlBin}" apply -f "${file}"\necho after-$((1+1))\n`);
+    const run = runOnPty(['bash', '-c', 'bash < "$0"', script], { rows: 24, columns: 200, env });
+    await run.waitFor("Only 'yes' will be accepted");
+    run.write('yes\r');
+    expect(await ended(run)).toBe(0);
+    expect(run.output()).toContain('after-2');
+    expect(await agents()).toEqual(['scout']);
+  }, 180_000);
+
   for (const signal of ['SIGTERM', 'SIGINT'] as const) {
     it(`a command waiting for a reply ends on ${signal}, on a 0-column terminal too`, async () => {
       const run = runOnPty([process.execPath, teamctlBin, 'thread', 'open', '--team', 'desk', '--from', 'dana', '--to', 'bob', '--content', 'anyone?', '--wait', '600'], { rows: 0, columns: 0, env });

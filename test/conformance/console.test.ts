@@ -431,6 +431,55 @@ describe('§10 what a session reaches', () => {
     expect(await awaiting()).toMatchObject({ awaiting_reply: false, awaiting_reply_from: world.triager });
   });
 
+  it("reach: a human's own message moves the human's read mark past what it answers, however it was written: a thread answered through the organization's API (teamctl thread send) is no longer unread; an agent's own message moves no mark of its", async () => {
+    const mine = async (threadId: string) => (await as(dana, 'GET', `/api/v1/me/threads/${threadId}`)).body;
+    // The triager asks dana; she answers through the organization key, as `teamctl thread send --from dana` does.
+    const asked = (await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'Answered elsewhere', content: 'Ready?', expects_reply: true })).body.thread_id;
+    await post(`/api/v1/threads/${asked}/messages`, { sender_agent_id: world.triager, content: 'Please say.' });
+    expect(await mine(asked)).toMatchObject({ unread_count: 2, awaiting_reply: true });
+    await post(`/api/v1/threads/${asked}/messages`, { sender_agent_id: world.dana, content: 'ready' });
+    expect(await mine(asked)).toMatchObject({ unread_count: 0, awaiting_reply: false });
+    expect((await as(dana, 'GET', '/api/v1/me/threads?unread_only=true')).body.threads.map((t: { thread_id: string }) => t.thread_id)).not.toContain(asked);
+    // Dana opened this one: her counter (the thread's unread_count) is read up to her message too, and counts what follows it.
+    const opened = (await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.dana, subject: 'Her own', content: 'Status?' })).body.thread_id;
+    await post(`/api/v1/threads/${opened}/messages`, { sender_agent_id: world.triager, content: 'one' });
+    await post(`/api/v1/threads/${opened}/messages`, { sender_agent_id: world.triager, content: 'two' });
+    expect((await call(base, 'GET', `/api/v1/threads/${opened}`, { key })).body.unread_count).toBe(2);
+    await post(`/api/v1/threads/${opened}/messages`, { sender_agent_id: world.dana, content: 'thanks' });
+    expect((await call(base, 'GET', `/api/v1/threads/${opened}`, { key })).body.unread_count).toBe(0);
+    await post(`/api/v1/threads/${opened}/messages`, { sender_agent_id: world.triager, content: 'three' });
+    expect(await mine(opened)).toMatchObject({ unread_count: 1 });
+    // An agent's mark is the cursor of its MCP wait_for_messages: its own message leaves it where it was.
+    const agentOpened = (await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'Agent opened', content: 'Hi dana' })).body.thread_id;
+    expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${agentOpened}/messages`, { content: 'Hi triager' }), 201);
+    await post(`/api/v1/threads/${agentOpened}/messages`, { sender_agent_id: world.triager, content: 'Still there?' });
+    expect((await call(base, 'GET', `/api/v1/threads/${agentOpened}`, { key })).body.unread_count).toBe(1);
+  });
+
+  it("reach: a thread whose latest message of dana was written in her name through an organization key, asking the peer (a pipeline step whose from is dana), is sent on her behalf; one she asks from the console, a plain message, or a thread that awaits her is not", async () => {
+    const listed = async (threadId: string) => (await as(dana, 'GET', '/api/v1/me/threads')).body.threads.find((t: { thread_id: string }) => t.thread_id === threadId);
+    const byPipeline = (await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.dana, subject: 'Classify T-1', content: 'Classify: T-1', expects_reply: true })).body.thread_id;
+    expect(await listed(byPipeline)).toMatchObject({ sent_on_behalf: true, awaiting_reply: false, awaiting_reply_from: world.triager });
+    await post(`/api/v1/threads/${byPipeline}/messages`, { sender_agent_id: world.triager, content: 'bug' });
+    // The answer is unread for dana, but it was the pipeline's to take: the thread says so.
+    expect(await listed(byPipeline)).toMatchObject({ sent_on_behalf: true, unread_count: 1, awaiting_reply: false });
+    expect((await as(dana, 'GET', `/api/v1/me/threads/${byPipeline}`)).body.sent_on_behalf).toBe(true);
+    // The triager asks dana back: now the thread awaits her.
+    await post(`/api/v1/threads/${byPipeline}/messages`, { sender_agent_id: world.triager, content: 'Which version?', expects_reply: true });
+    expect(await listed(byPipeline)).toMatchObject({ sent_on_behalf: false, awaiting_reply: true });
+
+    const fromConsole = await as(dana, 'POST', `/api/v1/me/edges/${world.danaEdge}/threads`, { subject: 'Her question', content: 'Did it ship?', expects_reply: true });
+    expectStatus(fromConsole, 201);
+    expect(fromConsole.body).toMatchObject({ sent_on_behalf: false, awaiting_reply_from: world.triager });
+    const consoleThread = fromConsole.body.thread_id;
+    await post(`/api/v1/threads/${consoleThread}/messages`, { sender_agent_id: world.triager, content: 'It did.' });
+    expectStatus(await as(dana, 'POST', `/api/v1/me/threads/${consoleThread}/messages`, { content: 'And the notes?', expects_reply: true }), 201);
+    expect(await listed(consoleThread)).toMatchObject({ sent_on_behalf: false, awaiting_reply_from: world.triager });
+
+    const plain = (await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.dana, subject: 'FYI', content: 'FYI: T-1 is in' })).body.thread_id;
+    expect(await listed(plain)).toMatchObject({ sent_on_behalf: false });
+  });
+
   it('reach: the inbox lists the most recently active first, at most `limit`, saying whether more follow', async () => {
     const second = await post(`/api/v1/edges/${world.danaEdge}/threads`, { sender_agent_id: world.triager, subject: 'newer', content: 'newer one' });
     const page = await as(dana, 'GET', '/api/v1/me/threads?limit=1');
@@ -646,6 +695,38 @@ describe('§10 MCP keys of external agents', () => {
       expectProblem(await as(dana, 'GET', `/api/v1/me/agents/${id}/mcp-keys`), 404, 'not_found');
     }
     expectProblem(await as(dana, 'DELETE', `/api/v1/me/agents/${world.scout}/mcp-keys/${freshUuid()}`), 404, 'not_found');
+  });
+});
+
+describe('§10 the console at an address that is none of its pages', () => {
+  // What a browser sends when a person opens an address.
+  const browserAccept = 'text/html,application/xhtml+xml,application/xml;q=0.9,*/*;q=0.8';
+
+  it("unknown path: a browser's page request gets the console's page with 404, whose app shows Not found; an API client, an API path or another method get problem+json", async () => {
+    const console = await (await fetch(`${base}/inbox`, { headers: { accept: browserAccept } })).text();
+    for (const path of ['/no-such-page', '/inbox/typo', '/threads', '/teams/a/b', '/sign-in/nothing?x=1']) {
+      const page = await fetch(`${base}${path}`, { headers: { accept: browserAccept } });
+      expect(page.status, path).toBe(404);
+      expect(page.headers.get('content-type'), path).toBe('text/html; charset=utf-8');
+      expect(page.headers.get('content-security-policy'), path).toContain("script-src 'self'");
+      expect(page.headers.get('cache-control'), path).toBe('no-cache');
+      expect(await page.text(), path).toBe(console);
+    }
+    const problems: Array<[string, string, string]> = [
+      ['GET', '/no-such-page', '*/*'],
+      ['GET', '/no-such-page', 'application/json'],
+      ['GET', '/api/v1/no-such-route', browserAccept],
+      ['GET', '/API/V1/no-such-route', browserAccept],
+      ['GET', '/v1/no-such-route', browserAccept],
+      ['GET', '/admin/v1/no-such-route', browserAccept],
+      ['GET', '/assets/no-such-file.js', browserAccept],
+      ['POST', '/no-such-page', browserAccept],
+      ['DELETE', '/no-such-page', browserAccept],
+    ];
+    for (const [method, path, accept] of problems) {
+      const reply = await call(base, method, path, { headers: { accept } });
+      expectProblem(reply, 404, 'route_not_found');
+    }
   });
 });
 

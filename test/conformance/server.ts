@@ -113,7 +113,7 @@ export async function call(baseUrl: string, method: string, path: string, option
     if (name.toLowerCase() === 'content-type') delete headers['content-type'];
     headers[name] = value;
   }
-  const response = await fetch(baseUrl + path, { method, headers, body });
+  const response = await fetch(baseUrl + path, { method, headers, body: body as BodyInit | undefined });
   const text = await response.text();
   return { status: response.status, headers: response.headers, text, body: parseJson(text) };
 }

@@ -9,7 +9,7 @@
  * written, and Stop; and axe-core finds no serious or critical violation on any page. The
  * screenshots of docs/console.md are taken here.
  */
-import { mkdtemp, rm } from 'node:fs/promises';
+import { mkdtemp, rm, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type { Page } from 'playwright-core';
@@ -126,6 +126,90 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     expect(problems).toEqual([]);
   });
 
+  it("console: the inbox counts what awaits an answer from the person, and groups below, collapsed, the threads a pipeline wrote in her name; a question she answered from the CLI is no longer unread", async () => {
+    // An organization of its own, so that no other test's threads are in erin's inbox.
+    const own = join(home, 'own.yaml');
+    const orgName = `console-own-${crypto.randomUUID().slice(0, 8)}`;
+    await writeFile(
+      own,
+      [
+        'apiVersion: teamctl/v1',
+        'organization:',
+        `  name: ${orgName}`,
+        '  providerKeys:',
+        '    echo: ${env:ECHO_PROVIDER_KEY}',
+        'teams:',
+        '  - name: desk',
+        '    agents: [{ name: writer, provider: echo }]',
+        '    humans: [{ name: erin }]',
+        '    edges: [[erin, writer]]',
+        'pipelines:',
+        '  - name: brief',
+        '    team: desk',
+        '    steps:',
+        '      - { id: draft, from: erin, to: writer, subject: Draft the brief, content: Draft the brief for v2. }',
+        '  - name: sign-off',
+        '    team: desk',
+        '    steps:',
+        '      - id: ask',
+        '        from: writer',
+        '        to: erin',
+        '        subject: Sign off v2?',
+        '        content: May v2 go out? Answer approve or reject.',
+        '        reply: { schema: { enum: [approve, reject] } }',
+        '    output: "{{ steps.ask.value }}"',
+        '',
+      ].join('\n'),
+    );
+    const applied = await runTeamctl(['apply', '-f', own, '--auto-approve'], env);
+    expect(applied.code, applied.stdout + applied.stderr).toBe(0);
+    const orgId = (await ok('GET', '/api/v1/organizations')).organizations.find((o: { org_name: string }) => o.org_name === orgName).org_id;
+    const teamId = (await ok('GET', `/api/v1/organizations/${orgId}/teams`)).teams[0].team_id;
+    const graph = await ok('GET', `/api/v1/teams/${teamId}`);
+    const erin = graph.humans[0].human_id;
+    // The pipeline writes to the writer as erin, and takes the writer's answer itself.
+    const brief = await runTeamctl(['run', 'brief', '-f', own, '--json'], env);
+    expect(brief.code, brief.stdout + brief.stderr).toBe(0);
+    // Then the writer asks erin, and the run waits for her answer.
+    const signOff = runTeamctl(['run', 'sign-off', '-f', own, '--json'], env);
+    let question: { thread_id: string } | undefined;
+    await expect
+      .poll(async () => {
+        question = (await ok('GET', `/api/v1/edges/${graph.edges[0].edge_id}/threads`)).threads.find((t: { subject: string; awaiting_reply_from: string | null }) => t.subject === 'Sign off v2?' && t.awaiting_reply_from === erin);
+        return question !== undefined;
+      }, { timeout: 30_000 })
+      .toBe(true);
+
+    const { page, problems } = await signedIn(erin);
+    const inbox = page.getByRole('list', { name: 'Inbox' });
+    const status = page.locator('.page-head [role=status]');
+    await expect.poll(() => status.textContent(), { timeout: 15_000 }).toBe('1 thread waits for you.');
+    expect(await inbox.getByRole('listitem').allTextContents()).toEqual([expect.stringContaining('Sign off v2?')]);
+    const group = page.locator('details.on-behalf');
+    expect(await group.locator('summary').textContent()).toBe('Written in your name: 1 thread');
+    // Collapsed: the pipeline's thread is there, out of the way.
+    expect(await group.getAttribute('open')).toBeNull();
+    const drafted = page.getByRole('list', { name: 'Written in your name' }).getByRole('listitem').filter({ hasText: 'Draft the brief' });
+    expect(await drafted.isVisible()).toBe(false);
+    await group.locator('summary').click();
+    await expect.poll(() => drafted.isVisible()).toBe(true);
+    expect(await drafted.textContent()).toContain('1 unread');
+    await expectAccessible(page, 'inbox with threads written in the person\'s name');
+
+    // Erin answers from the CLI: the run takes it, and the console no longer counts the thread as unread.
+    const answered = await runTeamctl(['thread', 'send', question!.thread_id, '--from', 'erin', '--content', 'approve'], env);
+    expect(answered.code, answered.stderr).toBe(0);
+    const finished = await signOff;
+    expect(finished.code, finished.stdout + finished.stderr).toBe(0);
+    expect(JSON.parse(finished.stdout)).toMatchObject({ status: 'completed', output: 'approve' });
+    await expect.poll(() => status.textContent(), { timeout: 20_000 }).toBe('Nothing waits for you.');
+    const signed = inbox.getByRole('listitem').filter({ hasText: 'Sign off v2?' });
+    expect(await signed.textContent()).not.toContain('unread');
+    expect(await signed.textContent()).not.toContain('Awaits your answer');
+    expect(await signed.getAttribute('class')).toBeNull();
+    expect(problems).toEqual([]);
+  });
+
   it('console: dana opens a thread with the summarizer from the inbox; it opens on channel web, from her', async () => {
     const { page } = await signedIn(ids.dana);
     await page.getByRole('combobox', { name: 'With' }).selectOption({ label: 'summarizer (agent)' });
@@ -212,6 +296,44 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     await expect.poll(() => page.getByRole('heading', { name: 'Not found', level: 1 }).count()).toBe(1);
   });
 
+  it("console: an address that is none of its pages shows the console's Not found page (404, not JSON), signed in or not; axe finds nothing", async () => {
+    const { page, problems } = await browser.newPage();
+    const signedOut = await page.goto(`${server.url}/no-such-page`);
+    expect(signedOut!.status()).toBe(404);
+    expect(signedOut!.headers()['content-type']).toBe('text/html; charset=utf-8');
+    await expect.poll(() => page.getByRole('heading', { name: 'Not found', level: 1 }).count()).toBe(1);
+    expect(await page.locator('main').textContent()).toContain('The console has no page at this address');
+    expect(await page.getByRole('link', { name: 'go to the sign-in page' }).getAttribute('href')).toBe('/sign-in');
+    await expectAccessible(page, 'not found, signed out');
+    // Nothing went wrong but the 404 itself and, signed out, the app's question who is signed in (401): Chromium may log both.
+    const unexpected = (found: string[]) => found.filter((problem) => !/status of 40[14]\b/.test(problem));
+    expect(unexpected(problems)).toEqual([]);
+
+    const { page: dana, problems: danaProblems } = await signedIn(ids.dana);
+    const signedInReply = await dana.goto(`${server.url}/inbox/typo`);
+    expect(signedInReply!.status()).toBe(404);
+    await expect.poll(() => dana.getByRole('heading', { name: 'Not found', level: 1 }).count()).toBe(1);
+    // The console around it: its navigation, and a way back.
+    expect(await dana.getByRole('navigation', { name: 'Main' }).count()).toBe(1);
+    await dana.getByRole('link', { name: 'go to your inbox' }).click();
+    await expect.poll(() => dana.getByRole('heading', { name: 'Inbox', level: 1 }).count()).toBe(1);
+    expect(unexpected(danaProblems)).toEqual([]);
+  });
+
+  it('console: a message of another day shows its date beside its time, and its whole date and time on hover', async () => {
+    const { page } = await signedIn(ids.dana);
+    const subject = `Dated ${crypto.randomUUID().slice(0, 8)}`;
+    const thread = await ok('POST', `/api/v1/edges/${(await danaEdge(ids.summarizer)).edge_id}/threads`, { sender_agent_id: ids.summarizer, subject, content: 'Written today' });
+    await page.goto(`${server.url}/threads/${thread.thread_id}`);
+    const time = page.getByRole('list', { name: 'Messages' }).locator('time').first();
+    await expect.poll(() => time.textContent()).toMatch(/^\d{2}:\d{2}(\s?[AP]M)?$/);
+    // Two days later, the same message carries its date.
+    await page.clock.setFixedTime(new Date(Date.now() + 2 * 86_400_000));
+    await page.reload();
+    await expect.poll(() => time.textContent()).toMatch(/\b[A-Z][a-z]{2}\b.*, \d{2}:\d{2}/);
+    expect(await time.getAttribute('title')).toMatch(/\b20\d{2}\b/);
+  });
+
   it("console: the team page draws the team's graph as a described picture, with its agents, humans and edges listed", async () => {
     const { page } = await signedIn(ids.dana);
     await page.getByRole('navigation', { name: 'Main' }).getByRole('link', { name: 'Team intake' }).click();
@@ -236,6 +358,9 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     await page.waitForURL('**/connect');
     const agent = page.getByRole('combobox', { name: 'Agent' });
     await expect.poll(() => agent.locator('option').allTextContents()).toEqual(['helper (team intake)']);
+    // "Agent" once: the field's label, not a heading above it too.
+    expect(await page.getByRole('heading', { name: 'Agent', exact: true }).count()).toBe(0);
+    expect(await page.getByText('Agent', { exact: true }).count()).toBe(1);
     await page.getByRole('button', { name: 'Create MCP key' }).click();
     const config = page.getByRole('textbox', { name: 'Configuration' });
     await expect.poll(() => config.inputValue()).toContain('acs_mcp_');
@@ -314,6 +439,11 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
     await page.goto(link);
     await page.waitForURL('**/sign-in?error=link_invalid');
     await expect.poll(() => page.getByRole('alert').textContent()).toContain('This sign-in link does not work any more');
+    // It speaks to the person signing in: whom to ask, no command line.
+    const text = (await page.locator('main').textContent()) ?? '';
+    expect(text).toContain('No link, or yours no longer works? Ask your operator — whoever manages your team — to send you a new one.');
+    expect(text).not.toContain('teamctl');
+    expect(await page.locator('main code').count()).toBe(0);
     await expectAccessible(page, 'sign-in');
     await screenshot(page, 'sign-in');
   });
@@ -421,8 +551,9 @@ describe.skipIf(skip)(`the console in Chromium${skip ? ` (skipped: ${skip})` : '
       await screenshot(page, 'approval');
       await approval.getByRole('button', { name: 'Approve' }).click();
       const answered = page.getByRole('list', { name: 'Messages' });
-      await expect.poll(() => answered.locator(':scope > li').last().textContent()).toContain('approve');
-      expect(await answered.locator(':scope > li').last().textContent()).toContain('You');
+      // The question itself says "approve" too: wait for the person's own message (written by "You").
+      await expect.poll(() => answered.locator(':scope > li').last().textContent()).toMatch(/^You\b/);
+      expect(await answered.locator(':scope > li').last().textContent()).toContain('approve');
       await expect.poll(() => approval.count()).toBe(0);
 
       // The turn goes on: the reply comes, and the calls move next to it, whoami completed.

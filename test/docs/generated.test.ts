@@ -47,6 +47,50 @@ describe('docs: generated sections', () => {
     expect(undescribedKeys({ type: 'object', properties: { bare: { type: 'string' } } })).toEqual(['bare']);
   });
 
+  it('the definitions reference heads each kind of entry of steps by what it is and where it may stand, and each part by its place in the entry', () => {
+    const headings = renderDefinitionReference().split('\n').filter((line) => line.startsWith('#### '));
+    for (const kind of ['a group of steps run in parallel', 'a loop', 'a map', 'a sub-pipeline', 'a sleep']) {
+      expect(headings).toContain(`#### Keys of ${kind}: an entry of \`steps\` in a pipeline, a loop or a map`);
+    }
+    expect(headings).toContain('#### Keys of a step: an entry of `steps` in a pipeline, a loop or a map, or of `parallel`');
+    expect(headings).toEqual(expect.arrayContaining(['#### Keys of `map` in a map', '#### Keys of `run` in a sub-pipeline', '#### Keys of `reply` in a step']));
+    // No heading names the one nesting the walk met an entry in first.
+    expect(headings.filter((h) => /loop\.steps|map\.steps/.test(h))).toEqual([]);
+  });
+
+  it('the definitions reference shows lists as the examples of items (CEL that yields a list) and conditions as those of when and until', async () => {
+    const { evaluateCondition, evaluateList } = await import('../../definitions/expressions.ts');
+    const withExamples: Array<{ description: string; examples: string[] }> = [];
+    const walk = (node: unknown): void => {
+      if (Array.isArray(node)) node.forEach(walk);
+      else if (node && typeof node === 'object') {
+        const { description, examples } = node as { description?: unknown; examples?: unknown };
+        if (typeof description === 'string' && Array.isArray(examples)) withExamples.push({ description, examples: examples as string[] });
+        Object.values(node).forEach(walk);
+      }
+    };
+    walk(JSON.parse(committed('definitions/teamctl.schema.json')));
+    const examplesOf = (description: string) => withExamples.filter((n) => n.description.startsWith(description)).map((n) => n.examples);
+    const variables = { steps: { plan: { value: { files: ['a.md', 'b.md'] } }, classify: { value: { urgent: true } }, verdict: { value: 'approve' } }, inputs: {} };
+    const items = examplesOf('CEL expression yielding the list of items');
+    expect(items.length).toBeGreaterThan(0);
+    for (const example of items.flat()) expect(Array.isArray(evaluateList(example, variables)), example).toBe(true);
+    const conditions = examplesOf('CEL condition');
+    expect(conditions.length).toBeGreaterThan(0);
+    for (const example of conditions.flat()) expect(typeof evaluateCondition(example, variables), example).toBe('boolean');
+  });
+
+  it('the definitions reference says what a rename keeps for each kind: threads for teams, agents and humans, the secret and delivery log for webhooks', () => {
+    const reference = renderDefinitionReference();
+    const renamedRow = (heading: string) => {
+      const table = reference.slice(reference.indexOf(heading));
+      return table.slice(0, table.indexOf('\n#### ')).split('\n').find((line) => line.startsWith('| `renamedFrom` |')) ?? '';
+    };
+    expect(renamedRow('#### Keys of `organization.webhooks[]`')).toContain('(its secret and delivery log kept)');
+    expect(renamedRow('#### Keys of `organization.webhooks[]`')).not.toContain('threads');
+    for (const heading of ['#### Keys of `teams[]`', '#### Keys of `teams[].agents[]`', '#### Keys of `teams[].humans[]`']) expect(renamedRow(heading)).toContain('(threads kept)');
+  });
+
   it('the route tables list every operation of the served OpenAPI document', async () => {
     const document = await servedOpenApiDocument();
     const tables = renderRouteTables(document);

@@ -110,6 +110,18 @@ async function killedWithPendingDeliveries(storage: string[]): Promise<void> {
     'every delivery delivered after the restart',
   );
   expect(delivered.every((d) => d.response_status === 200)).toBe(true);
+  // The log lists every attempt, across the kill: the refused ones (503), any the killed process
+  // had in flight (no outcome recorded), and the one that got through.
+  for (const d of delivered) {
+    expect(d.attempts.map((a: any) => a.attempt)).toEqual(Array.from({ length: d.attempt }, (_, i) => i + 1));
+    expect(d.attempts.at(-1)).toMatchObject({ status: 'delivered', response_status: 200, error: null });
+    for (const earlier of d.attempts.slice(0, -1)) {
+      expect(earlier.status).toBe('pending');
+      expect([earlier.response_status, earlier.error]).toSatisfy(
+        ([status, error]: [number | null, string | null]) => status === 503 || (status === null && error!.startsWith('no outcome recorded: the process making this attempt stopped')),
+      );
+    }
+  }
   const accepted = receiver.received.slice(refused);
   const names = new Set(accepted.map((r) => new StandardWebhook(hook.secret).verify(r.body, r.headers as Record<string, string>)).map((e: any) => e.data.team_name));
   expect(names).toEqual(new Set(Array.from({ length: teams }, (_, i) => `t${i}`)));

@@ -6,7 +6,7 @@
 import { connect, type Socket } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startServer, type RunningServer } from '../../service/index.ts';
-import { request } from './helpers.ts';
+import { buildTeam, request, startHarness, type Harness } from './helpers.ts';
 import { defaultConnectionLimits, refusalHoldMs } from '../../service/http/connection-limits.ts';
 
 /** A raw connection that records what it received and when it closed. */
@@ -131,6 +131,117 @@ describe('connection limits', () => {
     const page = await call('GET', `/api/v1/threads/${thread.thread_id}?after=${(await call('GET', `/api/v1/threads/${thread.thread_id}`)).body.next_after}&wait=3`);
     expect(page.status).toBe(200);
     expect(page.body.messages).toEqual([]);
+  });
+});
+
+/** How many HTTP responses `text` holds (status lines). */
+const responses = (text: string) => text.match(/HTTP\/1\.1 \d{3} /g)?.length ?? 0;
+
+/** Resolves once `connection` has received a whole response after the first `from` characters; rejects after 10 s. */
+async function answerOn(connection: RawConnection, from = 0): Promise<string> {
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const text = connection.received().slice(from);
+    const head = text.indexOf('\r\n\r\n');
+    const length = Number(/content-length: (\d+)/i.exec(text)?.[1] ?? NaN);
+    if (head >= 0 && (Buffer.byteLength(text.slice(head + 4)) >= length || /content-type: text\/event-stream/i.test(text))) return text;
+    if (Date.now() > deadline) throw new Error(`no whole response within 10 s: ${JSON.stringify(text.slice(0, 200))}`);
+    await new Promise((resolve) => setTimeout(resolve, 10));
+  }
+}
+
+describe('connection limits: a connection over the cap runs nothing (contract §14)', () => {
+  const cap = 4;
+  let h: Harness;
+  let threadId: string;
+  let humanId: string;
+  beforeAll(async () => {
+    // The default header timeout (10 s): connections held under the cap stay open through a test.
+    h = await startHarness({ inMemory: true, publicUrl: 'https://console.example.test', rateLimit: false, connectionLimits: { maxConnectionsPerClient: cap } });
+    const ids = await buildTeam(h);
+    humanId = ids.humanId;
+    threadId = (await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.humanId, content: 'first' })).body.thread_id;
+  });
+  afterAll(async () => {
+    await h?.server.close();
+  });
+
+  /** `cap` connections from `from`, each served one GET /healthz (so each is counted and kept alive). */
+  async function fill(from: string): Promise<RawConnection[]> {
+    const held = await Promise.all(Array.from({ length: cap }, () => open(h.server.url, from)));
+    for (const c of held) {
+      c.socket.write('GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n');
+      expect(await answerOn(c)).toMatch(/^HTTP\/1\.1 200 /);
+    }
+    return held;
+  }
+
+  async function contents(): Promise<string[]> {
+    return (await h.call('GET', `/api/v1/threads/${threadId}?limit=200`)).body.messages.map((m: { content: string }) => m.content);
+  }
+
+  it('connection limits: a connection over the cap that sends a whole POST /threads/{id}/messages at once gets exactly one 429 (problem+json, Retry-After, HSTS), is closed, and the message is not stored; a connection under the cap is served', async () => {
+    const from = '127.0.0.21';
+    const held = await fill(from);
+    try {
+      const over = await open(h.server.url, from);
+      const content = `over the cap ${crypto.randomUUID()}`;
+      const body = JSON.stringify({ sender_agent_id: humanId, content });
+      const append = `POST /api/v1/threads/${threadId}/messages HTTP/1.1\r\nHost: x\r\nX-API-Key: ${h.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+      // Keep-alive: a second request after it, as a client that would pair a late answer with it.
+      over.socket.write(`${append}GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n`);
+      await allClosed([over], 10_000);
+      const answer = over.received();
+      expect(answer).toMatch(/^HTTP\/1\.1 429 /);
+      expect(responses(answer)).toBe(1);
+      expect(answer).toMatch(/\r\nContent-Type: application\/problem\+json\r\n/i);
+      expect(answer).toContain('"code":"rate_limited"');
+      expect(answer).toMatch(/\r\nRetry-After: 1\r\n/i);
+      expect(answer).toMatch(/\r\nStrict-Transport-Security: max-age=31536000\r\n/i);
+      expect(await contents()).not.toContain(content);
+
+      // The connections under the cap are served, a write too.
+      const served = `under the cap ${crypto.randomUUID()}`;
+      const servedBody = JSON.stringify({ sender_agent_id: humanId, content: served });
+      const before = held[0]!.received().length;
+      held[0]!.socket.write(`POST /api/v1/threads/${threadId}/messages HTTP/1.1\r\nHost: x\r\nX-API-Key: ${h.apiKey}\r\nContent-Type: application/json\r\nContent-Length: ${Buffer.byteLength(servedBody)}\r\n\r\n${servedBody}`);
+      expect(await answerOn(held[0]!, before)).toMatch(/^HTTP\/1\.1 201 /);
+      expect(await contents()).toContain(served);
+    } finally {
+      for (const c of held) c.socket.destroy();
+      await Promise.all(held.map((c) => c.closed));
+    }
+  });
+
+  it('connection limits: an event stream asked for on a connection over the cap is refused 429 and closed, never streamed; under the cap it streams', async () => {
+    const from = '127.0.0.22';
+    const held = await fill(from);
+    const stream = `GET /api/v1/organizations/${h.orgId}/events/stream HTTP/1.1\r\nHost: x\r\nX-API-Key: ${h.apiKey}\r\n\r\n`;
+    try {
+      const over = await open(h.server.url, from);
+      over.socket.write(stream);
+      await allClosed([over], 10_000);
+      expect(over.received()).toMatch(/^HTTP\/1\.1 429 /);
+      expect(responses(over.received())).toBe(1);
+      expect(over.received()).not.toMatch(/text\/event-stream/i);
+
+      const before = held[1]!.received().length;
+      held[1]!.socket.write(stream);
+      const streamed = await answerOn(held[1]!, before);
+      expect(streamed).toMatch(/^HTTP\/1\.1 200 /);
+      expect(streamed).toMatch(/content-type: text\/event-stream/i);
+    } finally {
+      for (const c of held) c.socket.destroy();
+      await Promise.all(held.map((c) => c.closed));
+    }
+  });
+
+  it('connection limits: a request the HTTP parser cannot read is answered 400 invalid_request with HSTS too (no hook runs for it)', async () => {
+    const c = await open(h.server.url, '127.0.0.23');
+    c.socket.write('NOT HTTP AT ALL\r\n\r\n');
+    await allClosed([c], 10_000);
+    expect(c.received()).toMatch(/^HTTP\/1\.1 400 /);
+    expect(c.received()).toMatch(/\r\nStrict-Transport-Security: max-age=31536000\r\n/i);
   });
 });
 

@@ -218,7 +218,7 @@ describeWithParser('metrics of acs-server: refusals', () => {
   let url: string;
   beforeAll(async () => {
     await installParser();
-    h = await startHarness({ inMemory: true, metricsListen: local, rateLimit: { max: 12, windowMs: 60_000, repeatDelayMs: 0 }, heldWaits: { perKey: 1 } });
+    h = await startHarness({ inMemory: true, metricsListen: local, rateLimit: { max: 12, windowMs: 60_000, repeatDelayMs: 0 }, heldWaits: { perKey: 1, perOrg: 2 } });
     url = h.server.metricsUrl!;
   }, 300_000);
   afterAll(async () => {
@@ -241,6 +241,7 @@ describeWithParser('metrics of acs-server: refusals', () => {
     const waits = await scrape(url);
     expect(waits.value('acs_held_waits_refused_total', { reason: 'per_key' })).toBe(1);
     expect(waits.value('acs_held_waits_refused_total', { reason: 'per_process' })).toBe(0);
+    expect(waits.value('acs_held_waits_refused_total', { reason: 'per_org' })).toBe(0);
 
     // Past the rate limit: every refusal the client saw, and no other request, is counted.
     const answers = [];
@@ -250,5 +251,26 @@ describeWithParser('metrics of acs-server: refusals', () => {
     const after = await scrape(url);
     expect(after.value('acs_rate_limited_total')).toBe(limited);
     expect(after.value('acs_http_requests_total', { status: '429' })).toBe(limited + 1);
+  });
+  it('metrics: a wait past its organization\'s bound counts in acs_held_waits_refused_total{reason="per_org"}', async () => {
+    const org = await h.server.provisionOrganization(`per-org-${crypto.randomUUID().slice(0, 8)}`);
+    const as = (key: string) => (method: string, path: string, body?: unknown) => request(`${h.server.url}${path}`, method, body, { 'x-api-key': key });
+    const first = as(org.api_key);
+    const keys = [org.api_key];
+    for (const name of ['second', 'third']) keys.push((await first('POST', `/api/v1/organizations/${org.org_id}/keys`, { name })).body.api_key);
+    const team = (await first('POST', `/api/v1/organizations/${org.org_id}/teams`, { team_name: 't' })).body.team_id;
+    const [ann, bob] = [(await first('POST', `/api/v1/teams/${team}/humans`, { name: 'ann' })).body.human_id, (await first('POST', `/api/v1/teams/${team}/humans`, { name: 'bob' })).body.human_id];
+    const edge = (await first('POST', `/api/v1/teams/${team}/edges`, { participants: [ann, bob] })).body.edge_id;
+    const thread = (await first('POST', `/api/v1/edges/${edge}/threads`, { sender_agent_id: ann, content: 'first' })).body.thread_id;
+    const last = (await first('GET', `/api/v1/threads/${thread}`)).body.next_after;
+    const before = (await scrape(url)).value('acs_held_waits_refused_total', { reason: 'per_org' });
+    // Two keys of the organization hold one poll each (one each is their keys' bound): its bound of 2.
+    const held = [as(keys[0]!)('GET', `/api/v1/threads/${thread}?after=${last}&wait=30`), as(keys[1]!)('GET', `/api/v1/threads/${thread}?after=${last}&wait=30`)];
+    await scrapeUntil(url, (s) => s.value('acs_held_waits', { kind: 'thread_poll' }) === 2, 'both long polls held');
+    const refused = await as(keys[2]!)('GET', `/api/v1/threads/${thread}?after=${last}&wait=30`);
+    expect([refused.status, refused.body.code]).toEqual([429, 'too_many_waits']);
+    expect((await first('POST', `/api/v1/threads/${thread}/messages`, { sender_agent_id: bob, content: 'second' })).status).toBe(201);
+    for (const reply of await Promise.all(held)) expect(reply.status).toBe(200);
+    expect((await scrape(url)).value('acs_held_waits_refused_total', { reason: 'per_org' })).toBe(before + 1);
   });
 });

@@ -241,3 +241,81 @@ describe.skipIf(!testDatabaseUrl)(title, () => {
     console.log(`multi-process agent loop: calls by process A ${byProcess.a}, B ${byProcess.b}`);
   });
 });
+
+// Contract §14 across processes: the per-organization bound of held waits is counted by each
+// process (docs/operating-acs-server.md, "Events, webhooks and held waits"): an organization
+// holds at most its bound in each process, and another organization's waits are held in every
+// process while the first is at its bound in all of them.
+describe.skipIf(!testDatabaseUrl)(`${title}: held waits per organization`, () => {
+  const perOrg = 2;
+  let database: TestDatabase;
+  let dir: string;
+  let a: Process;
+  let b: Process;
+  let alpha: { orgId: string; key: string };
+  let beta: { orgId: string; key: string };
+  const streams: AbortController[] = [];
+
+  /** Opens the organization's event stream on `p` with `key`; resolves with its status (and problem) once the headers (or the refusal) arrive. */
+  async function stream(p: Process, org: { orgId: string; key: string }): Promise<{ status: number; body?: any }> {
+    const controller = new AbortController();
+    streams.push(controller);
+    const response = await fetch(`${p.url}/api/v1/organizations/${org.orgId}/events/stream`, { headers: { 'x-api-key': org.key }, signal: controller.signal });
+    return response.status === 200 ? { status: 200 } : { status: response.status, body: await response.json() };
+  }
+
+  beforeAll(async () => {
+    database = await createTestDatabase(testDatabaseUrl!);
+    dir = await mkdtemp(join(tmpdir(), 'acs-multi-waits-'));
+    const file = join(dir, 'dev.json');
+    const flags = ['--max-held-waits-per-org', String(perOrg), '--max-held-waits-per-key', '10', '--max-held-waits', '100', '--rate-limit', '100000'];
+    [a, b] = await Promise.all([spawnServer(database.url, dir, [...flags, '--dev-credentials', file]), spawnServer(database.url, dir, flags)]);
+    const credentials = JSON.parse(await readFile(file, 'utf8'));
+    alpha = { orgId: credentials.org_id, key: credentials.api_key };
+    // Beta: an organization alpha provisioned, with a key of its own (its waits count toward beta).
+    const created = await request(`${a.url}/api/v1/organizations`, 'POST', { org_name: 'beta' }, { 'x-api-key': alpha.key });
+    const betaKey = await request(`${a.url}/api/v1/organizations/${created.body.org_id}/keys`, 'POST', { name: 'beta' }, { 'x-api-key': alpha.key });
+    beta = { orgId: created.body.org_id, key: betaKey.body.api_key };
+  });
+
+  afterAll(async () => {
+    for (const controller of streams) controller.abort();
+    await Promise.all(
+      [a, b].map(async (p) => {
+        if (!p) return;
+        p.child.kill('SIGTERM');
+        const timer = setTimeout(() => p.child.kill('SIGKILL'), 10_000);
+        expect(await p.exited).toBe(0);
+        clearTimeout(timer);
+      }),
+    );
+    await database?.drop();
+    if (dir) await rm(dir, { recursive: true, force: true });
+  });
+
+  it('multi-process: with one organization at its bound of held waits in both processes (the bound is per process), another organization\'s streams and long polls are held in both', async () => {
+    // Alpha fills its bound in A, is refused there, and holds its bound in B too.
+    for (const p of [a, b]) {
+      const held = [await stream(p, alpha), await stream(p, alpha)];
+      expect(held.map((s) => s.status)).toEqual([200, 200]);
+      const refused = await stream(p, alpha);
+      expect([refused.status, refused.body?.code]).toEqual([429, 'too_many_waits']);
+      expect(refused.body.detail).toMatch(/this organization already holds 2 waiting requests on this server/);
+    }
+    // Beta still waits in both processes: a stream in each, and a long poll held by A that an
+    // append through B answers.
+    expect([(await stream(a, beta)).status, (await stream(b, beta)).status]).toEqual([200, 200]);
+    const asBeta = (p: Process, method: string, path: string, body?: unknown) => request(`${p.url}/api/v1${path}`, method, body, { 'x-api-key': beta.key });
+    const team = (await asBeta(a, 'POST', `/organizations/${beta.orgId}/teams`, { team_name: 'waits' })).body.team_id;
+    const [ann, bob] = [(await asBeta(a, 'POST', `/teams/${team}/humans`, { name: 'ann' })).body.human_id, (await asBeta(a, 'POST', `/teams/${team}/humans`, { name: 'bob' })).body.human_id];
+    const edge = (await asBeta(a, 'POST', `/teams/${team}/edges`, { participants: [ann, bob] })).body.edge_id;
+    const thread = (await asBeta(a, 'POST', `/edges/${edge}/threads`, { sender_agent_id: ann, content: 'hello' })).body;
+    const first = (await asBeta(a, 'GET', `/threads/${thread.thread_id}`)).body.messages[0].message_id;
+    const poll = asBeta(a, 'GET', `/threads/${thread.thread_id}?after=${first}&wait=25`);
+    const appended = await asBeta(b, 'POST', `/threads/${thread.thread_id}/messages`, { sender_agent_id: bob, content: 'through B' });
+    expect(appended.status).toBe(201);
+    const answered = await poll;
+    expect(answered.status).toBe(200);
+    expect(answered.body.messages.map((m: { content: string }) => m.content)).toEqual(['through B']);
+  });
+});

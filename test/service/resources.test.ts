@@ -177,11 +177,13 @@ describe('edges, threads and messages', () => {
     const page = await h.call('GET', `/api/v1/threads/${thread.body.thread_id}`);
     // one message from the peer of the opener, not read by the opener
     expect(page.body).toMatchObject({ message_count: 2, unread_count: 1 });
-    // the opener's own messages are never unread for the opener
+    // the opener's own messages are never unread for the opener, and a human opener's message
+    // reads what came before it: only what follows counts
     await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids.humanId, content: 'b' });
     await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids.agentId, content: 'c' });
+    await h.call('POST', `/api/v1/threads/${thread.body.thread_id}/messages`, { sender_agent_id: ids.agentId, content: 'd' });
     const listed = await h.call('GET', `/api/v1/edges/${ids.edgeId}/threads`);
-    expect(listed.body.threads[0]).toMatchObject({ message_count: 4, unread_count: 2 });
+    expect(listed.body.threads[0]).toMatchObject({ message_count: 5, unread_count: 2 });
   });
 });
 

@@ -7,7 +7,8 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { readdir, readFile, stat, writeFile } from 'node:fs/promises';
 import { mkdtemp } from 'node:fs/promises';
-import { tmpdir } from 'node:os';
+import { createServer, type AddressInfo } from 'node:net';
+import { hostname, tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 
@@ -100,6 +101,41 @@ describe('acs-server: the command', () => {
   });
 });
 
+describe('acs-server start on a port in use', () => {
+  it('start: a port another program holds is said so in one line, with a hint (--port 0), and no stack or EADDRINUSE', async () => {
+    const holder = createServer();
+    await new Promise<void>((r) => holder.listen(0, '127.0.0.1', r));
+    const { port } = holder.address() as AddressInfo;
+    try {
+      const run = acsServer(['start', '--in-memory', '--port', String(port)]);
+      expect(await run.exited).toBe(1);
+      expect(run.out()).toBe(
+        `acs-server: cannot listen on 127.0.0.1:${port}: the port is in use by another program\n` +
+          'hint: stop what holds it, or choose another port: --port 0 picks a free one (the address is printed, and written to --dev-credentials FILE)\n',
+      );
+    } finally {
+      holder.close();
+    }
+  }, 60_000);
+
+  it('start: a port an earlier acs-server holds names that server (by its credentials file, its pid)', async () => {
+    const earlier = await started(['--quiet']);
+    const port = new URL(earlier.url).port;
+    const second = acsServer(['start', '--in-memory', '--port', port, '--dev-credentials', earlier.file]);
+    expect(await second.exited).toBe(1);
+    expect(second.out()).toContain(
+      `acs-server: cannot listen on 127.0.0.1:${port}: the port is in use by the acs-server of pid ${earlier.child.pid} (it wrote ${earlier.file}), started earlier and still running\n` +
+        `hint: stop it (kill ${earlier.child.pid}), or choose another port: --port 0 picks a free one`,
+    );
+    // Without the file, what answers there is still recognised.
+    const third = acsServer(['start', '--in-memory', '--port', port]);
+    expect(await third.exited).toBe(1);
+    expect(third.out()).toContain(`the port is in use by an acs-server (one started earlier and still running?)`);
+    // The earlier server's file is untouched.
+    expect((JSON.parse(await readFile(earlier.file, 'utf8')) as { pid: number }).pid).toBe(earlier.child.pid);
+  }, 120_000);
+});
+
 describe('acs-server start --metrics-listen', () => {
   it('--metrics-listen: the listening line names the metrics URL, which counts the requests the API answered; /metrics on the API port is 404', async () => {
     const server = await started(['--metrics-listen', '127.0.0.1:0']);
@@ -139,6 +175,54 @@ describe('acs-server wait', () => {
     expect((await fetch(`${url}/api/v1/organizations`, { headers: { 'x-api-key': key } })).status).toBe(200);
     server.child.kill('SIGTERM');
     expect(await server.exited).toBe(0);
+  }, 120_000);
+
+  it('wait: a credentials file whose server process has exited is an earlier run\'s, even when its address answers and takes its key', async () => {
+    const server = await started(['--quiet']);
+    // The same file as the live server's, but written by a process that has exited since (a server
+    // killed, then another started on the same port and data dir, which takes the same key).
+    const gone = spawn(process.execPath, ['-e', '']);
+    await new Promise((r) => gone.on('exit', r));
+    const stale = join(server.dir, 'stale.json');
+    await writeFile(stale, JSON.stringify({ ...JSON.parse(await readFile(server.file, 'utf8')), pid: gone.pid }));
+    const waited = acsServer(['wait', '--dev-credentials', stale, '--timeout', '1']);
+    expect(await waited.exited).toBe(1);
+    expect(waited.out()).toContain(`acs-server: not ready after 1 s: ${stale} was written by an acs-server that has exited (pid ${gone.pid}): a file of an earlier run`);
+    // The live server's own file is taken.
+    const live = acsServer(['wait', '--dev-credentials', server.file, '--timeout', '30']);
+    expect(await live.exited).toBe(0);
+  }, 120_000);
+
+  it('wait --pid: the file of another server still running is not taken for the start waited for, and the wait fails at once when that start exits', async () => {
+    const earlier = await started(['--quiet']);
+    // The start waited for: a process still starting (it has written nothing yet).
+    const starting = spawn(process.execPath, ['-e', 'setTimeout(() => {}, 600_000)']);
+    children.push(starting as ChildProcessWithoutNullStreams);
+    const waiting = acsServer(['wait', '--dev-credentials', earlier.file, '--pid', String(starting.pid), '--timeout', '3600']);
+    // The earlier server answers at the file's address and takes its key: still not ready.
+    await new Promise((r) => setTimeout(r, 2_000));
+    expect(waiting.child.exitCode, waiting.out()).toBeNull();
+    starting.kill('SIGKILL');
+    // At once, not at the hour's timeout (the test's own timeout is far shorter).
+    expect(await waiting.exited).toBe(1);
+    expect(waiting.out()).toContain(
+      `acs-server: the acs-server started as pid ${starting.pid} has exited (its own message says why); last seen: ${earlier.file} is the file of another acs-server (pid ${earlier.child.pid}), still running, not of the one started as pid ${starting.pid}`,
+    );
+  }, 120_000);
+
+  it('wait --pid: takes the file of a server that process started (a launcher between them, as npx is)', async () => {
+    const dir = await mkdtemp(join(tmpdir(), 'acs-wait-'));
+    const file = join(dir, 'dev.json');
+    // bash does not exec the server (a command follows it): the server is bash's child, as it is npm's under npx.
+    const launcher = spawn('bash', ['-c', `"$0" bin/acs-server.ts start --in-memory --port 0 --quiet --dev-credentials "$1"; true`, process.execPath, file], { cwd: root });
+    children.push(launcher as ChildProcessWithoutNullStreams);
+    const waited = acsServer(['wait', '--dev-credentials', file, '--pid', String(launcher.pid), '--timeout', '90']);
+    expect(await waited.exited, waited.out()).toBe(0);
+    const written = JSON.parse(await readFile(file, 'utf8')) as { pid: number; host: string };
+    expect(written.pid).not.toBe(launcher.pid);
+    expect(written.host).toBe(hostname());
+    process.kill(written.pid, 'SIGTERM');
+    await new Promise((r) => launcher.on('exit', r));
   }, 120_000);
 
   it('gives up after --timeout, saying what it saw last', async () => {

@@ -121,7 +121,9 @@ describe('threads', () => {
 
   it('threads: two senders appending concurrently keep each one\'s order, one cursor order for all, and count unread once per message', async () => {
     const team = await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: `team-${Math.random()}` });
-    const ann = (await h.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'ann' })).body.human_id as string;
+    // ann, the opener, is an agent: a human's own message would read the thread up to it (migration
+    // 0025), and the count below is of every message of bob's, as the counter adds them.
+    const ann = (await h.call('POST', `/api/v1/teams/${team.body.team_id}/agents`, { name: 'ann' })).body.agent_id as string;
     const bob = (await h.call('POST', `/api/v1/teams/${team.body.team_id}/humans`, { name: 'bob' })).body.human_id as string;
     const edge = await h.call('POST', `/api/v1/teams/${team.body.team_id}/edges`, { participants: [ann, bob] });
     const thread = await h.call('POST', `/api/v1/edges/${edge.body.edge_id}/threads`, { sender_agent_id: ann, content: 'open' });

@@ -119,7 +119,7 @@ describe('webhooks', () => {
   it('retries: a receiver that fails and then recovers gets the same webhook-id again after the schedule\'s delays, and the log shows the attempts', async () => {
     const h = await harness();
     const r = await receiver();
-    r.answer((_request, index) => ({ status: index < 2 ? 500 : 204 }));
+    r.answer((_request, index) => ({ status: index === 0 ? 500 : index === 1 ? 502 : 204 }));
     const hook = (await create(h, { url: r.url, events: ['team.created'] })).body;
     await h.call('POST', `/api/v1/organizations/${h.orgId}/teams`, { team_name: 'retried' });
     const got = await r.waitFor(3);
@@ -129,6 +129,17 @@ describe('webhooks', () => {
     expect(got[1]!.at - got[0]!.at).toBeGreaterThanOrEqual(150 - 20);
     const [delivery] = await deliveriesWhen(h, hook.webhook_id, (list) => list[0]?.status === 'delivered');
     expect(delivery).toMatchObject({ attempt: 3, status: 'delivered', response_status: 204, error: null });
+    // Each attempt with its own answer, error and duration, oldest first: why the first two failed.
+    expect(delivery.attempts).toEqual([
+      { attempt: 1, status: 'pending', response_status: 500, error: 'the receiver answered 500', duration_ms: expect.any(Number), next_attempt_at: expect.any(String), created_at: expect.any(String) },
+      { attempt: 2, status: 'pending', response_status: 502, error: 'the receiver answered 502', duration_ms: expect.any(Number), next_attempt_at: expect.any(String), created_at: expect.any(String) },
+      { attempt: 3, status: 'delivered', response_status: 204, error: null, duration_ms: expect.any(Number), next_attempt_at: null, created_at: expect.any(String) },
+    ]);
+    // An attempt's next_attempt_at is when the one after it was due: after the attempt began.
+    const [first, second, third] = delivery.attempts;
+    expect(Date.parse(first.next_attempt_at)).toBeGreaterThan(Date.parse(first.created_at));
+    expect(Date.parse(second.created_at)).toBeGreaterThanOrEqual(Date.parse(first.created_at));
+    expect(Date.parse(third.created_at)).toBeGreaterThanOrEqual(Date.parse(second.created_at));
   });
 
   it('retries: after the last retry the delivery is failed; the retry route sends it again once (202)', async () => {
@@ -145,8 +156,22 @@ describe('webhooks', () => {
     const retried = await h.call('POST', `/api/v1/webhooks/${hook.webhook_id}/deliveries/${failed.delivery_id}/retry`);
     expect(retried.status).toBe(202);
     expect(retried.body).toMatchObject({ delivery_id: failed.delivery_id, status: 'pending' });
+    // The retry's answer lists the four attempts made: three retried, the last one failed.
+    expect(retried.body.attempts.map((a: any) => [a.attempt, a.status, a.response_status])).toEqual([
+      [1, 'pending', 500],
+      [2, 'pending', 500],
+      [3, 'pending', 500],
+      [4, 'failed', 500],
+    ]);
     const [done] = await deliveriesWhen(h, hook.webhook_id, (list) => list[0]?.status === 'delivered');
     expect(done.attempt).toBe(5);
+    expect(done.attempts.map((a: any) => [a.attempt, a.status, a.response_status, a.error])).toEqual([
+      [1, 'pending', 500, 'the receiver answered 500'],
+      [2, 'pending', 500, 'the receiver answered 500'],
+      [3, 'pending', 500, 'the receiver answered 500'],
+      [4, 'failed', 500, 'the receiver answered 500'],
+      [5, 'delivered', 200, null],
+    ]);
     expect(new Set(r.received.map((g) => g.headers['webhook-id']))).toEqual(new Set([failed.event_id]));
     const unknown = await h.call('POST', `/api/v1/webhooks/${hook.webhook_id}/deliveries/${hook.webhook_id}/retry`);
     expect(unknown.status).toBe(404);
@@ -285,6 +310,65 @@ describe('webhooks', () => {
       await own.db.query(`UPDATE webhooks SET secret_fingerprint = NULL WHERE id = $1`, [created.body.webhook_id]);
       const read = (await own.call('GET', `/api/v1/webhooks/${created.body.webhook_id}`)).body;
       expect(fingerprintMatches(read.secret_fingerprint, created.body.secret)).toBe(true);
+    } finally {
+      await own.server.close();
+    }
+  });
+
+  it('delivery log: an attempt whose process stopped before recording it (its lease ran out), or that a retry by hand replaced, is listed as such, and the next attempt as it went', async () => {
+    const { startHarnessWithDb } = await import('./helpers.ts');
+    const own = await startHarnessWithDb('abandoned', { options: { inMemory: true, webhooks: { allowPrivate: true, retrySchedule: [100], pollMs: 200 } } });
+    try {
+      const r = await receiver();
+      const hook = (await own.call('POST', `/api/v1/organizations/${own.orgId}/webhooks`, { url: r.url, events: ['team.created'] })).body;
+      await own.call('POST', `/api/v1/organizations/${own.orgId}/teams`, { team_name: 'abandoned' });
+      const [delivered] = await deliveriesWhen(own, hook.webhook_id, (list) => list[0]?.status === 'delivered');
+      // Another process claimed a second attempt and died before recording it: its lease ends now.
+      await own.db.query(
+        `UPDATE webhook_deliveries SET status = 'pending', attempt = attempt + 1, lease_token = gen_random_uuid(), next_attempt_at = now(), updated_at = now() WHERE id = $1`,
+        [delivered.delivery_id],
+      );
+      const [done] = await deliveriesWhen(own, hook.webhook_id, (list) => list[0]?.status === 'delivered' && list[0]?.attempt === 3);
+      expect(done.attempts.map((a: any) => [a.attempt, a.status, a.response_status, a.error])).toEqual([
+        [1, 'delivered', 200, null],
+        [2, 'pending', null, 'no outcome recorded: the process making this attempt stopped before it ended (its lease ran out); attempted again'],
+        [3, 'delivered', 200, null],
+      ]);
+      // An attempt in flight (leased for the next hour) when a retry is asked for by hand is not recorded by its process: listed as replaced.
+      await own.db.query(
+        `UPDATE webhook_deliveries SET status = 'pending', attempt = attempt + 1, lease_token = gen_random_uuid(), next_attempt_at = now() + interval '1 hour', updated_at = now() WHERE id = $1`,
+        [delivered.delivery_id],
+      );
+      const retried = await own.call('POST', `/api/v1/webhooks/${hook.webhook_id}/deliveries/${delivered.delivery_id}/retry`);
+      expect(retried.body.attempts.at(-1)).toMatchObject({ attempt: 4, status: 'pending', response_status: null, error: 'no outcome recorded: a retry asked for by hand replaced this attempt while it was in flight' });
+      const [again] = await deliveriesWhen(own, hook.webhook_id, (list) => list[0]?.status === 'delivered' && list[0]?.attempt === 5);
+      expect(again.attempts.map((a: any) => [a.attempt, a.status])).toEqual([[1, 'delivered'], [2, 'pending'], [3, 'delivered'], [4, 'pending'], [5, 'delivered']]);
+    } finally {
+      await own.server.close();
+    }
+  });
+
+  it('delivery log: migration 0024 lists the latest attempt of each delivery made before attempts were recorded', async () => {
+    const { startHarnessWithDb } = await import('./helpers.ts');
+    const { migrate } = await import('../../service/storage/migrations.ts');
+    const own = await startHarnessWithDb('before-attempts', { options: { inMemory: true, webhooks: { allowPrivate: true, retrySchedule: [100, 100], pollMs: 200 } } });
+    try {
+      const r = await receiver();
+      r.answer(() => ({ status: 500 }));
+      const hook = (await own.call('POST', `/api/v1/organizations/${own.orgId}/webhooks`, { url: r.url, events: ['team.created'] })).body;
+      await own.call('POST', `/api/v1/organizations/${own.orgId}/teams`, { team_name: 'before' });
+      await deliveriesWhen(own, hook.webhook_id, (list) => list[0]?.status === 'failed');
+      // As the database was before the attempts were kept: the delivery row alone.
+      await own.db.query(`DROP TABLE webhook_delivery_attempts`);
+      await own.db.query(`DELETE FROM schema_migrations WHERE id = '0024_webhook_delivery_attempts'`);
+      await migrate(own.db);
+      const [failed] = (await own.call('GET', `/api/v1/webhooks/${hook.webhook_id}/deliveries`)).body.deliveries;
+      expect(failed).toMatchObject({ attempt: 3, status: 'failed' });
+      expect(failed.attempts).toEqual([
+        { attempt: 3, status: 'failed', response_status: 500, error: 'the receiver answered 500', duration_ms: expect.any(Number), next_attempt_at: null, created_at: expect.any(String) },
+      ]);
+      // It began its duration before it was recorded.
+      expect(Math.abs(Date.parse(failed.updated_at) - Date.parse(failed.attempts[0].created_at) - failed.duration_ms)).toBeLessThanOrEqual(1);
     } finally {
       await own.server.close();
     }

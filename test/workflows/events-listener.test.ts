@@ -6,6 +6,9 @@
  * delivers again.
  */
 import { randomUUID } from 'node:crypto';
+import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { Webhook } from 'standardwebhooks';
 import { afterEach, describe, expect, it } from 'vitest';
 import type { Client } from '@temporalio/client';
@@ -13,6 +16,8 @@ import { WorkflowNotFoundError } from '@temporalio/client';
 import { parseListenAddress, secretsFrom, startEventsListener } from '../../worker/events-listener.ts';
 import type { EventsListener } from '../../worker/events-listener.ts';
 import type { MessageSignal } from '../../workflows/pipeline-waits.ts';
+import { AcsClient } from '../../client/acs-client.ts';
+import { buildTeam, startHarness } from '../service/helpers.ts';
 
 const SECRET = `whsec_${Buffer.alloc(32, 1).toString('base64')}`;
 const NEXT = `whsec_${Buffer.alloc(32, 2).toString('base64')}`;
@@ -65,14 +70,29 @@ async function deliver(listener: EventsListener, event: Record<string, unknown> 
   return response.status;
 }
 
+/** The place `file` keeps for `orgId` once it says `seq` (30 s at most; the listener writes it after answering). */
+async function placeIn(file: string, orgId: string, seq: number): Promise<number | undefined> {
+  let kept: number | undefined;
+  for (const deadline = Date.now() + 30_000; Date.now() < deadline; ) {
+    kept = await readFile(file, 'utf8').then((text) => JSON.parse(text).organizations[orgId]?.seq as number | undefined, () => undefined);
+    if (kept === seq) break;
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  return kept;
+}
+
 let listeners: EventsListener[] = [];
 afterEach(async () => {
   for (const l of listeners) await l.close();
   listeners = [];
 });
 
-async function listen(client: Client, secrets: string[] = [SECRET], extra: { lookupWindowMs?: number } = {}): Promise<EventsListener> {
-  const listener = await startEventsListener({ host: '127.0.0.1', port: 0, secrets, client, lookupWindowMs: extra.lookupWindowMs ?? 600 });
+async function listen(
+  client: Client,
+  secrets: string[] = [SECRET],
+  extra: { lookupWindowMs?: number; stateFile?: string; readEvents?: Parameters<typeof startEventsListener>[0]['readEvents'] } = {},
+): Promise<EventsListener> {
+  const listener = await startEventsListener({ host: '127.0.0.1', port: 0, secrets, client, ...extra, lookupWindowMs: extra.lookupWindowMs ?? 600 });
   listeners.push(listener);
   return listener;
 }
@@ -137,6 +157,93 @@ describe('events listener', () => {
     const second = await listen(ended.client);
     expect(await deliver(second, event)).toBe(204);
     expect(ended.signals.map((s) => s.workflowId)).toEqual(['run-b']);
+  });
+
+  it('catch-up: a listener started again reads the log from the last event it handled, so a reply written while it was down wakes its run at once, without a delivery', async () => {
+    const h = await startHarness({ inMemory: true, logger: false, rateLimit: false });
+    try {
+      const ids = await buildTeam(h);
+      const client = new AcsClient({ baseUrl: h.server.url, apiKey: h.apiKey });
+      const readEvents = (orgId: string, after: number | undefined, limit: number) => client.listEvents(orgId, { ...(after !== undefined ? { after } : {}), types: ['message.created'], limit });
+      // The run's question: the agent asks ann, awaiting her reply.
+      const question = (await h.call('POST', `/api/v1/edges/${ids.edgeId}/threads`, { sender_agent_id: ids.agentId, content: 'Ship v2?', expects_reply: true })).body;
+      const threadId = question.thread_id as string;
+      const t = temporal({ waiting: (query) => (query.includes(`'${threadId}:${ids.humanId}'`) ? ['run-a'] : []) });
+      const stateFile = join(await mkdtemp(join(tmpdir(), 'teamctl-listener-')), 'state', 'events.json');
+
+      // The webhook delivers the question; the listener keeps its place there.
+      const first = await listen(t.client, [SECRET], { stateFile, readEvents });
+      const asked = (await client.listEvents(h.orgId, { types: ['message.created'] })).events.at(-1)!;
+      expect(await deliver(first, asked)).toBe(204);
+      expect(await placeIn(stateFile, h.orgId, asked.seq)).toBe(asked.seq);
+      await first.close();
+
+      // While no listener runs, ann answers: the webhook's attempt fails, its retry is minutes away.
+      await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: ids.humanId, content: 'approve' });
+      const answer = (await client.listEvents(h.orgId, { types: ['message.created'] })).events.at(-1)!;
+
+      const second = await listen(t.client, [SECRET], { stateFile, readEvents });
+      expect(await second.caughtUp).toEqual([{ org_id: h.orgId, after: asked.seq, events: 1, passedOn: 1 }]);
+      expect(t.signals).toEqual([
+        { workflowId: 'run-a', signal: { event_id: answer.event_id, thread_id: threadId, message_id: expect.any(String), sender_id: ids.humanId, content: 'approve', answers_message_id: expect.any(String) } },
+      ]);
+      expect(second.counts).toEqual({});
+      expect(await placeIn(stateFile, h.orgId, answer.seq)).toBe(answer.seq);
+      // The webhook's retry comes later: passed over, the run is not signalled twice.
+      expect(await deliver(second, answer)).toBe(204);
+      expect(t.signals).toHaveLength(1);
+    } finally {
+      await h.server.close();
+    }
+  });
+
+  it('catch-up: a place beyond the log (another database) is reported and forgotten; a service that cannot be reached is reported and the place kept for the next start', async () => {
+    const h = await startHarness({ inMemory: true, logger: false, rateLimit: false });
+    const stateFile = join(await mkdtemp(join(tmpdir(), 'teamctl-listener-')), 'events.json');
+    try {
+      const unreachable = randomUUID();
+      await writeFile(stateFile, JSON.stringify({ version: 1, organizations: { [h.orgId]: { seq: 999_999, updated_at: new Date().toISOString() }, [unreachable]: { seq: 5, updated_at: new Date().toISOString() } } }));
+      const client = new AcsClient({ baseUrl: h.server.url, apiKey: h.apiKey });
+      const nowhere = new AcsClient({ baseUrl: 'http://127.0.0.1:1', apiKey: h.apiKey });
+      const readEvents = (orgId: string, after: number | undefined, limit: number) =>
+        (orgId === h.orgId ? client : nowhere).listEvents(orgId, { ...(after !== undefined ? { after } : {}), types: ['message.created'], limit });
+      const listener = await listen(temporal().client, [SECRET], { stateFile, readEvents });
+      const reports = await listener.caughtUp;
+      expect(reports).toEqual([
+        { org_id: h.orgId, after: 999_999, events: 0, passedOn: 0, error: expect.stringContaining('beyond the newest event') },
+        { org_id: unreachable, after: 5, events: 0, passedOn: 0, error: expect.stringContaining('127.0.0.1:1') },
+      ]);
+      await listener.close();
+      listeners = listeners.filter((l) => l !== listener);
+      expect(JSON.parse(await readFile(stateFile, 'utf8')).organizations).toEqual({ [unreachable]: { seq: 5, updated_at: expect.any(String) } });
+    } finally {
+      await h.server.close();
+    }
+  });
+
+  it('catch-up: the place kept is the last event handled, never past one answered 503 until it is handled; a file that is not a state file is refused, naming it', async () => {
+    const options: { waiting: () => string[]; failSignals: boolean } = { waiting: () => ['run-a'], failSignals: true };
+    const t = temporal(options);
+    const stateFile = join(await mkdtemp(join(tmpdir(), 'teamctl-listener-')), 'events.json');
+    const listener = await listen(t.client, [SECRET], { stateFile });
+    const orgId = randomUUID();
+    const at = (seq: number) => ({ ...messageEvent(), seq, org_id: orgId });
+    const five = at(5);
+    expect(await deliver(listener, five)).toBe(503);
+    options.failSignals = false;
+    expect(await deliver(listener, at(8))).toBe(204);
+    expect(await placeIn(stateFile, orgId, 4)).toBe(4);
+    expect(await deliver(listener, five)).toBe(204);
+    expect(await placeIn(stateFile, orgId, 8)).toBe(8);
+    await listener.close();
+    listeners = listeners.filter((l) => l !== listener);
+
+    await writeFile(stateFile, '{"version": 2, "organizations": {}}');
+    await expect(listen(t.client, [SECRET], { stateFile })).rejects.toThrow(`${stateFile} is not an events listener's state file (version: Invalid input: expected 1); move it away or delete it`);
+    await writeFile(stateFile, 'not json');
+    await expect(listen(t.client, [SECRET], { stateFile })).rejects.toThrow(`${stateFile} is not an events listener's state file`);
+    // Left as it was.
+    expect(await readFile(stateFile, 'utf8')).toBe('not json');
   });
 
   it('listener flags: HOST:PORT and [IPv6]:PORT parse; the secrets come from the variable, comma-separated, and a missing or malformed one is named, never shown', () => {

@@ -184,6 +184,26 @@ describeTemporal('pipelines that decide, on Temporal', () => {
     ]);
   }, 240_000);
 
+  it('run --engine temporal, followed: a step waiting for a person prints who answers, the thread and the command, the line the local engine prints too', async () => {
+    const org = await decideOrganization(decide.server);
+    const text = (await readFile(new URL('../../examples/triage.yaml', import.meta.url), 'utf8')).split('\nschedules:')[0]!;
+    const approval = text.slice(text.indexOf('  - name: approval')).replace('team: intake', 'team: desk');
+    const file = join(await mkdtemp(join(tmpdir(), 'teamctl-decide-')), 'approval.yaml');
+    await writeFile(file, (await readFile(org.file, 'utf8')).replace('pipelines:\n', `pipelines:\n${approval}`));
+    const taskQueue = await queueWithWorker(org.env);
+    const out: string[] = [];
+    const running = runCli(['run', 'approval', '-f', file, '--input', 'change=v3', '--engine', 'temporal', '--task-queue', taskQueue], cliIo(decide.server.url, org.env, out));
+    const line = await eventually(async () => out.find((l) => l.startsWith('dana answers step ask')), 120_000);
+    const threadId = /\(thread ([0-9a-f-]{36}), from triager\)/.exec(line)![1]!;
+    expect(line).toBe(`dana answers step ask (thread ${threadId}, from triager): teamctl thread send ${threadId} --from dana --content '…'`);
+    // Said once, and not also as the entry line an agent's wait gets.
+    expect(out.filter((l) => l.includes('awaiting dana'))).toEqual([]);
+    expect(await runCli(['thread', 'send', threadId, '--from', 'dana', '--content', 'approve'], cliIo(decide.server.url, org.env, []))).toBe(0);
+    expect(await running, out.join('\n')).toBe(0);
+    expect(out.at(-1)).toBe('output: approve');
+    expect(out.filter((l) => l.startsWith('dana answers step ask'))).toHaveLength(1);
+  }, 240_000);
+
   it('a worker SIGKILLed in the middle of a loop: a new worker carries the run to its end, and no round is asked twice', async () => {
     const org = await decideOrganization(decide.server);
     const taskQueue = `decide-kill-loop-${randomUUID()}`;

@@ -51,7 +51,10 @@ describe('pipelines that decide, local engine', () => {
     const code = await runCli(['run', 'review', '-f', org.file, '--input', 'doc=D-2'], cliIo(decide.server.url, org.env, out));
     expect(code, out.join('\n')).toBe(0);
     const lines = out.map((l) => l.replace(/thread [0-9a-f-]{36}/g, 'thread T').replace(/as local\/\S+/g, 'as RUN'));
-    expect(lines[0]).toBe('✓ classify  thread T  reply: Sorry: ```json {"category": "bug", "urgent": false} ```  asked again 2×');
+    // The run id first (on stderr), as on Temporal; then the entries.
+    const runId = /^Started run (local\/\S+) in this process/.exec(lines[0]!)![1]!;
+    expect(runId).toMatch(new RegExp(`^local/${org.name}/review/\\d{8}T\\d{6}Z-[0-9a-f]{12}$`));
+    expect(lines[1]).toBe('✓ classify  thread T  reply: Sorry: ```json {"category": "bug", "urgent": false} ```  asked again 2×');
     expect(lines).toContain('↷ page (skipped)');
     expect(lines).toContain('rounds › iteration 1 › ✓ verdict  thread T  reply: revise');
     expect(lines).toContain('✓ rounds  loop, 3 iterations');

@@ -13,7 +13,7 @@ import { randomUUID } from 'node:crypto';
 import { mkdtemp, readFile, writeFile } from 'node:fs/promises';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import type { Client } from '@temporalio/client';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { AcsClient } from '../../client/acs-client.ts';
@@ -74,7 +74,8 @@ describeTemporal('push waits at scale', () => {
     const edge = graph.edges.find((e) => e.participants.includes(dana) && e.participants.includes(triager))!.edge_id;
 
     const taskQueue = `scale-${randomUUID()}`;
-    const args = ['--max-concurrent-activities', '10', '--events-listen', `127.0.0.1:${port}`];
+    // The listener's place in the event log in the test's directory, not the user's state directory.
+    const args = ['--max-concurrent-activities', '10', '--events-listen', `127.0.0.1:${port}`, '--events-state', join(dirname(file), 'events.json')];
     workers.push(await spawnWorker(taskQueue, env, args));
     const input: PipelineRunInput = {
       connection: { baseUrl: server.url, apiKeyEnv: 'ACS_API_KEY' },

@@ -23,7 +23,7 @@ import { startServer } from '../../service/index.ts';
 import type { PipelineProgress, PipelineResult, PipelineRunInput } from '../../workflows/pipeline-orchestration.ts';
 import { progressQuery } from '../../workflows/pipeline-workflow.ts';
 import { createWorker } from '../../worker/worker.ts';
-import { connectTestClient, describeTemporal, testSettings } from '../support/temporal.ts';
+import { connectTestClient, describeTemporal, spawnWorker, testSettings } from '../support/temporal.ts';
 
 const ECHO_KEY = 'push-waits-echo-provider-secret-51c9';
 const SECRET = `whsec_${Buffer.alloc(32, 0x5e).toString('base64')}`;
@@ -205,6 +205,49 @@ describeTemporal('push waits', () => {
     const answered = (await org.client.listWebhookDeliveries(hook.webhook_id)).deliveries.filter((d) => d.status === 'delivered' && d.attempt > 1);
     expect(answered.length).toBeGreaterThan(0);
     await back.stop();
+  }, 240_000);
+
+  it('push: a worker killed (SIGKILL) and started again reads the event log from the last event it handled: the answer written while it was down wakes the run at once, with no delivery to bring it; --max-cached-workflows bounds its cache', async () => {
+    const taskQueue = `push-${randomUUID()}`;
+    const port = await freePort();
+    const org = await organization(urlOf(port));
+    const stateFile = join(await mkdtemp(join(tmpdir(), 'teamctl-push-state-')), 'events.json');
+    const env = { ...org.env, ACS_BASE_URL: server.url, TEAMCTL_EVENTS_SECRET: SECRET };
+    // A small workflow cache too: the run is replayed from its history when its answer comes.
+    const args = ['--events-listen', `127.0.0.1:${port}`, '--events-state', stateFile, '--max-cached-workflows', '4'];
+    const first = await spawnWorker(taskQueue, env, args);
+    try {
+      expect(first.output()).toContain(`its place in the event log kept in ${stateFile}`);
+      expect(first.output()).toContain('caching at most 4 workflows');
+      const { runId, threadId } = await waitingRun(org, taskQueue);
+      // The question's delivery reached the listener, which kept its place there.
+      const asked = (await org.client.listEvents(org.orgId, { types: ['message.created'] })).events.find((e) => e.type === 'message.created' && e.data.thread_id === threadId)!;
+      for (let deadline = Date.now() + 60_000; ; ) {
+        const kept = await readFile(stateFile, 'utf8').then((text) => JSON.parse(text).organizations[org.orgId]?.seq as number | undefined, () => undefined);
+        if (kept !== undefined && kept >= asked.seq) break;
+        if (Date.now() > deadline) throw new Error(`the listener never kept its place (${kept})`);
+        await new Promise((resolve) => setTimeout(resolve, 200));
+      }
+      expect(await first.kill('SIGKILL')).toBe('SIGKILL');
+      // No delivery can bring the answer: the webhook is disabled (what is written meanwhile is never sent), and the reconcile read is 15 minutes away.
+      const hook = (await org.client.listWebhooks(org.orgId))[0]!;
+      await org.client.updateWebhook(hook.webhook_id, { status: 'disabled' });
+      await org.client.appendMessage(threadId, { sender_agent_id: org.people['dana']!, content: 'approve' });
+      const second = await spawnWorker(taskQueue, env, args);
+      try {
+        expect((await result(runId)).output).toBe('approve');
+        for (let deadline = Date.now() + 30_000; !second.output().includes('event log after seq'); ) {
+          if (Date.now() > deadline) break;
+          await new Promise((resolve) => setTimeout(resolve, 100));
+        }
+        expect(second.output()).toMatch(new RegExp(`teamctl worker events listener read organization ${org.orgId}'s event log after seq \\d+: \\d+ messages?, 1 passed on to waiting runs`));
+        expect((await org.client.listWebhookDeliveries(hook.webhook_id)).deliveries.filter((d) => d.seq > asked.seq)).toEqual([]);
+      } finally {
+        await second.kill('SIGTERM');
+      }
+    } finally {
+      await first.kill('SIGKILL').catch(() => undefined);
+    }
   }, 240_000);
 
   it('push: with no delivery at all (the webhook disabled), the reconcile read every reconcileEvery finds the answer', async () => {

@@ -111,9 +111,10 @@ export function ConnectPage() {
       )}
       {agents?.length === 0 && <p>Your teams have no external agent (an agent without a provider). Add one to the team's definition first.</p>}
       {agents && agents.length > 0 && (
-        <section class="card" aria-labelledby="agent-title">
-          <h2 id="agent-title">Agent</h2>
-          <label for="agent">Agent</label>
+        <section class="card" aria-labelledby="agent-label">
+          <label id="agent-label" for="agent">
+            Agent
+          </label>
           <select id="agent" value={agentId} onChange={(e) => setAgentId((e.target as HTMLSelectElement).value)}>
             {agents.map((a) => (
               <option key={a.agent_id} value={a.agent_id}>
@@ -128,7 +129,7 @@ export function ConnectPage() {
           </p>
           {created && (
             <div class="secret" aria-labelledby="new-key-title">
-              <h3 id="new-key-title">Your new MCP key</h3>
+              <h2 id="new-key-title">Your new MCP key</h2>
               <p>Copy it now: it is shown only once. The configuration below holds it; keep it out of version control.</p>
               <label for="config-format">Client</label>
               <select id="config-format" value={format} onChange={(e) => setFormat((e.target as HTMLSelectElement).value as McpConfigFormat)}>
@@ -146,7 +147,7 @@ export function ConnectPage() {
               </button>
             </div>
           )}
-          <h3 id="keys-title">Keys of {agent?.name}</h3>
+          <h2 id="keys-title">Keys of {agent?.name}</h2>
           {keys && keys.length === 0 && <p>No active key.</p>}
           {keys && keys.length > 0 && (
             <table aria-labelledby="keys-title">

@@ -1,7 +1,10 @@
 /**
- * The inbox: every thread on the person's edges, unread and awaiting-answer first, then by last
- * activity; kept current live (the session's event stream when the server has one, else polling);
- * and a form to open a thread on one of the person's edges.
+ * The inbox: the threads on the person's edges, unread and awaiting-answer first, then by last
+ * activity; below them, collapsed, the threads written in the person's name (a pipeline step whose
+ * `from` is the person asked an agent and awaits its answer itself: `sent_on_behalf`), which wait
+ * for nothing of the person and are not counted as waiting for them; kept current live (the
+ * session's event stream when the server has one, else polling); and a form to open a thread on
+ * one of the person's edges.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
@@ -11,7 +14,7 @@ import { usePageTitle, when } from '../page.ts';
 import { isMine, useSession } from '../session.ts';
 import type { MeEdge, MeThread } from '../types.ts';
 
-/** Unread (and awaiting the person) first, then the most recently active. */
+/** Awaiting the person first, then unread, then the most recently active. */
 export function inboxOrder(threads: readonly MeThread[]): MeThread[] {
   const activity = (t: MeThread) => t.last_message?.sent_at ?? t.created_at;
   const rank = (t: MeThread) => (t.awaiting_reply ? 0 : t.unread_count > 0 ? 1 : 2);
@@ -40,7 +43,9 @@ export function InboxPage() {
   };
   useLiveUpdates(refresh, { intervalMs: 5000 });
 
-  const waiting = threads?.filter((t) => t.awaiting_reply || t.unread_count > 0).length ?? 0;
+  const own = threads?.filter((t) => !t.sent_on_behalf);
+  const onBehalf = threads?.filter((t) => t.sent_on_behalf) ?? [];
+  const waiting = own?.filter((t) => t.awaiting_reply || t.unread_count > 0).length ?? 0;
   return (
     <>
       <div class="page-head">
@@ -57,11 +62,24 @@ export function InboxPage() {
         </p>
       )}
       <ul class="inbox" aria-labelledby="inbox-title">
-        {threads?.map((t) => (
+        {own?.map((t) => (
           <InboxItem key={t.thread_id} thread={t} mine={(id) => isMine(me, id)} />
         ))}
       </ul>
       {threads?.length === 0 && <p>No threads yet. Open one below, or wait for an agent to write to you.</p>}
+      {onBehalf.length > 0 && (
+        <details class="on-behalf">
+          <summary>
+            Written in your name: {onBehalf.length} {onBehalf.length === 1 ? 'thread' : 'threads'}
+          </summary>
+          <p class="muted">A pipeline wrote these as you and awaits their answers itself: nothing here waits for you.</p>
+          <ul class="inbox" aria-label="Written in your name">
+            {onBehalf.map((t) => (
+              <InboxItem key={t.thread_id} thread={t} mine={(id) => isMine(me, id)} />
+            ))}
+          </ul>
+        </details>
+      )}
       <NewThread onOpened={(id) => route(`/threads/${id}`)} />
     </>
   );
@@ -71,7 +89,7 @@ function InboxItem({ thread, mine }: { thread: MeThread; mine: (id: string) => b
   const subject = thread.subject || '(no subject)';
   const last = thread.last_message;
   return (
-    <li class={thread.unread_count > 0 || thread.awaiting_reply ? 'unread' : undefined}>
+    <li class={!thread.sent_on_behalf && (thread.unread_count > 0 || thread.awaiting_reply) ? 'unread' : undefined}>
       <a href={`/threads/${thread.thread_id}`}>
         <span class="subject">{subject}</span>
         <span class="with">with {thread.peer.name}</span>

@@ -1,6 +1,8 @@
 /**
  * The sign-in page: how a person gets in (a sign-in link from whoever manages their team, or the
- * organization's OpenID Connect provider when the server has one), and why a sign-in failed.
+ * organization's OpenID Connect provider when the server has one), and why a sign-in failed. It
+ * speaks to the person signing in, who asks for a link; how a link is made (`teamctl humans
+ * invite`) is for whoever manages the team, in docs/console.md.
  */
 import { useEffect, useState } from 'preact/hooks';
 import { useLocation } from 'preact-iso';
@@ -8,7 +10,7 @@ import { api } from '../api.ts';
 import { usePageTitle } from '../page.ts';
 
 const reasons: Record<string, string> = {
-  link_invalid: 'This sign-in link does not work any more: it was used already, it expired, or it was copied incompletely. Ask for a new one.',
+  link_invalid: 'This sign-in link does not work any more: it was used already, it expired, or it was copied incompletely. Ask your operator for a new one.',
   link_not_confirmed: 'The sign-in was not confirmed from the page of its link in this browser. Open the link again and press its Sign in button.',
   oidc_login_expired: 'The sign-in took too long or was started in another browser. Please try again.',
   oidc_failed: 'The identity provider refused the sign-in, or its answer could not be verified. Please try again.',
@@ -51,8 +53,9 @@ export function SignInPage({ sessionEnded }: { sessionEnded?: boolean }) {
         )}
         <p>
           {options?.oidc ? 'Or open' : 'Open'} the sign-in link you were sent and press its <strong>Sign in</strong> button. A link works once and for a limited
-          time; whoever manages your team can send a new one (<code>teamctl humans invite NAME --team TEAM</code>).
+          time.
         </p>
+        <p>No link, or yours no longer works? Ask your operator — whoever manages your team — to send you a new one.</p>
         {options?.operators && (
           <p class="muted">
             Operators: <a href="/operator">review access requests</a>.

@@ -15,7 +15,7 @@ import { useLiveUpdates } from '../live.ts';
 import { renderMarkdown } from '../markdown.ts';
 import { useWritingReplies } from '../thread-stream.ts';
 import { stillWriting, type WritingReply } from '../writing-replies.ts';
-import { usePageTitle, when } from '../page.ts';
+import { fullWhen, usePageTitle, when } from '../page.ts';
 import { isMine, useSession } from '../session.ts';
 import { durationText, isFinal, pendingApproval, reachText, shownValue, statusWords, toolLabel, turnsByMessage, type Turn } from '../tool-calls.ts';
 import type { Me, Message, MeThreadPage, ToolCall } from '../types.ts';
@@ -130,7 +130,9 @@ export function ThreadPage() {
         {messages.map((m) => (
           <li key={m.message_id} class={isMine(me, m.sender_id) ? 'mine' : 'theirs'}>
             <p class="meta">
-              <strong>{nameOf(m.sender_id)}</strong> <time dateTime={m.sent_at}>{when(m.sent_at)}</time>
+              <strong>{nameOf(m.sender_id)}</strong> <time dateTime={m.sent_at} title={fullWhen(m.sent_at)}>
+                {when(m.sent_at)}
+              </time>
             </p>
             <div class="content" dangerouslySetInnerHTML={{ __html: renderMarkdown(m.content) }} />
             {m.stopped && (

@@ -12,7 +12,9 @@ import {
   type DeliveryStatus,
   type RotatedWebhookSecret,
   type Webhook,
+  maxListedAttempts,
   type WebhookDelivery,
+  type WebhookDeliveryAttempt,
   type WebhookStatus,
 } from '../../../api/events.ts';
 import { assertOrganizationReachable } from '../../domain/access-checks.ts';
@@ -108,8 +110,54 @@ interface DeliveryRow {
   updated_at: Date;
 }
 
-/** Maps a stored delivery to the delivery log's shape (contract §9). */
-export function toDelivery(row: DeliveryRow): WebhookDelivery {
+interface AttemptRow {
+  delivery_id: string;
+  attempt: number;
+  status: DeliveryStatus;
+  response_status: number | null;
+  error: string | null;
+  duration_ms: number | null;
+  next_attempt_at: Date | null;
+  created_at: Date;
+}
+
+/** Maps a stored attempt to the delivery log's shape (contract §9: "lists attempts"). */
+function toAttempt(row: AttemptRow): WebhookDeliveryAttempt {
+  return {
+    attempt: row.attempt,
+    status: row.status,
+    response_status: row.response_status,
+    error: row.error,
+    duration_ms: row.duration_ms,
+    next_attempt_at: isoOrNull(row.next_attempt_at),
+    created_at: iso(row.created_at),
+  };
+}
+
+/**
+ * The attempts of the deliveries `ids`, oldest first, the latest {@link maxListedAttempts} of each.
+ * Output: by delivery id (a delivery never attempted has no entry).
+ */
+async function attemptsOf(db: Queryable, ids: readonly string[]): Promise<Map<string, WebhookDeliveryAttempt[]>> {
+  const byDelivery = new Map<string, WebhookDeliveryAttempt[]>();
+  if (ids.length === 0) return byDelivery;
+  const rows = await db.query<AttemptRow>(
+    `SELECT delivery_id, attempt, status, response_status, error, duration_ms, next_attempt_at, created_at FROM (
+       SELECT a.*, row_number() OVER (PARTITION BY a.delivery_id ORDER BY a.attempt DESC) AS latest
+         FROM webhook_delivery_attempts a WHERE a.delivery_id = ANY($1::uuid[])
+     ) listed WHERE latest <= $2 ORDER BY delivery_id, attempt`,
+    [ids, maxListedAttempts],
+  );
+  for (const row of rows) {
+    const list = byDelivery.get(row.delivery_id) ?? [];
+    list.push(toAttempt(row));
+    byDelivery.set(row.delivery_id, list);
+  }
+  return byDelivery;
+}
+
+/** Maps a stored delivery and its attempts (oldest first) to the delivery log's shape (contract §9). */
+export function toDelivery(row: DeliveryRow, attempts: WebhookDeliveryAttempt[]): WebhookDelivery {
   return {
     delivery_id: row.id,
     webhook_id: row.webhook_id,
@@ -124,6 +172,7 @@ export function toDelivery(row: DeliveryRow): WebhookDelivery {
     next_attempt_at: isoOrNull(row.next_attempt_at),
     created_at: iso(row.created_at),
     updated_at: iso(row.updated_at),
+    attempts,
   };
 }
 
@@ -303,7 +352,8 @@ export async function rotateWebhookSecret(
 
 /**
  * `GET /webhooks/{webhook_id}/deliveries` (contract §9, "Delivery log"): the webhook's deliveries,
- * newest event first, optionally of one status, `limit` per page after the delivery `after`.
+ * newest event first, optionally of one status, `limit` per page after the delivery `after`; each
+ * with its latest attempt and its `attempts`, oldest first (the latest {@link maxListedAttempts}).
  * Errors: `not_found` (webhook, or an `after` that is not one of its deliveries).
  */
 export async function listDeliveries(
@@ -324,25 +374,41 @@ export async function listDeliveries(
       ORDER BY seq DESC LIMIT $4`,
     [webhookId, query.status ?? null, before, query.limit + 1],
   );
-  const page = rows.slice(0, query.limit).map(toDelivery);
+  const kept = rows.slice(0, query.limit);
+  const attempts = await attemptsOf(deps.db, kept.map((row) => row.id));
+  const page = kept.map((row) => toDelivery(row, attempts.get(row.id) ?? []));
   return { deliveries: page, next_after: rows.length > query.limit ? page.at(-1)!.delivery_id : null };
 }
+
+/** The error listed for an attempt in flight when a retry asked for by hand took its delivery over. */
+const replacedAttempt = 'no outcome recorded: a retry asked for by hand replaced this attempt while it was in flight';
 
 /**
  * `POST /webhooks/{webhook_id}/deliveries/{delivery_id}/retry` (contract §9): sends the event
  * again now, once (no schedule after this attempt), whatever became of the delivery. While the
- * webhook is disabled the attempt waits until it is enabled. Output: the delivery, pending.
+ * webhook is disabled the attempt waits until it is enabled. Output: the delivery, pending, with
+ * the attempts made so far.
  * Errors: `not_found` (webhook or delivery).
  */
 export async function retryDelivery(deps: DomainDeps, runtime: WebhookRuntime, caller: Caller, webhookId: string, deliveryId: string): Promise<WebhookDelivery> {
   const webhook = await findWebhook(deps.db, caller, webhookId);
   if (!isUuid(deliveryId)) throw new ServiceError('not_found', 'delivery not found');
+  // An attempt in flight (leased) is not recorded once its lease is taken away here: it is
+  // listed as replaced, so the log has no gap.
   const rows = await deps.db.query<DeliveryRow>(
-    `UPDATE webhook_deliveries SET status = 'pending', next_attempt_at = now(), manual = true, lease_token = NULL, updated_at = now()
-      WHERE id = $1 AND webhook_id = $2 RETURNING *`,
-    [deliveryId, webhookId],
+    `WITH before AS (
+       SELECT id, attempt, lease_token, updated_at FROM webhook_deliveries WHERE id = $1 AND webhook_id = $2 FOR UPDATE
+     ), replaced AS (
+       INSERT INTO webhook_delivery_attempts (delivery_id, attempt, status, error, next_attempt_at, created_at)
+       SELECT id, attempt, 'pending', $3, now(), updated_at FROM before WHERE lease_token IS NOT NULL AND attempt > 0
+       ON CONFLICT (delivery_id, attempt) DO NOTHING
+     )
+     UPDATE webhook_deliveries d SET status = 'pending', next_attempt_at = now(), manual = true, lease_token = NULL, updated_at = now()
+       FROM before WHERE d.id = before.id RETURNING d.*`,
+    [deliveryId, webhookId, replacedAttempt],
   );
   if (!rows[0]) throw new ServiceError('not_found', 'delivery not found');
   runtime.changed(webhook.org_id);
-  return toDelivery(rows[0]);
+  const attempts = await attemptsOf(deps.db, [rows[0].id]);
+  return toDelivery(rows[0], attempts.get(rows[0].id) ?? []);
 }

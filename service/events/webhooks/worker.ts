@@ -16,6 +16,10 @@
  *   checked address (outbound/url-guard.ts), answered within `timeoutMs`: 2xx is delivered; 410 disables
  *   the webhook; anything else is retried after the next delay of the schedule, or after the
  *   receiver's `Retry-After` on 429/503 when that is longer; after the last, failed.
+ * - **Log.** Each attempt's outcome is a row of its own (`webhook_delivery_attempts`), written in
+ *   the transaction that records it on the delivery, so the delivery log lists every attempt
+ *   (contract §9); an attempt whose process died is listed, without an outcome, when the next
+ *   claim finds its lease run out.
  */
 import http from 'node:http';
 import https from 'node:https';
@@ -35,6 +39,8 @@ const maxRetryAfterMs = 24 * 3600e3;
 const dispatchBatch = 1_000;
 /** Bytes of a receiver's answer read (and dropped) at most. */
 const maxResponseBytes = 64 * 1024;
+/** The error listed for an attempt whose process stopped before it recorded an outcome. */
+export const abandonedAttempt = 'no outcome recorded: the process making this attempt stopped before it ended (its lease ran out); attempted again';
 
 /** A running webhook worker. */
 export interface WebhookWorker extends WebhookRuntime {
@@ -49,6 +55,8 @@ interface ClaimedRow extends EventRow {
   webhook_id: string;
   attempt: number;
   manual: boolean;
+  /** When this attempt began: its claim, by the database's clock. */
+  started_at: Date;
   url: string;
   secret_sealed: string;
   previous_secret_sealed: string | null;
@@ -182,23 +190,29 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
           const free = settings.concurrency - inFlight;
           if (free <= 0) break;
           const leaseSeconds = Math.ceil(settings.timeoutMs / 1000) + 15;
+          // A delivery still leased is one whose process stopped mid-attempt (its lease ran out):
+          // that attempt is listed with no outcome, so the delivery log has no gap (`abandoned`).
           const rows = await db.query<ClaimedRow>(
             `WITH picked AS (
-               SELECT d.id FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
+               SELECT d.id, d.attempt, d.lease_token, d.updated_at FROM webhook_deliveries d JOIN webhooks w ON w.id = d.webhook_id
                 WHERE d.status = 'pending' AND d.next_attempt_at <= now() AND w.status = 'enabled'
                 ORDER BY d.next_attempt_at LIMIT $1 FOR UPDATE OF d SKIP LOCKED
+             ), abandoned AS (
+               INSERT INTO webhook_delivery_attempts (delivery_id, attempt, status, error, next_attempt_at, created_at)
+               SELECT id, attempt, 'pending', $4, now(), updated_at FROM picked WHERE lease_token IS NOT NULL AND attempt > 0
+               ON CONFLICT (delivery_id, attempt) DO NOTHING
              ), leased AS (
                UPDATE webhook_deliveries d SET next_attempt_at = now() + make_interval(secs => $2), lease_token = $3,
                       attempt = d.attempt + 1, updated_at = now()
                  FROM picked WHERE d.id = picked.id
-               RETURNING d.id, d.webhook_id, d.org_id, d.seq, d.attempt, d.manual
+               RETURNING d.id, d.webhook_id, d.org_id, d.seq, d.attempt, d.manual, d.updated_at
              )
-             SELECT l.id AS delivery_id, l.webhook_id, l.attempt, l.manual, l.seq AS event_seq, w.url, w.secret_sealed,
+             SELECT l.id AS delivery_id, l.webhook_id, l.attempt, l.manual, l.updated_at AS started_at, l.seq AS event_seq, w.url, w.secret_sealed,
                     CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END AS previous_secret_sealed,
                     e.event_id IS NOT NULL AS event_present, e.org_id, e.seq, e.event_id, e.type, e.team_id, e.data, e.created_at
                FROM leased l JOIN webhooks w ON w.id = l.webhook_id
                LEFT JOIN events e ON e.org_id = l.org_id AND e.seq = l.seq`,
-            [free, leaseSeconds, token],
+            [free, leaseSeconds, token, abandonedAttempt],
           );
           for (const row of rows) start(row);
           if (rows.length === free) claimAgain = true;
@@ -313,12 +327,21 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
     }
     const status = ok ? 'delivered' : nextMs === undefined ? 'failed' : 'pending';
     const recorded = await db.transaction(async (tx) => {
+      // The delivery's latest attempt and the attempt's own row of the log, together (contract §9: "lists attempts").
       const updated = await tx.query(
-        `UPDATE webhook_deliveries SET status = $3, response_status = $4, error = $5, duration_ms = $6,
-           next_attempt_at = CASE WHEN $7::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $7::float8 / 1000) END,
-           lease_token = NULL, updated_at = now()
-         WHERE id = $1 AND lease_token = $2 RETURNING 1`,
-        [row.delivery_id, token, status, outcome.status, error, outcome.durationMs, nextMs ?? null],
+        `WITH updated AS (
+           UPDATE webhook_deliveries SET status = $3, response_status = $4, error = $5, duration_ms = $6,
+             next_attempt_at = CASE WHEN $7::float8 IS NULL THEN NULL ELSE now() + make_interval(secs => $7::float8 / 1000) END,
+             lease_token = NULL, updated_at = now()
+           WHERE id = $1 AND lease_token = $2
+           RETURNING id, attempt, status, response_status, error, duration_ms, next_attempt_at
+         ), logged AS (
+           INSERT INTO webhook_delivery_attempts (delivery_id, attempt, status, response_status, error, duration_ms, next_attempt_at, created_at)
+           SELECT id, attempt, status, response_status, error, duration_ms, next_attempt_at, $8 FROM updated
+           ON CONFLICT (delivery_id, attempt) DO NOTHING
+         )
+         SELECT 1 FROM updated`,
+        [row.delivery_id, token, status, outcome.status, error, outcome.durationMs, nextMs ?? null, row.started_at],
       );
       if (gone && updated.length > 0) {
         await tx.query(`UPDATE webhooks SET status = 'disabled', disabled_reason = $2, updated_at = now() WHERE id = $1 AND status = 'enabled'`, [

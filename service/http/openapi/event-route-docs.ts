@@ -39,8 +39,8 @@ export const eventRouteDocs: Readonly<Record<string, RouteDoc>> = {
         'A reader that passes `next_after` as the next `after` sees every event once, whatever the concurrency of the writers. ' +
         'With `wait`, an empty page is held until a matching event is written or `wait` seconds pass. Events are kept at least ' +
         '7 days: an `after` older than the oldest kept is 410 `events_expired` (with `oldest_seq`: read on from `oldest_seq - 1`); one ' +
-        'beyond the newest is 400 `invalid_cursor`. A long poll holds a place among the held waits of its key and of the server ' +
-        '(429 `too_many_waits` past them).',
+        'beyond the newest is 400 `invalid_cursor`. A long poll holds a place among the held waits of its key, of its organization and of ' +
+        'the server (429 `too_many_waits` past them).',
       query: EventListQuery,
       success: { status: 200, schema: EventPage, description: 'the events and where to go on from' },
       errors: ['invalid_cursor', 'events_expired', 'too_many_waits'],
@@ -53,7 +53,7 @@ export const eventRouteDocs: Readonly<Record<string, RouteDoc>> = {
         'same filters, and a comment line at least every 15 s. Resume with the `Last-Event-ID` header (an EventSource sends it when it ' +
         'reconnects; it wins over `after`); neither: the events from now on. Refusals before the stream starts are problem documents ' +
         '(410 `events_expired`, 400 `invalid_cursor`); a client that leaves more than 4 MiB unread is disconnected and resumes. The ' +
-        'stream holds a place among the held waits of its key and of the server (429 `too_many_waits` past them).',
+        'stream holds a place among the held waits of its key, of its organization and of the server (429 `too_many_waits` past them).',
       query: EventStreamQuery,
       success: {
         status: 200,
@@ -109,7 +109,9 @@ export const eventRouteDocs: Readonly<Record<string, RouteDoc>> = {
     'GET /webhooks/:webhook_id/deliveries': {
       operationId: 'listWebhookDeliveries',
       summary: "A webhook's delivery log, newest event first",
-      description: 'One delivery per event: its attempts so far, status, the last answer and when the next attempt is due. Kept 7 days. An `after` that names no delivery of this webhook is 400 `invalid_cursor`.',
+      description:
+        'One delivery per event: its status, the latest attempt\'s answer, when the next attempt is due, and `attempts`: each attempt with its own answer, error and duration, oldest first. ' +
+        'Kept 7 days. An `after` that names no delivery of this webhook is 400 `invalid_cursor`.',
       query: DeliveryListQuery,
       success: { status: 200, schema: DeliveryList, description: 'a page of the delivery log' },
       errors: ['invalid_cursor'],

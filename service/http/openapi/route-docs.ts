@@ -286,10 +286,11 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
       description:
         'Up to `limit` messages strictly after `after`, oldest first. With `wait`, an empty page is held until a message ' +
         'is appended or `wait` seconds pass. Pass `next_after` as `after` to go on; an `after` that names no message of ' +
-        'the thread is 400 `invalid_cursor`.',
+        'the thread is 400 `invalid_cursor`. A long poll holds a place among the held waits of its key, of its organization ' +
+        'and of the server (429 `too_many_waits` past them).',
       query: ThreadPageQuery,
       success: ok(ThreadPage, 'the thread with a page of its messages'),
-      errors: ['invalid_cursor'],
+      errors: ['invalid_cursor', 'too_many_waits'],
     },
     'GET /threads/:thread_id/tool-calls': {
       operationId: 'listThreadToolCalls',
@@ -313,7 +314,7 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
         '`seq` (`12`), or a live item after it (`12.3`). Resume with the `Last-Event-ID` header (or `after`), with no gap and no repeat; live ' +
         'items are kept 10 minutes, messages for good, so a resume after a reply\'s `message.created` gets what follows it, not its deltas. ' +
         'Neither: from after the last message, so a reply being written shows from its first delta. A comment line at least every 15 s. ' +
-        'The stream holds a place among the held waits of its key and of the server (429 `too_many_waits` past them).',
+        'The stream holds a place among the held waits of its key, of its organization and of the server (429 `too_many_waits` past them).',
       query: ThreadStreamQuery,
       success: {
         status: 200,

@@ -110,7 +110,7 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
     operationId: 'streamMyThread',
     tag: 'console',
     summary: "One of the person's threads as it is written, as Server-Sent Events",
-    description: 'As `GET /threads/{thread_id}/stream`, for a thread on one of the person\'s edges; it holds a place among the session\'s held waits.',
+    description: 'As `GET /threads/{thread_id}/stream`, for a thread on one of the person\'s edges; it holds a place among the held waits of the session and of the thread\'s organization.',
     query: ThreadStreamQuery,
     success: {
       status: 200,
@@ -187,7 +187,8 @@ export const sessionRouteDocs: Readonly<Record<string, RouteDoc>> = {
       "nothing of the organization's log beyond the person's own events. `org_id` names the organization when the " +
       "person's humans are in several (else 400). Resume with `Last-Event-ID` (or `after`): an id that is not one of the stream's " +
       'is 400 `invalid_cursor`, worded the same whatever it was. The stream ends with the session: at ' +
-      'once when one of its humans is deleted, within 15 s of a sign-out elsewhere or its expiry.',
+      'once when one of its humans is deleted, within 15 s of a sign-out elsewhere or its expiry. It holds a place among the held ' +
+      'waits of the session and of the organization it is about (429 `too_many_waits` past them).',
     query: MeEventStreamQuery,
     success: {
       status: 200,

@@ -54,9 +54,10 @@ export async function replyWithEventStream(reply: FastifyReply, options: Omit<Ev
  * Event routes (contract §9): `GET /organizations/{org_id}/events?after&limit&wait&types&team_id`
  * → 200 `{events, next_after}` (a long poll with `wait`), and `GET
  * /organizations/{org_id}/events/stream?after&types&team_id` (or `Last-Event-ID`) → 200
- * `text/event-stream`. Both hold a place among the key's held waits while they wait.
- * Errors: `not_found` (organization out of reach), `invalid_request`, `invalid_cursor`,
- * `events_expired` (410, with `oldest_seq`), `too_many_waits` (429).
+ * `text/event-stream`. Both hold a place among the held waits of the key and of its organization
+ * while they wait (contract §14). Errors: `not_found` (organization out of reach),
+ * `invalid_request`, `invalid_cursor`, `events_expired` (410, with `oldest_seq`), `too_many_waits`
+ * (429).
  */
 export function eventRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, streamKeepAliveMs }: RouteContext): void {
   app.get<Params<'org_id'> & { Querystring: Record<string, unknown> }>('/organizations/:org_id/events', async (request) => {
@@ -64,7 +65,7 @@ export function eventRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, s
     const caller = callerOf(request);
     const orgId = request.params.org_id;
     await assertOrganizationReachable(deps.db, caller, orgId);
-    const release = query.wait > 0 ? heldWaits.acquire(caller.keyId, 1, HeldWaitKinds.event_poll) : () => {};
+    const release = query.wait > 0 ? heldWaits.acquire(caller, 1, HeldWaitKinds.event_poll) : () => {};
     try {
       return await getEventPage(
         deps,
@@ -84,7 +85,7 @@ export function eventRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, s
     const orgId = request.params.org_id;
     await assertOrganizationReachable(deps.db, caller, orgId);
     const after = resumeAfter(request, query.after);
-    const release = heldWaits.acquire(caller.keyId, 1, HeldWaitKinds.event_stream);
+    const release = heldWaits.acquire(caller, 1, HeldWaitKinds.event_stream);
     try {
       await replyWithEventStream(reply, {
         db: deps.db,

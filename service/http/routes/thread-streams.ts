@@ -57,8 +57,8 @@ async function replyWithThreadStream(
  * a failed call (`turn.restarted`) and the tool calls of its turns (`tool_call.started`,
  * `tool_call.finished`), each with its position as id; `POST /threads/{thread_id}/stop` → 202
  * `{thread_id, stopping}` (agents asked to stop; 0 when nothing was being written). A stream holds
- * a place among the key's held waits. Errors: `not_found`, `invalid_cursor`, `invalid_request`,
- * `too_many_waits`.
+ * a place among the held waits of the key and its organization (contract §14). Errors:
+ * `not_found`, `invalid_cursor`, `invalid_request`, `too_many_waits`.
  */
 export function threadStreamRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, streamKeepAliveMs, threadStreams: streams }: RouteContext): void {
   app.get<Params<'thread_id'> & { Querystring: Record<string, unknown> }>('/threads/:thread_id/stream', { exposeHeadRoute: false }, async (request, reply) => {
@@ -66,7 +66,7 @@ export function threadStreamRoutes(app: FastifyInstance, { deps, shutdown, heldW
     const caller = callerOf(request);
     const thread = await threadForCaller(deps, caller, request.params.thread_id);
     const from = resumePosition(request, query.after, thread.messageCount);
-    const release = heldWaits.acquire(caller.keyId, 1, HeldWaitKinds.event_stream);
+    const release = heldWaits.acquire(caller, 1, HeldWaitKinds.event_stream);
     try {
       await replyWithThreadStream(reply, streams, { orgId: thread.orgId, threadId: thread.threadId, from, signal: shutdown, keepAliveMs: streamKeepAliveMs });
     } finally {
@@ -82,8 +82,8 @@ export function threadStreamRoutes(app: FastifyInstance, { deps, shutdown, heldW
 /**
  * The session's twins of {@link threadStreamRoutes}, for the person's own threads (under
  * `/me`, behind the session hook): `GET /me/threads/{thread_id}/stream`, `POST
- * /me/threads/{thread_id}/stop` (with the CSRF token). A stream holds a place among the session's
- * held waits. Errors: `not_found` (outside the person's reach), `invalid_cursor`,
+ * /me/threads/{thread_id}/stop` (with the CSRF token). A stream holds a place among the held waits
+ * of the session and of the thread's organization (a person's humans may be in several). Errors: `not_found` (outside the person's reach), `invalid_cursor`,
  * `invalid_request`, `too_many_waits`.
  */
 export function meThreadStreamRoutes(app: FastifyInstance, { deps, shutdown, heldWaits, streamKeepAliveMs, threadStreams: streams }: RouteContext): void {
@@ -92,7 +92,8 @@ export function meThreadStreamRoutes(app: FastifyInstance, { deps, shutdown, hel
     const session = personSessionOf(request);
     const thread = await personThreadOrg(deps.db, { humanIds: session.humanIds }, request.params.thread_id);
     const from = resumePosition(request, query.after, thread.messageCount);
-    const release = heldWaits.acquire(`session:${session.id}`, 1, HeldWaitKinds.event_stream);
+    // Counted toward the thread's organization: a person's humans may be in several.
+    const release = heldWaits.acquire({ keyId: `session:${session.id}`, orgId: thread.orgId }, 1, HeldWaitKinds.event_stream);
     try {
       await replyWithThreadStream(reply, streams, { orgId: thread.orgId, threadId: request.params.thread_id, from, signal: shutdown, keepAliveMs: streamKeepAliveMs });
     } finally {

@@ -35,8 +35,8 @@ export function threadRoutes(app: FastifyInstance, { deps, shutdown, heldWaits }
     }
     const query = parseInput(ThreadPageQuery, rest);
     const caller = callerOf(request);
-    // A long poll holds a place among the key's and the process's held waits (429 past them).
-    const release = query.wait > 0 ? heldWaits.acquire(caller.keyId, 1, HeldWaitKinds.thread_poll) : () => {};
+    // A long poll holds a place among the key's, its organization's and the process's held waits (429 past them).
+    const release = query.wait > 0 ? heldWaits.acquire(caller, 1, HeldWaitKinds.thread_poll) : () => {};
     try {
       return await getThreadPage(deps, caller, request.params.thread_id, { ...query, after }, shutdown);
     } finally {

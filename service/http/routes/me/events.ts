@@ -68,8 +68,9 @@ function personFrame(cursors: EventCursors, event: StoredEvent): string {
  * agents' turns on their threads (contract §11). `org_id` names the organization when the person's
  * humans are in several. The stream ends when the session does: at once when one of its humans
  * is deleted, and within 15 s of a sign-out elsewhere or the session's expiry. It holds a place
- * among the session's held waits. Errors: `not_found` (an `org_id` that is not one of the
- * person's), `invalid_request` (no `org_id` while several), `invalid_cursor`, `events_expired`,
+ * among the held waits of the session and of the organization it is about (contract §14).
+ * Errors: `not_found` (an `org_id` that is not one of the person's), `invalid_request` (no
+ * `org_id` while several), `invalid_cursor`, `events_expired`,
  * `too_many_waits`. An `after` or `Last-Event-ID` that is no id of the stream's events is
  * `invalid_cursor`, and one whose events are no longer kept `events_expired`, both worded
  * without any number of the log.
@@ -98,6 +99,10 @@ export function meEventRoutes(app: FastifyInstance, { deps, shutdown, heldWaits,
     // and the stream's start are sent too: they are the person's, and newer than the page).
     const after = resumeCursor(cursors, orgId, request.headers['last-event-id'], query.after) ?? (await headSeq(deps.db, orgId));
     const threads = new Set(await personThreadIds(deps.db, { humanIds: session.humanIds }));
+    // A place among the session's, the organization's (the one the stream is about: a person's
+    // humans may be in several) and the process's held waits; taken before the recheck's timer
+    // starts, so that a refusal leaves no timer behind.
+    const release = heldWaits.acquire({ keyId: `session:${session.id}`, orgId }, 1, HeldWaitKinds.event_stream);
     // The stream ends with the session: a human of it deleted (seen in the log), or a sign-out
     // or expiry (checked every few seconds).
     const ended = new AbortController();
@@ -110,7 +115,6 @@ export function meEventRoutes(app: FastifyInstance, { deps, shutdown, heldWaits,
         () => {},
       );
     }, sessionRecheckMs);
-    const release = heldWaits.acquire(`session:${session.id}`, 1, HeldWaitKinds.event_stream);
     try {
       await replyWithEventStream(reply, {
         db: deps.db,
