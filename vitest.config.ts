@@ -82,19 +82,23 @@ export default defineConfig({
       // .ci/run counts what each run did from this file.
       ...(process.env.VITEST_JSON_REPORT ? [['json', { outputFile: process.env.VITEST_JSON_REPORT }] as ['json', { outputFile: string }]] : []),
     ],
+    // Projects of different worker counts must run in groups of their own (vitest refuses to mix
+    // them): the quick suite first, then the long and PostgreSQL ones, which share their count and
+    // run side by side — so `npx vitest run FILE` under scripts/with-postgres.sh runs both backends.
     projects: [
-      { extends: true, test: { name: 'quick', include: ['test/**/*.test.ts'], exclude: [...LONG_FILES, LONG_PATTERN], maxWorkers: QUICK_WORKERS } },
-      { extends: true, test: { name: 'long', include: [...LONG_FILES, LONG_PATTERN], maxWorkers: LONG_WORKERS } },
+      { extends: true, test: { name: 'quick', include: ['test/**/*.test.ts'], exclude: [...LONG_FILES, LONG_PATTERN], maxWorkers: QUICK_WORKERS, sequence: { groupOrder: 0 } } },
+      { extends: true, test: { name: 'long', include: [...LONG_FILES, LONG_PATTERN], maxWorkers: LONG_WORKERS, sequence: { groupOrder: 1 } } },
       ...(databaseUrl
         ? [
             {
               extends: true as const,
               test: {
                 name: 'postgres',
-                include: ['test/service/**/*.test.ts'],
+                include: ['test/service/**/*.test.ts', 'test/a2a/remote-*.test.ts'],
                 exclude: notInPostgresProject,
                 env: { ACS_TEST_DATABASE_URL: databaseUrl, ACS_TEST_BACKEND: 'postgres' },
                 maxWorkers: LONG_WORKERS,
+                sequence: { groupOrder: 1 },
               },
             },
           ]

@@ -20,6 +20,7 @@ import { fingerprintMatches } from '../api/webhook-fingerprint.ts';
 import { resolveSecret, resolveWebhookSecret, secretHint } from '../definitions/secrets.ts';
 import { agentDiff, diffFields, patchOf } from '../plan/plan.ts';
 import { agentHeaderRefs, type AgentHeaderRefs } from '../plan/agent-tools.ts';
+import { A2A_HEADERS } from '../plan/remote-a2a.ts';
 import type { DeletionPreviews } from '../plan/cascades.ts';
 import { runPlan, type PlanRequest } from '../plan/run-plan.ts';
 import type { AgentWire, Cascade, DesiredState, FieldDiff, HumanWire, ObservedProviderKey, ObservedTeam, ObservedWebhook, OrganizationWire, TeamWire, WebhookWire } from '../plan/types.ts';
@@ -29,7 +30,8 @@ import { toApplicationFailure } from './failures.ts';
 import { createKeyring } from './keyring.ts';
 import { retrying } from './retrying.ts';
 import type { RetryWait } from './retrying.ts';
-import { headerMatchesOf, judgeHeaders, resolveAgentHeaders, resolveToolFields, type ResolvedAgentHeaders } from './tool-headers.ts';
+import { readRemoteCard, requireRemoteCard, type CardVerdict } from './remote-cards.ts';
+import { agentHeaderMatches, judgeHeaders, resolveAgentHeaders, resolveHeaders, resolveToolFields, type ResolvedAgentHeaders } from './tool-headers.ts';
 import { mapBounded } from '../workflows/bounded.ts';
 import { jsonBytes } from '../workflows/payload-bytes.ts';
 import { ApplicationFailure } from '@temporalio/common';
@@ -263,24 +265,37 @@ function ensureKind<K extends ResourceKind>(client: AcsClient, kind: K, parentId
 }
 
 /**
- * Creates or adopts an agent whose `fields.tools` may hold MCP header templates: each is resolved
- * (from `env`) before any request and sent as its value; an adopted agent's header values are
- * compared through its fingerprints, and its tools patched only when they differ. Errors:
- * `unresolved_secret`, `invalid_usage` (see `tool-headers.ts`), the client's.
+ * Creates or adopts an agent whose `fields.tools` (or `fields.a2a`) may hold header templates:
+ * each is resolved (from `env`) before any request and sent as its value; an adopted agent's
+ * header values are compared through its fingerprints, and patched only when they differ. A
+ * remote A2A agent's card is read and checked first (`activities/remote-cards.ts`). Errors:
+ * `unresolved_secret`, `invalid_usage` (see `tool-headers.ts`), `invalid_agent_card` (nothing
+ * sent), the client's.
  */
-function ensureAgent(client: AcsClient, parentId: string, fields: AgentWire, env: NodeJS.ProcessEnv): Promise<EnsureResult> {
+async function ensureAgent(client: AcsClient, parentId: string, fields: AgentWire, env: NodeJS.ProcessEnv, cardFetch?: typeof fetch): Promise<EnsureResult> {
   const { fields: body, resolved } = resolveToolFields(fields, env);
+  // A remote A2A agent whose card does not parse is not created (nor adopted and changed).
+  if (body.a2a) await requireRemoteCard(body.name, body.a2a.url, body.a2a.headers, cardFetch ? { fetch: cardFetch } : {});
   const diffOf = (live: object, desired: AgentWire) => {
     const agent = live as Parameters<typeof agentDiff>[0];
-    return agentDiff({ ...agent, headerMatches: headerMatchesOf(agent.tools, resolved) }, desired);
+    return agentDiff({ ...agent, headerMatches: agentHeaderMatches(agent, resolved) }, desired);
   };
   return createOrAdopt(endpointsOf(client).agent, parentId, body, diffOf);
 }
 
-/** Patches a resource of kind `K`; an agent's MCP header templates are resolved (from `env`) first. */
-async function updateKind<K extends PatchableKind>(client: AcsClient, kind: K, id: string, patch: Partial<CreateBodies[K]>, env: NodeJS.ProcessEnv): Promise<EnsureResult> {
+/**
+ * Patches a resource of kind `K`; an agent's MCP and A2A header templates are resolved (from
+ * `env`) first, and a new or changed `a2a` has its card read and checked before the PATCH
+ * (`invalid_agent_card`: nothing sent).
+ */
+async function updateKind<K extends PatchableKind>(client: AcsClient, kind: K, id: string, patch: Partial<CreateBodies[K]>, env: NodeJS.ProcessEnv, cardFetch?: typeof fetch): Promise<EnsureResult> {
   const endpoint: Endpoint<CreateBodies[K]> = endpointsOf(client)[kind];
-  const body = kind === 'agent' ? (resolveToolFields(patch as Partial<AgentWire>, env).fields as Partial<CreateBodies[K]>) : patch;
+  let body = patch;
+  if (kind === 'agent') {
+    const fields = resolveToolFields(patch as Partial<AgentWire>, env).fields;
+    if (fields.a2a) await requireRemoteCard(fields.name ?? id, fields.a2a.url, fields.a2a.headers, cardFetch ? { fetch: cardFetch } : {});
+    body = fields as Partial<CreateBodies[K]>;
+  }
   await endpoint.update?.(id, body);
   return { id, outcome: 'updated' };
 }
@@ -458,6 +473,25 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
       const headers = resolvedToolHeaders(input.toolHeaders);
       return withClient(input.connection, (client) => readGraphs(client, input.teamIds, input.read ?? { parallelism: 8, maxTeams: input.teamIds.length, maxBytes: Infinity }, headers));
     },
+
+    /**
+     * Reads and checks the Agent Cards of remote A2A agents (contract §12), for `plan` to show and
+     * `validate --remote` to judge: each `url` with its `headers` (templates, resolved here before
+     * any request), at most 8 at once, each within `timeoutMs` (default 5 s). Output: one
+     * {@link CardVerdict} per agent, in order (a card that cannot be read or does not parse is a
+     * verdict, not an error). Read-only; no header value is returned. Errors: `unresolved_secret`,
+     * `invalid_usage` (a header value of the wrong form).
+     */
+    async readAgentCards(input: { agents: Array<{ url: string; headers: Record<string, string> }>; timeoutMs?: number }): Promise<CardVerdict[]> {
+      let resolved: Array<Record<string, string>>;
+      try {
+        resolved = input.agents.map((agent) => resolveHeaders({ [A2A_HEADERS]: agent.headers }, env)[A2A_HEADERS] ?? {});
+      } catch (error) {
+        throw toApplicationFailure(error);
+      }
+      const options = { ...(deps.fetch ? { fetch: deps.fetch } : {}), ...(input.timeoutMs !== undefined ? { timeoutMs: input.timeoutMs } : {}) };
+      return mapBounded(input.agents, 8, (agent, i) => readRemoteCard(agent.url, resolved[i]!, options));
+    },
   };
 
   const changes = {
@@ -466,18 +500,22 @@ export function createApplyActivities(deps: ActivityDeps = {}) {
      * of that name and patches the fields that differ. A participant name held by the other kind
      * (an agent's name by a human) is a non-retryable `conflict`. An agent's MCP header templates
      * are resolved here, before any request (`unresolved_secret`, `invalid_usage`), and sent as
-     * their values; nothing resolved is returned.
+     * their values; nothing resolved is returned. A remote A2A agent's card is read and checked
+     * first: one that cannot be read or does not parse is `invalid_agent_card`, nothing sent.
      */
     ensure: (input: EnsureInput): Promise<EnsureResult> =>
-      withClient(input.connection, (client) => (input.kind === 'agent' ? ensureAgent(client, input.parentId, input.fields, env) : ensureKind(client, input.kind, input.parentId, input.fields))),
+      withClient(input.connection, (client) =>
+        input.kind === 'agent' ? ensureAgent(client, input.parentId, input.fields, env, deps.fetch) : ensureKind(client, input.kind, input.parentId, input.fields),
+      ),
 
     /**
      * Patches a resource's drifted fields (as the plan computed them); an agent's `tools` go with
      * their MCP header templates resolved here. Errors: `not_found`, `conflict` (a rename to a
      * taken name), `unresolved_secret` and `invalid_usage` (a header value, before the request),
-     * and the service's refusals of tools (`invalid_request`, `unknown_reference`, `webhook_url_refused`).
+     * and the service's refusals of tools (`invalid_request`, `unknown_reference`, `webhook_url_refused`);
+     * with `a2a` in the patch, `invalid_agent_card` (its card read and checked first, nothing sent).
      */
-    update: (input: UpdateInput): Promise<EnsureResult> => withClient(input.connection, (client) => updateKind(client, input.kind, input.id, input.patch, env)),
+    update: (input: UpdateInput): Promise<EnsureResult> => withClient(input.connection, (client) => updateKind(client, input.kind, input.id, input.patch, env, deps.fetch)),
 
     /**
      * Deletes a resource by id (contract §5; a team cascades to its graph and threads, an edge to its

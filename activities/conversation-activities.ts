@@ -16,6 +16,7 @@
  */
 import { createHash } from 'node:crypto';
 import type { Message } from '../api/schemas.ts';
+import type { Task } from '../api/tasks.ts';
 import { AcsClient, MAX_WAIT_SECONDS } from '../client/acs-client.ts';
 import { AcsApiError } from '../client/errors.ts';
 import { participantNames } from '../client/team-names.ts';
@@ -25,11 +26,15 @@ import { ToolkitError } from '../errors/catalogue.ts';
 import { activityContext } from './activity-context.ts';
 import type { Connection } from './connection.ts';
 import { toApplicationFailure } from './failures.ts';
+import { FINAL_TASK_STATES } from '../workflows/task-states.ts';
 import { createKeyring } from './keyring.ts';
 import { PipelineStepKinds, type ActivityMetrics, type PipelineStepKind, type PipelineStepOutcome } from './activity-metrics.ts';
 
 /** How often a waiting activity heartbeats while a poll is in flight (ms). */
 export const HEARTBEAT_EVERY_MS = 2_000;
+
+/** Longest hold of one poll of a task's thread while `awaitTask` waits (s): a change of the task without a message is seen within it. */
+export const TASK_POLL_MAX_SECONDS = 10;
 
 /** A team as a pipeline needs it: participant and edge ids by name. */
 export interface ResolvedTeam {
@@ -92,6 +97,63 @@ export interface ConverseResult {
   threadId: string;
   messageId: string;
   reply: StepReply | null;
+}
+
+/**
+ * Input of `createStepTask` and `awaitTask`'s caller: a task step (`task: true`, contract §12)
+ * asks on the edge `edgeId` as `requesterId` (the step's `from`; the other end is the assignee).
+ */
+export interface TaskStepInput {
+  connection: Connection;
+  /** The run's business key: with `stepId`, it makes the `Idempotency-Key` of the task's creation. */
+  runKey: string;
+  stepId: string;
+  edgeId: string;
+  requesterId: string;
+  /** The task's title (the step's subject); absent: the service takes the content's first line. */
+  title?: string;
+  /** The text part the task is asked with (the step's content). */
+  content: string;
+  /** Wait until the task is final, until this time (ms since the epoch); absent: the step does not wait. */
+  deadline?: number;
+}
+
+/** A task as a pipeline step needs it: where it is, its state, and what its artifacts hold. */
+export interface TaskStepResult {
+  taskId: string;
+  threadId: string;
+  /** The task's state (`submitted` … `completed`, `failed`, `canceled`, `rejected`: A2A's spelling). */
+  state: string;
+  /** The text parts of its artifacts, in order, joined by blank lines; null when there is none. */
+  text: string | null;
+  /** The first data part of its artifacts (any JSON), when there is one. */
+  data?: unknown;
+  /** The content of its status message (why it failed, what it asks), null when none. */
+  message: string | null;
+}
+
+/** Input of `awaitTask`: the task of a step, its thread (read for news), and the deadline. */
+export interface AwaitTaskInput {
+  connection: Connection;
+  taskId: string;
+  threadId: string;
+  /** When to give up (ms since the epoch). */
+  deadline: number;
+}
+
+/** A task as {@link TaskStepResult} (the texts of its artifacts, its first data part). */
+export function taskStepResult(task: Task): TaskStepResult {
+  const parts = task.artifacts.flatMap((artifact) => artifact.parts);
+  const texts = parts.flatMap((part) => ('text' in part ? [part.text] : []));
+  const data = parts.find((part) => 'data' in part) as { data: unknown } | undefined;
+  return {
+    taskId: task.task_id,
+    threadId: task.thread_id,
+    state: task.state,
+    text: texts.length > 0 ? texts.join('\n\n') : null,
+    ...(data ? { data: data.data } : {}),
+    message: task.status_message?.content ?? null,
+  };
 }
 
 /**
@@ -391,6 +453,81 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
         const reply = input.awaitFromId === undefined ? null : await firstReply({ connection: input.connection, threadId: sent.threadId, after: sent.messageId, fromId: input.awaitFromId });
         return { threadId: sent.threadId, messageId: sent.messageId, reply };
       }), (result) => replyOutcome(result.reply, false));
+    },
+
+    /**
+     * A task step's task (contract §12 `POST /edges/{edge_id}/tasks`): asked by `requesterId` of
+     * the edge's other participant, its title the step's subject, its one part the content as
+     * text, under the `Idempotency-Key` of the run's business key and the step id (a retried or
+     * replayed call gets the same task, nothing is asked twice). Then, when the step waits, one
+     * read of the task (it may be final already: an agent that answered at once). Output:
+     * {@link TaskStepResult}. Errors: `not_a_participant`, `not_found`, `keys_refused`,
+     * `idempotency_key_mismatch`, `invalid_request`.
+     */
+    async createStepTask(input: TaskStepInput): Promise<TaskStepResult> {
+      return call(() =>
+        withKeyring(input.connection, async (client) => {
+          const created = await client.createTask(
+            input.edgeId,
+            { requester_id: input.requesterId, parts: [{ text: input.content }], ...(input.title ? { title: input.title.slice(0, 200) } : {}) },
+            { idempotencyKey: stepIdempotencyKey(input.runKey, input.stepId) },
+          );
+          // The stored answer of a repeated creation is the task as it was then: read it as it is now.
+          return taskStepResult(input.deadline === undefined ? created : await client.getTask(created.task_id));
+        }),
+      );
+    },
+
+    /**
+     * Waits until a task is final (completed, failed, canceled, rejected), until `deadline`: reads
+     * the task, then long-polls its thread and reads the task again after each poll, the poll's
+     * hold backing off from 1 s to {@link TASK_POLL_MAX_SECONDS} while the thread stays silent. A
+     * reply or a change of state with a message posts to the thread and wakes the poll at once; a
+     * change without one (an artifact then a bare status, a cancel) is seen within
+     * {@link TASK_POLL_MAX_SECONDS} s. (The service has no long poll of a task itself.) Under Temporal it
+     * heartbeats its cursor `{ after }` (a retried attempt, a worker that died, resumes there) and
+     * learns of a cancellation with a heartbeat's answer (the poll is then aborted). Output:
+     * {@link TaskStepResult} of the final task. Errors: `timed_out` (non-retryable, details
+     * `[{ threadId }]`) at the deadline, `not_found`, `keys_refused`.
+     */
+    async awaitTask(input: AwaitTaskInput): Promise<TaskStepResult> {
+      const context = activityContext();
+      const resumed = context?.info.heartbeatDetails as { after?: string | null } | undefined;
+      let after: string | null = resumed?.after ?? null;
+      let pause = 1;
+      const signal = context ? { signal: context.cancellationSignal } : undefined;
+      const beat = context ? setInterval(() => context.heartbeat({ after }), HEARTBEAT_EVERY_MS) : undefined;
+      try {
+        return await call(async () => {
+          for (;;) {
+            const task = await withKeyring(input.connection, (client) => client.getTask(input.taskId, signal));
+            if (FINAL_TASK_STATES.includes(task.state)) return taskStepResult(task);
+            const left = input.deadline - Date.now();
+            if (left <= 0) {
+              throw ApplicationFailure.create({
+                type: 'timed_out',
+                message: `task ${input.taskId} was not done before the deadline (it is ${task.state})`,
+                nonRetryable: true,
+                details: [{ threadId: input.threadId, taskId: input.taskId }],
+              });
+            }
+            try {
+              const wait = Math.min(pause, MAX_WAIT_SECONDS, Math.ceil(left / 1000));
+              const page = await withKeyring(input.connection, (client) => client.getThread(input.threadId, { after, wait }, signal));
+              after = page.next_after ?? after;
+              // News in the thread: look again soon; silence: back off, up to the cap.
+              pause = page.messages.length > 0 ? 1 : Math.min(pause * 2, TASK_POLL_MAX_SECONDS);
+            } catch (error) {
+              // A cancelled activity reports its cancellation, not the aborted request.
+              if (context?.cancellationSignal.aborted) throw context.cancellationSignal.reason;
+              throw error;
+            }
+            context?.heartbeat({ after });
+          }
+        });
+      } finally {
+        if (beat) clearInterval(beat);
+      }
     },
 
     /**

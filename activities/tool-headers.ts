@@ -1,5 +1,6 @@
 /**
- * The MCP header values of agents' `tools` inside the apply activities, the only place they are
+ * The MCP header values of agents' `tools` (and a remote A2A agent's `a2a` headers, under
+ * `@a2a`) inside the apply activities, the only place they are
  * resolved: the definition's templates (`Bearer ${env:TRACKER_TOKEN}`) become values here, at the
  * moment of the call, and are either sent to the service (a create or a PATCH) or checked against
  * the live `header_fingerprints` (a read, `api/webhook-fingerprint.ts`). No resolved value leaves
@@ -10,7 +11,9 @@ import { HeaderValue, type AgentTools } from '../api/agent-tools.ts';
 import { fingerprintMatches } from '../api/webhook-fingerprint.ts';
 import { resolveSecretTemplate, templateVariables } from '../definitions/secrets.ts';
 import { ToolkitError } from '../errors/catalogue.ts';
-import type { AgentHeaderRefs } from '../plan/agent-tools.ts';
+import type { Agent } from '../api/schemas.ts';
+import { fieldHeaderRefs, type AgentHeaderRefs } from '../plan/agent-tools.ts';
+import { A2A_HEADERS } from '../plan/remote-a2a.ts';
 import type { AgentWire, HeaderMatches, HeaderRefs, ObservedTeam } from '../plan/types.ts';
 
 /** Resolved header values: server name → header name → value. Never returned, logged or put in an error. */
@@ -34,7 +37,7 @@ export function resolveHeaders(refs: HeaderRefs, env: Env): ResolvedHeaders {
       const value = resolveSecretTemplate(template, env);
       if (!HeaderValue.safeParse(value).success) {
         const variables = templateVariables(template).join(', ');
-        throw new ToolkitError('invalid_usage', `header ${header} of MCP server ${server}: the value made of ${variables} is not a header value (1 to 8,192 characters, without CR, LF or NUL)`);
+        throw new ToolkitError('invalid_usage', `header ${header} of ${server === A2A_HEADERS ? 'the remote A2A agent' : `MCP server ${server}`}: the value made of ${variables} is not a header value (1 to 8,192 characters, without CR, LF or NUL)`);
       }
       resolved[server][header] = value;
     }
@@ -43,15 +46,37 @@ export function resolveHeaders(refs: HeaderRefs, env: Env): ResolvedHeaders {
 }
 
 /**
- * An agent's fields with each MCP header template replaced by its value, for the body of a create
- * or a PATCH, and the values by server (to compare with a live agent when a create adopts one).
- * Fields without `tools` (or `tools: null`) come back as they are. Errors: as {@link resolveHeaders}.
+ * An agent's fields with each MCP (and A2A) header template replaced by its value, for the body of
+ * a create or a PATCH, and the values by server (`@a2a` for the remote A2A agent's; to compare
+ * with a live agent when a create adopts one). Fields without `tools` or `a2a` come back as they are. Errors: as {@link resolveHeaders}.
  */
 export function resolveToolFields<F extends Partial<AgentWire>>(fields: F, env: Env): { fields: F; resolved: ResolvedHeaders } {
-  const tools = fields.tools;
-  if (!tools) return { fields, resolved: {} };
-  const resolved = resolveHeaders(Object.fromEntries(tools.mcp.map((server) => [server.name, server.headers])), env);
-  return { fields: { ...fields, tools: { ...tools, mcp: tools.mcp.map((server) => ({ ...server, headers: resolved[server.name] ?? {} })) } }, resolved };
+  const { tools, a2a } = fields;
+  if (!tools && !a2a) return { fields, resolved: {} };
+  const resolved = resolveHeaders(fieldHeaderRefs(fields), env);
+  const body = { ...fields };
+  if (tools) body.tools = { ...tools, mcp: tools.mcp.map((server) => ({ ...server, headers: resolved[server.name] ?? {} })) };
+  if (a2a) body.a2a = { ...a2a, headers: resolved[A2A_HEADERS] ?? {} };
+  return { fields: body, resolved };
+}
+
+/**
+ * Whether each live header value of an agent — its MCP servers' ({@link headerMatchesOf}) and,
+ * under `@a2a`, its remote A2A agent's — is the resolved one. Undefined when nothing is compared.
+ * Raises nothing.
+ */
+export function agentHeaderMatches(live: Pick<Agent, 'tools' | 'a2a'>, resolved: ResolvedHeaders): HeaderMatches | undefined {
+  const matches: HeaderMatches = { ...headerMatchesOf(live.tools, resolved) };
+  const values = resolved[A2A_HEADERS];
+  if (live.a2a && values) {
+    const a2a: Record<string, boolean> = {};
+    for (const [header, fingerprint] of Object.entries(live.a2a.header_fingerprints)) {
+      const value = values[header];
+      if (value !== undefined) a2a[header] = fingerprintMatches(fingerprint, value);
+    }
+    if (Object.keys(a2a).length > 0) matches[A2A_HEADERS] = a2a;
+  }
+  return Object.keys(matches).length > 0 ? matches : undefined;
 }
 
 /**
@@ -97,7 +122,7 @@ export function judgeHeaders(graph: ObservedTeam, desired: readonly ResolvedAgen
     // The agent's own name first: a renamed entry's old name is only a fallback.
     const entry =
       desired.find((d) => d.teams[0] === team && d.agents[0] === agent.name) ?? desired.find((d) => d.teams.includes(team) && d.agents.includes(agent.name));
-    const headerMatches = entry && headerMatchesOf(agent.tools, entry.headers);
+    const headerMatches = entry && agentHeaderMatches(agent, entry.headers);
     return headerMatches ? { ...agent, headerMatches } : agent;
   });
   return { ...graph, agents };

@@ -6,6 +6,7 @@
 import { z } from 'zod';
 import { ToolCall } from './agent-tools.ts';
 import { resourceFields } from './resource-fields.ts';
+import { Task } from './tasks.ts';
 import { Agent, Edge, Human, Id, LongText, Message, Name, Team, Thread, Timestamp, maxGraceSeconds } from './schemas.ts';
 
 /** Every event type the log holds (contract §9; a floor). Families: the part before the dot. */
@@ -27,6 +28,8 @@ export const EventTypes = {
   'edge.deleted': 'edge.deleted',
   'tool_call.started': 'tool_call.started',
   'tool_call.finished': 'tool_call.finished',
+  'task.created': 'task.created',
+  'task.updated': 'task.updated',
 } as const;
 export type EventType = keyof typeof EventTypes;
 export const EventTypeSchema = z.enum(EventTypes);
@@ -117,6 +120,12 @@ export const Event = z
       'A tool call of an agent\'s turn began to run, or began to wait for its approval (`status` says which). Written again when an approved call starts.',
     ),
     event('tool_call.finished', ToolCall, 'A tool call of an agent\'s turn ended: completed, failed or rejected.'),
+    event('task.created', Task, 'A task was created, after the thread.opened and message.created of its thread (which its first message opened).'),
+    event(
+      'task.updated',
+      Task,
+      'A task changed: its state (with its status message, when the change came with one), or an artifact was added. The data is the Task as it is after the change.',
+    ),
   ])
   .meta({ id: 'Event' });
 export type Event = z.infer<typeof Event>;

@@ -1,13 +1,14 @@
 /**
- * Zod schemas of the MCP endpoint's seven tools (contract §7): the arguments each tool takes and
- * the `structuredContent` it returns. They are derived from the REST schemas of `schemas.ts`
- * (bodies, query, resources), so a tool accepts exactly what the matching REST route accepts,
+ * Zod schemas of the MCP endpoint's tools (contract §7, and the task tools of §12): the arguments
+ * each tool takes and the `structuredContent` it returns. They are derived from the REST schemas
+ * of `schemas.ts` and `tasks.ts` (bodies, query, resources), so a tool accepts exactly what the matching REST route accepts,
  * minus what the MCP key already says (the sender is always the key's agent), and returns the
  * same resources. The server registers them as the tools' input and output schemas; the SDK turns
  * them into the JSON Schemas of `tools/list`.
  */
 import { z } from 'zod';
 import { Agent, AppendMessageBody, Edge, Id, Message, OpenThreadBody, Thread, ThreadPage, ThreadPageQuery } from './schemas.ts';
+import { Task, TaskArtifactBody, TaskList, TaskListQuery, TaskStatusBody } from './tasks.ts';
 
 /**
  * A copy of a named object schema for the root of a tool's output schema. MCP wants an object
@@ -57,6 +58,32 @@ export const WaitForMessagesArgs = z.strictObject({
   limit: ThreadPageQuery.shape.limit.describe('The most messages to return (1–200, default 50); has_more tells when more are unread.'),
 });
 
+/**
+ * `list_tasks` (contract §12): the tasks the agent asked for or is asked to do, newest first, as
+ * `GET /teams/{team_id}/tasks` filters and pages them, by `role` and the other participant
+ * (`peer_id`) rather than by assignee.
+ */
+export const ListTasksArgs = TaskListQuery.omit({ assignee_id: true }).extend({
+  role: z.enum(['requester', 'assignee']).optional().describe('Only the tasks you asked for (requester) or are asked to do (assignee).'),
+  peer_id: Id.optional().describe('Only the tasks with this participant at the other end (see list_edges).'),
+});
+
+/** `get_task`: one of the agent's tasks. */
+export const GetTaskArgs = z.strictObject({ task_id: Id.describe('The task (one you asked for or are asked to do; see list_tasks).') });
+
+/**
+ * `update_task`: `POST /tasks/{task_id}/status` as the assignee; the requester may only cancel
+ * (`state: canceled`), as `POST /tasks/{task_id}/cancel` does.
+ */
+export const UpdateTaskArgs = TaskStatusBody.extend({
+  task_id: Id.describe('The task (one of yours; see list_tasks).'),
+});
+
+/** `add_artifact`: `POST /tasks/{task_id}/artifacts` as the assignee. */
+export const AddArtifactArgs = TaskArtifactBody.extend({
+  task_id: Id.describe('The task you are asked to do.'),
+});
+
 // ---- results --------------------------------------------------------------------------------
 
 /** The two kinds of participant an edge joins. */
@@ -102,7 +129,13 @@ export const WaitForMessagesResult = z.object({
 });
 export type WaitForMessagesResult = z.infer<typeof WaitForMessagesResult>;
 
-/** The names of the tools (contract §7). */
+/** `list_tasks`: a page of the agent's tasks, newest first; pass `next_after` as `after` to go on. */
+export const ListTasksResult = atRoot(TaskList);
+
+/** `get_task`, `update_task`, `add_artifact`: the Task (after the change). */
+export const TaskResult = atRoot(Task);
+
+/** The names of the tools (contract §7; the task tools of §12). */
 export const McpToolNames = {
   whoami: 'whoami',
   list_edges: 'list_edges',
@@ -111,6 +144,10 @@ export const McpToolNames = {
   send_message: 'send_message',
   open_thread: 'open_thread',
   wait_for_messages: 'wait_for_messages',
+  list_tasks: 'list_tasks',
+  get_task: 'get_task',
+  update_task: 'update_task',
+  add_artifact: 'add_artifact',
 } as const;
 export type McpToolName = keyof typeof McpToolNames;
 

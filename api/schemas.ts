@@ -6,6 +6,7 @@
  */
 import { z } from 'zod';
 import { AgentTools, AgentToolsBody, defaultMaxSteps, maxMaxSteps } from './agent-tools.ts';
+import { A2aParticipant, A2aParticipantBody } from './remote-a2a.ts';
 import { Id, Timestamp } from './primitives.ts';
 import { minProviderKeyLength } from './provider-key-hint.ts';
 import { resourceFields } from './resource-fields.ts';
@@ -124,11 +125,13 @@ export const CreateTeamBody = TeamFields.createBody.meta({ id: 'CreateTeamBody' 
 export const PatchTeamBody = TeamFields.patchBody.meta({ id: 'PatchTeamBody' });
 /** `tools` in an agent's create and PATCH bodies (contract §11): null or absent at creation, no tools. */
 const toolsBody = AgentToolsBody.nullable().optional();
-export const CreateAgentBody = AgentFields.createBody.extend({ tools: toolsBody }).meta({
+/** `a2a` in an agent's create and PATCH bodies (contract §12, A2A participants): null or absent, not a remote A2A agent. */
+const a2aBody = A2aParticipantBody.nullable().optional();
+export const CreateAgentBody = AgentFields.createBody.extend({ tools: toolsBody, a2a: a2aBody }).meta({
   id: 'CreateAgentBody',
   description: 'A provider other than `echo` needs a `model` (400 `invalid_request` naming `model` otherwise).',
 });
-export const PatchAgentBody = AgentFields.patchBody.extend({ tools: toolsBody }).meta({
+export const PatchAgentBody = AgentFields.patchBody.extend({ tools: toolsBody, a2a: a2aBody }).meta({
   id: 'PatchAgentBody',
   description: 'The agent after the change must have a `model` if its provider is not `echo` (400 `invalid_request` naming `model` otherwise).',
 });
@@ -199,6 +202,7 @@ export const Agent = z.object({
   team_id: Id,
   ...AgentFields.resourceShape,
   tools: AgentTools.nullable(),
+  a2a: A2aParticipant.nullable().optional().meta({ description: 'Set for a remote A2A agent: the service sends the messages and tasks on its edges to it; null (or absent, from a server before it) for any other agent.' }),
   created_at: Timestamp,
 }).meta({ id: 'Agent' });
 export type Agent = z.infer<typeof Agent>;

@@ -11,6 +11,9 @@
  * `steps=` is answered with text at once. A request with `stream: true` gets the same answer as
  * Chat Completions' event stream (`chat.completion.chunk` frames, the usage chunk when
  * `stream_options.include_usage` asks, then `data: [DONE]`), written at once.
+ *
+ * With `hold` (bench/a2a-streams.ts: turns that take a while), each chat completion request waits
+ * for the promise `hold()` returns at its arrival before it is answered.
  */
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
@@ -86,8 +89,12 @@ function answerOf(body: { model?: string; messages?: ChatMessage[] }, tool: stri
   return { json: { ...base, choices: [{ index: 0, message: { role: 'assistant', content: `done after ${stepsDone} steps` }, finish_reason: 'stop' }] }, calls: 0 };
 }
 
-/** Starts the stand-in on a free loopback port; `tool` is the tool its steps call. */
-export async function startOpenAiStandIn(tool = 'whoami'): Promise<OpenAiStandIn> {
+/**
+ * Starts the stand-in on a free loopback port; `tool` is the tool its steps call; `hold`, when
+ * given, is called as each chat completion request's body has arrived, and its answer waits for
+ * the promise it returns (a rejected one answers 500).
+ */
+export async function startOpenAiStandIn(tool = 'whoami', hold?: () => Promise<void>): Promise<OpenAiStandIn> {
   const served: ServedRequest[] = [];
   const server = createServer((req: IncomingMessage, res: ServerResponse) => {
     const arrivedAt = performance.now();
@@ -110,8 +117,14 @@ export async function startOpenAiStandIn(tool = 'whoami'): Promise<OpenAiStandIn
       }
       const stream = body.stream === true;
       const text = stream ? streamOf(answer.json, body.stream_options?.include_usage === true) : JSON.stringify(answer.json);
-      res.writeHead(200, stream ? { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } : { 'content-type': 'application/json' });
-      res.end(text, () => served.push({ arrivedAt, answeredAt: performance.now(), requestBytes: raw.length, answerBytes: Buffer.byteLength(text), calls: answer.calls }));
+      const write = () => {
+        res.writeHead(200, stream ? { 'content-type': 'text/event-stream', 'cache-control': 'no-cache' } : { 'content-type': 'application/json' });
+        res.end(text, () => served.push({ arrivedAt, answeredAt: performance.now(), requestBytes: raw.length, answerBytes: Buffer.byteLength(text), calls: answer.calls }));
+      };
+      if (!hold) return write();
+      hold().then(write, (error: unknown) => {
+        if (!res.headersSent) res.writeHead(500, { 'content-type': 'application/json' }).end(JSON.stringify({ error: { message: String(error) } }));
+      });
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));

@@ -6,11 +6,13 @@
  * PostgreSQL: `ACS_BENCH_DATABASE_URL` (a superuser URL; a scratch database is created and
  * dropped), else a throwaway cluster through scripts/with-postgres.sh when PostgreSQL binaries
  * are installed, else PGlite only (said so). `BENCH_QUICK=1` shortens every step (smoke run).
- * `BENCH_PHASES=appends,reads,wake,memory,turns` (a subset) measures only those phases; like a quick
+ * `BENCH_PHASES=appends,reads,wake,memory,turns,streams` (a subset) measures only those phases; like a quick
  * run, a partial run prints its figures and leaves docs/performance.md alone; so does
  * `BENCH_BACKENDS=postgres` (or `pglite`), which measures one backend only. The `turns` phase
  * (agents that act: tool calls and suspended turns, bench/turns-report.ts; also
- * `npm run bench:turns` alone) writes its own section of docs/performance.md on a full run.
+ * `npm run bench:turns` alone) writes its own section of docs/performance.md on a full run; so does
+ * the `streams` phase (replies as they are written: latency per token with one reader and 1,000,
+ * memory per open stream; bench/streams-report.ts, also `npm run bench:streams` alone).
  * Not part of the tests: numbers depend on the machine.
  */
 import { execFileSync, spawnSync } from 'node:child_process';
@@ -21,6 +23,7 @@ import { runBackend, startServerProcess, type BackendResult, type BenchPlan } fr
 import { renderReport, writeReport, type Machine, type PgbenchResult } from './report.ts';
 import { adminQuery, cpuModel, pgbenchPath, rerunNextToPostgres } from './host.ts';
 import { runTurnsBench } from './turns-report.ts';
+import { runStreamsBench } from './streams-report.ts';
 
 const root = join(import.meta.dirname, '..');
 const log = (line: string) => process.stdout.write(`${line}\n`);
@@ -32,7 +35,7 @@ const quick = process.env.BENCH_QUICK === '1';
 // A partial run would write '–' over the phases it skipped.
 const backends = (process.env.BENCH_BACKENDS ?? 'pglite,postgres').split(',');
 const partial = process.env.BENCH_PHASES !== undefined || process.env.BENCH_BACKENDS !== undefined;
-const phases = (process.env.BENCH_PHASES ?? 'appends,reads,wake,memory,turns').split(',');
+const phases = (process.env.BENCH_PHASES ?? 'appends,reads,wake,memory,turns,streams').split(',');
 // The phases measured on a server process per backend (scenarios.ts reads BENCH_PHASES itself).
 const serverPhases = phases.some((p) => ['appends', 'reads', 'wake', 'memory'].includes(p));
 
@@ -187,6 +190,11 @@ if (serverPhases) {
 if (phases.includes('turns')) {
   log('bench: agents that act (turns with tool calls, suspended turns)');
   await runTurnsBench({ root, adminUrl, quick, backends, parts: ['tools', 'ticks'], log, write: !(quick || partial) });
+}
+// Replies as they are written (issue 39): a server process per backend, its model a stand-in here.
+if (phases.includes('streams')) {
+  log('bench: replies as they are written (one reader and 1,000 of a streaming thread)');
+  await runStreamsBench({ root, adminUrl, quick, backends, log, write: !(quick || partial) });
 }
 log(
   `bench: done in ${((performance.now() - started) / 60_000).toFixed(1)} min` +

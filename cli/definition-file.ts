@@ -41,10 +41,11 @@ export async function loadDesired(file: string, env: NodeJS.ProcessEnv, checkSec
       if (ref) resolveSecret(ref, env);
     }
     for (const hook of definition.organization.webhooks ?? []) resolveWebhookSecret(hook.secret, env);
-    // Agents' MCP header values: every variable a template names (the values themselves are dropped here).
+    // Agents' MCP and A2A header values: every variable a template names (the values themselves are dropped here).
     for (const team of definition.teams) {
       for (const agent of team.agents) {
         for (const server of agent.tools?.mcp ?? []) for (const template of Object.values(server.headers ?? {})) resolveSecretTemplate(template, env);
+        for (const template of Object.values(agent.a2a?.headers ?? {})) resolveSecretTemplate(template, env);
       }
     }
   }

@@ -66,10 +66,14 @@ function hints(place: Place): Record<string, string> {
       'webhooks (and agents\' MCP servers) must be https and reach public addresses only; for a receiver on this machine or a private network (development, tests), start acs-server with --webhook-allow-private',
     webhook_limit: 'an organization holds at most 20 webhooks: delete one it no longer needs (remove it from the definition and apply)',
     mcp_key_limit: 'list the agent\'s keys with teamctl mcp keys list --team TEAM --agent AGENT, and revoke one it no longer needs (teamctl mcp keys revoke)',
+    task_final: 'the task is completed, failed, canceled or rejected already and changes no more: ask for a new task instead',
+    task_failed: 'teamctl tasks show TASK shows the task, its status message and its thread; ask again with a new run',
     reply_invalid: runFailureHint('reply_invalid', 'temporal', 'RUN')!,
     loop_exhausted: runFailureHint('loop_exhausted', 'temporal', 'RUN')!,
     expression_failed: runFailureHint('expression_failed', 'temporal', 'RUN')!,
     invalid_input: 'the rendered text must spell a number (or true/false) for that input of the sub-pipeline',
+    invalid_agent_card:
+      'check the agent\'s a2a.url (its card is read from {url}/.well-known/agent-card.json) and that the remote agent is running; teamctl validate -f FILE --remote reads every remote agent\'s card',
   };
 }
 

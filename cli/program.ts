@@ -36,11 +36,13 @@ const COMMANDS: ReadonlyArray<{ names: readonly string[]; load: () => Promise<Re
   { names: ['run', 'runs'], load: async () => (await import('./commands/run.ts')).registerRun },
   { names: ['schedules'], load: async () => (await import('./commands/schedules.ts')).registerSchedules },
   { names: ['thread'], load: async () => (await import('./commands/thread.ts')).registerThread },
+  { names: ['tasks'], load: async () => (await import('./commands/tasks.ts')).registerTasks },
   { names: ['events'], load: async () => (await import('./commands/events.ts')).registerEvents },
   { names: ['keys'], load: async () => (await import('./commands/keys.ts')).registerKeys },
   { names: ['humans'], load: async () => (await import('./commands/humans.ts')).registerHumans },
   { names: ['worker'], load: async () => (await import('./commands/worker.ts')).registerWorker },
   { names: ['mcp'], load: async () => (await import('./commands/mcp.ts')).registerMcp },
+  { names: ['a2a'], load: async () => (await import('./commands/a2a.ts')).registerA2a },
   { names: ['config'], load: async () => (await import('./commands/config.ts')).registerConfig },
   // Completion walks the whole tree: it is never registered alone.
   { names: ['completion', 'completion-server'], load: async () => (await import('./commands/completion.ts')).registerCompletion },

@@ -24,7 +24,8 @@ export function isFinished(status: string): boolean {
 
 /**
  * One entry as a line: mark, id, state when not completed, what it is (a loop's iterations, a
- * map's items, a sub-pipeline's run), its thread and participants, its reply (and value when a
+ * map's items, a sub-pipeline's run), its thread, its task and the task's state (a task step),
+ * its participants, its reply (and value when a
  * typed reply parsed to something else than the text), the re-asks, the error.
  */
 export function entryLine(step: StepProgress): string {
@@ -35,6 +36,7 @@ export function entryLine(step: StepProgress): string {
   else if (kind === 'run') parts.push(`run ${step.pipeline ?? ''}${step.run_id ? ` as ${step.run_id}` : ''}`.trim());
   else if (kind === 'sleep') parts.push(step.until ? `sleep until ${step.until}` : 'sleep');
   if (step.thread_id) parts.push(`thread ${step.thread_id}`);
+  if (step.task_id) parts.push(`task ${step.task_id}${step.task_state ? ` (${step.task_state})` : ''}`);
   if (step.status === 'running' && step.awaiting && step.from) parts.push(`${step.from} → ${step.awaiting}, awaiting ${step.awaiting}${step.wait_mode ? ` (waits by ${step.wait_mode})` : ''}`);
   if (step.reply !== null && kind === 'step') parts.push(`reply: ${oneLine(step.reply)}`);
   if (kind === 'run' && step.status === 'completed' && step.value !== null) parts.push(`output: ${oneLine(String(step.value))}`);

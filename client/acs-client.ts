@@ -46,6 +46,7 @@ import type {
   ThreadPage,
 } from '../api/schemas.ts';
 import type { SignInLink } from '../api/session-schemas.ts';
+import type { CreateTaskBody, Task, TaskArtifactBody, TaskList, TaskState, TaskStatusBody } from '../api/tasks.ts';
 import type { ToolCall, ToolCallList } from '../api/agent-tools.ts';
 import type { StopResult as StopResultSchema } from '../api/thread-stream.ts';
 import type {
@@ -405,6 +406,65 @@ export class AcsClient {
    */
   stopThread(threadId: string, options?: PostOptions): Promise<StopResult> {
     return this.request('POST', `/threads/${seg(threadId)}/stop`, undefined, options);
+  }
+
+  // ---- tasks (contract §12) -----------------------------------------------------------------
+
+  /**
+   * `POST /api/v1/edges/{edge_id}/tasks` → 201 Task: `requester_id` (one of the edge's two
+   * participants; the other is the assignee) asks for the work in `parts` (text, data, or files:
+   * attachments of the organization), with an optional `title`. Opens the task's thread with the
+   * parts as the requester's first message; the task starts `submitted`.
+   * Errors: `not_found` (edge), `not_a_participant`, `unknown_reference` (a file's attachment), `invalid_request`.
+   */
+  createTask(edgeId: string, body: BodyOf<typeof CreateTaskBody>, options?: PostOptions): Promise<Task> {
+    return this.request('POST', `/edges/${seg(edgeId)}/tasks`, body, options);
+  }
+
+  /** `GET /api/v1/tasks/{task_id}`: the task with its state, status message and artifacts. Errors: `not_found`. */
+  getTask(taskId: string, options?: { signal?: AbortSignal }): Promise<Task> {
+    return this.request('GET', `/tasks/${seg(taskId)}`, undefined, options);
+  }
+
+  /**
+   * `GET /api/v1/teams/{team_id}/tasks`: one page of the team's tasks, newest first, of one
+   * `state`, of one `assignee_id`, after the task `after`; `limit` 1–200 (default 50). Pass
+   * `next_after` as the next `after`; an empty page ends the list.
+   * Errors: `not_found` (team), `invalid_cursor` (an `after` that is no task of the team), `invalid_request`.
+   */
+  listTasks(teamId: string, query: { state?: TaskState; assignee_id?: string; after?: string | undefined; limit?: number } = {}, options?: { signal?: AbortSignal }): Promise<TaskList> {
+    const params = new URLSearchParams();
+    if (query.state) params.set('state', query.state);
+    if (query.assignee_id) params.set('assignee_id', query.assignee_id);
+    if (query.after) params.set('after', query.after);
+    if (query.limit !== undefined) params.set('limit', String(query.limit));
+    const qs = params.size > 0 ? `?${params}` : '';
+    return this.request('GET', `/teams/${seg(teamId)}/tasks${qs}`, undefined, options);
+  }
+
+  /**
+   * `POST /api/v1/tasks/{task_id}/cancel` → the task, `canceled` (as its requester).
+   * Errors: `not_found`, `task_final` (409: it is completed, failed, canceled or rejected already; nothing changed).
+   */
+  cancelTask(taskId: string, options?: PostOptions): Promise<Task> {
+    return this.request('POST', `/tasks/${seg(taskId)}/cancel`, undefined, options);
+  }
+
+  /**
+   * `POST /api/v1/tasks/{task_id}/status` → the task after the change (as its assignee): `state`
+   * (any but `submitted`) and an optional `message`, posted to the task's thread as the assignee
+   * and kept as its `status_message`. Errors: `not_found`, `task_final` (409), `invalid_request`.
+   */
+  setTaskStatus(taskId: string, body: BodyOf<typeof TaskStatusBody>, options?: PostOptions): Promise<Task> {
+    return this.request('POST', `/tasks/${seg(taskId)}/status`, body, options);
+  }
+
+  /**
+   * `POST /api/v1/tasks/{task_id}/artifacts` → 201 the task, the new artifact last (as its
+   * assignee): `{name?, parts}`. Errors: `not_found`, `task_final` (409), `unknown_reference`, `invalid_request`.
+   */
+  addTaskArtifact(taskId: string, body: BodyOf<typeof TaskArtifactBody>, options?: PostOptions): Promise<Task> {
+    return this.request('POST', `/tasks/${seg(taskId)}/artifacts`, body, options);
   }
 
   // ---- tool calls (contract §11) ------------------------------------------------------------

@@ -37,7 +37,8 @@ export function checkAgentTools(team: TeamDefinition, teamIndex: number, problem
   team.agents.forEach((agent, i) => {
     if (agent.tools === undefined) return;
     const at = (...rest: PathSegment[]): PathSegment[] => ['teams', teamIndex, 'agents', i, 'tools', ...rest];
-    if (agent.provider === undefined) {
+    // A remote A2A agent's tools are refused by checkRemoteAgents (a2a-semantics.ts), with its own reason.
+    if (agent.provider === undefined && agent.a2a === undefined) {
       problems.push({ path: at(), target: 'key', message: 'only an agent with a provider calls tools; an agent without one is external and acts over MCP with its own tools (add provider: …, or remove tools)' });
     }
     checkServers(agent, at, problems);

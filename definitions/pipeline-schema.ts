@@ -37,7 +37,7 @@ const Identifier = z
   .string()
   .regex(/^[A-Za-z][A-Za-z0-9_-]{0,63}$/, 'must start with a letter and hold only letters, digits, - and _ (at most 64)');
 
-/** A Mustache template: `{{ inputs.NAME }}`, `{{ steps.ID.reply }}`, `{{ steps.ID.thread_id }}`. */
+/** A Mustache template: `{{ inputs.NAME }}`, `{{ steps.ID.reply }}`, `{{ steps.ID.thread_id }}`, `{{ steps.ID.task_id }}`. */
 const Template = (max: number) => z.string().max(max).meta({ description: 'Text with Mustache references: {{ inputs.NAME }}, {{ steps.ID.reply }}, {{ steps.ID.value.FIELD }}, {{ steps.ID.thread_id }}, {{ iteration }}, {{ item }}' });
 
 /** The types an input may have. */
@@ -109,6 +109,11 @@ export const PipelineStepSchema = z
     awaitReply: z.boolean().default(true).describe('Wait for one message from the other end (default true)'),
     timeout: DurationSchema.optional().describe(`How long to wait for each reply (default ${DEFAULT_STEP_TIMEOUT})`),
     reply: ReplySpecSchema.optional().describe('A typed reply: the reply must satisfy a JSON Schema; steps.ID.value is the parsed value'),
+    // No default written into the parsed definition: runs pin it, and schedules compare it by hash.
+    task: z
+      .boolean()
+      .optional()
+      .describe('Ask through a task (a unit of work, with its state and artifacts, as Agent2Agent defines it) instead of a message: a task on the edge between `from` (requester) and `to` (assignee), the content its text and the subject its title; the step waits until the task is final, and its reply is the text of the task\'s artifacts (steps.ID.task_id names the task)'),
     reconcileEvery: ReconcileEverySchema.optional(),
     ...EntryOptions,
   })

@@ -137,7 +137,8 @@ function badStepReference(id: string, rest: readonly string[], scope: Scope, ctx
   const known = scope.done.get(id) ?? scope.previous.get(id)!;
   const [field] = rest;
   if (field === undefined) return undefined;
-  const fields = FIELDS[known.kind];
+  // A task step (`task: true`) names its task too.
+  const fields = known.step?.task ? [...FIELDS.step, 'task_id'] : FIELDS[known.kind];
   if (!fields.includes(field)) {
     return `unknown field ${JSON.stringify(field)} of ${known.kind === 'step' ? 'a step' : `a ${known.kind}`}; use ${fields.slice(0, -1).join(', ')} or ${fields.at(-1)}${didYouMean(field, fields)}`;
   }
@@ -213,7 +214,7 @@ function entryType(id: string, known: Known): CelDeclType {
   switch (known.kind) {
     case 'step': {
       const value = known.step?.reply ? schemaType(known.step.reply.schema, `${label}.value`) : STRING;
-      type = objectOf({ reply: STRING, value, status, error, thread_id: STRING }, label);
+      type = objectOf({ reply: STRING, value, status, error, thread_id: STRING, ...(known.step?.task ? { task_id: STRING } : {}) }, label);
       break;
     }
     case 'loop':
@@ -325,6 +326,12 @@ function checkStep(step: PipelineStep, path: PathSegment[], team: TeamDefinition
       }
     }
     if (step.subject !== undefined) problems.push({ path: [...path, 'subject'], target: 'key', message: 'a step that continues a thread has no subject (the thread has one)' });
+  }
+  if (step.task && step.thread !== undefined) {
+    problems.push({ path: [...path, 'task'], target: 'key', message: 'a task step asks on an edge (its task opens a thread of its own): give `to`, not `thread`' });
+  }
+  if (step.task && step.reconcileEvery !== undefined) {
+    problems.push({ path: [...path, 'reconcileEvery'], target: 'key', message: 'reconcileEvery applies to waits for a reply by push; a task step waits for its task to end' });
   }
   if (!step.awaitReply && step.timeout !== undefined) problems.push({ path: [...path, 'timeout'], target: 'key', message: 'timeout applies to the wait for a reply; this step has awaitReply: false' });
   if (step.reply !== undefined) {

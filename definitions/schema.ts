@@ -11,6 +11,7 @@
 import { z } from 'zod';
 import { WebhookFields } from '../api/events.ts';
 import { AgentFields, HumanFields, Name, OrganizationFields, Providers, TeamFields } from '../api/schemas.ts';
+import { A2aDefinitionSchema } from './a2a-schema.ts';
 import { AgentToolsDefinitionSchema } from './agent-tools-schema.ts';
 import { PipelineDefinitionSchema, ScheduleDefinitionSchema } from './pipeline-schema.ts';
 import { SecretRefSchema, WebhookSecretRefSchema } from './secrets.ts';
@@ -29,11 +30,14 @@ const renamedFrom = (kept: string) =>
 const RenamedFrom = renamedFrom('threads');
 
 /**
- * An agent: with a provider it runs a model in the service; without, it is external (MCP). Fields:
- * `AgentFields` (api/schemas.ts, `maxSteps` among them), and `tools` (`agent-tools-schema.ts`),
- * whose header values are secret templates.
+ * An agent: with a provider it runs a model in the service; with `a2a` it is a remote A2A agent
+ * (`a2a-schema.ts`); with neither, it is external (MCP). Fields: `AgentFields` (api/schemas.ts,
+ * `maxSteps` among them), `tools` (`agent-tools-schema.ts`) and `a2a`, whose header values are
+ * secret templates.
  */
-export const AgentDefinitionSchema = AgentFields.definition.extend({ renamedFrom: RenamedFrom, tools: AgentToolsDefinitionSchema.optional() }).describe('An agent of the team');
+export const AgentDefinitionSchema = AgentFields.definition
+  .extend({ renamedFrom: RenamedFrom, tools: AgentToolsDefinitionSchema.optional(), a2a: A2aDefinitionSchema.optional() })
+  .describe('An agent of the team');
 export type AgentDefinition = z.infer<typeof AgentDefinitionSchema>;
 
 /** A human participant. Fields: `HumanFields` (api/schemas.ts). */

@@ -4,6 +4,7 @@
  * would reject halfway through an apply.
  */
 import { closestMatch } from './did-you-mean.ts';
+import { checkRemoteAgents } from './a2a-semantics.ts';
 import { checkAgentTools } from './agent-tools-semantics.ts';
 import { checkPipelines } from './pipeline-semantics.ts';
 import type { PathProblem } from './problems.ts';
@@ -35,7 +36,8 @@ function participants(team: TeamDefinition, teamIndex: number, problems: PathPro
  */
 function checkAgents(team: TeamDefinition, teamIndex: number, problems: PathProblem[]): void {
   team.agents.forEach((agent, i) => {
-    if (agent.model !== undefined && agent.provider === undefined) {
+    // A remote A2A agent's model is refused by checkRemoteAgents, with its own reason.
+    if (agent.model !== undefined && agent.provider === undefined && agent.a2a === undefined) {
       problems.push({
         path: ['teams', teamIndex, 'agents', i, 'model'],
         target: 'value',
@@ -123,7 +125,8 @@ function checkRenames(entries: Array<{ name: string; renamedFrom?: string | unde
  * model on every agent with a provider other than echo; `renamedFrom` naming no name the file
  * keeps, and claimed once (`checkRenames`); the rules of agents' `tools` (`checkAgentTools`: a
  * provider, an approver who is a human of the team on an edge with the agent, approval tools that
- * exist, unique servers, https URLs); webhook names unique; and the rules of pipelines and
+ * exist, unique servers, https URLs); a remote A2A agent's `a2a` without provider, model or
+ * tools beside it, its URL https (`checkRemoteAgents`); webhook names unique; and the rules of pipelines and
  * schedules (`checkPipelines`). Raises nothing.
  */
 export function checkDefinition(definition: Definition): PathProblem[] {
@@ -144,6 +147,7 @@ export function checkDefinition(definition: Definition): PathProblem[] {
     checkAgents(team, t, problems);
     checkEdges(team, t, names, problems);
     checkAgentTools(team, t, problems);
+    checkRemoteAgents(team, t, problems);
     checkRenames(
       [...team.agents.map((a, i) => ({ ...a, path: ['teams', t, 'agents', i] })), ...team.humans.map((h, i) => ({ ...h, path: ['teams', t, 'humans', i] }))],
       `the participants of team ${team.name}`,

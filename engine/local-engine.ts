@@ -21,6 +21,8 @@ import type {
   StepProgress,
 } from '../workflows/pipeline-orchestration.ts';
 import type { StreamableActivities } from './stream-waits.ts';
+import type { ConversationActivities } from '../activities/conversation-activities.ts';
+import { FINAL_TASK_STATES } from '../workflows/task-states.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** Changes per activity call on the local engine: one, so progress shows change by change. */
@@ -79,7 +81,7 @@ export class LocalRunCancelled extends Error {
  */
 export async function runPipelineLocally(
   input: PipelineRunInput & { runKey: string },
-  acts: PipelineActivities | StreamableActivities,
+  acts: PipelineActivities | StreamableActivities | (PipelineActivities & TaskStepActivities),
   options: {
     retry?: RetryOptions;
     onProgress?: (event: ProgressEvent) => void;
@@ -93,7 +95,8 @@ export async function runPipelineLocally(
   const { initialState, orchestratePipeline, RunStatuses, settleRunning, stepList, StepStatuses } = await import('../workflows/pipeline-orchestration.ts');
   const { signal } = options;
   const cancelled = (): LocalRunCancelled => (signal?.reason instanceof LocalRunCancelled ? signal.reason : new LocalRunCancelled());
-  let retrying: PipelineActivities = withRetries(acts, options.retry);
+  const retried = withRetries(acts, options.retry);
+  let retrying: PipelineActivities = retried;
   let closeStream = () => {};
   if (options.streamWaits && 'sendStep' in acts && 'readReply' in acts && 'waitForMessage' in acts) {
     const { withStreamWaits } = await import('./stream-waits.ts');
@@ -101,6 +104,7 @@ export async function runPipelineLocally(
     retrying = streaming.acts;
     closeStream = streaming.close;
   }
+  retrying = withTaskSteps(retrying, retried as Partial<TaskStepActivities>);
   if (signal) retrying = untilAborted(retrying, signal, cancelled);
   // Every run of this process (the top one and its sub-pipelines) by business key, for the view.
   const runs = new Map<string, { pipeline: PipelineRunInput['pipeline']; state: PipelineState; status: RunStatus }>();
@@ -189,8 +193,35 @@ function untilAborted(acts: PipelineActivities, signal: AbortSignal, cancelled: 
       );
     });
   };
+  const { task } = acts;
   return {
     resolveTeam: (input) => guard(() => acts.resolveTeam(input)),
     converse: (input, options) => guard(() => acts.converse(input, options)),
+    ...(task ? { task: (input, options) => guard(() => task(input, options)) } : {}),
+  };
+}
+
+/** The activities a local run's task steps are made of (`activities/conversation-activities.ts`). */
+export type TaskStepActivities = Pick<ConversationActivities, 'createStepTask' | 'awaitTask'>;
+
+/**
+ * `acts` with task steps (`task: true`) run as the workflow runs them: `createStepTask`, then,
+ * when the step waits and the task is not final yet, `awaitTask` (a long poll of the task's
+ * thread, reading the task after each poll; the step shows `poll` as its wait). `from` gives the
+ * two activities (retried); `acts` that lack them, or have `task` already, are returned as given.
+ */
+function withTaskSteps(acts: PipelineActivities, from: Partial<TaskStepActivities>): PipelineActivities {
+  const { createStepTask, awaitTask } = from;
+  if (acts.task || !createStepTask || !awaitTask) return acts;
+  return {
+    ...acts,
+    task: async (input, options = {}) => {
+      const created = await createStepTask(input);
+      options.taskCreated?.(created);
+      if (input.deadline === undefined || FINAL_TASK_STATES.includes(created.state)) return created;
+      // WaitKinds.poll: the interpreter's module is loaded lazily (see runPipelineLocally).
+      options.waiting?.('poll');
+      return awaitTask({ connection: input.connection, taskId: created.taskId, threadId: created.threadId, deadline: input.deadline });
+    },
   };
 }

@@ -28,7 +28,7 @@ export interface WaitingStep {
   thread_id: string;
   from: string;
   to: string;
-  /** `teamctl thread send THREAD --from NAME --content "…"`. */
+  /** `teamctl thread send THREAD --from NAME --content "…"` (a task step: `teamctl tasks show TASK`, the task its assignee completes). */
   answer_with: string;
   /** How the step waits: `push` (in the workflow, woken by the webhook), `poll` (an activity long-polls), `stream` (a local run, on its event stream); absent for runs that do not say. */
   wait_mode?: string;
@@ -100,7 +100,8 @@ export function waitingStep(key: string, step: StepProgress, humans: readonly st
     thread_id: step.thread_id,
     from: step.from,
     to: step.awaiting,
-    answer_with: `teamctl thread send ${step.thread_id} --from ${shellWord(step.awaiting)} --content '…'`,
+    // A task step's task is completed by its assignee (its artifacts, then its state), not by a message.
+    answer_with: step.task_id ? `teamctl tasks show ${step.task_id}` : `teamctl thread send ${step.thread_id} --from ${shellWord(step.awaiting)} --content '…'`,
     ...(step.wait_mode ? { wait_mode: step.wait_mode } : {}),
   };
 }

@@ -28,6 +28,7 @@ export const ErrorCatalogue = {
   deletion_protected: { status: 409, title: 'Deletion protected' },
   idempotency_key_in_use: { status: 409, title: 'Idempotency key in use' },
   webhook_limit: { status: 409, title: 'Webhook limit reached' },
+  task_final: { status: 409, title: 'Task is final' },
   events_expired: { status: 410, title: 'Events expired' },
   payload_too_large: { status: 413, title: 'Payload too large' },
   unsupported_media_type: { status: 415, title: 'Unsupported media type' },
@@ -82,6 +83,10 @@ export const ToolkitErrorCodes = {
   expression_failed: 'expression_failed',
   /** An input given to a sub-pipeline is not of the input's type once rendered. */
   invalid_input: 'invalid_input',
+  /** A pipeline task step's task (`task: true`) ended failed, canceled or rejected. */
+  task_failed: 'task_failed',
+  /** A remote A2A agent's Agent Card cannot be read or does not parse (apply, `validate --remote`): nothing is sent for that agent. */
+  invalid_agent_card: 'invalid_agent_card',
   /** A team, participant or organization named on the command line does not exist where it was looked for. */
   name_not_found: 'name_not_found',
   /** The teamctl config file (contexts) cannot be read, is not YAML, or does not match its schema. */

@@ -10,6 +10,7 @@
  * workflow plans with it in Temporal's sandbox.
  */
 import type { AgentTools, McpServer } from '../api/agent-tools.ts';
+import { A2A_HEADERS } from './remote-a2a.ts';
 import { SENSITIVE } from './types.ts';
 import type { AgentWire, DesiredAgentTools, DesiredMcpServer, DesiredState, FieldDiff, HeaderMatches, HeaderRefs } from './types.ts';
 
@@ -119,27 +120,44 @@ export function headerRefsOf(tools: DesiredAgentTools | null | undefined): Heade
 }
 
 /**
- * An agent's fields as a change carries them: `tools` with each header value {@link SENSITIVE},
- * and the templates apart in `headerRefs` (absent when no server has headers). Fields without
- * `tools` come back as they are. Raises nothing.
+ * The header templates of an agent's fields: its MCP servers' ({@link headerRefsOf}) and, under
+ * {@link A2A_HEADERS}, its remote A2A agent's; empty when none has headers. Raises nothing.
+ */
+export function fieldHeaderRefs(fields: Partial<AgentWire>): HeaderRefs {
+  const refs = headerRefsOf(fields.tools);
+  const a2a = fields.a2a?.headers ?? {};
+  if (Object.keys(a2a).length > 0) refs[A2A_HEADERS] = { ...a2a };
+  return refs;
+}
+
+/**
+ * An agent's fields as a change carries them: `tools` and `a2a` with each header value
+ * {@link SENSITIVE}, and the templates apart in `headerRefs` (absent when nothing has headers).
+ * Fields without `tools` or `a2a` come back as they are. Raises nothing.
  */
 export function hideHeaders<F extends Partial<AgentWire>>(fields: F): { fields: F; headerRefs?: HeaderRefs } {
-  const tools = fields.tools;
-  if (!tools) return { fields };
-  const refs = headerRefsOf(tools);
-  const masked = { ...tools, mcp: tools.mcp.map((server) => ({ ...server, headers: hidden(Object.keys(server.headers)) })) };
-  return { fields: { ...fields, tools: masked }, ...(Object.keys(refs).length > 0 ? { headerRefs: refs } : {}) };
+  const { tools, a2a } = fields;
+  if (!tools && !a2a) return { fields };
+  const refs = fieldHeaderRefs(fields);
+  const masked = { ...fields };
+  if (tools) masked.tools = { ...tools, mcp: tools.mcp.map((server) => ({ ...server, headers: hidden(Object.keys(server.headers)) })) };
+  if (a2a) masked.a2a = { ...a2a, headers: hidden(Object.keys(a2a.headers)) };
+  return { fields: masked, ...(Object.keys(refs).length > 0 ? { headerRefs: refs } : {}) };
 }
 
 /**
  * The fields a change sends, with each hidden header value put back as its template from
  * `headerRefs` (the inverse of {@link hideHeaders}), for the activity that resolves them.
- * Fields without `tools`, or a change without `headerRefs`, come back as they are. Raises nothing.
+ * Fields without `tools` or `a2a`, or a change without `headerRefs`, come back as they are.
+ * Raises nothing.
  */
 export function withHeaderRefs<F extends Partial<AgentWire>>(fields: F, headerRefs: HeaderRefs | undefined): F {
-  const tools = fields.tools;
-  if (!tools || headerRefs === undefined) return fields;
-  return { ...fields, tools: { ...tools, mcp: tools.mcp.map((server) => ({ ...server, headers: { ...(headerRefs[server.name] ?? {}) } })) } };
+  const { tools, a2a } = fields;
+  if ((!tools && !a2a) || headerRefs === undefined) return fields;
+  const restored = { ...fields };
+  if (tools) restored.tools = { ...tools, mcp: tools.mcp.map((server) => ({ ...server, headers: { ...(headerRefs[server.name] ?? {}) } })) };
+  if (a2a) restored.a2a = { ...a2a, headers: { ...(headerRefs[A2A_HEADERS] ?? {}) } };
+  return restored;
 }
 
 /** The human an agent's fields name as approver (`tools.approval.by`), if any. */
@@ -148,7 +166,8 @@ export function approverOf(fields: Partial<AgentWire>): string | undefined {
 }
 
 /**
- * The header templates of one desired agent, with the names under which the read activities find
+ * The header templates of one desired agent (its MCP servers' and its remote A2A agent's), with
+ * the names under which the read activities find
  * its live agent: the team's and the agent's names, and their old names (`renamedFrom`).
  */
 export interface AgentHeaderRefs {
@@ -166,7 +185,7 @@ export function agentHeaderRefs(desired: DesiredState): AgentHeaderRefs[] {
   const names = (d: { name: string; renamedFrom?: string | undefined }) => (d.renamedFrom === undefined ? [d.name] : [d.name, d.renamedFrom]);
   return desired.teams.flatMap((team) =>
     team.agents.flatMap((agent) => {
-      const headers = headerRefsOf(agent.fields.tools);
+      const headers = fieldHeaderRefs(agent.fields);
       return Object.keys(headers).length === 0 ? [] : [{ teams: names(team), agents: names(agent), headers }];
     }),
   );

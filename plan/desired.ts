@@ -7,10 +7,11 @@
 import { defaultAskTimeoutSeconds, defaultToolTimeoutSeconds } from '../api/agent-tools.ts';
 import { WebhookFields } from '../api/events.ts';
 import { AgentFields, HumanFields, OrganizationFields, Providers, TeamFields } from '../api/schemas.ts';
+import type { A2aDefinition } from '../definitions/a2a-schema.ts';
 import type { AgentToolsDefinition } from '../definitions/agent-tools-schema.ts';
 import { durationSeconds } from '../definitions/durations.ts';
 import type { Definition } from '../definitions/schema.ts';
-import type { DesiredAgentTools, DesiredState, DesiredTeam } from './types.ts';
+import type { DesiredA2a, DesiredAgentTools, DesiredState, DesiredTeam } from './types.ts';
 
 /** The part of a definition an apply of resources works on (pipelines and schedules stay out). */
 export type ResourceDefinition = Pick<Definition, 'organization' | 'teams'>;
@@ -35,9 +36,17 @@ export function toolsToWire(tools: AgentToolsDefinition | undefined): DesiredAge
 }
 
 /**
+ * An agent's `a2a` in wire form (contract §12): its URL and its headers kept as templates
+ * (default {}); no `a2a` in the definition: null. Raises nothing.
+ */
+export function a2aToWire(a2a: A2aDefinition | undefined): DesiredA2a | null {
+  return a2a === undefined ? null : { url: a2a.url, headers: { ...(a2a.headers ?? {}) } };
+}
+
+/**
  * The desired state of a definition's organization and teams. Input: a validated definition (or
- * its organization and teams). Output: a {@link DesiredState} holding secret references (and MCP header templates), never
- * values. Raises nothing.
+ * its organization and teams). Output: a {@link DesiredState} holding secret references (and MCP and A2A header templates),
+ * never values. Raises nothing.
  */
 export function desiredState(definition: ResourceDefinition): DesiredState {
   const { providerKeys, webhooks, ...organization } = definition.organization;
@@ -56,7 +65,11 @@ export function desiredState(definition: ResourceDefinition): DesiredState {
         name: team.name,
         renamedFrom: team.renamedFrom,
         fields: TeamFields.toWire(team),
-        agents: team.agents.map((agent) => ({ name: agent.name, renamedFrom: agent.renamedFrom, fields: { ...AgentFields.toWire(agent), tools: toolsToWire(agent.tools) } })),
+        agents: team.agents.map((agent) => ({
+          name: agent.name,
+          renamedFrom: agent.renamedFrom,
+          fields: { ...AgentFields.toWire(agent), tools: toolsToWire(agent.tools), a2a: a2aToWire(agent.a2a) },
+        })),
         humans: team.humans.map((human) => ({ name: human.name, renamedFrom: human.renamedFrom, fields: HumanFields.toWire(human) })),
         edges: team.edges,
       }),

@@ -11,7 +11,9 @@ import { WebhookFields } from '../api/events.ts';
 import { AgentFields, HumanFields, OrganizationFields, TeamFields } from '../api/schemas.ts';
 import type { Provider } from '../api/schemas.ts';
 import { participantNames } from '../client/team-names.ts';
+import type { A2aParticipant } from '../api/remote-a2a.ts';
 import { formatSeconds } from '../definitions/durations.ts';
+import { A2A_HEADERS } from './remote-a2a.ts';
 import type { ObservedState } from './types.ts';
 
 /** A provider key as exported: the variable chosen for it and the hint of the live key. */
@@ -54,7 +56,7 @@ function webhookName(url: string, taken: Set<string>): string {
   return name;
 }
 
-/** An MCP header value as exported: whose it is and the variable its reference names. */
+/** An MCP header value as exported: whose it is and the variable its reference names (`server` `@a2a`: a remote A2A agent's header). */
 export interface ExportedToolHeader {
   team: string;
   agent: string;
@@ -107,15 +109,26 @@ export function toolsFromWire(tools: AgentTools, variableOf: (server: string, he
 }
 
 /**
- * The variables of every MCP header value of the live agents, in team, agent, server and header
+ * A remote agent's live `a2a` as a definition writes it: its URL, and its headers (when it has
+ * any) each a reference `${env:VARIABLE}` (`variableOf`), never a value. Raises nothing.
+ */
+export function a2aFromWire(a2a: A2aParticipant, variableOf: (header: string) => string): Record<string, unknown> {
+  const headers = Object.keys(a2a.header_fingerprints);
+  return { url: a2a.url, ...(headers.length > 0 ? { headers: Object.fromEntries(headers.map((header) => [header, `\${env:${variableOf(header)}}`])) } : {}) };
+}
+
+/**
+ * The variables of every MCP header value of the live agents (and of remote A2A agents' header
+ * values, as of a server named `@a2a`: `A2A_AUTHORIZATION`), in team, agent, server and header
  * order: named after server and header, or also after team and agent when several agents have a
  * server and header of those names; a name still taken gets `_2`, `_3`, ….
  */
 function toolHeaderVariables(teams: ObservedState['teams']): ExportedToolHeader[] {
   const headers = teams.flatMap(({ team, agents }) =>
-    agents.flatMap((agent) =>
-      (agent.tools?.mcp ?? []).flatMap((server) => Object.keys(server.header_fingerprints).map((header) => ({ team: team.team_name, agent: agent.name, server: server.name, header }))),
-    ),
+    agents.flatMap((agent) => [
+      ...(agent.tools?.mcp ?? []).flatMap((server) => Object.keys(server.header_fingerprints).map((header) => ({ team: team.team_name, agent: agent.name, server: server.name, header }))),
+      ...Object.keys(agent.a2a?.header_fingerprints ?? {}).map((header) => ({ team: team.team_name, agent: agent.name, server: A2A_HEADERS, header })),
+    ]),
   );
   const uses = new Map<string, number>();
   for (const h of headers) uses.set(toolHeaderVariable(h.server, h.header), (uses.get(toolHeaderVariable(h.server, h.header)) ?? 0) + 1);
@@ -135,7 +148,8 @@ function toolHeaderVariables(teams: ObservedState['teams']): ExportedToolHeader[
  * variables it names for provider keys, webhook secrets and agents' MCP header values. Input: the
  * organization's observed state (it must exist). Output: `{ definition, providerKeys, webhooks,
  * toolHeaders }`; teams, agents and humans in the service's order, edges as pairs of participant
- * names, an agent's `maxSteps` when not 10 and its `tools` (`toolsFromWire`); a webhook without
+ * names, an agent's `maxSteps` when not 10, its `tools` (`toolsFromWire`) and its `a2a`
+ * (`a2aFromWire`, header values as references); a webhook without
  * a name gets one from its URL's host. Raises nothing.
  */
 export function exportDefinition(observed: ObservedState & { organization: NonNullable<ObservedState['organization']> }): {
@@ -167,7 +181,11 @@ export function exportDefinition(observed: ObservedState & { organization: NonNu
     toolHeaders.find((h) => h.team === team && h.agent === agent && h.server === server && h.header === header)!.variable;
   const teams = observed.teams.map(({ team, agents, humans, edges }) => {
     const names = participantNames({ agents, humans });
-    const agentEntry = (a: (typeof agents)[number]) => ({ ...AgentFields.fromWire(a), ...(a.tools ? { tools: toolsFromWire(a.tools, variableOf(team.team_name, a.name)) } : {}) });
+    const agentEntry = (a: (typeof agents)[number]) => ({
+      ...AgentFields.fromWire(a),
+      ...(a.tools ? { tools: toolsFromWire(a.tools, variableOf(team.team_name, a.name)) } : {}),
+      ...(a.a2a ? { a2a: a2aFromWire(a.a2a, (header) => variableOf(team.team_name, a.name)(A2A_HEADERS, header)) } : {}),
+    });
     return {
       ...TeamFields.fromWire(team),
       ...(agents.length > 0 ? { agents: agents.map(agentEntry) } : {}),

@@ -10,6 +10,7 @@
  */
 import type { Edge, Human } from '../api/schemas.ts';
 import { hideHeaders, toolsDiff } from './agent-tools.ts';
+import { A2A_HEADERS, a2aDiff } from './remote-a2a.ts';
 import { edgeAddress, ORGANIZATION_ADDRESS, participantAddress, providerKeyAddress, teamAddress, webhookAddress } from './addresses.ts';
 import { SENSITIVE } from './types.ts';
 import type {
@@ -60,15 +61,20 @@ export function diffFields(live: object, desired: object): Record<string, FieldD
 /**
  * The fields of an agent that differ from the live one: its scalar fields as {@link diffFields}
  * compares them, and `tools` as `agent-tools.ts` does (servers by name, lists as sets, header
- * values by the live agent's `headerMatches`). A desired agent without `tools` (a state recorded
- * before tools were managed) leaves the live tools out of the comparison. Raises nothing.
+ * values by the live agent's `headerMatches`), and `a2a` as `remote-a2a.ts` does (URL, header
+ * names, header values by `headerMatches`). A desired agent without `tools` or `a2a` (a state
+ * recorded before they were managed) leaves the live ones out of the comparison. Raises nothing.
  */
 export function agentDiff(live: ObservedAgent, desired: Partial<AgentWire>): Record<string, FieldDiff> {
-  const { tools, ...fields } = desired;
+  const { tools, a2a, ...fields } = desired;
   const diff = diffFields(live, fields);
   if (tools !== undefined) {
     const drift = toolsDiff(live.tools, tools, live.headerMatches);
     if (drift) diff['tools'] = drift;
+  }
+  if (a2a !== undefined) {
+    const drift = a2aDiff(live.a2a, a2a, live.headerMatches?.[A2A_HEADERS]);
+    if (drift) diff['a2a'] = drift;
   }
   return diff;
 }

@@ -51,19 +51,35 @@ export interface DesiredAgentTools {
 }
 
 /**
+ * A remote A2A agent as a definition wants it (contract §12), in wire names: its URL (normalized
+ * as the service stores it) and `headers` mapping each header to its *template*
+ * (`Bearer ${env:SCOUT_TOKEN}`), never a value (the activities resolve it).
+ */
+export interface DesiredA2a {
+  url: string;
+  headers: Record<string, string>;
+}
+
+/**
  * What a definition asks an agent to hold, in wire names; `status` only when the definition sets
  * it. `tools` is null for an agent without tools, and absent only in desired states recorded
- * before tools were managed (then the live tools are left as they are).
+ * before tools were managed (then the live tools are left as they are); `a2a` likewise (null: not
+ * a remote A2A agent; absent: recorded before remote agents were managed).
  */
-export type AgentWire = WireOf<typeof AgentFields> & { tools?: DesiredAgentTools | null };
+export type AgentWire = WireOf<typeof AgentFields> & { tools?: DesiredAgentTools | null; a2a?: DesiredA2a | null };
 
-/** Header templates of an agent's MCP servers: server name → header name → template (`Bearer ${env:TRACKER_TOKEN}`). */
+/**
+ * Header templates of an agent: MCP server name → header name → template (`Bearer
+ * ${env:TRACKER_TOKEN}`); a remote A2A agent's own headers under `@a2a` (`A2A_HEADERS` of
+ * `plan/remote-a2a.ts`), a key no MCP server name can take.
+ */
 export type HeaderRefs = Record<string, Record<string, string>>;
 
 /**
- * Whether each live header value of an agent's MCP servers is the one the definition asks for
- * (server name → header name → whether its fingerprint is of the desired value), judged where the
- * secrets are resolved (the read activities); only headers both sides name are compared.
+ * Whether each live header value of an agent's MCP servers (and, under `@a2a`, of its remote A2A
+ * agent) is the one the definition asks for (server name → header name → whether its fingerprint
+ * is of the desired value), judged where the secrets are resolved (the read activities); only
+ * headers both sides name are compared.
  */
 export type HeaderMatches = Record<string, Record<string, boolean>>;
 
@@ -176,7 +192,8 @@ export interface FieldDiff {
   to: unknown;
   /**
    * Secrets inside the field (shown as {@link SENSITIVE} on both sides) whose values differ, by
-   * their path under it: `mcp[tracker].headers.Authorization` of an agent's `tools`.
+   * their path under it: `mcp[tracker].headers.Authorization` of an agent's `tools`,
+   * `headers.Authorization` of its `a2a`.
    */
   sensitiveChanges?: string[];
 }

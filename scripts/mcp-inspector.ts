@@ -7,8 +7,8 @@
  * Starts an in-memory server on a free loopback port, makes a team (agent `bot`, human `ann`,
  * an edge, a thread ann opened) and an MCP key for bot, then runs `inspector --cli URL
  * --transport http --header "x-api-key: …"` for `tools/list` (with `--strict`: tool schemas
- * that other clients could not read fail the run) and a `tools/call` of each of the seven tools,
- * plus a tool error and a refused key, checking each answer. Prints one line per check and a
+ * that other clients could not read fail the run) and a `tools/call` of each of the seven tools
+ * and the four task tools (on a task ann asked of bot), plus a tool error and a refused key, checking each answer. Prints one line per check and a
  * summary; exit status 1 when a check failed. The key is never printed.
  */
 import { execFile } from 'node:child_process';
@@ -51,8 +51,15 @@ function inspect(url: string, key: string, args: string[]): Promise<Outcome> {
   });
 }
 
-const call = (url: string, key: string, tool: string, args: Record<string, string | number | boolean> = {}) =>
-  inspect(url, key, ['--method', 'tools/call', '--tool-name', tool, ...(Object.keys(args).length > 0 ? ['--tool-arg', ...Object.entries(args).map(([k, v]) => `${k}=${v}`)] : [])]);
+// A value that is not a string goes as JSON (`limit=10`, `parts=[{"text":"x"}]`): the Inspector parses it back.
+const call = (url: string, key: string, tool: string, args: Record<string, unknown> = {}) =>
+  inspect(url, key, [
+    '--method',
+    'tools/call',
+    '--tool-name',
+    tool,
+    ...(Object.keys(args).length > 0 ? ['--tool-arg', ...Object.entries(args).map(([k, v]) => `${k}=${typeof v === 'string' ? v : JSON.stringify(v)}`)] : []),
+  ]);
 
 let failures = 0;
 function check(name: string, outcome: Outcome, ok: (o: Outcome) => boolean): void {
@@ -83,8 +90,8 @@ try {
   const url = `${server.url}/api/v1/mcp`;
 
   const listed = await inspect(url, key, ['--method', 'tools/list', '--strict']);
-  const names = ['list_edges', 'list_threads', 'open_thread', 'read_thread', 'send_message', 'wait_for_messages', 'whoami'];
-  check('tools/list --strict: the seven tools, every schema portable (no error-severity finding)', listed, (o) => o.code === 0 && JSON.stringify(o.json.tools.map((t: any) => t.name).sort()) === JSON.stringify(names));
+  const names = ['add_artifact', 'get_task', 'list_edges', 'list_tasks', 'list_threads', 'open_thread', 'read_thread', 'send_message', 'update_task', 'wait_for_messages', 'whoami'];
+  check('tools/list --strict: the seven tools and the four task tools, every schema portable (no error-severity finding)', listed, (o) => o.code === 0 && JSON.stringify(o.json.tools.map((t: any) => t.name).sort()) === JSON.stringify(names));
 
   const s = (o: Outcome) => o.json.structuredContent;
   check('whoami: the key\'s agent', await call(url, key, 'whoami'), (o) => o.code === 0 && s(o).agent.agent_id === bot.agent_id);
@@ -98,6 +105,11 @@ try {
   const waiting = call(url, key, 'wait_for_messages', { timeout_seconds: 30, thread_id: thread.thread_id });
   const later = await rest.appendMessage(thread.thread_id, { sender_agent_id: ann.human_id, content: 'and another' });
   check('wait_for_messages with a wait: the message appended while it runs', await waiting, (o) => o.code === 0 && s(o).messages.some((m: any) => m.message_id === later.message_id));
+  const task = await rest.createTask(edge.edge_id, { requester_id: ann.human_id, parts: [{ text: 'Summarise the thread' }] });
+  check('list_tasks: ann\'s task for bot', await call(url, key, 'list_tasks', { role: 'assignee' }), (o) => o.code === 0 && s(o).tasks[0].task_id === task.task_id);
+  check('get_task: the task, submitted', await call(url, key, 'get_task', { task_id: task.task_id }), (o) => o.code === 0 && s(o).state === 'submitted');
+  check('update_task: working, with a message from bot', await call(url, key, 'update_task', { task_id: task.task_id, state: 'working', message: 'on it' }), (o) => o.code === 0 && s(o).state === 'working' && s(o).status_message.sender_id === bot.agent_id);
+  check('add_artifact: the artifact, last', await call(url, key, 'add_artifact', { task_id: task.task_id, parts: [{ text: 'a summary' }] }), (o) => o.code === 0 && s(o).artifacts.at(-1).parts[0].text === 'a summary');
   check('read_thread on an unknown thread: a tool error (isError) saying not_found', await call(url, key, 'read_thread', { thread_id: '6f1f3c1e-0000-4000-8000-000000000000' }), (o) => o.code !== 0 && o.json.isError === true && o.json.content[0].text.startsWith('not_found: '));
   check('an unknown key: refused', await inspect(url, `acs_mcp_${'x'.repeat(40)}`, ['--method', 'tools/list']), (o) => o.code !== 0 && !o.stdout.includes('"tools"'));
 } catch (error) {

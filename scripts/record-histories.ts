@@ -14,7 +14,8 @@
  * approval answered, and one cancelled while it waits. Pipelines that decide ({@link DECIDE}):
  * a typed reply answered once wrong (re-asked) then right, with the branch not taken skipped; a
  * branch skipped on an input; a loop of 3 iterations; a map of 5 items; a sub-pipeline (the
- * parent's history; the child is a workflow of its own); a sleep.
+ * parent's history; the child is a workflow of its own); a sleep; task steps (`task: true`): a typed
+ * one dana completes by REST while it waits, then one the echo agent completes.
  *
  * Waits that hold nothing ({@link PUSH}): on an organization whose webhook points at the worker's
  * events listener, the typed approval answered by push (a signal), answered wrong then right (a
@@ -86,6 +87,22 @@ const wanted = (name: string) => only.size === 0 || only.has(name);
 
 /** The pipelines that decide, on the `intake` team of examples/triage.yaml (echo agents; dana answers by REST). */
 const DECIDE = `
+  - name: task-step
+    team: intake
+    steps:
+      - id: ask
+        from: triager
+        to: dana
+        task: true
+        subject: "Ship it?"
+        content: "Ship it? Answer approve or reject."
+        reply: { schema: { enum: [approve, reject] } }
+      - id: noted
+        from: dana
+        to: triager
+        task: true
+        content: "Noted: {{ steps.ask.value }} (task {{ steps.ask.task_id }})"
+    output: "{{ steps.ask.value }}"
   - name: typed-reask
     team: intake
     steps:
@@ -358,6 +375,19 @@ try {
     await messageIn(threadId, 'Your reply does not fit');
     await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approve' });
     await save('pipeline-typed-reask', typed);
+  }
+  if (wanted('pipeline-task-step')) {
+    // A task step dana completes by REST (an artifact, then the state), then one the echo agent completes.
+    const handle = await startDecide('task-step');
+    let taskId: string | undefined;
+    while (!taskId) {
+      const ask = (await handle.query(progressQuery).catch(() => undefined))?.steps.find((s) => s.id === 'ask');
+      if (ask?.task_id && ask.wait_mode === 'poll') taskId = ask.task_id;
+      else await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+    await acs.addTaskArtifact(taskId, { parts: [{ text: 'approve' }] });
+    await acs.setTaskStatus(taskId, { state: 'completed' });
+    await save('pipeline-task-step', handle);
   }
   if (wanted('pipeline-branch-skipped')) await save('pipeline-branch-skipped', await startDecide('branch'));
   if (wanted('pipeline-loop-3')) await save('pipeline-loop-3', await startDecide('loop-3'));

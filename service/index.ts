@@ -284,7 +284,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     const settings = webhookSettings;
     // The worker logs through the app's logger, which exists only once the app is built.
     const logError = (message: string, error?: unknown) => app?.log.error({ err: error }, message);
-    worker = startWebhookWorker(deps, settings, logError);
+    // A2A push notifications carry file parts' URLs: the public URL, known once the server listens.
+    worker = startWebhookWorker(deps, settings, logError, { publicUrl: () => publicUrl ?? listenUrl });
     pruner = startPruner(db, options.eventRetentionMs ?? defaultRetentionMs, logError);
     const publicUrl = options.publicUrl === undefined ? undefined : normalizePublicUrl(options.publicUrl);
     let listenUrl = '';

@@ -33,7 +33,7 @@
  */
 import { ApplicationFailure } from '@temporalio/common';
 import type { Connection } from '../activities/connection.ts';
-import type { ConverseInput, ConverseResult, ConverseTarget, ResolvedTeam } from '../activities/conversation-activities.ts';
+import type { ConverseInput, ConverseResult, ConverseTarget, ResolvedTeam, TaskStepInput, TaskStepResult } from '../activities/conversation-activities.ts';
 import { DEFAULT_STEP_TIMEOUT, parseDuration } from '../definitions/durations.ts';
 import { evaluateCondition, evaluateList, scanExpression } from '../definitions/expressions.ts';
 import type { JsonValue } from '../definitions/expressions.ts';
@@ -65,6 +65,8 @@ export interface ExchangeOptions {
   waiting?(kind: WaitKind): void;
   /** Push waits: milliseconds between reads of the thread (the step's `reconcileEvery`). */
   reconcileEveryMs?: number;
+  /** A task step: its task was created (shown, with its state, before it ends). */
+  taskCreated?(task: TaskStepResult): void;
 }
 
 /** The activities a pipeline runs, as the orchestration sees them. */
@@ -73,7 +75,17 @@ export interface PipelineActivities {
   resolveTeam(input: { connection: Connection; organization: string; team: string }): Promise<ResolvedTeam>;
   /** Sends a step's message (idempotently) and waits for the reply when asked (`options`: see {@link ExchangeOptions}). */
   converse(input: ConverseInput, options?: ExchangeOptions): Promise<ConverseResult>;
+  /**
+   * A task step (`task: true`): creates its task (idempotently) and, when `input.deadline` is
+   * given, waits until the task is final. Output: the task as the step needs it. Errors:
+   * `timed_out` at the deadline, the service's. Absent: the engine cannot run task steps (such a
+   * step fails with `not_applied`).
+   */
+  task?(input: TaskStepInput, options?: ExchangeOptions): Promise<TaskStepResult>;
 }
+
+/** The most characters of a message (contract §4): a re-asked task's text is cut to it. */
+const MAX_MESSAGE_CHARACTERS = 32_768;
 
 /** States of an entry (a step, a loop, a map item…). */
 export const StepStatuses = {
@@ -100,6 +112,8 @@ export const PipelineErrorCodes = {
   expression_failed: 'expression_failed',
   /** An input given to a sub-pipeline is not of the input's type once rendered. */
   invalid_input: 'invalid_input',
+  /** A task step's task ended failed, canceled or rejected. */
+  task_failed: 'task_failed',
 } as const;
 
 /** Why an entry failed: the stable code (`reply_invalid`, `timed_out`, …) and the message. */
@@ -137,6 +151,9 @@ export interface NodeState {
   awaiting?: string | null;
   /** While a step waits: how (push, poll, stream). */
   wait_mode?: WaitKind | null;
+  /** A task step: its task (null before it was created) and the task's state as last seen. */
+  task_id?: string | null;
+  task_state?: string | null;
   /** Replies that did not fit a typed step's schema (each answered with a re-ask). */
   misfits?: MisfitReply[];
   /** A loop's iterations, in order. */
@@ -214,6 +231,9 @@ export interface StepProgress {
   awaiting?: string | null;
   wait_mode?: WaitKind;
   misfits?: MisfitReply[];
+  /** A task step: its task (null before it was created) and the task's state (A2A's spelling) as last seen. */
+  task_id?: string | null;
+  task_state?: string | null;
   /** A loop: its iterations. */
   iterations?: Array<{ index: number; steps: StepProgress[] }>;
   /** A map: its items (null before `items` was evaluated). */
@@ -289,7 +309,9 @@ export function runInputs(pipeline: PipelineDefinition, given: Record<string, In
 /** A pending entry's state. */
 function pendingNode(entry: PipelineEntry | PipelineStep): NodeState {
   const kind = entryKind(entry);
-  return { id: entryId(entry)!, ...(kind === 'step' ? {} : { kind }), status: StepStatuses.pending, thread_id: null, reply: null };
+  // A task step has its task_id (null until created), so that expressions may read it when skipped.
+  const task = kind === 'step' && (entry as PipelineStep).task ? { task_id: null } : {};
+  return { id: entryId(entry)!, ...(kind === 'step' ? {} : { kind }), status: StepStatuses.pending, thread_id: null, reply: null, ...task };
 }
 
 /** The states of a list of entries, all pending (members of parallel groups included). */
@@ -330,6 +352,10 @@ function progressOf(entry: PipelineEntry, node: NodeState | undefined): StepProg
     if (state.awaiting) out.awaiting = state.awaiting;
     if (state.awaiting && state.wait_mode) out.wait_mode = state.wait_mode;
     if (state.misfits?.length) out.misfits = state.misfits;
+    if (state.task_id !== undefined) {
+      out.task_id = state.task_id;
+      out.task_state = state.task_state ?? null;
+    }
   } else if (isLoop(entry)) {
     out.iterations = (state.iterations ?? []).map((iteration, index) => ({ index, steps: scopeProgress(entry.loop.steps, iteration.steps) }));
   } else if (isMap(entry)) {
@@ -446,7 +472,14 @@ function nodeView(node: NodeState): Record<string, unknown> {
     case 'sleep':
       return { status, error };
     default:
-      return { reply: node.reply, value: node.value !== undefined ? node.value : node.reply, status, error, thread_id: node.thread_id };
+      return {
+        reply: node.reply,
+        value: node.value !== undefined ? node.value : node.reply,
+        status,
+        error,
+        thread_id: node.thread_id,
+        ...(node.task_id !== undefined ? { task_id: node.task_id } : {}),
+      };
   }
 }
 
@@ -554,8 +587,82 @@ export async function orchestratePipeline(input: PipelineRunInput, acts: Pipelin
     options: ExchangeOptions,
   ): Promise<ConverseResult> => acts.converse({ connection, runKey: hooks.runKey, ...message, ...(wait ? { awaitFromId: wait.fromId, deadline: wait.deadline } : {}) }, options);
 
+  /**
+   * Runs a task step (`task: true`, contract §12): creates its task on the edge between `from`
+   * (requester) and `to` (assignee) and waits until the task is final. Completed: the reply is the
+   * text of its artifacts (or its first data part as JSON), checked against a typed reply's schema
+   * as a message's reply is (its first data part first); a misfit is asked again with a new task
+   * on the same edge (a final task changes no more) whose text says what is wrong and what was
+   * asked. Failed, canceled or rejected: `task_failed`.
+   */
+  const runTaskStep = async (step: PipelineStep, node: NodeState, frame: Frame, seen: Record<string, unknown>): Promise<void> => {
+    const key = `${frame.keyPrefix}${step.id}`;
+    const peer = step.to!;
+    const edgeId = team.edges[edgeKey(step.from, peer)];
+    if (!edgeId) throw failure('not_applied', `no edge joins ${step.from} and ${peer} in team ${pipeline.team} (it changed after the run started)`);
+    if (!acts.task) throw failure('not_applied', `step ${step.id} asks through a task, which this engine cannot do`);
+    const ask = acts.task;
+    const requesterId = idOf(step.from);
+    idOf(peer); // the assignee must still be in the team
+    update(step, node, frame, { status: StepStatuses.running, key, from: step.from, to: peer, task_id: node.task_id ?? null, ...(step.awaitReply ? { awaiting: peer } : {}) });
+    const options: ExchangeOptions = {
+      taskCreated: (task) => {
+        if (node.task_id !== task.taskId || node.task_state !== task.state) update(step, node, frame, { task_id: task.taskId, task_state: task.state, thread_id: task.threadId });
+      },
+      waiting: (kind) => update(step, node, frame, { wait_mode: kind }),
+    };
+    const title = step.subject === undefined ? undefined : renderTemplate(step.subject, seen);
+    const content = renderTemplate(step.content, seen);
+    const askTask = (stepId: string, text: string) =>
+      ask(
+        {
+          connection,
+          runKey: hooks.runKey,
+          stepId,
+          edgeId,
+          requesterId,
+          content: text,
+          ...(title ? { title } : {}),
+          ...(step.awaitReply ? { deadline: hooks.now() + parseDuration(step.timeout ?? DEFAULT_STEP_TIMEOUT)! } : {}),
+        },
+        options,
+      );
+    let result = await askTask(key, content);
+    const misfits: MisfitReply[] = [];
+    for (let attempt = 1; ; attempt++) {
+      update(step, node, frame, { task_id: result.taskId, task_state: result.state, thread_id: result.threadId });
+      if (!step.awaitReply) {
+        update(step, node, frame, { status: StepStatuses.completed, awaiting: null, wait_mode: null });
+        return;
+      }
+      if (result.state !== 'completed') {
+        throw failure(PipelineErrorCodes.task_failed, `step ${step.id}: task ${result.taskId} ended ${result.state}${result.message ? `: ${result.message}` : ''}`);
+      }
+      const text = result.text ?? (result.data !== undefined ? JSON.stringify(result.data) : null);
+      if (!step.reply) {
+        update(step, node, frame, { status: StepStatuses.completed, reply: text, awaiting: null, wait_mode: null });
+        return;
+      }
+      const { schema, attempts } = step.reply;
+      const candidate = result.data !== undefined ? JSON.stringify(result.data) : (result.text ?? '');
+      const check = checkReply(candidate, schema);
+      if (check.ok) {
+        update(step, node, frame, { status: StepStatuses.completed, reply: text, value: check.value, awaiting: null, wait_mode: null });
+        return;
+      }
+      misfits.push({ reply: candidate, problems: check.problems });
+      update(step, node, frame, { misfits: [...misfits] });
+      if (attempt >= attempts) {
+        throw failure(PipelineErrorCodes.reply_invalid, `step ${step.id}: ${attempts === 1 ? 'the artifact of its task does not fit' : `none of the artifacts of its ${attempts} tasks fits`} its schema; the last one: ${check.problems.join('; ')}`);
+      }
+      const again = `${reaskMessage(check.problems, schema, attempt + 1, attempts)}\n\nWhat was asked:\n${content}`;
+      result = await askTask(`${key}#${attempt + 1}`, again.length > MAX_MESSAGE_CHARACTERS ? again.slice(0, MAX_MESSAGE_CHARACTERS) : again);
+    }
+  };
+
   /** Runs one conversation step: its message, its wait, and the re-asks of a typed reply. */
   const runStep = async (step: PipelineStep, node: NodeState, frame: Frame, seen: Record<string, unknown>): Promise<void> => {
+    if (step.task) return runTaskStep(step, node, frame, seen);
     const key = `${frame.keyPrefix}${step.id}`;
     let target: ConverseTarget;
     let peer: string;

@@ -16,6 +16,11 @@
  *   worker from its last cursor, without sending again (the message id is in the heartbeat, and
  *   the send carries an Idempotency-Key made from the workflow id and the step id).
  * - A step that awaits no reply sends with the local activity (runs started since the patch).
+ * - A task step (`task: true`) creates its task with a local activity (`createStepTask`, one
+ *   marker), then waits in one `awaitTask` activity that long-polls the task's thread and reads
+ *   the task until it is final, heartbeating its cursor: a worker that dies mid-wait is noticed
+ *   by the heartbeat timeout and the wait resumes on another worker (nothing is created twice:
+ *   the creation's marker is in the history, and it carries an Idempotency-Key).
  * - Expressions (CEL) and typed replies (JSON Schema, ajv) are evaluated in the workflow itself:
  *   both libraries are pure, deterministic JavaScript that the workflow sandbox runs (ajv's
  *   generated validators included), so a `when`, an `until` or a reply check adds no history
@@ -38,12 +43,13 @@
  */
 import { continueAsNew, defineQuery, executeChild, isCancellation, patched, proxyActivities, proxyLocalActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
 import { initialState, orchestratePipeline, RunStatuses, settleRunning, StepStatuses, stepList, WaitKinds } from './pipeline-orchestration.ts';
-import type { ConversationActivities, ConverseInput, ResolvedTeam } from '../activities/conversation-activities.ts';
+import type { AwaitTaskInput, ConversationActivities, ConverseInput, ResolvedTeam, TaskStepInput } from '../activities/conversation-activities.ts';
 import { DEFAULT_RECONCILE_EVERY, WaitModes } from '../definitions/pipeline-limits.ts';
 import type { WaitMode } from '../definitions/pipeline-limits.ts';
 import { parseDuration } from '../definitions/durations.ts';
 import type { ExchangeOptions, PipelineActivities, PipelineProgress, PipelineResult, PipelineRunInput, RunStatus } from './pipeline-orchestration.ts';
 import { PushWaits } from './pipeline-waits.ts';
+import { FINAL_TASK_STATES } from './task-states.ts';
 import { temporalRetryPolicy } from './retry-policy.ts';
 
 /** The `progress` query: each step's state, thread id and reply so far. */
@@ -107,8 +113,23 @@ export async function pipelineWorkflow(input: PipelineRunInput): Promise<Pipelin
       retry,
     }).converse(args);
   };
+  /** A task step's wait: an activity that long-polls the task's thread and reads the task, heartbeating. */
+  const awaitingTask = (args: AwaitTaskInput) =>
+    proxyActivities<ConversationActivities>({
+      startToCloseTimeout: Math.max(0, args.deadline - Date.now()) + STEP_MARGIN_MS,
+      heartbeatTimeout: CONVERSE_HEARTBEAT_TIMEOUT_MS,
+      retry,
+    }).awaitTask(args);
   const acts: PipelineActivities = {
     resolveTeam: (args) => lookup.resolveTeam(args),
+    // Task steps exist only in runs started since they were added: no patch guards them.
+    task: async (args: TaskStepInput, options: ExchangeOptions = {}) => {
+      const created = await local.createStepTask(args);
+      options.taskCreated?.(created);
+      if (args.deadline === undefined || FINAL_TASK_STATES.includes(created.state)) return created;
+      options.waiting?.(WaitKinds.poll);
+      return awaitingTask({ connection: args.connection, taskId: created.taskId, threadId: created.threadId, deadline: args.deadline });
+    },
     converse: async (args: ConverseInput, options: ExchangeOptions = {}) => {
       if (!inWorkflow) {
         if (args.awaitFromId !== undefined) options.waiting?.(WaitKinds.poll);

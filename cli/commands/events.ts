@@ -110,6 +110,9 @@ function participantsOf(event: Event): string[] {
     case 'tool_call.started':
     case 'tool_call.finished':
       return [event.data.agent_id, ...(event.data.waiting_on ? [event.data.waiting_on.participant_id] : [])];
+    case 'task.created':
+    case 'task.updated':
+      return [event.data.requester_id, event.data.assignee_id];
     default:
       return [];
   }
@@ -160,6 +163,11 @@ export function summary(event: Event, names: NameBook): string {
       const tool = d.server === null ? d.tool : `${d.server}.${d.tool}`;
       const asked = d.waiting_on ? ` -> ${names.name(d.waiting_on.participant_id)}` : '';
       return `${names.name(d.agent_id)} ${tool}${asked}: ${d.status}${d.error ? ` (${d.error.split(':')[0]})` : ''}  thread ${d.thread_id}`;
+    }
+    case 'task.created':
+    case 'task.updated': {
+      const d = event.data;
+      return `${names.name(d.requester_id)} -> ${names.name(d.assignee_id)}: ${d.state}${d.title ? `  ${JSON.stringify(d.title)}` : ''}  task ${d.task_id}`;
     }
   }
 }

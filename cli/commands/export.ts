@@ -7,6 +7,7 @@ import { parseDefinition } from '../../definitions/load.ts';
 import { ToolkitError } from '../../errors/catalogue.ts';
 import { desiredState } from '../../plan/desired.ts';
 import { exportDefinition } from '../../plan/export.ts';
+import { A2A_HEADERS } from '../../plan/remote-a2a.ts';
 import type { ExportedSchedules } from '../../temporal/schedules.ts';
 import { DEFAULT_TASK_QUEUE } from '../../temporal/settings.ts';
 import { readObserved } from '../../workflows/apply-orchestration.ts';
@@ -77,7 +78,7 @@ export function registerExport(program: Command, io: CliIo, run: Runner): void {
       const header = [`teamctl definition of organization ${opts.org}, exported from ${connection.baseUrl}.`];
       if (providerKeys.length > 0) header.push(`Provider keys are references: set ${providerKeys.map((k) => k.variable).join(', ')} before plan or apply.`);
       if (webhooks.length > 0) header.push(`Webhook secrets are references: set ${webhooks.map((w) => w.variable).join(', ')} (plan compares each with the live secret; apply rotates one that differs).`);
-      if (toolHeaders.length > 0) header.push(`Agents' MCP header values are references: set ${toolHeaders.map((h) => h.variable).join(', ')} (plan compares each with the live value; apply sets one that differs).`);
+      if (toolHeaders.length > 0) header.push(`Agents' MCP (and A2A) header values are references: set ${toolHeaders.map((h) => h.variable).join(', ')} (plan compares each with the live value; apply sets one that differs).`);
       const scheduled = await readSchedulesToExport(opts.org, io);
       if (scheduled && scheduled.schedules.length > 0) {
         Object.assign(definition, { pipelines: scheduled.pipelines, schedules: scheduled.schedules });
@@ -94,7 +95,8 @@ export function registerExport(program: Command, io: CliIo, run: Runner): void {
         io.stderr(`export: webhook ${hook.name}: set ${hook.variable} to its secret (whsec_…; a different one is rotated in by the next apply)${hook.named ? '; it had no name: the next apply gives it this one' : ''}`);
       }
       for (const h of toolHeaders) {
-        io.stderr(`export: agent ${h.team}/${h.agent}: set ${h.variable} to the value of header ${h.header} of MCP server ${h.server} (the service shows only a fingerprint of it; a different value is set by the next apply)`);
+        const of = h.server === A2A_HEADERS ? 'the remote A2A agent' : `MCP server ${h.server}`;
+        io.stderr(`export: agent ${h.team}/${h.agent}: set ${h.variable} to the value of header ${h.header} of ${of} (the service shows only a fingerprint of it; a different value is set by the next apply)`);
       }
       for (const name of scheduled?.skipped ?? []) io.stderr(`export: schedule ${name} was not made by teamctl apply (no teamctl memo): left out`);
       if (opts.output) io.stderr(`export: wrote ${opts.output}`);

@@ -8,6 +8,7 @@ import type { CliIo } from '../io.ts';
 import { consent, Engines, prepare, printResult, runPlan, selectionOptions } from '../lifecycle.ts';
 import type { Engine, PlanFlags } from '../lifecycle.ts';
 import { counted, plain, renderPlan } from '../render.ts';
+import { cardJson, readRemoteCards, showRemoteCards } from '../remote-cards.ts';
 import type { Runner } from './runner.ts';
 
 export { Engines } from '../lifecycle.ts';
@@ -44,19 +45,27 @@ export function registerPlanApply(program: Command, io: CliIo, run: Runner): voi
       program
         .command('plan')
         .description(
-          'Read the live state and print the changes apply would make: creates (with their fields), updates (live -> desired: drift shows here), deletes of what the definition no longer names (with what each takes along), renames; then schedules on Temporal. Sends no mutating request.',
+          'Read the live state and print the changes apply would make: creates (with their fields), updates (live -> desired: drift shows here), deletes of what the definition no longer names (with what each takes along), renames; then schedules on Temporal; then each remote A2A agent\'s card name and skills (a card that cannot be read is a warning). Sends no mutating request.',
         )
         .requiredOption('-f, --file <path>', 'definition file (YAML)')
         .option('--task-queue <name>', 'Temporal task queue scheduled runs go to (as apply would set it)', DEFAULT_TASK_QUEUE)
-        .option('--json', 'print {"changes": [...]} as JSON, with "schedules": [...] when the organization has schedules (in the file or on Temporal)')
+        .option('--json', 'print {"changes": [...]} as JSON, with "schedules": [...] when the organization has schedules (in the file or on Temporal), and "remote_agents": [...] (each remote A2A agent\'s card, or its problem) when the file has remote agents')
         .option('--detailed-exitcode', 'exit 0 when in sync, 2 when there are changes (deletes and schedules included), 1 on error'),
     ),
   ).action((opts: PlanFlags & { json?: boolean; detailedExitcode?: boolean }) =>
     run(async () => {
       const plan = await prepare(opts, io);
       const schedules = plan.schedules?.changes ?? [];
-      if (opts.json) io.stdout(JSON.stringify(plan.schedules?.relevant ? { changes: plan.changes, schedules } : { changes: plan.changes }, null, 2));
-      else io.stdout(renderPlan(plan.changes, schedules, io.style ?? plain));
+      // Remote A2A agents' cards: shown, never a failure of the plan (apply refuses a bad one).
+      const cards = await readRemoteCards(plan.definition, io);
+      if (opts.json) {
+        const remote = cards.length > 0 ? { remote_agents: cards.map(cardJson) } : {};
+        io.stdout(JSON.stringify(plan.schedules?.relevant ? { changes: plan.changes, schedules, ...remote } : { changes: plan.changes, ...remote }, null, 2));
+        await showRemoteCards(opts.file, cards, io, () => {});
+      } else {
+        io.stdout(renderPlan(plan.changes, schedules, io.style ?? plain));
+        await showRemoteCards(opts.file, cards, io, io.stdout);
+      }
       return opts.detailedExitcode && plan.changes.length + schedules.length > 0 ? ExitCodes.changes : ExitCodes.ok;
     }),
   );

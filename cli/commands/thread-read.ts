@@ -16,6 +16,7 @@ import { findTeam, lookUpIn, participantId, participantNames } from '../team-loo
 import { createReplyPrinter, shownContent } from './thread-replies.ts';
 import { namedToolCall, toolCallEventLine, turnLines, turnsByAnchor, turnsOf } from './thread-tool-calls.ts';
 import { silentPeerHint, waitForStreamedReply, waitSeconds } from './thread-wait.ts';
+import { namedTask, taskOfThread } from './task-view.ts';
 
 /** A thread with its team, so ids can be shown as names. */
 interface ThreadContext {
@@ -74,7 +75,9 @@ const ShowFormats = { text: 'text', json: 'json' } as const;
  * thread (contract §11, `GET /threads/{id}/tool-calls`; `follow` also their `tool_call.*` items on
  * the thread's stream) — see cli/commands/thread-tool-calls.ts for how. `follow` and `send --wait`
  * follow the thread's stream (contract §13, `GET /threads/{id}/stream`) and print a reply as it is
- * written (cli/commands/thread-replies.ts); `stop` ends it (`POST /threads/{id}/stop`).
+ * written (cli/commands/thread-replies.ts); `stop` ends it (`POST /threads/{id}/stop`). `show` names
+ * the thread's task and its state when the thread is a task's conversation (contract §12; one
+ * request of `GET /teams/{team_id}/tasks`, see cli/commands/task-view.ts).
  * Errors: `not_found` (thread), `invalid_usage` (unknown participant or team),
  * `not_a_participant` (a sender not on the thread's edge), `invalid_cursor` (an `--after` that is
  * no message of the thread), `timed_out` (exit 4: no reply within `send --wait`),
@@ -140,14 +143,28 @@ export function registerThreadRead(thread: Command, io: CliIo, run: Runner): voi
       const all = await messagesAfter(client, threadId, null);
       const messages = opts.after === undefined ? all : await messagesAfter(client, threadId, opts.after);
       const calls = await client.allToolCalls(threadId);
+      // The task whose conversation this is, when it is one (contract §12): named with its state.
+      const task = await taskOfThread(client, ctx.thread);
       if (opts.json || opts.output === ShowFormats.json) {
         // The calls of the turns shown under the messages printed (all of them without --after).
         const shownIds = new Set(messages.map((m) => m.message_id));
         const shownTurns = new Set(turnsOf(calls, all).filter((t) => shownIds.has(t.reply ?? t.answering)).map((t) => t.turnId));
         const shownCalls = calls.filter((c) => shownTurns.has(c.turn_id));
-        io.stdout(JSON.stringify({ thread: ctx.thread, messages: messages.map((m) => named(ctx, m)), tool_calls: shownCalls.map((c) => namedToolCall(c, ctx.nameOf)) }, null, 2));
+        io.stdout(
+          JSON.stringify(
+            {
+              thread: ctx.thread,
+              messages: messages.map((m) => named(ctx, m)),
+              tool_calls: shownCalls.map((c) => namedToolCall(c, ctx.nameOf)),
+              task: task ? namedTask(task, ctx.nameOf) : null,
+            },
+            null,
+            2,
+          ),
+        );
       } else {
         io.stdout(`Thread ${threadId}${ctx.thread.subject ? ` "${ctx.thread.subject}"` : ''} in team ${ctx.team.team_name} (${counted(ctx.thread.message_count, 'message')})`);
+        if (task) io.stdout(`Task ${task.task_id}: ${task.state}, asked by ${ctx.nameOf(task.requester_id)} of ${ctx.nameOf(task.assignee_id)} (teamctl tasks show ${task.task_id})`);
         for (const text of threadLines(ctx, messages, all, calls, { details: Boolean(opts.toolCalls), style: io.style ?? plain })) io.stdout(text);
       }
       return ExitCodes.ok;

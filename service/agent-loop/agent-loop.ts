@@ -13,12 +13,14 @@ import { randomUUID } from 'node:crypto';
 import { trace, type Tracer } from '@opentelemetry/api';
 import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
+import { completeTaskWithReply, startTaskWork, taskAssignedOnThread } from '../domain/task-turns.ts';
 import { insertMessage } from '../domain/threads.ts';
 import type { Queryable } from '../storage/db.ts';
 import { isUniqueViolation } from '../storage/db.ts';
 import { redactKey } from './providers/redact-key.ts';
 import { ProviderFailure, type ProviderReply, type ReplyProvider, type Turn } from './providers/types.ts';
 import { createTurnRunner } from './turns/run-turn.ts';
+import { createRemoteA2aRunner } from '../a2a/remote-runner.ts';
 import { newId } from '../domain/ids.ts';
 import { createDeltaWriter, resumeDeltas } from '../events/deltas.ts';
 import { stoppedText } from './turns/transcript.ts';
@@ -137,13 +139,18 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     onBudgetSpent: (claim, agent) => budgetSpent(claim, agent),
   });
 
+  // Remote A2A agents' exchanges (contract §12): their work rows are claimed here like provider agents'.
+  const remotes = createRemoteA2aRunner({ deps, log, callTimeoutMs, backoffMs, stopping: stopping.signal });
+
   const park = (claim: Claim, due: Due, changes: { handledSeq?: number; failures?: number } = {}) => parkRow(deps.db, claim, due, changes);
 
   /**
    * Posts the reply under its fixed id (`stopped`: the text written before a stop, §13), records
-   * its usage and moves the mark, in one transaction. Output: whether the reply was posted.
+   * its usage and moves the mark, in one transaction; with `onTask` (the thread's task is assigned to
+   * the agent, §12), a reply that was not stopped completes the task with the reply as an artifact
+   * in that transaction too. Output: whether the reply was posted.
    */
-  async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply, replyId: string, stopped: boolean): Promise<boolean> {
+  async function complete(claim: Claim, agent: AgentContext, incoming: ThreadMessage, reply: ProviderReply, replyId: string, stopped: boolean, onTask = false): Promise<boolean> {
     const record = async (tx: Queryable, messageId: string | null) => {
       // A stopped call reported no usage (its stream was cut): nothing is recorded for it.
       if (!stopped) await recordUsage(tx, claim, agent, reply, messageId);
@@ -153,6 +160,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
       return await deps.db.transaction(async (tx) => {
         const text = stopped ? stoppedText(reply.text) : reply.text;
         const message = await insertMessage(tx, claim.thread_id, claim.agent_id, text.slice(0, maxContent), { replyTo: incoming.id, id: replyId, stopped });
+        if (onTask && !stopped) await completeTaskWithReply(tx, { threadId: claim.thread_id, agentId: claim.agent_id, messageId: message.id, text: message.content });
         await record(tx, message.id);
         return true;
       });
@@ -206,6 +214,8 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   /** Handles one claimed row: at most one provider call (a turn: its steps), then the row is parked or due again. */
   async function handle(claim: Claim): Promise<void> {
     const { agent } = claim;
+    // A remote A2A agent: the message goes to it and its answers come back (service/a2a/remote-runner.ts).
+    if (agent && agent.kind === 'agent' && agent.provider === null && agent.a2a !== null) return remotes.run(claim, agent);
     // Gone, or no longer an agent with a provider: nothing to do until it gets one (the PATCH that
     // gives it one makes its threads due again). A PATCH that gave it one while the row was
     // claimed woke it instead: the row stays, due now.
@@ -256,6 +266,9 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
 
     const apiKey = await openKey(claim, agent);
     if (apiKey === undefined) return;
+    // The thread's task, when assigned to the agent, is worked on from now (§12): its reply completes it.
+    const onTask = (await taskAssignedOnThread(deps.db, claim.thread_id, claim.agent_id)) !== undefined;
+    if (onTask) await startTaskWork(deps, claim.thread_id, claim.agent_id);
     const conversation: Turn[] = recent
       .slice(0, contextMessages)
       .reverse()
@@ -315,7 +328,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
         return onFailure(claim, agent, failure, reason);
       }
       await writer.flush();
-      const posted = await complete(claim, agent, incoming, reply, replyId, false);
+      const posted = await complete(claim, agent, incoming, reply, replyId, false, onTask);
       watches.get(claim)?.outcome(posted ? TurnOutcomes.replied : TurnOutcomes.discarded);
       if (posted) deps.events.announce(agent.org_id);
     } finally {

@@ -46,6 +46,10 @@ export interface AgentContext {
   tools: unknown;
   /** Its servers' sealed header values. */
   tool_secrets: string | null;
+  /** Set for a remote A2A agent (contract §12, stored JSON: url and header fingerprints); null otherwise. */
+  a2a: unknown;
+  /** A remote A2A agent's sealed header values. */
+  a2a_secrets: string | null;
 }
 
 /** A claimed work row, with its agent (null when the agent is gone). */
@@ -85,7 +89,7 @@ const claimSql = `
     RETURNING w.agent_id, w.thread_id, w.handled_seq, w.latest_seq, w.failures
   )
   SELECT l.*, a.id IS NOT NULL AS found, a.kind, a.name, a.status, a.provider, a.model, a.instructions, a.max_tokens_per_day,
-         a.max_steps, a.tools, a.tool_secrets,
+         a.max_steps, a.tools, a.tool_secrets, a.a2a, a.a2a_secrets,
          a.team_id, t.org_id, pk.ciphertext, pk.refused_at IS NOT NULL AS refused,
          COALESCE(d.tokens::float8, 0) AS tokens_today,
          (date_trunc('day', now() AT TIME ZONE 'UTC') + interval '1 day') AT TIME ZONE 'UTC' AS next_day

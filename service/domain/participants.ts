@@ -3,6 +3,8 @@ import type { AgentTools, AgentToolsBody } from '../../api/agent-tools.ts';
 import type { Agent, AgentStatus, Human, Provider } from '../../api/schemas.ts';
 import { insertUnlessTaken, type Queryable } from '../storage/db.ts';
 import { prepareTools, toolsResource } from './agent-tools.ts';
+import type { A2aParticipant, A2aParticipantBody } from '../../api/remote-a2a.ts';
+import { a2aResource, prepareA2a, type StoredA2a } from './a2a-participant.ts';
 import { abandonOpenTurns } from './tool-calls.ts';
 import { signalLive } from '../events/deltas.ts';
 import { wakeAgentWork } from './agent-work.ts';
@@ -34,6 +36,10 @@ interface ParticipantRow {
   tools: AgentTools | string | null;
   /** The sealed header values of the agent's MCP servers: never leaves the service. */
   tool_secrets: string | null;
+  /** `a2a` in the API's form (stored JSON), null unless a remote A2A agent (migration 0028). */
+  a2a: A2aParticipant | string | null;
+  /** The sealed header values of a remote A2A agent: never leaves the service. */
+  a2a_secrets: string | null;
   created_at: Date;
   /** The team's organization (only where the statement selects it: {@link findParticipant}). */
   org_id?: string;
@@ -53,6 +59,7 @@ function toAgent(row: ParticipantRow): Agent {
     max_tokens_per_day: row.max_tokens_per_day,
     max_steps: row.max_steps,
     tools: toolsResource(row.tools),
+    a2a: a2aResource(row.a2a),
     created_at: iso(row.created_at),
   };
 }
@@ -124,7 +131,7 @@ async function insertParticipant<W extends Record<string, unknown>>(
 ): Promise<W> {
   const { created_at: _createdAt, org_id: _orgId, ...rest } = row;
   // jsonb takes the JSON text; null stays SQL null.
-  const values = { ...rest, tools: rest.tools === null ? null : JSON.stringify(rest.tools) };
+  const values = { ...rest, tools: rest.tools === null ? null : JSON.stringify(rest.tools), a2a: rest.a2a === null ? null : JSON.stringify(rest.a2a) };
   const created = wire(row);
   const { sql, params } = insertUnlessTaken('participants', values, 'team_id, name');
   const inserted = await insertWithEvent<ParticipantRow>(
@@ -160,6 +167,8 @@ function newParticipantRow(teamId: string, kind: ParticipantKind, now: Date, fie
     max_steps: 10,
     tools: null,
     tool_secrets: null,
+    a2a: null,
+    a2a_secrets: null,
     created_at: now,
     ...given,
   } as ParticipantRow;
@@ -178,6 +187,8 @@ export interface AgentInput {
   max_steps?: number | undefined;
   /** What the agent may call (contract §11); null: nothing. */
   tools?: AgentToolsBody | null | undefined;
+  /** A remote A2A agent (contract §12); null: not one. */
+  a2a?: A2aParticipantBody | null | undefined;
 }
 
 /** The URL rules of the deployment (`--webhook-allow-private`), default public https only. */
@@ -202,7 +213,7 @@ function assertModelForProvider(provider: Provider | null | undefined, model: st
  * instructions "", status active, deletion_protection false, max_tokens_per_day null (unlimited),
  * max_steps 10, tools null (contract §11). Writes `agent.created` (contract §9).
  * Errors: `invalid_request` (a provider other than echo without a model; tools that break a rule of
- * §11, domain/agent-tools.ts), `not_found` (team), `conflict` (name taken), `unknown_reference`
+ * §11, domain/agent-tools.ts; `a2a` with a provider or tools, contract §12), `not_found` (team), `conflict` (name taken), `unknown_reference`
  * (`tools.approval.by` names no human of the team), `webhook_url_refused` (a server's URL).
  */
 export async function createAgent(deps: DomainDeps, caller: Caller, teamId: string, input: AgentInput & { name: string }): Promise<Agent> {
@@ -211,6 +222,7 @@ export async function createAgent(deps: DomainDeps, caller: Caller, teamId: stri
     const { orgId, now } = await lockTeamForChange(tx, caller, teamId);
     const { name, description, provider, model, instructions, status, deletion_protection, max_tokens_per_day, max_steps } = input;
     const stored = await prepareTools(tx, { teamId, provider: provider ?? null, secrets: deps.secrets, policy: urlPolicyOf(deps) }, input.tools ?? null, null);
+    const remote = await prepareA2a({ provider: provider ?? null, hasTools: stored.tools !== null, secrets: deps.secrets, policy: urlPolicyOf(deps) }, input.a2a ?? null, null);
     const row = newParticipantRow(teamId, 'agent', now, {
       name,
       description,
@@ -223,6 +235,8 @@ export async function createAgent(deps: DomainDeps, caller: Caller, teamId: stri
       max_steps,
       tools: stored.tools,
       tool_secrets: stored.sealed,
+      a2a: remote.a2a,
+      a2a_secrets: remote.sealed,
     });
     return { created: await insertParticipant(tx, orgId, row, toAgent), orgId };
   });
@@ -269,7 +283,7 @@ export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: str
     // (after the team's, the order deletions take them in): read before it, a concurrent PATCH's
     // change (a budget, a provider, a status) would be written back over.
     const row = updatedRow(await tx.query<ParticipantRow>(`SELECT * FROM participants WHERE id = $1 FOR NO KEY UPDATE`, [agentId]), 'agent');
-    const { tools: toolsPatch, ...fields } = patch;
+    const { tools: toolsPatch, a2a: a2aPatch, ...fields } = patch;
     const next = { ...row, ...Object.fromEntries(Object.entries(fields).filter(([, v]) => v !== undefined)) } as ParticipantRow;
     assertModelForProvider(next.provider, next.model);
     // Tools are checked against the agent as the PATCH leaves it: tools kept on an agent whose
@@ -282,12 +296,22 @@ export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: str
         : previous.tools !== null && next.provider === null
           ? await prepareTools(tx, context, {}, previous)
           : previous;
+    // `a2a` is checked against the agent as the PATCH leaves it too: one kept on an agent given a
+    // provider (or tools) is refused as one given to it.
+    const previousA2a: StoredA2a = { a2a: a2aResource(row.a2a), sealed: row.a2a_secrets };
+    const a2aContext = { provider: next.provider, hasTools: stored.tools !== null, secrets: deps.secrets, policy: urlPolicyOf(deps) };
+    const remote =
+      a2aPatch !== undefined
+        ? await prepareA2a(a2aContext, a2aPatch, previousA2a)
+        : previousA2a.a2a !== null && (next.provider !== null || stored.tools !== null)
+          ? await prepareA2a(a2aContext, { url: previousA2a.a2a.url }, previousA2a)
+          : previousA2a;
     // deletion_protection is set from the patch alone, not from the row read above: a value read
     // before this statement took the row lock would undo a concurrent change of the flag.
     const rows = await tx.query<ParticipantRow>(
       `UPDATE participants SET name = $2, description = $3, provider = $4, model = $5, instructions = $6, status = $7,
          max_tokens_per_day = $8, deletion_protection = COALESCE($9, deletion_protection), max_steps = $10,
-         tools = $11::jsonb, tool_secrets = $12
+         tools = $11::jsonb, tool_secrets = $12, a2a = $13::jsonb, a2a_secrets = $14
         WHERE id = $1 RETURNING *`,
       [
         agentId,
@@ -302,12 +326,16 @@ export async function updateAgent(deps: DomainDeps, caller: Caller, agentId: str
         next.max_steps,
         stored.tools === null ? null : JSON.stringify(stored.tools),
         stored.sealed,
+        remote.a2a === null ? null : JSON.stringify(remote.a2a),
+        remote.sealed,
       ],
     );
     const updated = updatedRow(rows, 'agent');
     const abandoned =
       previous.tools !== null && stored.tools === null ? await abandonOpenTurns(tx, agentId, 'tools_removed: the agent\'s tools were removed while this turn was open') : [];
-    if (next.provider !== null) await wakeAgentWork(tx, agentId, { backfill: row.provider === null });
+    // Another remote (or none): what was exchanged with the one before means nothing to it.
+    if (previousA2a.a2a !== null && previousA2a.a2a.url !== remote.a2a?.url) await tx.query(`DELETE FROM a2a_exchanges WHERE agent_id = $1`, [agentId]);
+    if (next.provider !== null || remote.a2a !== null) await wakeAgentWork(tx, agentId, { backfill: row.provider === null && row.a2a === null });
     const changed = toAgent(updated);
     await appendEvent(tx, { orgId: found.org_id!, teamId: found.team_id, type: 'agent.updated', data: changed });
     return { changed, orgId: found.org_id!, abandoned };

@@ -224,7 +224,17 @@ export async function insertMessage(
  */
 export async function insertThread(
   tx: Queryable,
-  input: { edgeId: string; teamId: string; senderId: string; content: string; subject?: string | undefined; channel?: string | undefined; expects_reply?: boolean | undefined },
+  input: {
+    edgeId: string;
+    teamId: string;
+    senderId: string;
+    content: string;
+    subject?: string | undefined;
+    channel?: string | undefined;
+    expects_reply?: boolean | undefined;
+    /** Attachments of the first message (a task's file parts, domain/tasks.ts); the organization's, checked by the append. */
+    attachments?: readonly string[] | undefined;
+  },
 ): Promise<{ threadId: string; first: AppendedMessage }> {
   const id = newId();
   await tx.query(`INSERT INTO threads (id, edge_id, team_id, opener_id, subject, channel) VALUES ($1, $2, $3, $4, $5, $6)`, [
@@ -235,7 +245,7 @@ export async function insertThread(
     input.subject ?? '',
     input.channel ?? 'web',
   ]);
-  const first = await insertMessage(tx, id, input.senderId, input.content, { expectsReply: input.expects_reply });
+  const first = await insertMessage(tx, id, input.senderId, input.content, { expectsReply: input.expects_reply, attachments: input.attachments });
   return { threadId: id, first };
 }
 

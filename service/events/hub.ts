@@ -54,8 +54,8 @@ export type EventListener = (events: readonly StoredEvent[]) => void;
 /**
  * Topics narrow what a subscriber is handed, so that a wake does not walk every subscriber of a
  * busy organization: {@link threadTopic} (`thread.opened` and `message.created` of one thread),
- * {@link recipientTopic} (`message.created` to one participant, `thread.opened` with them), or
- * {@link allTopic} (every event).
+ * {@link recipientTopic} (`message.created` to one participant, `thread.opened` with them),
+ * {@link taskTopic} (`task.created` and `task.updated` of one task), or {@link allTopic} (every event).
  */
 export const allTopic = '*';
 /** The topic of one thread's events. */
@@ -67,10 +67,16 @@ export function recipientTopic(participantId: string): string {
   return `recipient:${participantId}`;
 }
 
+/** The topic of one task's events (`task.created`, `task.updated`: contract §12), which carry the Task. */
+export function taskTopic(taskId: string): string {
+  return `task:${taskId}`;
+}
+
 /** The topics an event belongs to, besides {@link allTopic}. */
 function topicsOf(event: StoredEvent): string[] {
   if (event.type === 'message.created') return [threadTopic(event.data.thread_id), recipientTopic(event.data.recipient_id)];
   if (event.type === 'thread.opened') return [threadTopic(event.data.thread_id), ...event.data.participants.map(recipientTopic)];
+  if (event.type === 'task.created' || event.type === 'task.updated') return [taskTopic(event.data.task_id)];
   return [];
 }
 

@@ -34,6 +34,7 @@ import { mcpKeyRoutes } from './routes/mcp-keys.ts';
 import { organizationRoutes } from './routes/organizations.ts';
 import { participantRoutes } from './routes/participants.ts';
 import { providerKeyRoutes, putProviderKeyRoute } from './routes/provider-keys.ts';
+import { taskRoutes } from './routes/tasks.ts';
 import { teamRoutes } from './routes/teams.ts';
 import { threadRoutes } from './routes/threads.ts';
 import { usageRoutes } from './routes/usage.ts';
@@ -43,6 +44,7 @@ import { consoleRoutes, type ConsoleAssets } from './console-assets.ts';
 import type { ConsoleSettings } from './session-auth.ts';
 import type { OidcClient } from '../sessions/oidc.ts';
 import { webhookRoutes } from './routes/webhooks.ts';
+import { a2aRoutes } from '../a2a/routes.ts';
 
 /** Request bodies over this size get 413 `payload_too_large` (contract §1). */
 export const bodyLimitBytes = 1024 * 1024;
@@ -341,7 +343,7 @@ async function registerRoutes(app: FastifyInstance, context: RouteContext, conso
     await app.register(
       async (api) => {
         requireApiKey(api, context.deps.db);
-        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, threadStreamRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes, eventRoutes, webhookRoutes]) {
+        for (const routesOf of [organizationRoutes, teamRoutes, participantRoutes, edgeRoutes, threadRoutes, threadStreamRoutes, providerKeyRoutes, attachmentRoutes, orgKeyRoutes, mcpKeyRoutes, usageRoutes, eventRoutes, webhookRoutes, taskRoutes]) {
           routesOf(api, context);
         }
         signInLinkRoutes(api, context, consoleSettings);
@@ -361,6 +363,8 @@ async function registerRoutes(app: FastifyInstance, context: RouteContext, conso
     // The console's routes take a person's session instead (contract §10).
     await app.register(async (me) => meRoutes(me, context, consoleSettings), { prefix });
   }
+  // Every agent as an A2A agent, with an MCP key of an agent on an edge with it (contract §12).
+  await app.register(async (a2a) => a2aRoutes(a2a, context, consoleSettings.publicUrl));
   // The pages a browser follows to sign in, at the root (contract §10).
   await app.register(async (browser) => browserSignInRoutes(browser, context, consoleSettings, oidc));
   if (adminToken) await app.register(async (admin) => adminRoutes(admin, context, consoleSettings), { prefix: adminPrefix });

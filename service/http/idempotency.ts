@@ -93,7 +93,8 @@ export function installIdempotency(app: FastifyInstance, deps: DomainDeps): void
       });
     }
     const route = routeOf(request);
-    if (route === undefined || route.includes(' /mcp ')) return;
+    // JSON-RPC has its own ids: the MCP endpoint and the A2A routes (whose answers are hijacked streams) keep no claim.
+    if (route === undefined || route.includes(' /mcp ') || route.startsWith('POST /a2a/')) return;
     const target: IdempotencyTarget = { scope: scopeOf(request), route, key: header };
     const outcome = await claimIdempotencyKey(deps.db, deps.secrets, target, hashRequestBody(request.body), deps.instanceId);
     if (outcome.kind === 'replay') {

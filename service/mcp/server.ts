@@ -16,6 +16,7 @@ const instructions = [
   'You talk with the participants your edges join you to (list_edges), in threads of messages on those edges.',
   'To follow conversations, call wait_for_messages in a loop: it returns your unread messages (and marks them read), waiting up to timeout_seconds for new ones.',
   'Answer with send_message on the message\'s thread_id; start a new conversation with open_thread on an edge; read_thread pages through a whole thread.',
+  'Tasks asked of you (list_tasks, get_task) are conversations too: work on them in their thread, say how they stand with update_task and hand in results with add_artifact.',
 ].join(' ');
 
 // The SDK server's JSON Schema validator (for elicitation, which this server never asks for) is
@@ -23,8 +24,8 @@ const instructions = [
 const jsonSchemaValidator = new AjvJsonSchemaValidator();
 
 /**
- * Creates the MCP server for one request: server info, instructions, and the seven tools bound
- * to the request's agent (tools.ts). Input: what the tools act with. Output: an unconnected server.
+ * Creates the MCP server for one request: server info, instructions, and the tools bound to the
+ * request's agent (tools.ts). Input: what the tools act with. Output: an unconnected server.
  */
 export function createAgentMcpServer(context: ToolContext): McpServer {
   const server = new McpServer(mcpServerInfo, { capabilities: { tools: {} }, instructions, jsonSchemaValidator });

@@ -1,6 +1,7 @@
 /**
- * The seven tools of the MCP endpoint (contract §7), each the one implementation of
- * `tools/team-tools.ts` (over `domain/agent-inbox.ts`) for the agent the MCP key names. Arguments
+ * The tools of the MCP endpoint (contract §7, and the task tools of §12), each the one
+ * implementation of `tools/team-tools.ts` (over `domain/agent-inbox.ts`) or `tools/task-tools.ts`
+ * (over `domain/tasks.ts`) for the agent the MCP key names. Arguments
  * and results are the Zod schemas of `api/mcp-tools.ts` (derived from the REST schemas); the SDK
  * validates arguments against them before a handler runs and results after. A failure is an MCP tool error
  * (`isError: true`, a JSON-RPC result, not a JSON-RPC error) whose text starts with the stable
@@ -11,6 +12,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import type { FastifyBaseLogger } from 'fastify';
 import type { AgentIdentity } from '../domain/agent-inbox.ts';
 import type { DomainDeps } from '../domain/caller.ts';
+import { taskTools } from '../tools/task-tools.ts';
 import { teamTools } from '../tools/team-tools.ts';
 import { followReplyProgress } from './progress.ts';
 
@@ -80,11 +82,12 @@ async function run(context: ToolContext, operation: () => Promise<Record<string,
 /**
  * Registers the seven tools of contract §7 on `server` for the agent of `context`: `whoami`,
  * `list_edges`, `list_threads`, `read_thread`, `send_message`, `open_thread`, `wait_for_messages`,
- * each the one implementation of tools/team-tools.ts (which provider agents' turns call too).
+ * each the one implementation of tools/team-tools.ts (which provider agents' turns call too), and
+ * the task tools of §12 (`list_tasks`, `get_task`, `update_task`, `add_artifact`: tools/task-tools.ts).
  */
 export function registerAgentTools(server: McpServer, context: ToolContext): void {
   const { deps, agent } = context;
-  for (const tool of teamTools) {
+  for (const tool of [...teamTools, ...taskTools]) {
     server.registerTool(
       tool.name,
       { title: tool.title, description: tool.description, inputSchema: tool.input, outputSchema: tool.output, annotations: tool.annotations },

@@ -1,6 +1,7 @@
 /**
  * What one turn of a provider agent may call (contract §11), under the names its model sees: the
- * team tools (tools/team-tools.ts, but `wait_for_messages`, which would hold the turn) and `ask`
+ * team tools (tools/team-tools.ts, but `wait_for_messages`, which would hold the turn), the task
+ * tools (tools/task-tools.ts: a task asked of the agent, or that it asked for) and `ask`
  * when `tools.team` is true, and the allowed tools of each remote MCP server as `SERVER__TOOL`
  * (model APIs take `^[A-Za-z0-9_-]{1,64}$`; server names have no `_`, so the first `__` splits).
  * Arguments of team tools are checked against their Zod schemas here, so a model's mistake is a
@@ -11,6 +12,7 @@ import type { AgentTools } from '../../api/agent-tools.ts';
 import type { UrlPolicy } from '../outbound/url-guard.ts';
 import { AskArgs, askDescription } from './ask.ts';
 import { connectRemoteServer, type RemoteServer } from './remote-mcp.ts';
+import { taskTools } from './task-tools.ts';
 import { teamTools, type TeamTool } from './team-tools.ts';
 
 /** Kinds of tool a turn calls: team tools run at once, `ask` waits for an answer, remote ones go to a server. */
@@ -58,9 +60,9 @@ function modelNameOf(server: string, tool: string, taken: Set<string>): string {
   return name;
 }
 
-/** The team tools a turn offers (every §7 tool but the wait), with `ask`. Pure; the same for every turn. */
+/** The team tools a turn offers (every §7 tool but the wait, and the task tools of §12), with `ask`. Pure; the same for every turn. */
 function teamToolsOfTurn(): TurnTool[] {
-  const team: TurnTool[] = teamTools
+  const team: TurnTool[] = [...teamTools, ...taskTools]
     .filter((t) => !t.holdsWait)
     .map((t) => ({ modelName: t.name, kind: 'team', tool: t.name, server: null, description: t.description, inputSchema: inputJsonSchema(t.input), schema: t.input, team: t }));
   team.push({ modelName: 'ask', kind: 'ask', tool: 'ask', server: null, description: askDescription, inputSchema: inputJsonSchema(AskArgs), schema: AskArgs });

@@ -64,9 +64,11 @@ describe('teamctl completion', () => {
 
   it('bash: completes commands, subcommands, flags, flag choices and context names', async () => {
     const commands = await bashCompletes('teamctl ');
-    expect(commands).toEqual(expect.arrayContaining(['validate', 'plan', 'apply', 'thread', 'config', 'completion']));
+    expect(commands).toEqual(expect.arrayContaining(['validate', 'plan', 'apply', 'thread', 'tasks', 'config', 'completion']));
     expect(commands).not.toContain('completion-server');
     expect(await bashCompletes('teamctl thread ')).toEqual(['open', 'send', 'show', 'list', 'follow', 'stop']);
+    expect(await bashCompletes('teamctl tasks ')).toEqual(['list', 'show', 'cancel']);
+    expect(await bashCompletes('teamctl tasks list --state ')).toEqual(['submitted', 'working', 'input-required', 'completed', 'failed', 'canceled', 'rejected']);
     expect(await bashCompletes('teamctl apply --eng')).toEqual(['--engine']);
     expect(await bashCompletes('teamctl apply --engine ')).toEqual(['local', 'temporal']);
     expect(await bashCompletes('teamctl --context ')).toEqual(['staging', 'prod']);

@@ -1331,7 +1331,7 @@ describe('MCP keys', () => {
 });
 
 describe('MCP endpoint', () => {
-  it.skipIf(!MCP_ENDPOINT_BUILT)('MCP endpoint: with an MCP key, initialize answers a JSON-RPC result and tools/list offers the seven tools of §7', async () => {
+  it.skipIf(!MCP_ENDPOINT_BUILT)('MCP endpoint: with an MCP key, initialize answers a JSON-RPC result and tools/list offers the seven tools of §7 and the four task tools of §12', async () => {
     const k = await created('POST', `/agents/${g.a1}/mcp-keys`);
     secrets.push(k.mcp_key);
     const headers = { accept: 'application/json, text/event-stream' };
@@ -1348,7 +1348,7 @@ describe('MCP endpoint', () => {
     const list = await api('POST', '/mcp', { key: k.mcp_key, headers: extra, body: { jsonrpc: '2.0', id: 2, method: 'tools/list' } });
     expectStatus(list, 200);
     expect(list.body.result.tools.map((t: any) => t.name).sort()).toEqual(
-      ['list_edges', 'list_threads', 'open_thread', 'read_thread', 'send_message', 'wait_for_messages', 'whoami'],
+      ['add_artifact', 'get_task', 'list_edges', 'list_tasks', 'list_threads', 'open_thread', 'read_thread', 'send_message', 'update_task', 'wait_for_messages', 'whoami'],
     );
   });
 });

@@ -25,7 +25,7 @@ function applied(): ObservedState {
       const id = (name: string) => `${t.name}/${name}`;
       return {
         team: { team_id: t.name, org_id: 'o', team_name: t.name, description: t.fields.description, agent_count: 2, edge_count: 3, engine_id: 'e', deletion_protection: false, created_at: at },
-        agents: t.agents.map((a) => ({ max_tokens_per_day: null, ...a.fields, tools: null, agent_id: id(a.name), team_id: t.name, status: 'active' as const, created_at: at })),
+        agents: t.agents.map((a) => ({ max_tokens_per_day: null, ...a.fields, tools: null, a2a: null, agent_id: id(a.name), team_id: t.name, status: 'active' as const, created_at: at })),
         humans: t.humans.map((h) => ({ ...h.fields, human_id: id(h.name), team_id: t.name, created_at: at })),
         edges: t.edges.map(([a, b]) => ({ edge_id: id(`${a},${b}`), team_id: t.name, participants: [id(a), id(b)] as [string, string], created_at: at })),
       };

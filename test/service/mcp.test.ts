@@ -112,9 +112,21 @@ describe('MCP endpoint: tools', () => {
     bot = await mcp(s.mcpKey);
   });
 
-  it('tools/list: offers the seven tools of §7, each with an object input schema and an object output schema', async () => {
+  it('tools/list: offers the seven tools of §7 and the four task tools of §12, each with an object input schema and an object output schema', async () => {
     const { tools } = await bot.listTools();
-    expect(tools.map((t) => t.name).sort()).toEqual(['list_edges', 'list_threads', 'open_thread', 'read_thread', 'send_message', 'wait_for_messages', 'whoami']);
+    expect(tools.map((t) => t.name).sort()).toEqual([
+      'add_artifact',
+      'get_task',
+      'list_edges',
+      'list_tasks',
+      'list_threads',
+      'open_thread',
+      'read_thread',
+      'send_message',
+      'update_task',
+      'wait_for_messages',
+      'whoami',
+    ]);
     for (const tool of tools) {
       expect(tool.inputSchema.type, tool.name).toBe('object');
       expect(tool.outputSchema?.type, tool.name).toBe('object');

@@ -153,9 +153,9 @@ describe('turns: delegation over edges', () => {
     const result = last.find((m) => m.role === 'tool')!;
     expect(result.tool_call_id).toBe(call.id);
     expect(JSON.parse(textOf(result.content))).toMatchObject({ content: leadResearcher[1]!.content, from: { name: 'researcher' } });
-    // The first request offered the team tools and ask, never wait_for_messages.
+    // The first request offered the team tools, the task tools and ask, never wait_for_messages.
     const offered = (leadRequests[0]!.body.tools ?? []).map((t) => t.function.name).sort();
-    expect(offered).toEqual(['ask', 'list_edges', 'list_threads', 'open_thread', 'read_thread', 'send_message', 'whoami']);
+    expect(offered).toEqual(['add_artifact', 'ask', 'get_task', 'list_edges', 'list_tasks', 'list_threads', 'open_thread', 'read_thread', 'send_message', 'update_task', 'whoami']);
   });
 
   it('a delegation chain driven by the Anthropic stand-in: tool_use for the ask, and the answer goes back as a tool_result', async () => {

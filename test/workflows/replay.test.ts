@@ -83,6 +83,7 @@ describe('replay', () => {
       'pipeline-push-timeout.json',
       'pipeline-sleep.json',
       'pipeline-sub-pipeline.json',
+      'pipeline-task-step.json',
       'pipeline-triage.json',
       'pipeline-typed-reask.json',
     ]);
@@ -176,6 +177,21 @@ describe('replay', () => {
     expect(events('pipeline-push-timeout').at(-1)!.workflowExecutionFailedEventAttributes?.failure?.cause?.applicationFailureInfo?.type ?? events('pipeline-push-timeout').at(-1)!.workflowExecutionFailedEventAttributes?.failure?.applicationFailureInfo?.type).toBe('timed_out');
     expect(activities('pipeline-poll-patched')).toEqual(['resolveTeam', 'converse']);
     expect(count('pipeline-poll-patched', (e) => e.markerRecordedEventAttributes?.markerName === 'core_patch')).toBe(1);
+  });
+
+  it('replay: the task steps were recorded doing what they say: each task created by a local activity, awaited by an awaitTask activity, the typed value and the task id passed on', () => {
+    const events = histories().find((h) => h.name === 'pipeline-task-step')!.history.events!;
+    const payload = (p: { data?: Uint8Array | null } | undefined) => JSON.parse(Buffer.from(p!.data!).toString('utf8')) as Record<string, unknown>;
+    expect(events.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : []))).toEqual(['resolveTeam', 'awaitTask', 'awaitTask']);
+    const created = events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').map((e) => payload(e.markerRecordedEventAttributes!.details!.result!.payloads![0]));
+    expect(created.map((c) => c['state'])).toEqual(['submitted', 'submitted']);
+    const result = payload(events.at(-1)!.workflowExecutionCompletedEventAttributes!.result!.payloads![0]) as { output: string; steps: Array<{ id: string; task_id: string; value: unknown }> };
+    expect(result.output).toBe('approve');
+    expect(result.steps.map((s) => [s.id, s.task_id])).toEqual([
+      ['ask', created[0]!['taskId']],
+      ['noted', created[1]!['taskId']],
+    ]);
+    expect(result.steps[1]!.value).toBe(`echo: Noted: approve (task ${String(created[0]!['taskId'])})`);
   });
 
   it('replay: every recorded history replays against the current workflow code without a determinism error', async () => {

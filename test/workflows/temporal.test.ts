@@ -240,16 +240,18 @@ describeTemporal('temporal engine', () => {
     expect(await localActivities(again.firstExecutionRunId)).toBe(1);
   }, 120_000);
 
-  it('apply --engine temporal: a call of several teams has the time per change a call of one team has: 63 changes at 40 ms each finish under a 2 s timeout per 40, each change once', async () => {
+  it('apply --engine temporal: a call of several teams has the time per change a call of one team has: 63 changes at 100 ms each finish under a 5 s timeout per 40, each change once', async () => {
     const taskQueue = await queueWithWorker();
     const size = { teams: 3, agents: 10, humans: 0, edges: 10 };
     const desired = syntheticDefinition(`slow-calls-${randomUUID()}`, size);
     const total = resourceCount(size);
-    // Each request takes 40 ms more: the call of the three teams (63 changes, one after another)
-    // needs ~2.5 s, past 2 s but within the 4 s that two times 40 changes get.
-    const proxy = await startFaultProxy({ target: server.url, delayMs: 40 });
+    // Each request takes 100 ms more: the call of the three teams (63 changes, one after another)
+    // needs ~6.3 s, past 5 s but within the 10 s that two times 40 changes get. (The margin, ~60 ms
+    // per change, is wide enough for a loaded machine: at 40 ms and 2 s it was 23 ms, which a
+    // machine at load 10 used up.)
+    const proxy = await startFaultProxy({ target: server.url, delayMs: 100 });
     try {
-      const input = { ...inputFor(desired, { parallelism: 1, activityTimeoutSeconds: 2 }), connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_API_KEY' } };
+      const input = { ...inputFor(desired, { parallelism: 1, activityTimeoutSeconds: 5 }), connection: { baseUrl: proxy.url, apiKeyEnv: 'ACS_API_KEY' } };
       const handle = await temporal.workflow.start(applyWorkflow, { taskQueue, workflowId: applyWorkflowId(desired.organization.name), args: [input] });
       expect((await handle.result()).applied).toHaveLength(total);
       const markers = ((await handle.fetchHistory()).events ?? []).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity');

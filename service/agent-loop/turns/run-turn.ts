@@ -20,6 +20,7 @@ import { ServiceError } from '../../../errors/catalogue.ts';
 import type { AgentIdentity } from '../../domain/agent-inbox.ts';
 import { openToolSecrets, toolsResource, type ToolSecrets } from '../../domain/agent-tools.ts';
 import type { DomainDeps } from '../../domain/caller.ts';
+import { askBackThread, completeTaskWithReply, markTaskInputRequired, startTaskWork, taskAssignedOnThread } from '../../domain/task-turns.ts';
 import { insertMessage } from '../../domain/threads.ts';
 import { isUniqueViolation, type Queryable } from '../../storage/db.ts';
 import { approvalQuestion, approvalReask, findApprover, maxApprovalAttempts, parseApproval } from '../../tools/approval.ts';
@@ -230,6 +231,8 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     const at = call.wait_deadline ?? new Date(Date.now() + 86_400_000);
     const moved = await inTx(turn, async (tx) => {
       const message = await insertMessage(tx, call.wait_thread!, turn.agent_id, text, { expectsReply: true });
+      // A question asked again in a task's thread is the task's status message now (§12).
+      if (status === 'running') await markTaskInputRequired(tx, { threadId: call.wait_thread!, agentId: turn.agent_id, peerId: call.wait_participant!, messageId: message.id });
       return moveCall(tx, call, status, {
         status,
         wait: { participant: call.wait_participant!, thread: call.wait_thread!, message: message.id, afterSeq: message.seq, deadline: at },
@@ -302,6 +305,12 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       let target;
       try {
         target = await resolveAskTarget(db, actor, args);
+        // Asking back (§12): a question to the requester of the task this turn works on goes into
+        // the task's thread, unless the ask names a thread of its own.
+        if (target.threadId === null) {
+          const back = await askBackThread(db, turn.thread_id, turn.agent_id, target.peerId);
+          if (back !== undefined) target = { ...target, threadId: back };
+        }
       } catch (error) {
         await inTx(turn, (tx) => moveCall(tx, call, 'pending', { status: 'failed', error: toolErrorOf(error, log, where) }));
         return undefined;
@@ -316,6 +325,8 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       const at = new Date(Date.now() + tools.ask_timeout_seconds * 1000);
       const moved = await inTx(turn, async (tx) => {
         const question = await writeQuestion(tx, actor, target, { content, subject: args.subject });
+        // A question to the requester in a task's thread makes the task input-required (§12).
+        await markTaskInputRequired(tx, { threadId: question.threadId, agentId: turn.agent_id, peerId: target.peerId, messageId: question.messageId });
         return moveCall(tx, call, 'pending', {
           status: 'running',
           wait: { participant: target.peerId, thread: question.threadId, message: question.messageId, afterSeq: question.seq, deadline: at },
@@ -444,7 +455,8 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
    * Posts the reply under the id fixed when the turn started (`stopped`: the text written before a
    * stop, §13), records the last step (if it asked for calls that are not made) and its usage (none
    * for a step cut by a stop: its stream reported none), ends the turn and moves the row's mark past
-   * the message, in one transaction.
+   * the message, in one transaction; with `onTask` (the thread's task is assigned to the agent,
+   * §12), a reply that was not stopped completes the task with the reply as an artifact there too.
    */
   async function complete(
     claim: Claim,
@@ -454,12 +466,14 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     text: string,
     unmade: NewToolCall[],
     replyId: string,
-    stopped = false,
+    how: { stopped?: boolean; onTask?: boolean } = {},
   ): Promise<void> {
+    const stopped = how.stopped === true;
     try {
       await inTx(turn, async (tx) => {
         if (reply && unmade.length > 0) await recordStep(tx, turn, reply.assistant, unmade, undefined);
         const message = await insertMessage(tx, turn.thread_id, turn.agent_id, text.slice(0, maxContent), { replyTo: turn.message_id, id: replyId, stopped });
+        if (how.onTask && !stopped) await completeTaskWithReply(tx, { threadId: turn.thread_id, agentId: turn.agent_id, messageId: message.id, text: message.content });
         if (reply) await recordUsage(tx, claim, agent, reply, message.id);
         await finishTurn(tx, turn.id, { replyId: message.id });
         await parkRow(tx, claim, { inMs: 0 }, { handledSeq: turn.message_seq, failures: 0 });
@@ -485,7 +499,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     for (const call of open) {
       await inTx(turn, (tx) => moveCall(tx, call, call.status, { status: 'failed', error: 'stopped: the turn was stopped before this call finished; it was not made (or not waited for)' }));
     }
-    await complete(claim, agent, turn, undefined, stoppedText(text), [], replyId, true);
+    await complete(claim, agent, turn, undefined, stoppedText(text), [], replyId, { stopped: true });
   }
 
   async function runTurn(claim: Claim, agent: AgentContext, provider: ReplyProvider, apiKey: string, span: Span): Promise<void> {
@@ -503,6 +517,11 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       if (turn.state === 'completed' || turn.state === 'failed') return park(claim, { inMs: 0 }, { handledSeq: turn.message_seq });
     }
     span.setAttribute('acs.turn.id', turn.id);
+    // The thread's task, when assigned to the agent (§12): the turn works on it (moved to working
+    // once this run of the turn calls the model, at its start or when an answer it waited for came)
+    // and its reply completes it.
+    const onTask = (await taskAssignedOnThread(db, turn.thread_id, turn.agent_id)) !== undefined;
+    let taskWorking = false;
     // A turn made by this run has written nothing yet; any other (taken up again) may have.
     const resumed = turn.fresh !== true;
     const replyId = await fixTurnReplyId(db, turn);
@@ -564,6 +583,10 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
         if (agent.max_tokens_per_day !== null && (await tokensToday(db, claim.agent_id)) >= agent.max_tokens_per_day) {
           return options.onBudgetSpent(claim, agent);
         }
+        if (onTask && !taskWorking) {
+          taskWorking = true;
+          await startTaskWork(deps, current.thread_id, current.agent_id);
+        }
         earlier ??= (await callsOfTurn(db, current.id)).filter((c) => c.step < current.steps);
         const messages = stepMessages(context, current.transcript, [...earlier, ...again]);
         const timeout = AbortSignal.timeout(options.callTimeoutMs);
@@ -596,12 +619,12 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
         const box = await toolbox();
         if (reply.toolCalls.length === 0 || lastStep) {
           const unmade = reply.toolCalls.length > 0 ? newCalls(reply, box, tools, true, agent.max_steps) : [];
-          if (unmade.length === 0) return complete(claim, agent, current, reply, reply.text, unmade, replyId);
+          if (unmade.length === 0) return complete(claim, agent, current, reply, reply.text, unmade, replyId, { onTask });
           // The note the reply ends with is written as the rest of it (§13: its deltas joined are the reply).
           const ending = `${reply.text.trim() === '' ? '' : '\n\n'}${maxStepsNote(agent.max_steps)}`;
           writer.push(ending);
           await writer.flush();
-          return complete(claim, agent, current, reply, reply.text + ending, unmade, replyId);
+          return complete(claim, agent, current, reply, reply.text + ending, unmade, replyId, { onTask });
         }
         const stepCalls = newCalls(reply, box, tools, false, agent.max_steps);
         await runReadOnly(stepCalls, box, current, actor(current), tools.tool_timeout_seconds * 1000);

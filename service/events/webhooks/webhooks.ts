@@ -222,7 +222,8 @@ export async function createWebhook(
     // The organization's row lock serialises the count below with concurrent creations.
     const locked = await tx.query(`SELECT 1 FROM organizations WHERE id = $1 FOR UPDATE`, [orgId]);
     if (locked.length === 0) throw new ServiceError('not_found', 'organization not found');
-    const [{ n } = { n: 0 }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhooks WHERE org_id = $1`, [orgId]);
+    // A2A push configs (task-scoped, a2a/push-configs.ts) count against their task's limit, not this one.
+    const [{ n } = { n: 0 }] = await tx.query<{ n: number }>(`SELECT count(*)::int AS n FROM webhooks WHERE org_id = $1 AND task_id IS NULL`, [orgId]);
     if (input.name !== undefined) await assertNameFree(tx, orgId, input.name);
     if (n >= maxWebhooksPerOrganization) {
       throw new ServiceError('webhook_limit', `an organization may have at most ${maxWebhooksPerOrganization} webhooks; delete one first`, {
@@ -251,10 +252,14 @@ export async function createWebhook(
   return { ...toWebhook(row, deps.secrets), secret };
 }
 
-/** `GET /organizations/{org_id}/webhooks`: the organization's webhooks, oldest first, without secrets. Errors: `not_found`. */
+/**
+ * `GET /organizations/{org_id}/webhooks`: the organization's webhooks, oldest first, without
+ * secrets. A2A push configs (webhooks scoped to a task, a2a/push-configs.ts) are not listed: they
+ * are their task's, read by `GET /webhooks/{webhook_id}` and its delivery log. Errors: `not_found`.
+ */
 export async function listWebhooks(deps: DomainDeps, caller: Caller, orgId: string): Promise<Webhook[]> {
   await assertOrganizationReachable(deps.db, caller, orgId);
-  const rows = await deps.db.query<WebhookRow>(`SELECT * FROM webhooks WHERE org_id = $1 ORDER BY created_at, id`, [orgId]);
+  const rows = await deps.db.query<WebhookRow>(`SELECT * FROM webhooks WHERE org_id = $1 AND task_id IS NULL ORDER BY created_at, id`, [orgId]);
   return rows.map((row) => toWebhook(row, deps.secrets));
 }
 

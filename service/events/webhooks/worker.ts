@@ -62,6 +62,17 @@ interface ClaimedRow extends EventRow {
   previous_secret_sealed: string | null;
   event_seq: string;
   event_present: boolean;
+  /** The task of an A2A push config (a2a/push-configs.ts); null for an organization's webhook. */
+  push_task_id: string | null;
+  push_token_sealed: string | null;
+  push_auth_scheme: string | null;
+  push_auth_sealed: string | null;
+}
+
+/** What the worker needs beyond the domain and its settings. */
+export interface WebhookWorkerOptions {
+  /** The URL the server is reached at (file parts' URLs in A2A push notifications); default none. */
+  publicUrl?: (() => string) | undefined;
 }
 
 /** What one attempt came to. */
@@ -88,7 +99,12 @@ export function parseRetryAfter(value: string | string[] | undefined, now = Date
  * process numbered new events (`deps.events.onSequenced`) and every `settings.pollMs`, and
  * attempts deliveries as they fall due. `log` gets failures of its own (never a secret).
  */
-export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, log: (message: string, error?: unknown) => void = () => {}): WebhookWorker {
+export function startWebhookWorker(
+  deps: DomainDeps,
+  settings: WebhookSettings,
+  log: (message: string, error?: unknown) => void = () => {},
+  options: WebhookWorkerOptions = {},
+): WebhookWorker {
   const { db } = deps;
   const token = newId();
   let closed = false;
@@ -115,7 +131,7 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
       const rows = await db.query<{ org_id: string; behind: boolean }>(
         `SELECT w.org_id, bool_or(w.cursor_seq < COALESCE(c.last_seq, 0)) AS behind
            FROM webhooks w LEFT JOIN event_counters c ON c.org_id = w.org_id
-          WHERE w.status = 'enabled' GROUP BY w.org_id`,
+          WHERE w.status = 'enabled' AND w.ended_at IS NULL GROUP BY w.org_id`,
       );
       watched = new Set(rows.map((row) => row.org_id));
       for (const row of rows) if (row.behind) dispatch(row.org_id);
@@ -154,8 +170,8 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
     return db.transaction(async (tx) => {
       const [counter] = await tx.query<{ last_seq: string }>(`SELECT last_seq FROM event_counters WHERE org_id = $1`, [orgId]);
       const head = Number(counter?.last_seq ?? 0);
-      const webhooks = await tx.query<{ id: string; events: string[]; cursor_seq: string }>(
-        `SELECT id, events, cursor_seq FROM webhooks WHERE org_id = $1 AND status = 'enabled' AND cursor_seq < $2 ORDER BY id FOR UPDATE SKIP LOCKED`,
+      const webhooks = await tx.query<{ id: string; events: string[]; cursor_seq: string; task_id: string | null }>(
+        `SELECT id, events, cursor_seq, task_id FROM webhooks WHERE org_id = $1 AND status = 'enabled' AND ended_at IS NULL AND cursor_seq < $2 ORDER BY id FOR UPDATE SKIP LOCKED`,
         [orgId, head],
       );
       let more = false;
@@ -166,10 +182,21 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
           `INSERT INTO webhook_deliveries (id, webhook_id, org_id, seq, event_id, event_type, next_attempt_at)
            SELECT gen_random_uuid(), $1, e.org_id, e.seq, e.event_id, e.type, now()
              FROM events e WHERE e.org_id = $2 AND e.seq > $3 AND e.seq <= $4 AND ${typeFilterSql(5)}
+              AND ($6::text IS NULL OR e.data->>'task_id' = $6::text)
            ON CONFLICT (webhook_id, seq) DO NOTHING`,
-          [webhook.id, orgId, webhook.cursor_seq, upTo, webhook.events],
+          [webhook.id, orgId, webhook.cursor_seq, upTo, webhook.events, webhook.task_id],
         );
-        await tx.query(`UPDATE webhooks SET cursor_seq = $2 WHERE id = $1`, [webhook.id, upTo]);
+        // A task's push config (a2a/push-configs.ts) ends with its task's final state: that
+        // notification is its last, and nothing is dispatched to it after.
+        await tx.query(
+          `UPDATE webhooks SET cursor_seq = $2,
+             ended_at = CASE WHEN task_id IS NOT NULL AND EXISTS (
+               SELECT 1 FROM events e WHERE e.org_id = $3 AND e.seq > $4 AND e.seq <= $2 AND e.type IN ('task.created', 'task.updated')
+                 AND e.data->>'task_id' = $5::text AND e.data->>'state' IN ('completed', 'failed', 'canceled', 'rejected')
+             ) THEN now() END
+           WHERE id = $1`,
+          [webhook.id, upTo, orgId, webhook.cursor_seq, webhook.task_id],
+        );
       }
       return more;
     });
@@ -208,6 +235,7 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
                RETURNING d.id, d.webhook_id, d.org_id, d.seq, d.attempt, d.manual, d.updated_at
              )
              SELECT l.id AS delivery_id, l.webhook_id, l.attempt, l.manual, l.updated_at AS started_at, l.seq AS event_seq, w.url, w.secret_sealed,
+                    w.task_id AS push_task_id, w.push_token_sealed, w.push_auth_scheme, w.push_auth_sealed,
                     CASE WHEN w.previous_secret_expires_at > now() THEN w.previous_secret_sealed END AS previous_secret_sealed,
                     e.event_id IS NOT NULL AS event_present, e.org_id, e.seq, e.event_id, e.type, e.team_id, e.data, e.created_at
                FROM leased l JOIN webhooks w ON w.id = l.webhook_id
@@ -257,16 +285,34 @@ export function startWebhookWorker(deps: DomainDeps, settings: WebhookSettings, 
     void attempt.finally(() => attempts.delete(attempt));
   }
 
+  /** The body, media type and headers of an A2A push notification (a2a/push-payload.ts, loaded at the first). */
+  async function pushNotificationOf(row: ClaimedRow): Promise<{ body: string; contentType: string; headers: Record<string, string> }> {
+    const { pushNotification } = await import('../../a2a/push-payload.ts');
+    const headers: Record<string, string> = {};
+    if (row.push_token_sealed) headers['x-a2a-notification-token'] = deps.secrets.open(row.push_token_sealed);
+    if (row.push_auth_scheme && row.push_auth_sealed) headers.authorization = `${row.push_auth_scheme} ${deps.secrets.open(row.push_auth_sealed)}`;
+    return { ...pushNotification(row.data, options.publicUrl?.() ?? ''), headers };
+  }
+
   /** Makes one attempt. Never throws: a failure is an outcome. */
   async function post(row: ClaimedRow): Promise<Outcome> {
     const started = performance.now();
-    const body = JSON.stringify(toEvent(row));
+    // An A2A push config gets A2A's notification (the Task after the change) with its token and
+    // authentication; an organization's webhook, the event.
+    let push: Awaited<ReturnType<typeof pushNotificationOf>> | undefined;
+    try {
+      push = row.push_task_id === null ? undefined : await pushNotificationOf(row);
+    } catch (error) {
+      return { status: null, error: `the A2A notification could not be made: ${error instanceof Error ? error.message : String(error)}`.slice(0, 500), retryAfterMs: undefined, durationMs: 0 };
+    }
+    const body = push?.body ?? JSON.stringify(toEvent(row));
     const secrets = [deps.secrets.open(row.secret_sealed), ...(row.previous_secret_sealed ? [deps.secrets.open(row.previous_secret_sealed)] : [])];
     const headers = {
       ...signDelivery(secrets, row.event_id, new Date(), body),
-      'content-type': 'application/json',
+      'content-type': push?.contentType ?? 'application/json',
       'content-length': String(Buffer.byteLength(body)),
       'user-agent': `acs-server/${VERSION} (webhooks)`,
+      ...push?.headers,
     };
     let url: URL;
     try {

@@ -1,5 +1,6 @@
 import { z } from 'zod';
 import { Problem, ProtectedResource } from '../../../api/schemas.ts';
+import { finalTaskStates, type TaskState } from '../../../api/tasks.ts';
 import { ErrorCatalogue, type ErrorCode } from '../../../errors/catalogue.ts';
 import { uuidPattern } from '../../domain/ids.ts';
 import { Tags, type RouteDoc, type Security, type Tag } from './route-doc.ts';
@@ -32,9 +33,17 @@ const ProblemDocument = Problem.extend({
     .array(ProtectedResource)
     .optional()
     .meta({ description: '`deletion_protected`: every resource with deletion protection that the deletion would remove, the resource itself first.' }),
-  limit: z.number().int().optional().meta({ description: '`key_limit`: the most active keys an organization may hold; `mcp_key_limit`: the most active MCP keys an agent may hold.' }),
+  limit: z
+    .number()
+    .int()
+    .optional()
+    .meta({
+      description:
+        '`key_limit`: the most active keys an organization may hold; `mcp_key_limit`: the most active MCP keys an agent may hold; `invalid_request` of a task\'s artifacts: the most a task holds.',
+    }),
   // `status` is the problem's own HTTP status (RFC 9457), so the decided state needs its own name.
   request_status: z.enum(['approved', 'rejected']).optional().meta({ description: '`conflict` on an access request decided already: how it was decided.' }),
+  state: z.enum(finalTaskStates as [TaskState, ...TaskState[]]).optional().meta({ description: '`task_final`: the final state the task is in.' }),
 })
   .loose()
   .meta({ id: 'Problem', description: 'application/problem+json (RFC 9457). Members not listed here may be added; ignore the ones you do not know.' });
@@ -379,7 +388,7 @@ No string or key may contain NUL (U+0000). Identifiers are UUIDs; timestamps are
 with milliseconds.
 
 **Errors** are \`application/problem+json\` (RFC 9457) with a stable \`code\`; some codes add
-members (\`existing_id\`, \`edge_id\`, \`org_id\`, \`protected\`, \`limit\`, \`request_status\`). A path that exists answers 405 with \`Allow\` for
+members (\`existing_id\`, \`edge_id\`, \`org_id\`, \`protected\`, \`limit\`, \`request_status\`, \`state\`). A path that exists answers 405 with \`Allow\` for
 a method it does not serve. Before any route, the server answers a request not received in time
 408 \`request_timeout\`, headers over 16 KiB 431 \`headers_too_large\`, and a connection over the
 per-address cap 429 \`rate_limited\`, each closing the connection.

@@ -16,6 +16,7 @@ export const Tags = {
   humans: 'Humans of a team.',
   edges: 'Edges: two participants of a team who may talk. Threads live on edges.',
   threads: 'Threads and their messages; reading a thread page can long-poll for new messages.',
+  tasks: "Tasks: a unit of work one participant of an edge asks of the other, in the shape of the Agent2Agent protocol's Task, with its own thread, state and artifacts.",
   attachments: 'Files a message can reference (5 MiB each, uploaded as base64).',
   events: "The organization's event log: every change in order, read by page, long poll or Server-Sent Events.",
   webhooks: 'Webhooks: events POSTed to a receiver, signed per Standard Webhooks, retried, with a delivery log.',

@@ -55,6 +55,7 @@ import { JsonRpcMessage, JsonRpcResponse } from '../../../api/mcp-tools.ts';
 import type { RouteDoc, SuccessDoc, Tag } from './route-doc.ts';
 import { sessionRouteDocs } from './session-route-docs.ts';
 import { eventRouteDocs } from './event-route-docs.ts';
+import { taskRouteDocs } from './task-route-docs.ts';
 
 // Response shapes that only the routes define. Each is named (`.meta({ id })`), so it becomes a
 // component and generated clients get a type named after it.
@@ -341,6 +342,8 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
     },
   }),
 
+  ...taskRouteDocs,
+
   ...tagged('attachments', {
     'POST /attachments': {
       operationId: 'createAttachment',
@@ -460,7 +463,8 @@ export const routeDocs: Readonly<Record<string, RouteDoc>> = {
         '(`params._meta.progressToken`), answered as `text/event-stream`: its `notifications/progress` while a peer\'s reply is being ' +
         'written, then its result; a notification gets 202 without a body. ' +
         'No session: `initialize` is optional and no `Mcp-Session-Id` is issued; GET and DELETE are 405. Tools: `whoami`, ' +
-        '`list_edges`, `list_threads`, `read_thread`, `send_message`, `open_thread`, `wait_for_messages` (see `tools/list` ' +
+        '`list_edges`, `list_threads`, `read_thread`, `send_message`, `open_thread`, `wait_for_messages`, and for tasks `list_tasks`, `get_task`, ' +
+        '`update_task`, `add_artifact` (see `tools/list` ' +
         'for their schemas). Refusals of the MCP transport itself (an `Accept` without both types is 406, a body that is not ' +
         'JSON-RPC 400) are JSON-RPC errors, not problem documents.',
       body: JsonRpcMessage,

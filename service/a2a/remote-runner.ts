@@ -1,0 +1,367 @@
+/**
+ * Remote A2A agents as teammates (contract §12, "A2A participants"): the agent loop's work for an
+ * agent declared with `a2a: {url, headers?}`. A claimed work row (agent, thread) sends the oldest
+ * message of the other participant that the remote has not answered yet, with `@a2a-js/sdk`'s
+ * client (remote-client.ts), and records what comes back (remote-record.ts):
+ *
+ * - **Sending.** `SendStreamingMessage` when the remote's card says it streams, else
+ *   `SendMessage`. Our message's id is the A2A `messageId`, our thread's id the `contextId` (or the
+ *   context the remote named before); the answer to a question (`input-required`) goes with the
+ *   remote's `taskId`. The card is read once per agent and kept for ten minutes (read again after a
+ *   failure).
+ * - **Recording.** Status messages and messages are posted into the thread as the remote agent;
+ *   artifacts become the task's artifacts (when they are complete: the task final or asking);
+ *   `working` keeps the task working, `input-required` posts the question expecting the
+ *   requester's reply (the task `input-required`), `completed`, `failed`, `canceled` and `rejected`
+ *   set the task's state with the remote's last message (or, completed without one, the
+ *   artifacts' text) as the reply. A thread without a task gets the same messages.
+ * - **Faults.** The remote down, slow, or cut off mid-answer: the row is retried with backoff and
+ *   the task stays `working`; the next attempt asks the remote about the task it was working on
+ *   (`GetTask`, then `SubscribeToTask` when it streams) and sends our message again only when the
+ *   remote no longer knows that task (it restarted). The remote answering what A2A does not allow
+ *   (not JSON, not A2A, a task of another id, a card that does not parse, an A2A error): the task
+ *   fails with the reason, posted as its status message, and the message counts as answered.
+ *   Nothing is posted twice (remote-record.ts).
+ * - Header values are opened only here, for the requests, and never logged: every error text is
+ *   redacted (remote-client.ts).
+ */
+import { createHash } from 'node:crypto';
+import { Role, TaskState as A2aState, type Message as A2aMessage, type Part as A2aPart, type StreamResponse, type Task as A2aTask } from '@a2a-js/sdk';
+import type { Client } from '@a2a-js/sdk/client';
+import { TaskNotFoundError } from '@a2a-js/sdk/errors';
+import type { TaskPart, TaskState } from '../../api/tasks.ts';
+import { ServiceError } from '../../errors/catalogue.ts';
+import { a2aResource, openA2aSecrets } from '../domain/a2a-participant.ts';
+import type { DomainDeps } from '../domain/caller.ts';
+import { startTaskWork, taskAssignedOnThread } from '../domain/task-turns.ts';
+import { parkRow, type AgentContext, type Claim, type Due, type LoopLogger } from '../agent-loop/work.ts';
+import { fetchRemoteCard, isTransient, isUrlRefusal, RemoteNonsense, remoteClient, remoteErrorText, RemoteUnavailable, type RemoteAgent, type RemoteCard } from './remote-client.ts';
+import { noteRemoteTask, noteSending, readExchange, recordOutcome, type Outcome, type RemoteArtifact, type RemoteMessage } from './remote-record.ts';
+import { fromA2aState, toA2aPart } from './task-mapping.ts';
+
+/** What the runner needs of the agent loop. */
+export interface RemoteRunnerOptions {
+  deps: DomainDeps;
+  log: LoopLogger;
+  /** Longest exchange with the remote (one send and its answer, or one resumption), in milliseconds; then it is retried. */
+  callTimeoutMs: number;
+  /** The loop's backoff after `failures` failures, in milliseconds. */
+  backoffMs(failures: number): number;
+  /** Aborted when the service stops: the exchange stops where it is, to be resumed. */
+  stopping: AbortSignal;
+}
+
+/** The runner of remote A2A agents' work. */
+export interface RemoteRunner {
+  /** Sends the next message of a claimed row to the remote, records its answer, and parks the row. Errors: storage's (the loop backs off). */
+  run(claim: Claim, agent: AgentContext): Promise<void>;
+}
+
+/** How long a remote agent's card is kept before it is read again. */
+const cardTtlMs = 10 * 60_000;
+
+/** A2A states after which our message's answer is all there (the task asks, or it is over). */
+const settledStates = new Set<TaskState>(['input-required', 'completed', 'failed', 'canceled', 'rejected']);
+
+/** The text of A2A parts as one message: text as it is, data as a JSON block, files named (their bytes are not kept). */
+export function partsText(parts: readonly A2aPart[]): string {
+  return parts
+    .map((part) => {
+      const content = part.content;
+      if (content?.$case === 'text') return content.value;
+      if (content?.$case === 'data') return `\`\`\`json\n${JSON.stringify(content.value, null, 2)}\n\`\`\``;
+      if (content?.$case === 'url') return `[file: ${part.filename || content.value}]`;
+      if (content?.$case === 'raw') return `[file: ${part.filename || 'attachment'} (${part.mediaType || 'application/octet-stream'}), not kept]`;
+      return '';
+    })
+    .filter((text) => text !== '')
+    .join('\n\n');
+}
+
+/** A2A parts as a task's parts: text and data as they are, files as a text naming them (an artifact's files are not kept). */
+function taskParts(parts: readonly A2aPart[]): TaskPart[] {
+  const out: TaskPart[] = [];
+  for (const part of parts) {
+    const content = part.content;
+    if (content?.$case === 'text' && content.value !== '') out.push({ text: content.value.slice(0, 32_768) });
+    else if (content?.$case === 'data' && content.value !== undefined) out.push({ data: content.value });
+    else if (content !== undefined) out.push({ text: partsText([part]) });
+  }
+  return out.slice(0, 20);
+}
+
+/** A key for a remote message: its id, or (none given) a digest of what it says. */
+function messageKey(message: A2aMessage, fallback: string): string {
+  return message.messageId ? `msg:${message.messageId}` : `${fallback}:${createHash('sha256').update(partsText(message.parts)).digest('hex').slice(0, 32)}`;
+}
+
+/** The answer of one exchange so far: the remote's task, its artifacts as they grew, and whether it settled. */
+class Exchange {
+  taskId: string | undefined;
+  contextId = '';
+  readonly artifacts = new Map<string, { name: string; parts: A2aPart[] }>();
+  settled = false;
+  /**
+   * Set while the first event of a stream that answers the remote's question is awaited: that
+   * event is the task as it stood (still `input-required`), not a new question.
+   */
+  answering = false;
+
+  readonly incoming: { id: string };
+
+  /** `expected`: the remote task our message continues (an answer to its question), if any. */
+  constructor(incoming: { id: string }, expected: string | undefined) {
+    this.incoming = incoming;
+    this.taskId = expected;
+  }
+
+  /** Checks that an event is about the exchange's task (the first names it). Errors: {@link RemoteNonsense}. */
+  same(taskId: string, contextId: string): void {
+    if (!taskId) throw new RemoteNonsense('the remote answered with an event that names no task');
+    if (this.taskId !== undefined && this.taskId !== taskId) {
+      throw new RemoteNonsense(`the remote answered about task ${JSON.stringify(taskId.slice(0, 100))}, not the task ${JSON.stringify(this.taskId.slice(0, 100))} it was asked about`);
+    }
+    this.taskId = taskId;
+    if (contextId) this.contextId = contextId;
+  }
+
+  artifactList(): RemoteArtifact[] {
+    return [...this.artifacts].map(([id, artifact]) => ({ key: `artifact:${this.taskId}:${id}`, name: artifact.name || null, parts: taskParts(artifact.parts) })).filter((a) => a.parts.length > 0);
+  }
+}
+
+/**
+ * Creates the runner over the loop's options. Output: {@link RemoteRunner}.
+ */
+export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunner {
+  const { deps, log } = options;
+  const db = deps.db;
+  const policy = deps.urls ?? { allowPrivate: false };
+  const cards = new Map<string, { url: string; sealed: string | null; card: RemoteCard; at: number }>();
+
+  const park = (claim: Claim, due: Due, changes: { handledSeq?: number; failures?: number } = {}) => parkRow(db, claim, due, changes);
+
+  /** The remote's card, from the cache when fresh for the same URL and headers. */
+  async function cardOf(agentId: string, agent: AgentContext, remote: RemoteAgent, signal: AbortSignal): Promise<RemoteCard> {
+    const cached = cards.get(agentId);
+    if (cached && cached.url === remote.url && cached.sealed === agent.a2a_secrets && Date.now() - cached.at < cardTtlMs) return cached.card;
+    const card = await fetchRemoteCard(remote, policy, signal);
+    cards.set(agentId, { url: remote.url, sealed: agent.a2a_secrets, card, at: Date.now() });
+    return card;
+  }
+
+  /** Records an outcome in a transaction of its own and announces it. */
+  async function record(orgId: string, outcome: Outcome): Promise<void> {
+    await db.transaction((tx) => recordOutcome(tx, outcome));
+    deps.events.announce(orgId);
+  }
+
+  /**
+   * Records one event of the remote's answer (a task, a status or artifact update, a message).
+   * Output: none; `exchange.settled` says when our message's answer is all recorded.
+   * Errors: {@link RemoteNonsense} (an event of another task, a state A2A has no such answer in).
+   */
+  async function onEvent(claim: Claim, agent: AgentContext, exchange: Exchange, event: StreamResponse): Promise<void> {
+    const payload = event.payload;
+    if (!payload) throw new RemoteNonsense('the remote answered an event with nothing in it');
+    if (payload.$case !== 'task') exchange.answering = false;
+    const base = { agentId: claim.agent_id, threadId: claim.thread_id };
+    switch (payload.$case) {
+      case 'message': {
+        const message = payload.value;
+        if (exchange.taskId !== undefined && message.taskId && message.taskId !== exchange.taskId) exchange.same(message.taskId, message.contextId);
+        if (exchange.taskId === undefined || !message.taskId) {
+          // A direct answer (no task): it is the reply, and it completes our task with it as the artifact.
+          const text = partsText(message.parts);
+          const key = messageKey(message, `reply:${exchange.incoming.id}`);
+          await record(agent.org_id, {
+            ...base,
+            messages: [{ key, content: text, replyTo: exchange.incoming.id }],
+            artifacts: text === '' ? [] : [{ key: `reply-artifact:${key}`, name: null, parts: taskParts(message.parts) }],
+            state: 'completed',
+            statusKey: key,
+            exchange: { remoteState: null, settled: true },
+          });
+          exchange.settled = true;
+          return;
+        }
+        await record(agent.org_id, { ...base, messages: [{ key: messageKey(message, `msg:${exchange.taskId}`), content: partsText(message.parts) }], artifacts: [] });
+        return;
+      }
+      case 'task': {
+        const task: A2aTask = payload.value;
+        exchange.same(task.id, task.contextId);
+        for (const artifact of task.artifacts) exchange.artifacts.set(artifact.artifactId, { name: artifact.name, parts: [...artifact.parts] });
+        const stale = exchange.answering && task.status?.state === A2aState.TASK_STATE_INPUT_REQUIRED;
+        exchange.answering = false;
+        if (stale) return;
+        await noteRemoteTask(db, claim.agent_id, claim.thread_id, { id: task.id, contextId: task.contextId, state: task.status ? (fromA2aState(task.status.state) ?? null) : null });
+        if (task.status) await onStatus(claim, agent, exchange, task.status.state, task.status.message);
+        return;
+      }
+      case 'statusUpdate': {
+        const update = payload.value;
+        exchange.same(update.taskId, update.contextId);
+        if (!update.status) throw new RemoteNonsense('the remote answered a status update without a status');
+        await onStatus(claim, agent, exchange, update.status.state, update.status.message);
+        return;
+      }
+      case 'artifactUpdate': {
+        const update = payload.value;
+        exchange.same(update.taskId, update.contextId);
+        const artifact = update.artifact;
+        if (!artifact) throw new RemoteNonsense('the remote answered an artifact update without an artifact');
+        const known = exchange.artifacts.get(artifact.artifactId);
+        if (update.append && known) known.parts.push(...artifact.parts);
+        else exchange.artifacts.set(artifact.artifactId, { name: artifact.name, parts: [...artifact.parts] });
+        return;
+      }
+    }
+  }
+
+  /** Records a state of the remote's task and the message that came with it (see the module's comment). */
+  async function onStatus(claim: Claim, agent: AgentContext, exchange: Exchange, a2aState: A2aState, message: A2aMessage | undefined): Promise<void> {
+    const base = { agentId: claim.agent_id, threadId: claim.thread_id };
+    if (a2aState === A2aState.TASK_STATE_AUTH_REQUIRED) throw new RemoteNonsense('the remote asks for authentication (auth-required), which acs-server cannot give it');
+    const state = fromA2aState(a2aState);
+    if (state === undefined) throw new RemoteNonsense(`the remote answered a task in no known state (${String(a2aState)})`);
+    const taskId = exchange.taskId!;
+    if (state === 'submitted' || state === 'working') {
+      const messages: RemoteMessage[] = message && partsText(message.parts) !== '' ? [{ key: messageKey(message, `status:${taskId}:${state}`), content: partsText(message.parts) }] : [];
+      if (messages.length > 0) await record(agent.org_id, { ...base, messages, artifacts: [], state: 'working', statusKey: messages[0]!.key, exchange: { remoteState: state, settled: false } });
+      return;
+    }
+    const text = message ? partsText(message.parts) : '';
+    const artifacts = exchange.artifactList();
+    let reply: RemoteMessage;
+    if (state === 'input-required') {
+      reply = { key: message ? messageKey(message, `input:${taskId}:${exchange.incoming.id}`) : `input:${taskId}:${exchange.incoming.id}`, content: text || 'The remote agent needs more input to go on.', expectsReply: true };
+    } else if (text !== '') {
+      reply = { key: messageKey(message!, `final:${taskId}`), content: text, replyTo: exchange.incoming.id };
+    } else {
+      const artifactText = [...exchange.artifacts.values()].map((a) => partsText(a.parts)).filter((t) => t !== '').join('\n\n');
+      reply = { key: `final:${taskId}`, content: state === 'completed' ? artifactText || 'Done.' : `The remote agent ended the task: ${state}.`, replyTo: exchange.incoming.id };
+    }
+    await record(agent.org_id, { ...base, messages: [reply], artifacts, state, statusKey: reply.key, exchange: { remoteState: state, settled: true } });
+    exchange.settled = true;
+  }
+
+  /** Runs the events of one answer through {@link onEvent} until it settles or ends. */
+  async function follow(claim: Claim, agent: AgentContext, exchange: Exchange, events: AsyncIterable<StreamResponse> | Iterable<StreamResponse>): Promise<void> {
+    for await (const event of events) {
+      await onEvent(claim, agent, exchange, event);
+      if (exchange.settled) return;
+    }
+  }
+
+  /** Sends our message (`content`) to the remote and follows its answer. */
+  async function send(client: Client, card: RemoteCard, claim: Claim, agent: AgentContext, exchange: Exchange, content: string, contextId: string, signal: AbortSignal): Promise<void> {
+    const message: A2aMessage = {
+      messageId: exchange.incoming.id,
+      contextId,
+      taskId: exchange.taskId ?? '',
+      role: Role.ROLE_USER,
+      parts: [toA2aPart({ text: content }, '')],
+      metadata: { thread_id: claim.thread_id },
+      extensions: [],
+      referenceTaskIds: [],
+    };
+    const request = { tenant: '', message, configuration: { acceptedOutputModes: [], taskPushNotificationConfig: undefined, returnImmediately: false }, metadata: undefined };
+    if (card.summary.streaming) {
+      exchange.answering = exchange.taskId !== undefined;
+      return follow(claim, agent, exchange, client.sendMessageStream(request, { signal }));
+    }
+    const result = await client.sendMessage(request, { signal });
+    const event: StreamResponse = 'status' in result ? { payload: { $case: 'task', value: result } } : { payload: { $case: 'message', value: result } };
+    return follow(claim, agent, exchange, [event]);
+  }
+
+  /**
+   * Asks the remote about the task it was working on for our message (a process that took over,
+   * an answer cut off). Output: true when the answer was followed (settled or not), false when the
+   * remote no longer knows the task (it restarted): the message is to be sent again.
+   */
+  async function resume(client: Client, card: RemoteCard, claim: Claim, agent: AgentContext, exchange: Exchange, signal: AbortSignal): Promise<boolean> {
+    let task: A2aTask;
+    try {
+      task = await client.getTask({ tenant: '', id: exchange.taskId!, historyLength: 0 }, { signal });
+    } catch (error) {
+      if (error instanceof TaskNotFoundError) return false;
+      throw error;
+    }
+    await follow(claim, agent, exchange, [{ payload: { $case: 'task', value: task } } satisfies StreamResponse]);
+    if (!exchange.settled && card.summary.streaming) await follow(claim, agent, exchange, client.resubscribeTask({ tenant: '', id: task.id }, { signal }));
+    return true;
+  }
+
+  async function run(claim: Claim, agent: AgentContext): Promise<void> {
+    const a2a = a2aResource(agent.a2a)!;
+    if (agent.status !== 'active') return park(claim, 'never');
+    const next = await db.query<{ id: string; seq: number; content: string }>(
+      `SELECT id, seq, content FROM messages WHERE thread_id = $1 AND seq > $2 AND sender_id <> $3 ORDER BY seq LIMIT 1`,
+      [claim.thread_id, claim.handled_seq, claim.agent_id],
+    );
+    const incoming = next[0];
+    if (!incoming) return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
+    const where = { agent_id: claim.agent_id, thread_id: claim.thread_id, org_id: agent.org_id, agent: agent.name };
+    let headers: Record<string, string>;
+    try {
+      headers = openA2aSecrets(deps.secrets, agent.a2a_secrets);
+    } catch {
+      log.error(where, "the header values of the remote A2A agent cannot be decrypted with this process's encryption key (ACS_ENCRYPTION_KEY); set its a2a headers again");
+      return park(claim, { inMs: options.backoffMs(claim.failures + 1) }, { failures: claim.failures + 1 });
+    }
+    const remote: RemoteAgent = { url: a2a.url, headers };
+    const before = await readExchange(db, claim.agent_id, claim.thread_id);
+    // An answer to the remote's question continues its task; anything else starts a new one.
+    const continuing = before?.remote_state === 'input-required' && before.remote_task_id !== null ? before.remote_task_id : undefined;
+    const resuming = before?.message_id === incoming.id && before.remote_task_id !== null && !settledStates.has(before.remote_state as TaskState);
+    const exchange = new Exchange(incoming, resuming ? before.remote_task_id! : continuing);
+    const timeout = AbortSignal.timeout(options.callTimeoutMs);
+    const signal = AbortSignal.any([options.stopping, timeout]);
+    try {
+      const task = await taskAssignedOnThread(db, claim.thread_id, claim.agent_id);
+      // Submitted, or asking until this answer: the remote works on it now.
+      if (task) await startTaskWork(deps, claim.thread_id, claim.agent_id);
+      const card = await cardOf(claim.agent_id, agent, remote, signal);
+      const client = await remoteClient(card.card, remote, policy, signal);
+      const resumed = resuming ? await resume(client, card, claim, agent, exchange, signal) : false;
+      if (!resumed) {
+        if (resuming) exchange.taskId = undefined;
+        await noteSending(db, claim.agent_id, claim.thread_id, incoming.id, exchange.taskId === undefined);
+        await send(client, card, claim, agent, exchange, incoming.content, before?.remote_context_id ?? claim.thread_id, signal);
+      }
+      if (!exchange.settled) throw new RemoteUnavailable('the remote ended its answer before the task asked for input or ended; it is asked again');
+      return park(claim, { inMs: 0 }, { handledSeq: incoming.seq, failures: 0 });
+    } catch (error) {
+      if (options.stopping.aborted) return park(claim, { inMs: 0 });
+      const reason = timeout.aborted ? `no answer within ${options.callTimeoutMs} ms` : remoteErrorText(error, remote);
+      if (timeout.aborted || isTransient(error)) {
+        cards.delete(claim.agent_id);
+        const failures = claim.failures + 1;
+        const delay = options.backoffMs(failures);
+        log.warn({ ...where, failures, retry_in_ms: delay, reason }, 'remote A2A agent unavailable: retried with backoff (its task stays working)');
+        return park(claim, { inMs: delay }, { failures });
+      }
+      // Our own storage failing (a database error, the thread deleted meanwhile) is not the remote's
+      // doing: the loop backs off and tries again.
+      if ((error instanceof ServiceError && !isUrlRefusal(error)) || (typeof error === 'object' && error !== null && 'severity' in error)) throw error;
+      // The remote answered what A2A does not allow: the task fails with the reason, the message counts as answered.
+      cards.delete(claim.agent_id);
+      log.warn({ ...where, reason }, 'remote A2A agent answered what cannot be read: its task failed');
+      const key = `failed:${exchange.taskId ?? 'none'}:${incoming.id}`;
+      await record(agent.org_id, {
+        agentId: claim.agent_id,
+        threadId: claim.thread_id,
+        messages: [{ key, content: `The remote A2A agent at ${a2a.url} could not be followed: ${reason}`, replyTo: incoming.id }],
+        artifacts: [],
+        state: 'failed',
+        statusKey: key,
+        exchange: { remoteState: 'failed', settled: true },
+      });
+      return park(claim, { inMs: 0 }, { handledSeq: incoming.seq, failures: 0 });
+    }
+  }
+
+  return { run };
+}

@@ -1,0 +1,103 @@
+/**
+ * Task steps (`task: true`, contract §12, issue 38) on a real Temporal server, against a real
+ * acs-server on each storage backend (embedded PGlite; PostgreSQL when `ACS_TEST_DATABASE_URL` or
+ * scripts/with-postgres.sh gives one): the echo agent answers a task step, its task id and typed
+ * value reach the result and `runs show`; a worker SIGKILLed while a task step waits: a new
+ * worker carries the wait to its end, and the task was created once.
+ */
+import { randomUUID } from 'node:crypto';
+import type { Client } from '@temporalio/client';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { runCli } from '../../cli/program.ts';
+import { newRunId, startPipelineRun } from '../../engine/temporal-runs.ts';
+import { startServer, type RunningServer } from '../../service/index.ts';
+import type { PipelineProgress, PipelineResult, PipelineRunInput } from '../../workflows/pipeline-orchestration.ts';
+import { progressQuery } from '../../workflows/pipeline-workflow.ts';
+import { cliIo, entry, eventually } from '../support/decide.ts';
+import { createTestDatabase, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
+import { taskOrganization, type TaskOrganization } from '../support/task-steps.ts';
+import { connectTestClient, describeTemporal, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
+
+const backends = ['pglite', ...(testDatabaseUrl ? ['postgres'] : [])] as const;
+
+describeTemporal('task steps on Temporal', () => {
+  let temporal: Client;
+  let closeTemporal: (() => Promise<void>) | undefined;
+
+  beforeAll(async () => {
+    ({ client: temporal, close: closeTemporal } = await connectTestClient());
+  }, 120_000);
+  afterAll(async () => {
+    await closeTemporal?.();
+  });
+
+  for (const backend of backends) {
+    describe(`on ${backend}`, () => {
+      let server: RunningServer;
+      let database: TestDatabase | undefined;
+      const stops: Array<() => Promise<void>> = [];
+
+      beforeAll(async () => {
+        database = backend === 'postgres' ? await createTestDatabase(testDatabaseUrl!) : undefined;
+        server = await startServer({ ...(database ? { databaseUrl: database.url } : { inMemory: true }), port: 0, tickMs: 50, logger: false, rateLimit: false });
+      }, 120_000);
+      afterAll(async () => {
+        for (const stop of stops.reverse()) await stop();
+        await server?.close();
+        await database?.drop();
+      }, 120_000);
+
+      /** The run's input on Temporal (its business key is the workflow id). */
+      const temporalInput = (org: TaskOrganization, pipeline: string, inputs: PipelineRunInput['inputs'] = {}): PipelineRunInput => {
+        const { runKey: _local, ...input } = org.input(pipeline, inputs);
+        return input;
+      };
+      const result = (runId: string) => temporal.workflow.getHandle<(input: PipelineRunInput) => Promise<PipelineResult>>(runId).result();
+      const progressUntil = (runId: string, ready: (p: PipelineProgress) => boolean) =>
+        eventually(async () => {
+          const progress = await temporal.workflow.getHandle(runId).query(progressQuery).catch(() => undefined);
+          return progress && ready(progress) ? progress : undefined;
+        }, 120_000);
+
+      it(`temporal (${backend}): a task step asks the echo agent through a task; the run completes with its task_id, the echo as reply and the typed value, and runs show names the task`, async () => {
+        const org = await taskOrganization(server, `tasks-temporal-echo-${backend}`);
+        const taskQueue = `tasks-${randomUUID()}`;
+        const worker = await startWorker(taskQueue, { env: org.env });
+        stops.push(() => worker.stop());
+        const runId = newRunId(`tasks-temporal-echo-${backend}`, 'ask-echo');
+        await startPipelineRun(temporalInput(org, 'ask-echo', { topic: 'otters' }), runId, { settings: testSettings(), taskQueue });
+        const done = await result(runId);
+        const ask = entry(done.steps, 'ask');
+        expect(ask).toMatchObject({ status: 'completed', task_state: 'completed', reply: 'echo: Tell me about otters' });
+        expect(entry(done.steps, 'typed')).toMatchObject({ status: 'completed', task_state: 'completed', value: { severity: 'high', topic: 'otters' } });
+        expect(done.output).toBe(`${ask.task_id}|echo: Tell me about otters|echo: task ${ask.task_id} said high`);
+        expect(await org.client.getTask(ask.task_id!)).toMatchObject({ state: 'completed', thread_id: ask.thread_id, title: 'About otters' });
+        const out: string[] = [];
+        expect(await runCli(['runs', 'show', runId], cliIo(server.url, org.env, out)), out.join('\n')).toBe(0);
+        expect(out.join('\n')).toContain(`task ${ask.task_id} (completed)`);
+      }, 240_000);
+
+      it(`temporal (${backend}): a worker SIGKILLed while a task step waits; a new worker carries the wait to its end, the task was created once and its data part is the typed value`, async () => {
+        const org = await taskOrganization(server, `tasks-temporal-kill-${backend}`);
+        const taskQueue = `tasks-kill-${randomUUID()}`;
+        const child = await spawnWorker(taskQueue, { ...org.env, ACS_BASE_URL: server.url });
+        const runId = newRunId(`tasks-temporal-kill-${backend}`, 'ask-ext');
+        await startPipelineRun(temporalInput(org, 'ask-ext'), runId, { settings: testSettings(), taskQueue });
+        const waiting = await progressUntil(runId, (p) => entry(p.steps, 'plan').wait_mode === 'poll' && Boolean(entry(p.steps, 'plan').task_id));
+        const taskId = entry(waiting.steps, 'plan').task_id!;
+        expect(entry(waiting.steps, 'plan')).toMatchObject({ status: 'running', task_state: 'submitted', awaiting: 'ext' });
+        expect(await child.kill('SIGKILL')).toBe('SIGKILL');
+        // The task is done while no worker runs; the new worker's wait finds it so.
+        await org.client.addTaskArtifact(taskId, { parts: [{ text: 'Two weeks.' }, { data: { days: 14 } }] });
+        await org.client.setTaskStatus(taskId, { state: 'completed' });
+        const worker = await startWorker(taskQueue, { env: org.env });
+        stops.push(() => worker.stop());
+        const done = await result(runId);
+        expect(entry(done.steps, 'plan')).toMatchObject({ status: 'completed', task_id: taskId, task_state: 'completed', reply: 'Two weeks.', value: { days: 14 } });
+        expect(done.output).toBe(`14 days, task ${taskId}`);
+        const tasks = (await org.client.listTasks(org.teamId)).tasks;
+        expect(tasks.map((t) => [t.task_id, t.state])).toEqual([[taskId, 'completed']]);
+      }, 300_000);
+    });
+  }
+});
