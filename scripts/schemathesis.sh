@@ -202,6 +202,10 @@ for prefix in ("", "doomed-"):
         # `mcp_key_limit`), and had ada taken every create, the stateful phase's create → revoke
         # links would start from a 409 and its revokes find nothing (missing test data).
         ids["key-agent"] = [post(f"/teams/{team}/agents", {"name": f"kay{n}"})["agent_id"] for n in range(6)]
+        # Tasks ada asks of bob (neither has a provider, so they stay submitted until a request
+        # changes them): a cancel or a final status spends one, after which the others still
+        # take every change (a final task is 409 `task_final`).
+        ids["task"] = [post(f"/edges/{edge}/tasks", {"requester_id": agents[0], "parts": [{"text": f"task {n}"}]})["task_id"] for n in range(8)]
         sessions = {"ACS_SESSION": session(cora), "ACS_SIGN_OUT_SESSION": session(cora)}
         # An id of cora's event stream, to resume it from (`after`).
         cursor = person_cursor(sessions["ACS_SESSION"][0], agents[0], ids["thread"][-1])
