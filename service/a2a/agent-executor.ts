@@ -13,7 +13,7 @@ import { getTaskAsParticipant } from '../domain/tasks.ts';
 import { preparedMessage, reachableCall, SendModes } from './call-context.ts';
 import { toA2aTask } from './task-mapping.ts';
 import type { StoreEnv } from './task-store.ts';
-import { answered, TaskUpdates, watchTask } from './task-watch.ts';
+import { answered, followTaskUpdates } from './task-watch.ts';
 
 /** How long a blocking `SendMessage` waits for the task to end or ask for input before it answers with the task as it is (60 s: within the server's idle timeout of 120 s). */
 export const defaultBlockingWaitMs = 60_000;
@@ -33,7 +33,8 @@ export class DomainAgentExecutor implements AgentExecutor {
 
   /**
    * Publishes the task as stored now, then, unless the send returns at once (`returnImmediately`),
-   * its changes until it is final or asks for input (a change seen during the call): new
+   * its changes until it is final or asks for input (a change seen during the call): on a stream,
+   * the assignee's reply as it is written (chunks of its artifact, reply-deltas.ts, §13); new
    * artifacts (whole) before the status that follows them. A blocking send stops waiting after
    * {@link ExecutorEnv.blockingWaitMs} (the SDK answers with the task as it is then); a stream
    * waits as long as its client stays. Errors: storage errors (the SDK turns them into a failed
@@ -51,19 +52,19 @@ export class DomainAgentExecutor implements AgentExecutor {
       return;
     }
     const signal = prepared.mode === SendModes.block ? AbortSignal.any([call.user.signal, AbortSignal.timeout(this.#env.blockingWaitMs)]) : call.user.signal;
-    const updates = new TaskUpdates(prepared.before, url);
+    // A blocking send answers with the task at its end: only a stream shows the reply as it is written.
+    const deltasFrom = prepared.mode === SendModes.stream ? prepared.streamFrom : undefined;
     let first = true;
-    for await (const task of watchTask({ deps, orgId: call.participant.orgId, taskId, load, signal })) {
-      if (first) {
+    for await (const update of followTaskUpdates({ deps, orgId: call.participant.orgId, taskId, load, signal, said: prepared.before, publicUrl: url, deltasFrom })) {
+      if (update.kind === 'snapshot') {
         // History is left to the store (the SDK reads it there for the answer).
-        eventBus.publish(AgentEvent.task(toA2aTask(task, [], url)));
+        if (first) eventBus.publish(AgentEvent.task(toA2aTask(update.task, [], url)));
         first = false;
-      }
-      const change = updates.next(task);
-      for (const artifact of change.artifacts) eventBus.publish(AgentEvent.artifactUpdate(artifact));
-      if (change.status) {
-        eventBus.publish(AgentEvent.statusUpdate(change.status));
-        if (answered(task, true)) return;
+      } else if (update.kind === 'artifact') {
+        eventBus.publish(AgentEvent.artifactUpdate(update.event));
+      } else {
+        eventBus.publish(AgentEvent.statusUpdate(update.event));
+        if (answered(update.task, true)) return;
       }
     }
   }

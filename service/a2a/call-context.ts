@@ -8,6 +8,7 @@ import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { Task } from '../../api/tasks.ts';
 import type { TaskParticipant } from '../domain/tasks.ts';
+import type { StreamPosition } from '../events/deltas.ts';
 import type { A2aCaller } from './a2a-caller.ts';
 
 /** The caller of an A2A call as the SDK sees it (A2A v1.0 §7, "Authentication and Authorization"). */
@@ -64,11 +65,13 @@ export type SendMode = (typeof SendModes)[keyof typeof SendModes];
 /**
  * An incoming message as the request handler took it, for the executor: the task as it was before
  * the message (just created, or the task the message continues, read before the message was
- * posted to its thread) and the send's mode.
+ * posted to its thread), the send's mode, and where the thread's stream stood before it.
  */
 export interface PreparedMessage {
   before: Task;
   mode: SendMode;
+  /** The position of the task thread's stream before the message was posted: a stream's reply deltas are those after it (reply-deltas.ts). */
+  streamFrom: StreamPosition;
 }
 
 const preparedKey = 'acs.prepared-message';

@@ -31,7 +31,8 @@ import { DomainAgentExecutor, type ExecutorEnv } from './agent-executor.ts';
 import { fromA2aParts, IncomingPartsError, toA2aState, withAttachments } from './task-mapping.ts';
 import { DomainPushStore, webhookWorkerSends, type PushEnv } from './push-configs.ts';
 import { callersTask, DomainTaskStore } from './task-store.ts';
-import { TaskUpdates, watchTask } from './task-watch.ts';
+import { followTaskUpdates } from './task-watch.ts';
+import { replyDeltasFromNow } from './reply-deltas.ts';
 
 /** The thread channel of tasks asked over A2A (a thread's `channel`, contract §4). */
 export const a2aChannel = 'a2a';
@@ -119,7 +120,8 @@ export class EdgeRequestHandler extends DefaultRequestHandler {
 
   /**
    * `SubscribeToTask` (A2A v1.0 §3.1.6): the task as stored, then its changes as status and
-   * artifact updates until it is final (or the client goes away). Errors: `TaskNotFoundError`,
+   * artifact updates until it is final (or the client goes away), with the reply being written as
+   * chunks of its artifact from the thread's last message on (§13, reply-deltas.ts). Errors: `TaskNotFoundError`,
    * `UnsupportedOperationError` (the task is final already: nothing to follow).
    */
   override async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
@@ -130,13 +132,14 @@ export class EdgeRequestHandler extends DefaultRequestHandler {
     if (!first || !task) throw new TaskNotFoundError(`Task not found: ${params.id}`);
     if (isFinalTaskState(task.state)) throw new UnsupportedOperationError(`Task ${params.id} is in a terminal state (${task.state}) and cannot be subscribed to.`);
     yield { payload: { $case: 'task', value: first } };
-    const updates = new TaskUpdates(task, this.#env.publicUrl());
     const load = async () => (await callersTask(this.#env, call, task.task_id)) ?? task;
-    for await (const now of watchTask({ deps: this.#env.deps, orgId: call.participant.orgId, taskId: task.task_id, load, signal: call.user.signal })) {
-      const change = updates.next(now);
-      for (const artifact of change.artifacts) yield { payload: { $case: 'artifactUpdate', value: artifact } };
-      if (change.status) yield { payload: { $case: 'statusUpdate', value: change.status } };
-      if (isFinalTaskState(now.state)) return;
+    const deltasFrom = await replyDeltasFromNow(this.#env.deps.db, task.thread_id);
+    const follow = { deps: this.#env.deps, orgId: call.participant.orgId, taskId: task.task_id, load, signal: call.user.signal, said: task, publicUrl: this.#env.publicUrl(), deltasFrom };
+    for await (const update of followTaskUpdates(follow)) {
+      if (update.kind === 'artifact') yield { payload: { $case: 'artifactUpdate', value: update.event } };
+      if (update.kind !== 'status') continue;
+      yield { payload: { $case: 'statusUpdate', value: update.event } };
+      if (isFinalTaskState(update.task.state)) return;
     }
   }
 
@@ -170,6 +173,8 @@ export class EdgeRequestHandler extends DefaultRequestHandler {
     try {
       const parts = withAttachments(incoming, await this.#storeFiles(call, incoming.files));
       let before: Task;
+      // Read before the message is posted, so a stream misses no delta of the reply to it.
+      const streamFrom = continued ? await replyDeltasFromNow(this.#env.deps.db, continued.thread_id) : { after: 0, k: 0 };
       if (continued) {
         before = continued;
         await sendTaskMessageAsParticipant(this.#env.deps, call.participant, continued.task_id, { parts, expects_reply: true });
@@ -180,7 +185,7 @@ export class EdgeRequestHandler extends DefaultRequestHandler {
         message.taskId = before.task_id;
       }
       message.contextId = before.thread_id;
-      setPreparedMessage(context, { before, mode });
+      setPreparedMessage(context, { before, mode, streamFrom });
     } catch (error) {
       throw asA2aError(error);
     }

@@ -13,6 +13,8 @@ import type { TaskArtifactUpdateEvent, TaskStatusUpdateEvent } from '@a2a-js/sdk
 import type { Task } from '../../api/tasks.ts';
 import { followTask, isFinalTaskState } from '../domain/tasks.ts';
 import type { DomainDeps } from '../domain/caller.ts';
+import { liveKey, type StreamPosition } from '../events/deltas.ts';
+import { ReplyDeltas } from './reply-deltas.ts';
 import { toA2aArtifact, toA2aMessage, toA2aState } from './task-mapping.ts';
 
 /** How often a watcher reads the task again without a wake: a safety net, not the way changes arrive. */
@@ -27,28 +29,42 @@ export interface WatchOptions {
   load: () => Promise<Task>;
   /** Ends the watch: the client went away, the server stops, the call's wait is over. */
   signal: AbortSignal;
+  /** A thread whose live items (a reply's deltas, events/deltas.ts) also wake the watch: the task's, when its deltas are streamed. */
+  liveThreadId?: string | undefined;
 }
 
 /**
- * Yields the task as stored now, then again after each of its changes, until the caller stops
+ * Yields the task as stored now, then again after each of its changes (and, with `liveThreadId`,
+ * the task as last read after each live item of that thread), until the caller stops
  * iterating or `signal` aborts (then it returns, without an error). Subscribes before the first
  * read, so a change committed between the two is not missed. Errors: whatever `load` throws.
  */
 export async function* watchTask(options: WatchOptions): AsyncGenerator<Task, void, undefined> {
-  const { deps, orgId, taskId, load, signal } = options;
+  const { deps, orgId, taskId, load, signal, liveThreadId } = options;
+  // The task is read again only when it changed (or at the recheck); a live item alone (a delta)
+  // yields the task as last read, so that a streaming reply costs no read of its task per chunk.
   let dirty = false;
+  let live = false;
   let wake: (() => void) | undefined;
   const subscription = await followTask(deps, orgId, taskId, () => {
     dirty = true;
     wake?.();
   });
+  const stopLive =
+    liveThreadId === undefined
+      ? undefined
+      : deps.events.onSignal(liveKey(liveThreadId), () => {
+          live = true;
+          wake?.();
+        });
   const onAbort = () => wake?.();
   signal.addEventListener('abort', onAbort);
   try {
     if (signal.aborted) return;
-    yield await load();
+    let task = await load();
+    yield task;
     while (!signal.aborted) {
-      if (!dirty) {
+      if (!dirty && !live) {
         await new Promise<void>((resolve) => {
           const timer = setTimeout(() => {
             dirty = true;
@@ -58,17 +74,63 @@ export async function* watchTask(options: WatchOptions): AsyncGenerator<Task, vo
             clearTimeout(timer);
             resolve();
           };
-          if (dirty || signal.aborted) wake();
+          if (dirty || live || signal.aborted) wake();
         });
         wake = undefined;
       }
       if (signal.aborted) return;
-      dirty = false;
-      yield await load();
+      live = false;
+      if (dirty) {
+        dirty = false;
+        task = await load();
+      }
+      yield task;
     }
   } finally {
     signal.removeEventListener('abort', onAbort);
     subscription.unsubscribe();
+    stopLive?.();
+  }
+}
+
+/** What following a task yields: the task as read (before what changed in it), an artifact update (a chunk of a reply, or a whole artifact), or a status update. */
+export type TaskFollowEvent =
+  | { kind: 'snapshot'; task: Task }
+  | { kind: 'artifact'; event: TaskArtifactUpdateEvent }
+  | { kind: 'status'; event: TaskStatusUpdateEvent; task: Task };
+
+/** Options of {@link followTaskUpdates}: a watch's, what the client was told already, and where the reply deltas start. */
+export interface FollowOptions extends Omit<WatchOptions, 'liveThreadId'> {
+  /** The task as the client last saw it: only what changed since is said. */
+  said: Task;
+  /** The URL the server is reached at (attachment URLs in parts). */
+  publicUrl: string;
+  /** Stream the assignee's reply deltas written after this position of the task's thread (reply-deltas.ts); none when undefined. */
+  deltasFrom?: StreamPosition | undefined;
+}
+
+/**
+ * Follows a task for an A2A stream (`SendStreamingMessage`, `SubscribeToTask`): for each read of
+ * the task ({@link watchTask}), the snapshot, then the reply deltas written since the last read
+ * (when `deltasFrom` is given: chunks of the reply's artifact, read after the task so that a
+ * final task's chunks all come before its whole artifact), then its new artifacts, and its new
+ * status ({@link TaskUpdates}) — before the chunks when the task is at work, after them otherwise. Ends as {@link watchTask} does; the caller stops iterating when the
+ * task is over for it. Errors: storage errors and whatever `load` throws.
+ */
+export async function* followTaskUpdates(options: FollowOptions): AsyncGenerator<TaskFollowEvent, void, undefined> {
+  const { said, publicUrl, deltasFrom, ...watch } = options;
+  const updates = new TaskUpdates(said, publicUrl);
+  const deltas = deltasFrom && new ReplyDeltas(watch.deps.db, said, deltasFrom);
+  for await (const task of watchTask({ ...watch, liveThreadId: deltas ? said.thread_id : undefined })) {
+    yield { kind: 'snapshot', task };
+    const change = updates.next(task);
+    // A reply is written while its task works, and finished before the task completes or asks:
+    // a status into work comes before the chunks read with it, any other after them.
+    const working = task.state === 'submitted' || task.state === 'working';
+    if (working && change.status) yield { kind: 'status', event: change.status, task };
+    if (deltas) for (const event of await deltas.read()) yield { kind: 'artifact', event };
+    for (const event of change.artifacts) yield { kind: 'artifact', event };
+    if (!working && change.status) yield { kind: 'status', event: change.status, task };
   }
 }
 

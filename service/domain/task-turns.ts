@@ -9,7 +9,6 @@
 import { maxTaskArtifacts, type TaskState } from '../../api/tasks.ts';
 import type { Queryable } from '../storage/db.ts';
 import type { DomainDeps } from './caller.ts';
-import { newId } from './ids.ts';
 import { isFinalTaskState, writeTaskEvent } from './task-records.ts';
 
 /** The task of a thread as a turn needs it: its id, state and requester. */
@@ -54,7 +53,9 @@ export async function startTaskWork(deps: DomainDeps, threadId: string, agentId:
  * In the transaction that posts a turn's reply (`messageId`, by `agentId` in `threadId`): the
  * thread's task assigned to the agent, when not final, is `completed`, with the reply as its
  * status message and as an artifact `{parts: [{text}]}` (none for an empty reply, or past 100
- * artifacts), and its `task.updated` after the reply's `message.created`. Announce the
+ * artifacts) whose id is the reply's message id — the id its deltas name, so that an A2A stream's
+ * chunks of the reply and the artifact are one (§13; a2a/reply-deltas.ts) — and its
+ * `task.updated` after the reply's `message.created`. Announce the
  * organization after the commit (the reply's caller does). Output: whether a task was completed.
  */
 export async function completeTaskWithReply(tx: Queryable, input: { threadId: string; agentId: string; messageId: string; text: string }): Promise<boolean> {
@@ -68,7 +69,7 @@ export async function completeTaskWithReply(tx: Queryable, input: { threadId: st
   if (input.text !== '') {
     await tx.query(
       `INSERT INTO task_artifacts (id, task_id, name, parts) SELECT $1, $2, NULL, $3::jsonb WHERE (SELECT count(*) FROM task_artifacts WHERE task_id = $2) < $4`,
-      [newId(), id, JSON.stringify([{ text: input.text }]), maxTaskArtifacts],
+      [input.messageId, id, JSON.stringify([{ text: input.text }]), maxTaskArtifacts],
     );
   }
   await writeTaskEvent(tx, id, 'task.updated', true);

@@ -9,7 +9,7 @@ import { Role, type Message, type SendMessageRequest } from '@a2a-js/sdk';
 import { ClientFactory, ClientFactoryOptions, DefaultAgentCardResolver, JsonRpcTransportFactory, RestTransportFactory, type Client } from '@a2a-js/sdk/client';
 import { expect } from 'vitest';
 import { agentA2aUrl, agentCardUrl } from '../../api/a2a.ts';
-import { callTool, type Conversation, type ScriptReply } from '../support/model-script.ts';
+import { callTool, paced, type Conversation, type ScriptReply } from '../support/model-script.ts';
 import { scriptedToolCompletions, startOpenAiStub, type OpenAiStub } from '../support/openai-stub.ts';
 import type { ServerOptions } from '../../service/index.ts';
 import { startHarness, type Harness } from '../service/helpers.ts';
@@ -18,7 +18,9 @@ import { askAnswer, makeTeam, type BuiltTeam } from '../service/turn-helpers.ts'
 /** The stand-in's moves, by the first word of an agent's instructions. */
 function script(c: Conversation): ScriptReply {
   const key = (c.system ?? '').split(/\s/)[0];
-  if (key === 'WRITER') return `Draft for: ${c.lastUserText}`;
+  // Word by word, slower than the service's 50 ms batching of deltas: a stream shows each word.
+  // A request that starts with "slowly" is written at 400 ms a word, for a stream joined mid-reply.
+  if (key === 'WRITER') return paced(`Draft for: ${c.lastUserText}`, { size: 'word', delayMs: (c.lastUserText ?? '').startsWith('slowly') ? 400 : 80 });
   if (key === 'QUESTIONER') {
     const answer = askAnswer(c.resultOf('ask'));
     return answer ? `Painted it ${answer.content}` : callTool('ask', { peer: 'caller', content: 'Which colour?' });

@@ -89,7 +89,7 @@ describe('sending messages', () => {
     });
   }
 
-  it('SendStreamingMessage to a provider agent streams the task, its work, the reply as an artifact, and its completion', async () => {
+  it('SendStreamingMessage to a provider agent streams the task, its work, the reply as it is written (chunks of its artifact), the whole artifact and its completion', async () => {
     const client = await a2aClient(w.cardUrl('writer'), w.callerKey);
     const events: StreamResponse[] = [];
     for await (const event of client.sendMessageStream(sendRequest(userMessage('a haiku')))) events.push(event);
@@ -98,10 +98,34 @@ describe('sending messages', () => {
     expect(kinds.at(-1)).toBe('statusUpdate');
     const last = events.at(-1)!.payload!;
     expect(last.$case === 'statusUpdate' && last.value.status?.state).toBe(TaskState.TASK_STATE_COMPLETED);
-    const artifacts = events.flatMap((e) => (e.payload?.$case === 'artifactUpdate' ? [e.payload.value.artifact!] : []));
-    expect(artifacts.map((a) => a.parts.map(partText).join(''))).toEqual(['Draft for: a haiku']);
-    // The artifact comes before the final status.
-    expect(kinds.indexOf('artifactUpdate')).toBeLessThan(kinds.length - 1);
+    const updates = events.flatMap((e) => (e.payload?.$case === 'artifactUpdate' ? [e.payload.value] : []));
+    const chunks = updates.filter((u) => !u.lastChunk);
+    const whole = updates.filter((u) => u.lastChunk);
+    // The stand-in writes word by word, slower than the deltas' batching: one chunk per word.
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.map((u) => u.append)).toEqual([false, ...chunks.slice(1).map(() => true)]);
+    expect(chunks.map((u) => u.artifact!.parts.map(partText).join('')).join('')).toBe('Draft for: a haiku');
+    // The whole artifact replaces the chunks: the same artifact, the reply as posted.
+    expect(whole.map((u) => [u.artifact!.artifactId, u.append, u.artifact!.parts.map(partText).join('')])).toEqual([[chunks[0]!.artifact!.artifactId, false, 'Draft for: a haiku']]);
+    const task = (events[0]!.payload as { value: Task }).value;
+    const stored = await w.h.call('GET', `/api/v1/tasks/${task.id}`);
+    expect(stored.body.artifacts.map((a: { artifact_id: string }) => a.artifact_id)).toEqual([chunks[0]!.artifact!.artifactId]);
+    // The chunks come after the task is working, the whole artifact before the final status.
+    expect(kinds.indexOf('statusUpdate')).toBeLessThan(events.findIndex((e) => e.payload?.$case === 'artifactUpdate'));
+    expect(kinds.lastIndexOf('artifactUpdate')).toBe(kinds.length - 2);
+  });
+
+  it('SubscribeToTask joined while a reply is written gets the reply from its first word, as chunks of its artifact, then the whole artifact', async () => {
+    const client = await a2aClient(w.cardUrl('writer'), w.callerKey);
+    const sent = (await client.sendMessage(sendRequest(userMessage('slowly, a sonnet about the sea'), true))) as Task;
+    await until(async () => (await w.h.call('GET', `/api/v1/tasks/${sent.id}`)).body.state, (state) => state === 'working', 'the writer to start');
+    const updates = [];
+    for await (const event of client.resubscribeTask({ tenant: '', id: sent.id })) if (event.payload?.$case === 'artifactUpdate') updates.push(event.payload.value);
+    const reply = 'Draft for: slowly, a sonnet about the sea';
+    const chunks = updates.filter((u) => !u.lastChunk);
+    expect(chunks.map((u) => u.artifact!.parts.map(partText).join('')).join('')).toBe(reply);
+    expect(chunks[0]!.append).toBe(false);
+    expect(updates.at(-1)).toMatchObject({ lastChunk: true, append: false, artifact: { artifactId: chunks[0]!.artifact!.artifactId } });
   });
 
   it('a task whose agent asks back is input-required; the caller\'s next message with its taskId answers it and the task completes', async () => {

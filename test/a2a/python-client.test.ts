@@ -60,13 +60,20 @@ describeWithPython('the A2A Python SDK as a client', () => {
     expect(stored.body).toMatchObject({ thread_id: report.echo.context_id, requester_id: w.team.id.caller, assignee_id: w.team.id.echo, state: 'completed' });
   });
 
-  it('the Python SDK streams a provider agent\'s task to its completion: the task, working, the reply as an artifact, completed', () => {
-    expect(report.stream).toEqual([
+  it('the Python SDK streams a provider agent\'s task to its completion: the task, working, the reply as it is written, the whole reply as its artifact, completed', () => {
+    const stream = report.stream;
+    expect(stream.slice(0, 2)).toEqual([
       ['task', 'TASK_STATE_SUBMITTED'],
       ['status', 'TASK_STATE_WORKING'],
-      ['artifact', 'Draft for: a limerick'],
-      ['status', 'TASK_STATE_COMPLETED'],
     ]);
+    expect(stream.at(-1)).toEqual(['status', 'TASK_STATE_COMPLETED']);
+    const whole = stream.at(-2)!;
+    expect(whole).toEqual(['artifact', 'whole', whole[2], 'Draft for: a limerick']);
+    // Chunks of that same artifact, as the stand-in wrote the words: the first opens it, the rest append.
+    const chunks = stream.slice(2, -2);
+    expect(chunks.length).toBeGreaterThan(1);
+    expect(chunks.map(([kind, how, id]) => [kind, how, id])).toEqual(chunks.map((_, i) => ['artifact', i === 0 ? 'open' : 'append', whole[2]]));
+    expect(chunks.map((chunk) => chunk[3]).join('')).toBe('Draft for: a limerick');
   });
 
   it('the Python SDK lists the caller\'s tasks at the echo agent and gets one with its history', () => {

@@ -92,7 +92,9 @@ async def main(config: dict) -> dict:
             elif kind == "status_update":
                 events.append(["status", state(event.status_update.status.state)])
             elif kind == "artifact_update":
-                events.append(["artifact", get_artifact_text(event.artifact_update.artifact)])
+                update = event.artifact_update
+                how = ("append" if update.append else "open") if not update.last_chunk else "whole"
+                events.append(["artifact", how, update.artifact.artifact_id, get_artifact_text(update.artifact)])
         report["stream"] = events
 
         # Lists and gets: the echo agent's tasks for this caller, and one of them with its history.
