@@ -141,6 +141,19 @@ export interface AwaitTaskInput {
   deadline: number;
 }
 
+/** Input of `cancelStepTask`: a task step's task that its run no longer waits for. */
+export interface CancelStepTaskInput {
+  connection: Connection;
+  taskId: string;
+}
+
+/** Output of `cancelStepTask`: the task, and whether this call canceled it. */
+export interface CancelStepTaskResult {
+  taskId: string;
+  /** True: the task is `canceled` now; false: it was final already (409 `task_final`), and nothing changed. */
+  canceled: boolean;
+}
+
 /** A task as {@link TaskStepResult} (the texts of its artifacts, its first data part). */
 export function taskStepResult(task: Task): TaskStepResult {
   const parts = task.artifacts.flatMap((artifact) => artifact.parts);
@@ -528,6 +541,29 @@ export function createConversationActivities(deps: ConversationDeps = {}) {
       } finally {
         if (beat) clearInterval(beat);
       }
+    },
+
+    /**
+     * Cancels a task step's task that its run no longer waits for — the run was cancelled, or the
+     * step's `timeout` passed — as its requester (contract §12 `POST /tasks/{task_id}/cancel`), so
+     * that its assignee stops working on it. A task that is final already (409 `task_final`: it was
+     * completed, failed, canceled or rejected meanwhile) is left as it is. Its callers, both
+     * engines, take it as best effort: they log its failure and the run ends as it would have.
+     * Output: {@link CancelStepTaskResult}. Errors: `not_found`, `forbidden`, `keys_refused`, the
+     * service's 5xx and network errors (retryable).
+     */
+    async cancelStepTask(input: CancelStepTaskInput): Promise<CancelStepTaskResult> {
+      return call(() =>
+        withKeyring(input.connection, async (client) => {
+          try {
+            await client.cancelTask(input.taskId);
+            return { taskId: input.taskId, canceled: true };
+          } catch (error) {
+            if (error instanceof AcsApiError && error.code === 'task_final') return { taskId: input.taskId, canceled: false };
+            throw error;
+          }
+        }),
+      );
     },
 
     /**

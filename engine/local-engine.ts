@@ -6,7 +6,8 @@
  * Nothing is remembered between runs: an interrupted apply is resumed by running it again, which
  * re-reads the live state.
  */
-import { withRetries } from '../activities/retrying.ts';
+import { ApplicationFailure } from '@temporalio/common';
+import { retrying as retryingCall, withRetries } from '../activities/retrying.ts';
 import type { RetryOptions } from '../activities/retrying.ts';
 import { orchestrateApply } from '../workflows/apply-orchestration.ts';
 import type { ApplyInput, ApplyResult, OrchestratedActivities, ProgressListener } from '../workflows/apply-orchestration.ts';
@@ -21,8 +22,8 @@ import type {
   StepProgress,
 } from '../workflows/pipeline-orchestration.ts';
 import type { StreamableActivities } from './stream-waits.ts';
-import type { ConversationActivities } from '../activities/conversation-activities.ts';
-import { FINAL_TASK_STATES } from '../workflows/task-states.ts';
+import type { CancelStepTaskInput, CancelStepTaskResult, ConversationActivities, TaskStepInput } from '../activities/conversation-activities.ts';
+import { FINAL_TASK_STATES, TASK_CANCEL_ATTEMPTS } from '../workflows/task-states.ts';
 import { setTimeout as delay } from 'node:timers/promises';
 
 /** Changes per activity call on the local engine: one, so progress shows change by change. */
@@ -76,7 +77,10 @@ export class LocalRunCancelled extends Error {
  * `signal` cancels the run as `runs cancel` cancels a workflow: the waiting steps and sleeps stop
  * at once, running entries end `cancelled`, nothing more is sent (a send already under way ends
  * first), and the run rejects with a {@link LocalRunCancelled} (the signal's reason when it is one).
- * Output: {@link PipelineResult}. Raises the first failing entry's error (an
+ * A waiting task step's task is cancelled then, and when the step's `timeout` passes (with
+ * `cancelStepTask` among `acts`; best effort: a failure goes to `onWarning`, default
+ * `process.emitWarning`, and the run ends as it would have); the run settles once those cancels are
+ * done. Output: {@link PipelineResult}. Raises the first failing entry's error (an
  * `ApplicationFailure` typed by the stable code, e.g. `timed_out`, `reply_invalid`).
  */
 export async function runPipelineLocally(
@@ -88,6 +92,7 @@ export async function runPipelineLocally(
     streamWaits?: { env: NodeJS.ProcessEnv; fetch?: typeof fetch };
     signal?: AbortSignal;
     watch?: (view: LocalRunView) => void;
+    onWarning?: (text: string) => void;
   } = {},
 ): Promise<PipelineResult> {
   // Loaded here: the interpreter brings the CEL and JSON Schema libraries, which an apply (the
@@ -104,8 +109,22 @@ export async function runPipelineLocally(
     retrying = streaming.acts;
     closeStream = streaming.close;
   }
-  retrying = withTaskSteps(retrying, retried as Partial<TaskStepActivities>);
   if (signal) retrying = untilAborted(retrying, signal, cancelled);
+  // Task steps see the signal themselves: a cancelled step cancels its task before it ends.
+  const cancels: Array<Promise<void>> = [];
+  const { cancelStepTask } = acts as Partial<TaskStepActivities>;
+  retrying = withTaskSteps(retrying, retried as Partial<TaskStepActivities>, {
+    ...(signal ? { signal } : {}),
+    cancelled,
+    cancels,
+    onWarning: options.onWarning ?? ((text) => process.emitWarning(text, 'TeamctlWarning')),
+    ...(cancelStepTask
+      ? {
+          cancelStepTask: (input: CancelStepTaskInput) =>
+            retryingCall(() => cancelStepTask(input), { ...options.retry, maximumAttempts: Math.min(TASK_CANCEL_ATTEMPTS, options.retry?.maximumAttempts ?? TASK_CANCEL_ATTEMPTS) }),
+        }
+      : {}),
+  });
   // Every run of this process (the top one and its sub-pipelines) by business key, for the view.
   const runs = new Map<string, { pipeline: PipelineRunInput['pipeline']; state: PipelineState; status: RunStatus }>();
   const view: LocalRunView = {
@@ -164,8 +183,36 @@ export async function runPipelineLocally(
     if (signal?.aborted) throw cancelled();
     return await run(input, options.onProgress);
   } finally {
+    // Cancels of tasks still under way (a parallel member's, when another member ended the run first).
+    await Promise.all(cancels);
     closeStream();
   }
+}
+
+/**
+ * `running` until `signal` is aborted: then a rejection with `cancelled()` at once, `running` left
+ * to end on its own (its result or failure dropped). Without `signal`: `running` itself.
+ */
+function untilSignal<T>(running: Promise<T>, signal: AbortSignal | undefined, cancelled: () => Error): Promise<T> {
+  if (!signal) return running;
+  if (signal.aborted) {
+    running.catch(() => {});
+    return Promise.reject(cancelled());
+  }
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = () => reject(cancelled());
+    signal.addEventListener('abort', onAbort, { once: true });
+    running.then(
+      (value) => {
+        signal.removeEventListener('abort', onAbort);
+        resolve(value);
+      },
+      (error: unknown) => {
+        signal.removeEventListener('abort', onAbort);
+        reject(error);
+      },
+    );
+  });
 }
 
 /**
@@ -175,24 +222,7 @@ export async function runPipelineLocally(
  * and its result is dropped). So the orchestration stops where it waits, and sends nothing more.
  */
 function untilAborted(acts: PipelineActivities, signal: AbortSignal, cancelled: () => Error): PipelineActivities {
-  const guard = <T>(call: () => Promise<T>): Promise<T> => {
-    if (signal.aborted) return Promise.reject(cancelled());
-    const running = call();
-    return new Promise<T>((resolve, reject) => {
-      const onAbort = () => reject(cancelled());
-      signal.addEventListener('abort', onAbort, { once: true });
-      running.then(
-        (value) => {
-          signal.removeEventListener('abort', onAbort);
-          resolve(value);
-        },
-        (error: unknown) => {
-          signal.removeEventListener('abort', onAbort);
-          reject(error);
-        },
-      );
-    });
-  };
+  const guard = <T>(call: () => Promise<T>): Promise<T> => (signal.aborted ? Promise.reject(cancelled()) : untilSignal(call(), signal, cancelled));
   const { task } = acts;
   return {
     resolveTeam: (input) => guard(() => acts.resolveTeam(input)),
@@ -201,27 +231,76 @@ function untilAborted(acts: PipelineActivities, signal: AbortSignal, cancelled: 
   };
 }
 
-/** The activities a local run's task steps are made of (`activities/conversation-activities.ts`). */
-export type TaskStepActivities = Pick<ConversationActivities, 'createStepTask' | 'awaitTask'>;
+/**
+ * The activities a local run's task steps are made of (`activities/conversation-activities.ts`);
+ * without `cancelStepTask`, a task the run stops waiting for is left open.
+ */
+export type TaskStepActivities = Pick<ConversationActivities, 'createStepTask' | 'awaitTask'> & Partial<Pick<ConversationActivities, 'cancelStepTask'>>;
+
+/** How a local run's task steps end when the run stops waiting for their tasks (see {@link withTaskSteps}). */
+interface TaskStepEnding {
+  /** The run's cancellation, when it can be cancelled. */
+  signal?: AbortSignal;
+  /** The error a cancelled step ends with. */
+  cancelled: () => Error;
+  /** Cancels a task (retried a few times); absent: tasks are left open. */
+  cancelStepTask?: (input: CancelStepTaskInput) => Promise<CancelStepTaskResult>;
+  /** Hears a cancel that failed. */
+  onWarning: (text: string) => void;
+  /** Where each cancel under way is put, for the run to wait for (they never reject). */
+  cancels: Array<Promise<void>>;
+}
 
 /**
  * `acts` with task steps (`task: true`) run as the workflow runs them: `createStepTask`, then,
  * when the step waits and the task is not final yet, `awaitTask` (a long poll of the task's
  * thread, reading the task after each poll; the step shows `poll` as its wait). `from` gives the
  * two activities (retried); `acts` that lack them, or have `task` already, are returned as given.
+ * A step stops waiting when `ending.signal` is aborted (it rejects with `ending.cancelled()`; the
+ * poll under way ends on its own, within a poll once the task is canceled) or at its deadline
+ * (`timed_out`); either way its task is cancelled first, as the workflow does (best effort: a
+ * task final already is left so, a failure goes to `ending.onWarning`, and the step ends as it would
+ * have). A run cancelled while a step's task is being created cancels that task too.
  */
-function withTaskSteps(acts: PipelineActivities, from: Partial<TaskStepActivities>): PipelineActivities {
+function withTaskSteps(acts: PipelineActivities, from: Partial<TaskStepActivities>, ending: TaskStepEnding): PipelineActivities {
   const { createStepTask, awaitTask } = from;
   if (acts.task || !createStepTask || !awaitTask) return acts;
+  const { signal, cancelled } = ending;
+  const cancelOpenTask = (input: TaskStepInput, taskId: string): Promise<void> => {
+    const { cancelStepTask } = ending;
+    if (!cancelStepTask) return Promise.resolve();
+    const done = cancelStepTask({ connection: input.connection, taskId }).then(
+      () => {},
+      (error: unknown) => {
+        const code = error instanceof ApplicationFailure ? error.type : undefined;
+        ending.onWarning(`step ${input.stepId}: could not cancel task ${taskId}, which the run no longer waits for (${code ?? 'internal'}: ${(error as Error).message}); it stays open`);
+      },
+    );
+    ending.cancels.push(done);
+    return done;
+  };
   return {
     ...acts,
     task: async (input, options = {}) => {
+      if (signal?.aborted) throw cancelled();
       const created = await createStepTask(input);
       options.taskCreated?.(created);
-      if (input.deadline === undefined || FINAL_TASK_STATES.includes(created.state)) return created;
+      const waits = input.deadline !== undefined && !FINAL_TASK_STATES.includes(created.state);
+      if (signal?.aborted) {
+        // Cancelled while the task was being created: a task the step would wait for, nobody will.
+        if (waits) await cancelOpenTask(input, created.taskId);
+        throw cancelled();
+      }
+      if (!waits) return created;
       // WaitKinds.poll: the interpreter's module is loaded lazily (see runPipelineLocally).
       options.waiting?.('poll');
-      return awaitTask({ connection: input.connection, taskId: created.taskId, threadId: created.threadId, deadline: input.deadline });
+      try {
+        return await untilSignal(awaitTask({ connection: input.connection, taskId: created.taskId, threadId: created.threadId, deadline: input.deadline! }), signal, cancelled);
+      } catch (error) {
+        // Cancelled, or out of time: nobody waits for the task any more, so its assignee should stop.
+        if (signal?.aborted || (error instanceof ApplicationFailure && error.type === 'timed_out')) await cancelOpenTask(input, created.taskId);
+        throw error;
+      }
     },
   };
 }

@@ -15,7 +15,8 @@
  * a typed reply answered once wrong (re-asked) then right, with the branch not taken skipped; a
  * branch skipped on an input; a loop of 3 iterations; a map of 5 items; a sub-pipeline (the
  * parent's history; the child is a workflow of its own); a sleep; task steps (`task: true`): a typed
- * one dana completes by REST while it waits, then one the echo agent completes.
+ * one dana completes by REST while it waits, then one the echo agent completes; one cancelled while
+ * it waits, and one past its timeout (each run cancels its task before it ends).
  *
  * Waits that hold nothing ({@link PUSH}): on an organization whose webhook points at the worker's
  * events listener, the typed approval answered by push (a signal), answered wrong then right (a
@@ -103,6 +104,23 @@ const DECIDE = `
         task: true
         content: "Noted: {{ steps.ask.value }} (task {{ steps.ask.task_id }})"
     output: "{{ steps.ask.value }}"
+  - name: task-cancelled
+    team: intake
+    steps:
+      - id: ask
+        from: triager
+        to: dana
+        task: true
+        content: "Ship it? (this run will be cancelled)"
+  - name: task-timeout
+    team: intake
+    steps:
+      - id: ask
+        from: triager
+        to: dana
+        task: true
+        content: "Ship it within two seconds?"
+        timeout: 2s
   - name: typed-reask
     team: intake
     steps:
@@ -376,18 +394,36 @@ try {
     await acs.appendMessage(threadId, { sender_agent_id: dana, content: 'approve' });
     await save('pipeline-typed-reask', typed);
   }
+  /** Waits until the run's task step `ask` waits on its task; its task id. */
+  const waitingTask = async (handle: WorkflowHandle): Promise<string> => {
+    for (;;) {
+      const ask = (await handle.query(progressQuery).catch(() => undefined))?.steps.find((s) => s.id === 'ask');
+      if (ask?.task_id && ask.wait_mode === 'poll') return ask.task_id;
+      await new Promise((resolve) => setTimeout(resolve, 200));
+    }
+  };
   if (wanted('pipeline-task-step')) {
     // A task step dana completes by REST (an artifact, then the state), then one the echo agent completes.
     const handle = await startDecide('task-step');
-    let taskId: string | undefined;
-    while (!taskId) {
-      const ask = (await handle.query(progressQuery).catch(() => undefined))?.steps.find((s) => s.id === 'ask');
-      if (ask?.task_id && ask.wait_mode === 'poll') taskId = ask.task_id;
-      else await new Promise((resolve) => setTimeout(resolve, 200));
-    }
+    const taskId = await waitingTask(handle);
     await acs.addTaskArtifact(taskId, { parts: [{ text: 'approve' }] });
     await acs.setTaskStatus(taskId, { state: 'completed' });
     await save('pipeline-task-step', handle);
+  }
+  if (wanted('pipeline-task-cancelled')) {
+    // Cancelled while its task step waits: the run cancels the task before it ends.
+    const handle = await startDecide('task-cancelled');
+    const taskId = await waitingTask(handle);
+    await handle.cancel();
+    await save('pipeline-task-cancelled', handle, true);
+    if ((await acs.getTask(taskId)).state !== 'canceled') throw new Error('pipeline-task-cancelled: the run did not cancel its task');
+  }
+  if (wanted('pipeline-task-timeout')) {
+    // Nobody answers the task in time: the step fails timed_out and the run cancels the task.
+    const handle = await startDecide('task-timeout');
+    await save('pipeline-task-timeout', handle, true);
+    const taskId = (await handle.query(progressQuery)).steps.find((s) => s.id === 'ask')?.task_id;
+    if (!taskId || (await acs.getTask(taskId)).state !== 'canceled') throw new Error('pipeline-task-timeout: the run did not cancel its task');
   }
   if (wanted('pipeline-branch-skipped')) await save('pipeline-branch-skipped', await startDecide('branch'));
   if (wanted('pipeline-loop-3')) await save('pipeline-loop-3', await startDecide('loop-3'));

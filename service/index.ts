@@ -2,6 +2,7 @@ import { hostname } from 'node:os';
 import { trace, type TracerProvider } from '@opentelemetry/api';
 import { installContextPropagation, otlpTracing } from '../telemetry/otlp.ts';
 import { startAgentLoop } from './agent-loop/agent-loop.ts';
+import { createRemoteCanceller, type RemoteCanceller } from './a2a/remote-cancel.ts';
 import { defaultProviders } from './agent-loop/providers/registry.ts';
 import type { ReplyProvider } from './agent-loop/providers/types.ts';
 import { ensureDevCredentials, writeDevCredentials, type DevCredentials } from './dev-credentials.ts';
@@ -259,6 +260,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     instance = await registerInstance(db, { sole: !options.databaseUrl });
     // Writes of a request holding an Idempotency-Key claim mark it committed in their transaction.
     const webhookSettings: WebhookSettings = { ...defaultWebhookSettings, ...options.webhooks };
+    let remoteCancels: RemoteCanceller | undefined;
     const deps: DomainDeps = {
       db: markingCommits(db),
       events,
@@ -268,6 +270,8 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       // Agents' remote MCP servers follow the rules of webhook URLs (contract §11).
       urls: { allowPrivate: webhookSettings.allowPrivate, resolve: webhookSettings.resolve },
       metrics,
+      // A remote A2A assignee is asked to cancel its task too (a2a/remote-cancel.ts; made once the app logs).
+      onTaskCanceled: (task) => remoteCancels?.taskCanceled(task),
     };
     const heldWaits = createHeldWaits({
       perProcess: options.heldWaits?.perProcess ?? positiveIntegerFromEnv(env, 'ACS_MAX_HELD_WAITS', defaultHeldWaitLimits.perProcess),
@@ -340,6 +344,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
     tracing = options.tracerProvider ? undefined : otlpTracing(env, 'acs-server');
     if (options.tracerProvider) installContextPropagation();
     const tracerProvider = options.tracerProvider ?? tracing?.provider ?? trace.getTracerProvider();
+    const callTimeoutMs = options.providerTimeoutMs ?? positiveIntegerFromEnv(env, 'ACS_PROVIDER_TIMEOUT', 120) * 1000;
     const loop = startAgentLoop({
       deps,
       tracer: tracerProvider.getTracer('acs-server'),
@@ -347,10 +352,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       providers: options.providers ?? defaultProviders(env),
       autoReplyLimit: options.autoReplyLimit,
       concurrency: options.agentConcurrency ?? positiveIntegerFromEnv(env, 'ACS_AGENT_CONCURRENCY', 8),
-      callTimeoutMs: options.providerTimeoutMs ?? positiveIntegerFromEnv(env, 'ACS_PROVIDER_TIMEOUT', 120) * 1000,
+      callTimeoutMs,
       signal: shutdown.signal,
       log: app.log,
     });
+    // Retried as the loop retries a remote agent's other calls (agent-loop.ts: its backoff).
+    const tickMs = options.tickMs ?? 1000;
+    remoteCancels = createRemoteCanceller({ deps, log: app.log, stopping: shutdown.signal, callTimeoutMs, backoffMs: (failures) => Math.min(300_000, tickMs * 2 ** failures) });
     const running = app;
     let closing: Promise<void> | undefined;
     return {
@@ -364,6 +372,7 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
           await running.close();
           await metricsListener?.close();
           await loop.stop();
+          await remoteCancels?.close();
           // A collector that is unreachable must not turn a clean stop into a failure.
           await tracing?.provider.shutdown().catch(() => undefined);
           pruner?.close();

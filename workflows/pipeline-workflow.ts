@@ -20,7 +20,11 @@
  *   marker), then waits in one `awaitTask` activity that long-polls the task's thread and reads
  *   the task until it is final, heartbeating its cursor: a worker that dies mid-wait is noticed
  *   by the heartbeat timeout and the wait resumes on another worker (nothing is created twice:
- *   the creation's marker is in the history, and it carries an Idempotency-Key).
+ *   the creation's marker is in the history, and it carries an Idempotency-Key). A task the run
+ *   stops waiting for — the run is cancelled, or the step's `timeout` passes — is cancelled
+ *   (`cancelStepTask`, a local activity in a non-cancellable scope, best effort: its failure is
+ *   logged and the run ends as it would have); runs recorded before the patch
+ *   `PIPELINE_PATCHES.cancelOpenTasks` replay without it.
  * - Expressions (CEL) and typed replies (JSON Schema, ajv) are evaluated in the workflow itself:
  *   both libraries are pure, deterministic JavaScript that the workflow sandbox runs (ajv's
  *   generated validators included), so a `when`, an `until` or a reply check adds no history
@@ -30,8 +34,8 @@
  *   its parent; cancelling the run cancels it.
  * - `progress` (query) answers the run's tree: each entry's state, thread id, reply and value,
  *   loops with their iterations and maps with their items.
- * - Cancelling the run cancels the waiting activities; nothing more is sent, and the run ends
- *   cancelled with its steps so marked.
+ * - Cancelling the run cancels the waiting activities; nothing more is sent (but the cancel of a
+ *   waiting task step's task), and the run ends cancelled with its steps so marked.
  * - Past `historyEventLimit` events (or when the server suggests it) the run continues as new
  *   between entries, between loop iterations and between map items (once the items in flight
  *   are done), carrying its state, so a pipeline that runs for weeks, loops or maps over a
@@ -41,15 +45,31 @@
  * must be guarded with `patched()` (Temporal's patching), and `test/workflows/replay.test.ts`
  * replays recorded pipeline histories to catch one that is not.
  */
-import { continueAsNew, defineQuery, executeChild, isCancellation, patched, proxyActivities, proxyLocalActivities, setHandler, sleep, workflowInfo } from '@temporalio/workflow';
-import { initialState, orchestratePipeline, RunStatuses, settleRunning, StepStatuses, stepList, WaitKinds } from './pipeline-orchestration.ts';
+import {
+  ActivityFailure,
+  CancellationScope,
+  continueAsNew,
+  defineQuery,
+  executeChild,
+  isCancellation,
+  log,
+  patched,
+  proxyActivities,
+  proxyLocalActivities,
+  setHandler,
+  sleep,
+  TimeoutFailure,
+  workflowInfo,
+} from '@temporalio/workflow';
+import { errorOf, initialState, orchestratePipeline, RunStatuses, settleRunning, StepStatuses, stepList, WaitKinds } from './pipeline-orchestration.ts';
 import type { AwaitTaskInput, ConversationActivities, ConverseInput, ResolvedTeam, TaskStepInput } from '../activities/conversation-activities.ts';
+import type { Connection } from '../activities/connection.ts';
 import { DEFAULT_RECONCILE_EVERY, WaitModes } from '../definitions/pipeline-limits.ts';
 import type { WaitMode } from '../definitions/pipeline-limits.ts';
 import { parseDuration } from '../definitions/durations.ts';
 import type { ExchangeOptions, PipelineActivities, PipelineProgress, PipelineResult, PipelineRunInput, RunStatus } from './pipeline-orchestration.ts';
 import { PushWaits } from './pipeline-waits.ts';
-import { FINAL_TASK_STATES } from './task-states.ts';
+import { FINAL_TASK_STATES, TASK_CANCEL_ATTEMPTS } from './task-states.ts';
 import { temporalRetryPolicy } from './retry-policy.ts';
 
 /** The `progress` query: each step's state, thread id and reply so far. */
@@ -71,9 +91,19 @@ const STEP_MARGIN_MS = 5 * 60_000;
 /**
  * Patch ids (`patched()`): a run started by this code sends every step's message with a local
  * activity and, in push mode, waits for replies in the workflow (`pipeline-waits.ts`); a run
- * recorded before replays with one `converse` activity per step, as it ran.
+ * recorded before replays with one `converse` activity per step, as it ran. `cancelOpenTasks`: a
+ * task step's task that the run stops waiting for (cancelled, timed out) is cancelled; a run
+ * recorded before (its `runs show` replays it) ends as it did, without the cancel.
  */
-export const PIPELINE_PATCHES = { waitsInWorkflow: 'pipeline-waits-in-workflow' } as const;
+export const PIPELINE_PATCHES = { waitsInWorkflow: 'pipeline-waits-in-workflow', cancelOpenTasks: 'pipeline-cancel-open-tasks' } as const;
+
+/**
+ * Whether a task step's wait failed because its time ran out: `awaitTask`'s `timed_out` at the
+ * step's deadline, or (a worker that never answered) the activity's own timeout.
+ */
+function waitRanOut(error: unknown): boolean {
+  return errorOf(error).code === 'timed_out' || (error instanceof ActivityFailure && error.cause instanceof TimeoutFailure);
+}
 
 /**
  * Whether a run on `team` waits by push: asked for (`push`) or allowed (`auto`, the organization
@@ -120,15 +150,45 @@ export async function pipelineWorkflow(input: PipelineRunInput): Promise<Pipelin
       heartbeatTimeout: CONVERSE_HEARTBEAT_TIMEOUT_MS,
       retry,
     }).awaitTask(args);
+  // The cancel of a task is short and best effort: a few attempts, then it is logged and left.
+  const cancelling = proxyLocalActivities<ConversationActivities>({ startToCloseTimeout: '30 seconds', retry: { ...retry, maximumAttempts: TASK_CANCEL_ATTEMPTS } });
+  /** The cancels of tasks under way: the run ends only once they are done (they never fail). */
+  const taskCancels: Array<Promise<void>> = [];
+  /**
+   * Cancels the task of a step that the run stops waiting for, in a non-cancellable scope (so that
+   * it runs when the run itself is cancelled). Best effort: a task that is final already is left
+   * as it is, and a failure is logged; neither changes how the step and the run end.
+   */
+  const cancelOpenTask = (connection: Connection, taskId: string, stepId: string): Promise<void> => {
+    const done = CancellationScope.nonCancellable(async () => {
+      // A run recorded before replays as it ran: without the cancel.
+      if (!patched(PIPELINE_PATCHES.cancelOpenTasks)) return;
+      try {
+        await cancelling.cancelStepTask({ connection, taskId });
+      } catch (error) {
+        const { code, message } = errorOf(error);
+        log.warn(`step ${stepId}: could not cancel task ${taskId}, which the run no longer waits for (${code}: ${message}); it stays open`, { taskId, code });
+      }
+    });
+    taskCancels.push(done);
+    return done;
+  };
   const acts: PipelineActivities = {
     resolveTeam: (args) => lookup.resolveTeam(args),
-    // Task steps exist only in runs started since they were added: no patch guards them.
+    // Task steps exist only in runs started since they were added: no patch guards them (the
+    // cancel of a task the run stops waiting for came later: `cancelOpenTasks` guards it).
     task: async (args: TaskStepInput, options: ExchangeOptions = {}) => {
       const created = await local.createStepTask(args);
       options.taskCreated?.(created);
       if (args.deadline === undefined || FINAL_TASK_STATES.includes(created.state)) return created;
       options.waiting?.(WaitKinds.poll);
-      return awaitingTask({ connection: args.connection, taskId: created.taskId, threadId: created.threadId, deadline: args.deadline });
+      try {
+        return await awaitingTask({ connection: args.connection, taskId: created.taskId, threadId: created.threadId, deadline: args.deadline });
+      } catch (error) {
+        // Cancelled, or out of time: nobody waits for the task any more, so its assignee should stop.
+        if (isCancellation(error) || waitRanOut(error)) await cancelOpenTask(args.connection, created.taskId, args.stepId);
+        throw error;
+      }
     },
     converse: async (args: ConverseInput, options: ExchangeOptions = {}) => {
       if (!inWorkflow) {
@@ -174,6 +234,8 @@ export async function pipelineWorkflow(input: PipelineRunInput): Promise<Pipelin
       },
     });
   } catch (error) {
+    // Cancels still under way (a parallel member's, when another member ended the run first).
+    if (taskCancels.length > 0) await Promise.all(taskCancels);
     const cancelled = isCancellation(error);
     status = cancelled ? RunStatuses.cancelled : RunStatuses.failed;
     settleRunning(state, cancelled ? StepStatuses.cancelled : StepStatuses.failed);

@@ -177,6 +177,8 @@ async function runLocally(io: CliIo, input: PipelineRunInput, runId: string, opt
           streamWaits: { env: io.env },
           signal: stop.signal,
           watch: (v) => (view = v),
+          // A task a cancelled or timed-out step could not cancel is said as the run's other lines are.
+          onWarning: (text) => io.stderr(`warning: ${text}`),
           onProgress: ({ location, step }) => {
             if (!json && isFinished(step.status)) io.stdout(`${locationLabel(location)}${entryLine(step)}`);
             if (step.status === 'failed' && step.thread_id) failedThread = step.thread_id;

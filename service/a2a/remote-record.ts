@@ -4,11 +4,14 @@
  * and the recording of its messages, artifacts and states, each at most once (`a2a_posted`: the
  * key of what was recorded is inserted in the transaction that records it, so a process that
  * takes the work over after a crash, or a remote that starts over and says the same again, posts
- * nothing twice). Messages are posted as the remote agent; artifacts become the task's; a state
- * change writes `task.updated` in the same transaction (after the messages' events).
+ * nothing twice). Messages are posted as the remote agent; artifacts become the task's; the
+ * remote's files (remote-files.ts) are stored as attachments of the organization in the
+ * transaction that records what names them, so they are stored at most once too; a state change
+ * writes `task.updated` in the same transaction (after the messages' events).
  */
 import { maxTaskArtifacts, type TaskPart, type TaskState } from '../../api/tasks.ts';
 import type { Queryable } from '../storage/db.ts';
+import { insertAttachment } from '../domain/attachments.ts';
 import { newId } from '../domain/ids.ts';
 import { writeTaskEvent } from '../domain/task-records.ts';
 import { insertMessage } from '../domain/threads.ts';
@@ -56,11 +59,21 @@ export async function noteRemoteTask(db: Queryable, agentId: string, threadId: s
   );
 }
 
+/** A file of the remote to store as an attachment of the organization, under the id fixed when it was read (remote-files.ts). */
+export interface PendingFile {
+  attachmentId: string;
+  filename: string;
+  contentType: string;
+  data: Buffer;
+}
+
 /** A message of the remote to post into the thread, at most once (by `key`). */
 export interface RemoteMessage {
   key: string;
   content: string;
-  /** Our message it answers (the final answer only: one answer per message). */
+  /** The message's attachments: ids of the outcome's `files` (stored with the message). */
+  attachments?: string[] | undefined;
+  /** Our message it answers: set on the final answer and on a question back (`input-required`), one of them per message (unique `(sender_id, reply_to)`). */
   replyTo?: string | undefined;
   /** A question: the requester is awaited (input-required). */
   expectsReply?: boolean | undefined;
@@ -79,6 +92,8 @@ export interface Outcome {
   threadId: string;
   messages: RemoteMessage[];
   artifacts: RemoteArtifact[];
+  /** The files the messages' attachments and the artifacts' file parts name, stored when one of those is recorded. */
+  files?: PendingFile[] | undefined;
   /** The state the thread's task moves to (when it has one assigned to the agent that is not final). */
   state?: Exclude<TaskState, 'submitted'> | undefined;
   /** The key (among `messages`) of the message that becomes the task's status message. */
@@ -94,21 +109,38 @@ async function claimKey(tx: Queryable, agentId: string, threadId: string, key: s
 }
 
 /**
- * Records `outcome` in `tx`: posts each message not posted before (as the agent; the longest
- * message cut at 32,768 characters, an empty one not posted), adds each artifact not added before
- * to the thread's task (at most 100), moves the task (not final; assigned to the agent) to
- * `outcome.state` with the status message named, writing `task.updated` once after the messages'
- * events, and updates the exchange. Announce the organization after the commit. Output: how many
- * messages were posted and whether the task changed. Errors: `not_found` (the thread went).
+ * Records `outcome` in `tx`: posts each message not posted before (as the agent, with its
+ * attachments; the longest message cut at 32,768 characters, an empty one not posted), adds each
+ * artifact not added before to the thread's task (at most 100), storing the files either names
+ * first (each once, as attachments of the thread's organization), moves the task (not final;
+ * assigned to the agent) to `outcome.state` with the status message named, writing `task.updated`
+ * once after the messages' events, and updates the exchange. Announce the organization after the
+ * commit. Output: how many messages were posted and whether the task changed. Errors:
+ * `not_found` (the thread went).
  */
 export async function recordOutcome(tx: Queryable, outcome: Outcome): Promise<{ posted: number; taskChanged: boolean }> {
   const { agentId, threadId } = outcome;
   const ids = new Map<string, string>();
   let posted = 0;
+  const pending = new Map((outcome.files ?? []).map((file) => [file.attachmentId, file]));
+  let orgId: string | undefined;
+  /** Stores the files of `attachmentIds` not stored yet (an id of no pending file is one stored before). */
+  const store = async (attachmentIds: readonly string[]) => {
+    for (const id of attachmentIds) {
+      const file = pending.get(id);
+      if (!file) continue;
+      pending.delete(id);
+      orgId ??= (await tx.query<{ org_id: string }>(`SELECT t.org_id FROM threads th JOIN teams t ON t.id = th.team_id WHERE th.id = $1`, [threadId]))[0]?.org_id;
+      if (orgId === undefined) return;
+      await insertAttachment(tx, { id, orgId, filename: file.filename, contentType: file.contentType, data: file.data });
+    }
+  };
   for (const message of outcome.messages) {
     const content = message.content.trim() === '' ? '(no text)' : message.content.slice(0, 32_768);
     if (await claimKey(tx, agentId, threadId, message.key)) {
-      const appended = await insertMessage(tx, threadId, agentId, content, { replyTo: message.replyTo, expectsReply: message.expectsReply });
+      const attachments = (message.attachments ?? []).slice(0, 100);
+      await store(attachments);
+      const appended = await insertMessage(tx, threadId, agentId, content, { replyTo: message.replyTo, expectsReply: message.expectsReply, attachments });
       await tx.query(`UPDATE a2a_posted SET message_id = $4 WHERE agent_id = $1 AND thread_id = $2 AND remote_key = $3`, [agentId, threadId, message.key.slice(0, 500), appended.id]);
       ids.set(message.key, appended.id);
       posted += 1;
@@ -131,7 +163,10 @@ export async function recordOutcome(tx: Queryable, outcome: Outcome): Promise<{ 
         `INSERT INTO task_artifacts (id, task_id, name, parts) SELECT $1, $2, $3, $4::jsonb WHERE (SELECT count(*) FROM task_artifacts WHERE task_id = $2) < $5 RETURNING 1`,
         [newId(), taskId, artifact.name, JSON.stringify(artifact.parts), maxTaskArtifacts],
       );
-      if (added.length > 0) taskChanged = true;
+      if (added.length > 0) {
+        taskChanged = true;
+        await store(artifact.parts.flatMap((part) => ('file' in part ? [part.file.attachment_id] : [])));
+      }
     }
     const statusId = outcome.statusKey !== undefined ? (ids.get(outcome.statusKey) ?? null) : null;
     if (outcome.state !== undefined && (outcome.state !== task[0]!.state || statusId !== null)) {

@@ -14,7 +14,15 @@
  *   `working` keeps the task working, `input-required` posts the question expecting the
  *   requester's reply (the task `input-required`), `completed`, `failed`, `canceled` and `rejected`
  *   set the task's state with the remote's last message (or, completed without one, the
- *   artifacts' text) as the reply. A thread without a task gets the same messages.
+ *   artifacts' text) as the reply. A thread without a task gets the same messages. The question
+ *   and the final answer each reply to our message (`reply_to`: one per message), so an agent
+ *   that asked with `ask` (§11) gets either as its answer, not a status message before it, and
+ *   answers a question in the same thread, which continues the remote's task. Files (bytes, or by
+ *   URL) are kept as attachments (remote-files.ts): file parts of the task's artifacts and
+ *   attachments of the message that carries them; the message that settles the exchange carries
+ *   the artifacts' files too.
+ * - **Ping-pong guard** (agent-loop.ts `autoReplyLimit`): a message that ends a run of automatic
+ *   replies (work.ts `automaticSql`: what the remote's exchanges recorded counts) is not sent.
  * - **Faults.** The remote down, slow, or cut off mid-answer: the row is retried with backoff and
  *   the task stays `working`; the next attempt asks the remote about the task it was working on
  *   (`GetTask`, then `SubscribeToTask` when it streams) and sends our message again only when the
@@ -22,6 +30,9 @@
  *   (not JSON, not A2A, a task of another id, a card that does not parse, an A2A error): the task
  *   fails with the reason, posted as its status message, and the message counts as answered.
  *   Nothing is posted twice (remote-record.ts).
+ * - **Cancel.** Our task canceled (domain/tasks.ts) cuts the exchange in progress, and the remote is
+ *   sent `CancelTask` for its task and followed no more; a row claimed for a canceled task sends
+ *   the remote nothing more than that (remote-cancel.ts).
  * - Header values are opened only here, for the requests, and never logged: every error text is
  *   redacted (remote-client.ts).
  */
@@ -29,14 +40,16 @@ import { createHash } from 'node:crypto';
 import { Role, TaskState as A2aState, type Message as A2aMessage, type Part as A2aPart, type StreamResponse, type Task as A2aTask } from '@a2a-js/sdk';
 import type { Client } from '@a2a-js/sdk/client';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
-import type { TaskPart, TaskState } from '../../api/tasks.ts';
+import type { TaskState } from '../../api/tasks.ts';
 import { ServiceError } from '../../errors/catalogue.ts';
 import { a2aResource, openA2aSecrets } from '../domain/a2a-participant.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { startTaskWork, taskAssignedOnThread } from '../domain/task-turns.ts';
-import { parkRow, type AgentContext, type Claim, type Due, type LoopLogger } from '../agent-loop/work.ts';
+import { endsAutoReplyRun, parkRow, recentMessages, watchStop, type AgentContext, type Claim, type Due, type LoopLogger } from '../agent-loop/work.ts';
 import { fetchRemoteCard, isTransient, isUrlRefusal, RemoteNonsense, remoteClient, remoteErrorText, RemoteUnavailable, type RemoteAgent, type RemoteCard } from './remote-client.ts';
-import { noteRemoteTask, noteSending, readExchange, recordOutcome, type Outcome, type RemoteArtifact, type RemoteMessage } from './remote-record.ts';
+import { noteRemoteTask, noteSending, readExchange, recordOutcome, type Outcome, type PendingFile, type RemoteArtifact, type RemoteMessage } from './remote-record.ts';
+import { readRemoteParts, type ReadParts } from './remote-files.ts';
+import { liveRemoteTask, maxCancelAttempts, sendRemoteCancel } from './remote-cancel.ts';
 import { fromA2aState, toA2aPart } from './task-mapping.ts';
 
 /** What the runner needs of the agent loop. */
@@ -47,6 +60,8 @@ export interface RemoteRunnerOptions {
   callTimeoutMs: number;
   /** The loop's backoff after `failures` failures, in milliseconds. */
   backoffMs(failures: number): number;
+  /** The ping-pong guard (agent-loop.ts): a message ending a run of this many automatic replies is not sent. */
+  autoReplyLimit: number;
   /** Aborted when the service stops: the exchange stops where it is, to be resumed. */
   stopping: AbortSignal;
 }
@@ -63,7 +78,11 @@ const cardTtlMs = 10 * 60_000;
 /** A2A states after which our message's answer is all there (the task asks, or it is over). */
 const settledStates = new Set<TaskState>(['input-required', 'completed', 'failed', 'canceled', 'rejected']);
 
-/** The text of A2A parts as one message: text as it is, data as a JSON block, files named (their bytes are not kept). */
+/**
+ * The text of A2A parts as a digest reads them (a message without an id is known by it, and an
+ * empty one posts nothing): text as it is, data as a JSON block, files named. What is posted is
+ * remote-files.ts `readRemoteParts`' text.
+ */
 export function partsText(parts: readonly A2aPart[]): string {
   return parts
     .map((part) => {
@@ -78,17 +97,8 @@ export function partsText(parts: readonly A2aPart[]): string {
     .join('\n\n');
 }
 
-/** A2A parts as a task's parts: text and data as they are, files as a text naming them (an artifact's files are not kept). */
-function taskParts(parts: readonly A2aPart[]): TaskPart[] {
-  const out: TaskPart[] = [];
-  for (const part of parts) {
-    const content = part.content;
-    if (content?.$case === 'text' && content.value !== '') out.push({ text: content.value.slice(0, 32_768) });
-    else if (content?.$case === 'data' && content.value !== undefined) out.push({ data: content.value });
-    else if (content !== undefined) out.push({ text: partsText([part]) });
-  }
-  return out.slice(0, 20);
-}
+/** The attachment ids of the files read parts keep (a message's attachments). */
+const fileIds = (read: Pick<ReadParts, 'files'>): string[] => read.files.map((file) => file.attachmentId);
 
 /** A key for a remote message: its id, or (none given) a digest of what it says. */
 function messageKey(message: A2aMessage, fallback: string): string {
@@ -109,6 +119,9 @@ class Exchange {
 
   readonly incoming: { id: string };
 
+  /** Reads the remote's parts as they are kept (remote-files.ts: files fetched and stored under the exchange's signal); set before the exchange begins. */
+  read!: (parts: readonly A2aPart[]) => Promise<ReadParts>;
+
   /** `expected`: the remote task our message continues (an answer to its question), if any. */
   constructor(incoming: { id: string }, expected: string | undefined) {
     this.incoming = incoming;
@@ -125,8 +138,19 @@ class Exchange {
     if (contextId) this.contextId = contextId;
   }
 
-  artifactList(): RemoteArtifact[] {
-    return [...this.artifacts].map(([id, artifact]) => ({ key: `artifact:${this.taskId}:${id}`, name: artifact.name || null, parts: taskParts(artifact.parts) })).filter((a) => a.parts.length > 0);
+  /** The artifacts as the task keeps them, their files to store, and their text (blocks of the artifacts that have text). */
+  async artifactList(): Promise<{ artifacts: RemoteArtifact[]; files: PendingFile[]; text: string }> {
+    const artifacts: RemoteArtifact[] = [];
+    const files: PendingFile[] = [];
+    const texts: string[] = [];
+    for (const [id, artifact] of this.artifacts) {
+      const read = await this.read(artifact.parts);
+      if (read.parts.length === 0) continue;
+      artifacts.push({ key: `artifact:${this.taskId}:${id}`, name: artifact.name || null, parts: read.parts });
+      files.push(...read.files);
+      if (read.text !== '') texts.push(read.text);
+    }
+    return { artifacts, files, text: texts.join('\n\n') };
   }
 }
 
@@ -172,12 +196,13 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
         if (exchange.taskId !== undefined && message.taskId && message.taskId !== exchange.taskId) exchange.same(message.taskId, message.contextId);
         if (exchange.taskId === undefined || !message.taskId) {
           // A direct answer (no task): it is the reply, and it completes our task with it as the artifact.
-          const text = partsText(message.parts);
+          const read = await exchange.read(message.parts);
           const key = messageKey(message, `reply:${exchange.incoming.id}`);
           await record(agent.org_id, {
             ...base,
-            messages: [{ key, content: text, replyTo: exchange.incoming.id }],
-            artifacts: text === '' ? [] : [{ key: `reply-artifact:${key}`, name: null, parts: taskParts(message.parts) }],
+            messages: [{ key, content: read.text, replyTo: exchange.incoming.id, attachments: fileIds(read) }],
+            artifacts: read.parts.length === 0 ? [] : [{ key: `reply-artifact:${key}`, name: null, parts: read.parts }],
+            files: read.files,
             state: 'completed',
             statusKey: key,
             exchange: { remoteState: null, settled: true },
@@ -185,7 +210,8 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
           exchange.settled = true;
           return;
         }
-        await record(agent.org_id, { ...base, messages: [{ key: messageKey(message, `msg:${exchange.taskId}`), content: partsText(message.parts) }], artifacts: [] });
+        const read = await exchange.read(message.parts);
+        await record(agent.org_id, { ...base, messages: [{ key: messageKey(message, `msg:${exchange.taskId}`), content: read.text, attachments: fileIds(read) }], artifacts: [], files: read.files });
         return;
       }
       case 'task': {
@@ -227,22 +253,28 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     if (state === undefined) throw new RemoteNonsense(`the remote answered a task in no known state (${String(a2aState)})`);
     const taskId = exchange.taskId!;
     if (state === 'submitted' || state === 'working') {
-      const messages: RemoteMessage[] = message && partsText(message.parts) !== '' ? [{ key: messageKey(message, `status:${taskId}:${state}`), content: partsText(message.parts) }] : [];
-      if (messages.length > 0) await record(agent.org_id, { ...base, messages, artifacts: [], state: 'working', statusKey: messages[0]!.key, exchange: { remoteState: state, settled: false } });
+      const read = message && partsText(message.parts) !== '' ? await exchange.read(message.parts) : undefined;
+      const messages: RemoteMessage[] = read && message ? [{ key: messageKey(message, `status:${taskId}:${state}`), content: read.text, attachments: fileIds(read) }] : [];
+      if (messages.length > 0) await record(agent.org_id, { ...base, messages, artifacts: [], files: read?.files, state: 'working', statusKey: messages[0]!.key, exchange: { remoteState: state, settled: false } });
       return;
     }
-    const text = message ? partsText(message.parts) : '';
-    const artifacts = exchange.artifactList();
+    const read = message ? await exchange.read(message.parts) : { parts: [], text: '', files: [] };
+    const text = read.text;
+    const { artifacts, files: artifactFiles, text: artifactText } = await exchange.artifactList();
+    // The message that settles carries its own files and the artifacts' (the thread shows them all).
+    const attachments = [...fileIds(read), ...artifactFiles.map((file) => file.attachmentId)];
     let reply: RemoteMessage;
     if (state === 'input-required') {
-      reply = { key: message ? messageKey(message, `input:${taskId}:${exchange.incoming.id}`) : `input:${taskId}:${exchange.incoming.id}`, content: text || 'The remote agent needs more input to go on.', expectsReply: true };
+      // The question answers our message as a final answer would (`reply_to`: an agent that asked
+      // with `ask` gets it as the answer, §11); it expects the requester's reply.
+      const key = message ? messageKey(message, `input:${taskId}:${exchange.incoming.id}`) : `input:${taskId}:${exchange.incoming.id}`;
+      reply = { key, content: text || 'The remote agent needs more input to go on.', expectsReply: true, replyTo: exchange.incoming.id, attachments };
     } else if (text !== '') {
-      reply = { key: messageKey(message!, `final:${taskId}`), content: text, replyTo: exchange.incoming.id };
+      reply = { key: messageKey(message!, `final:${taskId}`), content: text, replyTo: exchange.incoming.id, attachments };
     } else {
-      const artifactText = [...exchange.artifacts.values()].map((a) => partsText(a.parts)).filter((t) => t !== '').join('\n\n');
-      reply = { key: `final:${taskId}`, content: state === 'completed' ? artifactText || 'Done.' : `The remote agent ended the task: ${state}.`, replyTo: exchange.incoming.id };
+      reply = { key: `final:${taskId}`, content: state === 'completed' ? artifactText || 'Done.' : `The remote agent ended the task: ${state}.`, replyTo: exchange.incoming.id, attachments };
     }
-    await record(agent.org_id, { ...base, messages: [reply], artifacts, state, statusKey: reply.key, exchange: { remoteState: state, settled: true } });
+    await record(agent.org_id, { ...base, messages: [reply], artifacts, files: [...read.files, ...artifactFiles], state, statusKey: reply.key, exchange: { remoteState: state, settled: true } });
     exchange.settled = true;
   }
 
@@ -294,15 +326,49 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     return true;
   }
 
+  /**
+   * Ends the work of a row whose task was canceled (§12, remote-cancel.ts): a remote task still
+   * followed (`remoteTaskId`) is sent `CancelTask`; a remote that cannot be reached is retried as
+   * its other calls are (the row parked with backoff; the next claim tries again), at most
+   * `maxCancelAttempts` times. Then the row is parked past the thread's messages: the thread of a
+   * canceled task sends the remote nothing more.
+   */
+  async function endCanceled(claim: Claim, agent: AgentContext, remoteTaskId: string | undefined): Promise<void> {
+    if (remoteTaskId !== undefined) {
+      const signal = AbortSignal.any([options.stopping, AbortSignal.timeout(options.callTimeoutMs)]);
+      const assignee = { agentId: claim.agent_id, threadId: claim.thread_id, orgId: agent.org_id, name: agent.name, a2a: agent.a2a, a2aSecrets: agent.a2a_secrets };
+      const outcome = await sendRemoteCancel(deps, log, assignee, remoteTaskId, signal);
+      if (options.stopping.aborted) return park(claim, { inMs: 0 });
+      if (outcome === 'unavailable' && claim.failures + 1 < maxCancelAttempts) {
+        const failures = claim.failures + 1;
+        return park(claim, { inMs: options.backoffMs(failures) }, { failures });
+      }
+    }
+    return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq, failures: 0 });
+  }
+
   async function run(claim: Claim, agent: AgentContext): Promise<void> {
     const a2a = a2aResource(agent.a2a)!;
     if (agent.status !== 'active') return park(claim, 'never');
+    // The thread's task, when assigned to the agent (§12). Canceled: the remote's task is canceled
+    // too, and nothing more is sent (read after the claim: a later cancel is watched for below).
+    const task = await taskAssignedOnThread(db, claim.thread_id, claim.agent_id);
+    if (task?.state === 'canceled') return endCanceled(claim, agent, liveRemoteTask(await readExchange(db, claim.agent_id, claim.thread_id)));
+    // The oldest message of the other participant not answered yet: a message the remote's question
+    // or final answer replies to is answered (a process that died before it parked the row).
     const next = await db.query<{ id: string; seq: number; content: string }>(
-      `SELECT id, seq, content FROM messages WHERE thread_id = $1 AND seq > $2 AND sender_id <> $3 ORDER BY seq LIMIT 1`,
+      `SELECT m.id, m.seq, m.content FROM messages m WHERE m.thread_id = $1 AND m.seq > $2 AND m.sender_id <> $3
+          AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
+        ORDER BY m.seq LIMIT 1`,
       [claim.thread_id, claim.handled_seq, claim.agent_id],
     );
     const incoming = next[0];
     if (!incoming) return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
+    // The ping-pong guard (agent-loop.ts `autoReplyLimit`): a message that ends a run of automatic
+    // replies is not sent to the remote, until someone writes by hand.
+    if (endsAutoReplyRun(await recentMessages(db, claim.thread_id, incoming.seq, options.autoReplyLimit), options.autoReplyLimit)) {
+      return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
+    }
     const where = { agent_id: claim.agent_id, thread_id: claim.thread_id, org_id: agent.org_id, agent: agent.name };
     let headers: Record<string, string>;
     try {
@@ -318,9 +384,13 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     const resuming = before?.message_id === incoming.id && before.remote_task_id !== null && !settledStates.has(before.remote_state as TaskState);
     const exchange = new Exchange(incoming, resuming ? before.remote_task_id! : continuing);
     const timeout = AbortSignal.timeout(options.callTimeoutMs);
-    const signal = AbortSignal.any([options.stopping, timeout]);
+    // The task canceled from now on (domain/tasks.ts signals the thread's stop key; looked at now
+    // and every few seconds besides): the request or stream is cut, and the remote is followed no more.
+    const canceled = watchStop(deps.events, claim.thread_id, async () => (await taskAssignedOnThread(db, claim.thread_id, claim.agent_id))?.state === 'canceled');
+    const signal = AbortSignal.any([options.stopping, timeout, canceled.signal]);
+    // The remote's files are fetched and read under the exchange's signal (remote-files.ts).
+    exchange.read = (parts) => readRemoteParts(parts, { remote, policy, signal });
     try {
-      const task = await taskAssignedOnThread(db, claim.thread_id, claim.agent_id);
       // Submitted, or asking until this answer: the remote works on it now.
       if (task) await startTaskWork(deps, claim.thread_id, claim.agent_id);
       const card = await cardOf(claim.agent_id, agent, remote, signal);
@@ -335,6 +405,12 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
       return park(claim, { inMs: 0 }, { handledSeq: incoming.seq, failures: 0 });
     } catch (error) {
       if (options.stopping.aborted) return park(claim, { inMs: 0 });
+      if (canceled.signal.aborted) {
+        // The task was canceled mid-exchange: the remote's task (as this exchange knows it, noted
+        // for a retry) is sent CancelTask.
+        if (exchange.taskId !== undefined) await noteRemoteTask(db, claim.agent_id, claim.thread_id, { id: exchange.taskId, contextId: exchange.contextId, state: null });
+        return endCanceled(claim, agent, exchange.taskId);
+      }
       const reason = timeout.aborted ? `no answer within ${options.callTimeoutMs} ms` : remoteErrorText(error, remote);
       if (timeout.aborted || isTransient(error)) {
         cards.delete(claim.agent_id);
@@ -360,6 +436,8 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
         exchange: { remoteState: 'failed', settled: true },
       });
       return park(claim, { inMs: 0 }, { handledSeq: incoming.seq, failures: 0 });
+    } finally {
+      canceled.dispose();
     }
   }
 

@@ -29,6 +29,7 @@ import { watchTurn, type TurnWatch } from '../metrics/turn-watch.ts';
 import {
   claimWork,
   contextMessages,
+  endsAutoReplyRun,
   maxContent,
   nextSql,
   parkRow,
@@ -56,8 +57,9 @@ export interface AgentLoopOptions {
   log: LoopLogger;
   /**
    * Ping-pong guard: a thread whose last `autoReplyLimit` messages were all automatic replies
-   * (two provider agents on one edge answering each other) gets no further automatic reply until
-   * someone writes a message by hand. Default 10.
+   * (two agents on one edge answering each other: provider agents, remote A2A agents, or one of
+   * each; what counts as automatic: work.ts `automaticSql`) gets no further automatic reply, and
+   * nothing more is sent to a remote A2A agent, until someone writes a message by hand. Default 10.
    */
   autoReplyLimit?: number;
   /** Upper bound of the retry delay after provider failures, in milliseconds. Default 300000. */
@@ -140,7 +142,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   });
 
   // Remote A2A agents' exchanges (contract §12): their work rows are claimed here like provider agents'.
-  const remotes = createRemoteA2aRunner({ deps, log, callTimeoutMs, backoffMs, stopping: stopping.signal });
+  const remotes = createRemoteA2aRunner({ deps, log, callTimeoutMs, backoffMs, autoReplyLimit, stopping: stopping.signal });
 
   const park = (claim: Claim, due: Due, changes: { handledSeq?: number; failures?: number } = {}) => parkRow(deps.db, claim, due, changes);
 
@@ -258,16 +260,18 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
     const recent = await deps.db.query<ThreadMessage>(nextSql, [claim.thread_id, claim.handled_seq, claim.agent_id, Math.max(contextMessages, autoReplyLimit)]);
     const incoming = recent[0];
     if (!incoming) return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
-    const run = recent.slice(0, autoReplyLimit);
-    if (incoming.reply_to !== null && run.length === autoReplyLimit && run.every((m) => m.reply_to !== null)) {
-      return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
-    }
+    // The thread's task, when assigned to the agent (§12). Canceled: the requester withdrew what it
+    // asked, so the thread gets no reply from the agent (read after the claim: a cancel committed
+    // after this read finds the row leased and stops the call, domain/tasks.ts).
+    const task = await taskAssignedOnThread(deps.db, claim.thread_id, claim.agent_id);
+    if (task?.state === 'canceled') return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
+    if (endsAutoReplyRun(recent, autoReplyLimit)) return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
     if (agent.max_tokens_per_day !== null && agent.tokens_today >= agent.max_tokens_per_day) return budgetSpent(claim, agent);
 
     const apiKey = await openKey(claim, agent);
     if (apiKey === undefined) return;
     // The thread's task, when assigned to the agent, is worked on from now (§12): its reply completes it.
-    const onTask = (await taskAssignedOnThread(deps.db, claim.thread_id, claim.agent_id)) !== undefined;
+    const onTask = task !== undefined;
     if (onTask) await startTaskWork(deps, claim.thread_id, claim.agent_id);
     const conversation: Turn[] = recent
       .slice(0, contextMessages)

@@ -70,6 +70,41 @@ export interface ThreadMessage {
   sender_id: string;
   content: string;
   reply_to: string | null;
+  /** Whether it is an automatic reply, for the ping-pong guard (see {@link automaticSql}). */
+  automatic: boolean;
+}
+
+/**
+ * Whether the message `m` (an alias of `messages`) is an automatic reply, as the ping-pong guard
+ * counts them (contract §11; agent-loop.ts `autoReplyLimit`): an answer of the agent loop (a
+ * provider agent's reply, `reply_to` set), or anything a remote A2A agent's exchange recorded in
+ * the thread (its status messages, questions and answers, named in `a2a_posted`: migration 0028).
+ * A message written by hand (REST, MCP, the console, a pipeline step, a turn's tools) is not,
+ * even in a remote agent's name. Read through `a2a_posted`'s key (the sender's rows on the
+ * thread), and only for a message without `reply_to`.
+ */
+export const automaticSql = (m: string): string =>
+  `(CASE WHEN ${m}.reply_to IS NOT NULL THEN true
+         ELSE EXISTS (SELECT 1 FROM a2a_posted ap WHERE ap.agent_id = ${m}.sender_id AND ap.thread_id = ${m}.thread_id AND ap.message_id = ${m}.id) END)`;
+
+/**
+ * The ping-pong guard's test: whether the message to answer ends a run of `limit` automatic
+ * replies (two agents answering each other: provider agents, remote A2A agents, or one of each),
+ * so it gets no automatic answer. `recent`: the thread up to that message, newest first (the
+ * message first), each with {@link ThreadMessage.automatic}.
+ */
+export function endsAutoReplyRun(recent: readonly Pick<ThreadMessage, 'automatic'>[], limit: number): boolean {
+  const run = recent.slice(0, limit);
+  return recent[0]?.automatic === true && run.length === limit && run.every((m) => m.automatic);
+}
+
+/**
+ * The thread `threadId` up to the message at `seq`, newest first, at most `limit` messages: what
+ * {@link endsAutoReplyRun} reads for an agent that does not use {@link nextSql} (a remote A2A
+ * agent's exchange, service/a2a/remote-runner.ts).
+ */
+export async function recentMessages(db: Queryable, threadId: string, seq: number, limit: number): Promise<Array<Pick<ThreadMessage, 'id' | 'seq' | 'automatic'>>> {
+  return db.query(`SELECT m.id, m.seq, ${automaticSql('m')} AS automatic FROM messages m WHERE m.thread_id = $1 AND m.seq <= $2 ORDER BY m.seq DESC LIMIT $3`, [threadId, seq, limit]);
 }
 
 /** When a row may be claimed again: in some milliseconds, at a time, or once something wakes it. */
@@ -154,7 +189,7 @@ export const nextSql = `
        AND NOT EXISTS (SELECT 1 FROM messages q WHERE q.id IN (m.answers_message_id, m.reply_to) AND q.sender_id = $3 AND q.expects_reply)
      ORDER BY m.seq LIMIT 1
   )
-  SELECT r.id, r.seq, r.sender_id, r.content, r.reply_to
+  SELECT r.id, r.seq, r.sender_id, r.content, r.reply_to, ${automaticSql('r')} AS automatic
     FROM next, LATERAL (SELECT * FROM messages q WHERE q.thread_id = $1 AND q.seq <= next.seq ORDER BY q.seq DESC LIMIT $4) r
    ORDER BY r.seq DESC`;
 

@@ -56,15 +56,34 @@ export async function createAttachment(
     });
   }
   const orgId = input.org_id ?? caller.orgId;
-  const rows = await deps.db.transaction(async (tx) => {
+  return deps.db.transaction(async (tx) => {
     if (input.org_id !== undefined) await assertOrganizationReachable(tx, caller, orgId);
     else await lockCallerOrganization(tx, caller);
-    return tx.query<AttachmentRow>(
-      `INSERT INTO attachments AS a (id, org_id, filename, content_type, size_bytes, data) VALUES ($1, $2, $3, $4, $5, $6)
-       RETURNING ${columns}`,
-      [newId(), orgId, input.filename, input.content_type, data.length, data],
-    );
+    return insertAttachment(tx, { orgId, filename: input.filename, contentType: input.content_type, data });
   });
+}
+
+/**
+ * Stores `data` as an attachment of organization `orgId` inside `tx`, under `id` when given (one
+ * fixed before, that a message or a task's part names) — no access check: callers make theirs
+ * (a remote A2A agent's files, service/a2a/remote-record.ts, are its organization's). `filename`
+ * and `contentType` as `POST /attachments` takes them (api/schemas.ts `CreateAttachmentBody`),
+ * checked by the caller. Output: the Attachment. Errors: `payload_too_large` (more than 5 MiB).
+ */
+export async function insertAttachment(
+  tx: Queryable,
+  input: { id?: string | undefined; orgId: string; filename: string; contentType: string; data: Buffer },
+): Promise<Attachment> {
+  if (input.data.length > maxAttachmentBytes) {
+    throw new ServiceError('payload_too_large', `the attachment holds more than ${maxAttachmentBytes} bytes (5 MiB)`, {
+      errors: [{ path: 'data_base64', message: 'at most 5 MiB once decoded' }],
+    });
+  }
+  const rows = await tx.query<AttachmentRow>(
+    `INSERT INTO attachments AS a (id, org_id, filename, content_type, size_bytes, data) VALUES ($1, $2, $3, $4, $5, $6)
+     RETURNING ${columns}`,
+    [input.id ?? newId(), input.orgId, input.filename, input.contentType, input.data.length, input.data],
+  );
   return toAttachment(rows[0]!);
 }
 

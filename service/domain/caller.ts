@@ -1,3 +1,4 @@
+import type { Task } from '../../api/tasks.ts';
 import type { EventHub } from '../events/hub.ts';
 import type { ServiceMetrics } from '../metrics/hooks.ts';
 import type { WakeOneQueues } from '../events/wake-one.ts';
@@ -33,6 +34,13 @@ export interface DomainDeps {
   urls?: UrlPolicy | undefined;
   /** The process's metrics (`--metrics-listen`, service/metrics/); absent: nothing is counted. */
   metrics?: ServiceMetrics | undefined;
+  /**
+   * Told, after its commit, of each task a requester canceled (contract §12; domain/tasks.ts): the
+   * A2A layer asks a remote A2A assignee to cancel its own task (a2a/remote-cancel.ts). Called
+   * without waiting for it and never throwing; absent (tests that build deps by hand): nobody is
+   * told.
+   */
+  onTaskCanceled?: ((task: Task) => void) | undefined;
 }
 
 /** SQL predicate on an `organizations` alias `o` that holds when `$n` (the caller's org) reaches it. */

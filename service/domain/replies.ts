@@ -36,22 +36,26 @@ export async function threadForCaller(deps: DomainDeps, caller: Caller, threadId
  * it, waiting or running, and every plain reply being written (a work row under a claim). The flag
  * is stored, the rows are woken (a waiting turn is taken up at once and ends), and the processes
  * running them are told through the hub's signal; each posts the text written so far as its reply,
- * with `stopped: true`, and makes no tool call not yet started. Output: how many agents were asked
- * to stop (0: nothing was in progress). Errors: none of its own.
+ * with `stopped: true`, and makes no tool call not yet started. With `options.agentId`, only that
+ * agent's work on the thread is asked to stop (a task's cancel stops its assignee's turn, not one
+ * of its requester's: domain/tasks.ts). Output: how many agents were asked to stop (0: nothing was
+ * in progress). Errors: none of its own (the storage's).
  */
-export async function requestStop(deps: DomainDeps, threadId: string): Promise<number> {
+export async function requestStop(deps: DomainDeps, threadId: string, options: { agentId?: string | undefined } = {}): Promise<number> {
+  const only = options.agentId ?? null;
   const agents = await deps.db.transaction(async (tx) => {
     const turns = await tx.query<{ agent_id: string }>(
-      `UPDATE agent_turns SET stop_requested = true, updated_at = now() WHERE thread_id = $1 AND state IN ('running', 'suspended') RETURNING agent_id`,
-      [threadId],
+      `UPDATE agent_turns SET stop_requested = true, updated_at = now()
+        WHERE thread_id = $1 AND state IN ('running', 'suspended') AND ($2::uuid IS NULL OR agent_id = $2::uuid) RETURNING agent_id`,
+      [threadId, only],
     );
     const withTurns = turns.map((row) => row.agent_id);
     const rows = await tx.query<{ agent_id: string }>(
       `UPDATE agent_work w SET stop_requested = true,
               due_at = CASE WHEN w.lease_token IS NULL THEN now() ELSE w.due_at END, woken = w.lease_token IS NOT NULL
-        WHERE w.thread_id = $1 AND (w.lease_token IS NOT NULL OR w.agent_id = ANY($2::uuid[]))
+        WHERE w.thread_id = $1 AND (w.lease_token IS NOT NULL OR w.agent_id = ANY($2::uuid[])) AND ($3::uuid IS NULL OR w.agent_id = $3::uuid)
         RETURNING w.agent_id`,
-      [threadId, withTurns],
+      [threadId, withTurns, only],
     );
     return new Set([...withTurns, ...rows.map((row) => row.agent_id)]);
   });

@@ -14,6 +14,9 @@
  *   organization key acts for either (optionally naming the participant with `by`, which is then
  *   checked); a participant (an MCP agent, an A2A caller) acts only on its own tasks: a task it is
  *   not on is `not_found`, worded as an id that does not exist, and the wrong role is `forbidden`.
+ * - **Cancel stops the work.** The requester's cancel also stops the assignee's turn in progress
+ *   on the task's thread (as §13's stop does) and tells a remote A2A assignee to cancel its task;
+ *   no turn of the assignee starts on the thread of a canceled task afterwards (agent-loop/).
  * - **Events.** `task.created` and `task.updated` (data: the Task after the change) are written
  *   in the transaction of the change, after the events of the messages it wrote (the thread's
  *   deferred `thread.opened` and `message.created` are made to fire first), so a reader of the log
@@ -47,6 +50,7 @@ import {
   type TaskParticipant,
   type TaskRow,
 } from './task-records.ts';
+import { requestStop } from './replies.ts';
 import { insertMessage, insertThread, toMessage, type MessageRow } from './threads.ts';
 
 export { composeMessage, isFinalTaskState, type TaskParticipant } from './task-records.ts';
@@ -319,16 +323,45 @@ async function cancel(deps: DomainDeps, scope: Scope, taskId: string, by: string
     return moveTask(tx, row, 'canceled', messageId);
   });
   deps.events.announce(task.org_id);
+  await stopWorkOn(deps, task);
   return task;
+}
+
+/**
+ * What a cancel does to the work on the task (contract §12, with §13's stop), once the task is
+ * `canceled` and committed:
+ * - a remote A2A assignee is told through `deps.onTaskCanceled` (a2a/remote-cancel.ts sends it A2A
+ *   `CancelTask`; best effort, never waited for);
+ * - the assignee's turn in progress on the task's thread is asked to stop as
+ *   `POST /threads/{id}/stop` asks it (domain/replies.ts), in whichever process runs it: no model
+ *   call or tool call not yet started is made, and a turn suspended on `ask` or an approval ends
+ *   at once. Only the assignee's: a turn of the requester's on the thread (a provider agent that
+ *   cancels with `update_task` in its turn) goes on.
+ *
+ * The stop comes after the commit, not in its transaction: a turn that its claim finds after it
+ * sees the task canceled (the agent loop starts no turn on a canceled task's thread), and a turn
+ * claimed before it is flagged. A turn stopped so posts what it wrote so far with `stopped: true`,
+ * as a stop does: its deltas were streamed to readers under the reply's id, and the reply closes
+ * them; the reply does not complete the task, which is final (task-turns.ts `completeTaskWithReply`
+ * moves no final task). Errors: the storage's (the task stays canceled).
+ */
+async function stopWorkOn(deps: DomainDeps, task: Task): Promise<void> {
+  try {
+    deps.onTaskCanceled?.(task);
+  } catch {
+    // The hook is a notification: a listener that throws does not undo or fail the cancel.
+  }
+  await requestStop(deps, task.thread_id, { agentId: task.assignee_id });
 }
 
 /**
  * Cancels a task (contract §12 `POST /tasks/{task_id}/cancel`), as its requester (`by`, when
  * given, must be the requester): state `canceled`; with `message`, it is posted to the thread as
- * the requester and kept as the status message (none otherwise); `task.updated`. A turn of the
- * assignee in progress is not stopped, but its reply no longer changes the task.
- * Output: the Task. Errors: `not_found`, `task_final` (409: already final; nothing written),
- * `not_a_participant`, `forbidden` (`by` is the assignee).
+ * the requester and kept as the status message (none otherwise); `task.updated`. Then the work
+ * stops (see {@link stopWorkOn}): the assignee's turn in progress on the task's thread ends as a
+ * stop (§13) ends it, without completing the task, and a remote A2A assignee is sent `CancelTask`
+ * for its task. Output: the Task. Errors: `not_found`, `task_final` (409: already final; nothing
+ * written), `not_a_participant`, `forbidden` (`by` is the assignee).
  */
 export function cancelTask(deps: DomainDeps, caller: Caller, taskId: string, options: ActingAs & { message?: string | undefined } = {}): Promise<Task> {
   return cancel(deps, { caller }, taskId, options.by, options.message);
@@ -336,7 +369,8 @@ export function cancelTask(deps: DomainDeps, caller: Caller, taskId: string, opt
 
 /**
  * {@link cancelTask} by one of the task's participants, which must be its requester (`message`:
- * as there). Errors: `not_found` (not its task), `forbidden` (its assignee), `task_final`.
+ * as there; the work stops as there). The A2A server's `CancelTask`, MCP `update_task` with state
+ * `canceled`. Errors: `not_found` (not its task), `forbidden` (its assignee), `task_final`.
  */
 export function cancelTaskAsParticipant(deps: DomainDeps, participant: TaskParticipant, taskId: string, options: { message?: string | undefined } = {}): Promise<Task> {
   return cancel(deps, { participant }, taskId, undefined, options.message);

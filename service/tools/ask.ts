@@ -2,7 +2,10 @@
  * `ask` (contract §11): a provider agent writes to a participant on one of its edges — a new thread,
  * or one it names — and its turn waits, holding nothing, until that participant answers; the answer
  * (checked against `reply_schema`, as pipelines check typed replies) is the tool's result. An agent
- * asked answers with its own turn (delegation: chains work, each link on an edge); a person answers
+ * asked answers with its own turn (delegation: chains work, each link on an edge); a remote A2A
+ * agent (§12) with its task's answer, or with a question back (`input-required`: the result says
+ * `expects_reply: true`), which the asker answers with `ask` in the result's `thread_id` — the
+ * remote's task goes on; a person answers
  * in the console or with `teamctl thread`. Edges are the permission: a peer, edge or thread the
  * agent has none to is refused as not found, worded as for an id that does not exist.
  */
@@ -39,6 +42,7 @@ export type AskArgs = z.infer<typeof AskArgs>;
 export const askDescription =
   'Ask a participant you share an edge with (an agent: it works on it with its own turn; a person: they answer when they can) and wait for the answer, ' +
   'which is this tool\'s result. Name them by peer (their name), edge_id or thread_id. With reply_schema the answer is checked against it. ' +
+  'When the answer is a question back (expects_reply: true in the result), answer it with ask and the result\'s thread_id: the peer goes on with the same work. ' +
   'Your turn waits meanwhile; nobody off your edges can be reached.';
 
 /** Whom an ask goes to: the edge, the peer and, when the ask names one, the thread. */
@@ -144,6 +148,29 @@ export interface FoundAnswer {
   id: string;
   seq: number;
   content: string;
+  /** The writer waits for a reply (from a remote A2A agent: its question back, `input-required`, §12; see {@link judgeAnswer}). */
+  expects_reply: boolean;
+}
+
+/** Who a question was asked of, as far as finding the answer goes. */
+export interface AskedPeer {
+  kind: string;
+  /** The provider of an agent run by the service (§8, §11); null otherwise. */
+  provider: string | null;
+  /** Whether the peer is a remote A2A agent (§12, `a2a` set). */
+  remote: boolean;
+}
+
+/**
+ * The message an answer to the question `questionId` must reply to (`reply_to`), or undefined for
+ * any next message of the peer: an agent the service runs — a provider agent's turn (§11:
+ * delegation; what its tools write into the thread first is not the answer) or a remote A2A agent's
+ * exchange (§12: its final answer or its question back replies to the message it answers; its
+ * status messages before it are not the answer) — answers with a reply to it; a person or an
+ * external agent with their next message. Raises nothing.
+ */
+export function answerReplyTo(peer: AskedPeer | undefined, questionId: string): string | undefined {
+  return peer?.kind === 'agent' && (peer.provider !== null || peer.remote) ? questionId : undefined;
 }
 
 /**
@@ -157,7 +184,7 @@ export async function findAnswer(
   wait: { threadId: string; participantId: string; afterSeq: number; replyTo?: string | undefined },
 ): Promise<FoundAnswer | undefined> {
   const rows = await db.query<FoundAnswer>(
-    `SELECT id, seq, content FROM messages WHERE thread_id = $1 AND seq > $2 AND sender_id = $3 AND ($4::uuid IS NULL OR reply_to = $4::uuid) ORDER BY seq LIMIT 1`,
+    `SELECT id, seq, content, expects_reply FROM messages WHERE thread_id = $1 AND seq > $2 AND sender_id = $3 AND ($4::uuid IS NULL OR reply_to = $4::uuid) ORDER BY seq LIMIT 1`,
     [wait.threadId, wait.afterSeq, wait.participantId, wait.replyTo ?? null],
   );
   return rows[0];
@@ -172,14 +199,27 @@ export type AnswerOutcome =
 /**
  * Judges an answer to an ask: without a schema it is the result as it is; with one, it must fit
  * (definitions/reply-schema.ts, as pipelines' typed replies), else it is asked again with what is
- * wrong, up to {@link maxAskAttempts} answers. `attempt` is the number of this answer (1 for the
- * first). Output: {@link AnswerOutcome}; a result is `{from, thread_id, message_id, content, value?}`.
+ * wrong, up to {@link maxAskAttempts} answers. The answer of a remote A2A agent (`peer.remote`)
+ * that expects a reply is its question back (`input-required`, §12): the result as it is, with
+ * `expects_reply: true`, whatever the schema — the asker answers it in the same thread, which
+ * continues the remote's task (a re-ask would reach the remote as that answer). Anyone else's
+ * message that expects a reply (an A2A caller's, which awaits the turn's reply) is an answer as
+ * any. `attempt` is the number of this answer (1 for the first). Output: {@link AnswerOutcome};
+ * a result is `{from, thread_id, message_id, content, value?, expects_reply?}`.
  */
 export function judgeAnswer(
   answer: FoundAnswer,
-  context: { from: { participant_id: string; name: string; kind: string }; threadId: string; replySchema: Record<string, unknown> | undefined; attempt: number },
+  context: {
+    from: { participant_id: string; name: string; kind: string };
+    threadId: string;
+    replySchema: Record<string, unknown> | undefined;
+    attempt: number;
+    /** Who was asked (a remote A2A agent's question back is told apart by it); default: not a remote agent. */
+    peer?: AskedPeer | undefined;
+  },
 ): AnswerOutcome {
   const result = { from: context.from, thread_id: context.threadId, message_id: answer.id, content: answer.content };
+  if (answer.expects_reply && context.peer?.remote === true) return { kind: 'result', result: { ...result, expects_reply: true } };
   if (!context.replySchema) return { kind: 'result', result };
   const checked = checkReply(answer.content, context.replySchema);
   if (checked.ok) return { kind: 'result', result: { ...result, value: checked.value } };

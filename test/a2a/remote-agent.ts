@@ -3,16 +3,25 @@
  * `@a2a-js/sdk`'s own server (its request handler, in-memory task store and Express handlers) and
  * run in a process of its own, so a test can kill it (SIGKILL) and start it again.
  *
- * Usage: `node test/a2a/remote-agent.ts --port N [--nonsense] [--no-streaming]`; prints
- * `listening N` once it listens. Environment: `REMOTE_AUTH` (every request must carry it as
- * `Authorization`, else 401), `SLOW_MS` (how long a `slow` task works, default 0).
+ * Usage: `node test/a2a/remote-agent.ts --port N [--nonsense] [--no-streaming] [--chatty]`;
+ * prints `listening N` once it listens. Environment: `REMOTE_AUTH` (every request must carry it as
+ * `Authorization`, else 401; its files too), `SLOW_MS` (how long a `slow` task works, default 0).
  *
  * What it does with a message, by its first word:
  * - `ask …` — a task that asks back (`input-required`: "What is your name?"); the answer completes
  *   it with the artifact `hello <answer>`.
  * - `slow …` — a task that says "starting" (status message), works `SLOW_MS`, then completes with
  *   the artifact `done: <text>`.
+ * - `file …` — a task that completes with the artifact `report` (a text part, the bytes of
+ *   `report.txt`, and by URL `notes.md` and `big.bin`, served at `/files/…`: the latter 6 MiB, more
+ *   than an attachment may hold) and the message "Here is the report." with the bytes of
+ *   `summary.txt`.
  * - anything else — a task that completes with the artifact `echo: <text>` and no message.
+ * `--chatty`: every task first says `working on: <text>` (a `working` status message).
+ * `CancelTask` ends a `slow` task `canceled` at once. `GET /calls` answers the agent's own record:
+ * `{calls: [{method, task_id, message_id}], tasks: [{task_id, message_id}]}` — every JSON-RPC call
+ * it got, in order (the task a call names, the message it sends), and every task it made, with the
+ * message that asked for it.
  * Message and artifact ids derive from the message asked with, so an agent started again says the
  * same things under the same ids. `--nonsense`: its card is fine (no streaming), but JSON-RPC answers `this is
  * not json`.
@@ -26,6 +35,7 @@ const args = process.argv.slice(2);
 const port = Number(args[args.indexOf('--port') + 1]);
 const nonsense = args.includes('--nonsense');
 const streaming = !args.includes('--no-streaming') && !nonsense;
+const chatty = args.includes('--chatty');
 const slowMs = Number(process.env.SLOW_MS ?? '0');
 const auth = process.env.REMOTE_AUTH;
 
@@ -49,12 +59,19 @@ const card: AgentCard = {
 
 const textOf = (message: Message) => message.parts.map((p) => (p.content?.$case === 'text' ? p.content.value : '')).join('');
 const part = (text: string) => ({ content: { $case: 'text' as const, value: text }, mediaType: 'text/plain', filename: '', metadata: undefined });
-const agentMessage = (id: string, taskId: string, contextId: string, text: string): Message => ({
+/** A file part: its bytes (`raw`), or where to fetch them (`url`). */
+const filePart = (name: string, mediaType: string, content: { $case: 'raw'; value: Buffer } | { $case: 'url'; value: string }) => ({ content, mediaType, filename: name, metadata: undefined });
+/** What `/files/{name}` serves (`big.bin`: 6 MiB, over the 5 MiB of an attachment). */
+const files: Record<string, { type: string; data: Buffer }> = {
+  'notes.md': { type: 'text/markdown', data: Buffer.from('# Notes\n\nFetched by URL.\n') },
+  'big.bin': { type: 'application/octet-stream', data: Buffer.alloc(6 * 1024 * 1024, 7) },
+};
+const agentMessage = (id: string, taskId: string, contextId: string, text: string, more: Message['parts'] = []): Message => ({
   messageId: id,
   taskId,
   contextId,
   role: Role.ROLE_AGENT,
-  parts: [part(text)],
+  parts: [part(text), ...more],
   metadata: undefined,
   extensions: [],
   referenceTaskIds: [],
@@ -76,12 +93,31 @@ class Helper implements AgentExecutor {
       bus.finished();
       return;
     }
+    made.push({ task_id: taskId, message_id: incoming.messageId });
     bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: [incoming], metadata: undefined }));
-    if (text.startsWith('ask')) {
+    if (chatty) bus.publish(status(TaskState.TASK_STATE_WORKING, agentMessage(`${incoming.messageId}:working`, taskId, contextId, `working on: ${text}`)));
+    if (text.startsWith('file')) {
+      const base = `http://127.0.0.1:${port}/files`;
+      const parts = [
+        part(`report on ${text}`),
+        filePart('report.txt', 'text/plain', { $case: 'raw', value: Buffer.from(`contents of the report on ${text}`) }),
+        filePart('notes.md', 'text/markdown', { $case: 'url', value: `${base}/notes.md` }),
+        filePart('big.bin', 'application/octet-stream', { $case: 'url', value: `${base}/big.bin` }),
+      ];
+      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'report', name: 'report', description: '', parts, metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+      const summary = filePart('summary.txt', 'text/plain', { $case: 'raw', value: Buffer.from('one line of summary') });
+      bus.publish(status(TaskState.TASK_STATE_COMPLETED, agentMessage(`${incoming.messageId}:report`, taskId, contextId, 'Here is the report.', [summary])));
+    } else if (text.startsWith('ask')) {
       bus.publish(status(TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage(`${incoming.messageId}:question`, taskId, contextId, 'What is your name?')));
     } else if (text.startsWith('slow')) {
       bus.publish(status(TaskState.TASK_STATE_WORKING, agentMessage(`${incoming.messageId}:starting`, taskId, contextId, 'starting')));
-      await new Promise((resolve) => setTimeout(resolve, slowMs));
+      // Works SLOW_MS, unless CancelTask ends it first (cancelTask says so and finishes the task).
+      const canceled = await new Promise<boolean>((resolve) => {
+        const timer = setTimeout(() => resolve(false), slowMs);
+        working.set(taskId, { contextId, cancel: () => (clearTimeout(timer), resolve(true)) });
+      });
+      working.delete(taskId);
+      if (canceled) return;
       bus.publish(artifact('result', `done: ${text}`));
       bus.publish(status(TaskState.TASK_STATE_COMPLETED));
     } else {
@@ -92,8 +128,22 @@ class Helper implements AgentExecutor {
     bus.finished();
   }
 
-  async cancelTask(): Promise<void> {}
+  /** CancelTask of a task still working (a `slow` one): it ends `canceled`. Others are the SDK's to refuse or cancel. */
+  async cancelTask(taskId: string, bus: ExecutionEventBus): Promise<void> {
+    const task = working.get(taskId);
+    if (!task) return;
+    bus.publish(AgentEvent.statusUpdate({ taskId, contextId: task.contextId, status: { state: TaskState.TASK_STATE_CANCELED, message: undefined, timestamp: new Date().toISOString() }, metadata: undefined }));
+    bus.finished();
+    task.cancel();
+  }
 }
+
+/** The `slow` tasks working now: their context, and what ends their work when they are canceled. */
+const working = new Map<string, { contextId: string; cancel: () => void }>();
+/** Every JSON-RPC call received, in order: its method, the task it names and the message it sends (`GET /calls` answers them). */
+const calls: Array<{ method: string; task_id: string | null; message_id: string | null }> = [];
+/** Every task made, with the message that asked for it (`GET /calls`). */
+const made: Array<{ task_id: string; message_id: string }> = [];
 
 const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Helper());
 const app = express();
@@ -105,6 +155,23 @@ app.use((req, res, next) => {
   next();
 });
 app.use('/.well-known/agent-card.json', agentCardHandler({ agentCardProvider: handler }));
+// The agent's own record of the calls it got, for tests to assert on (`GET /calls`).
+app.post('/', express.json(), (req, _res, next) => {
+  const params = (req.body?.params ?? {}) as { id?: string; message?: { taskId?: string; messageId?: string } };
+  if (typeof req.body?.method === 'string') calls.push({ method: req.body.method, task_id: params.id || params.message?.taskId || null, message_id: params.message?.messageId || null });
+  next();
+});
+app.get('/calls', (_req, res) => {
+  res.json({ calls, tasks: made });
+});
+app.get('/files/:name', (req, res) => {
+  const file = files[req.params.name];
+  if (!file) {
+    res.status(404).end();
+    return;
+  }
+  res.type(file.type).send(file.data);
+});
 if (nonsense) {
   app.post('/', (_req, res) => {
     res.status(200).type('application/json').send('this is not json');

@@ -2,9 +2,12 @@
  * Remote A2A agents as teammates (contract §12, "A2A participants"), end to end: a live
  * acs-server (loopback URLs allowed, as `--webhook-allow-private` does) and a remote agent written
  * with `@a2a-js/sdk`'s server in a process of its own (test/a2a/remote-agent.ts): a person's
- * message and its answer, a task and its artifact, an input-required round trip, the remote killed
- * mid-task and started again, a remote answering nonsense, and its header secret kept out of
- * events, logs and errors. Runs on PGlite and, in the `postgres` project, on PostgreSQL.
+ * message and its answer, a task and its artifact, an input-required round trip (with a person, and
+ * with a provider agent that asks with `ask`), the remote killed mid-task and started again, a
+ * remote answering nonsense, its header secret kept out of events, logs and errors, the ping-pong
+ * guard between remotes and agents, and the remote's files kept as attachments. The provider agent
+ * is scripted over the OpenAI stand-in (test/support/openai-stub.ts). Runs on PGlite and, in the
+ * `postgres` project, on PostgreSQL.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
 import { createServer, type AddressInfo } from 'node:net';
@@ -12,8 +15,11 @@ import { dirname, join } from 'node:path';
 import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startHarness, type Harness } from '../service/helpers.ts';
-import { makeTeam, messagesOf, orgEvents, until } from '../service/turn-helpers.ts';
+import type { Db } from '../../service/storage/db.ts';
+import { callTool, type Conversation, type ModelScript, type ScriptReply } from '../support/model-script.ts';
+import { scriptedToolCompletions, startOpenAiStub, type OpenAiStub } from '../support/openai-stub.ts';
+import { startHarnessWithDb, type Harness } from '../service/helpers.ts';
+import { askAnswer, makeTeam, messagesOf, orgEvents, until } from '../service/turn-helpers.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const SECRET = 'Bearer s3cr3t-remote-token-9f8e7d';
@@ -75,18 +81,36 @@ function logCapture(): { stream: Writable; text: () => string } {
   return { stream, text: () => text };
 }
 
-let h: Harness;
+/** The ping-pong guard of this file's server: a run of this many automatic replies stops a thread. */
+const autoReplyLimit = 4;
+/** Scripts of the OpenAI stand-in by the agent's instructions (the system prompt's first word). */
+const scripts = new Map<string, ModelScript>();
+const byInstructions: ModelScript = (c: Conversation): ScriptReply | Promise<ScriptReply> => scripts.get((c.system ?? '').split(/\s/)[0]!)?.(c);
+
+let h: Harness & { db: Db };
+let openai: OpenAiStub;
 const log = logCapture();
 const remotes: Remote[] = [];
 let helper: Remote;
 beforeAll(async () => {
-  h = await startHarness({ inMemory: true, webhooks: { allowPrivate: true }, logger: { level: 'info', stream: log.stream } });
+  openai = await startOpenAiStub(scriptedToolCompletions(byInstructions));
+  h = await startHarnessWithDb('acme', {
+    options: {
+      webhooks: { allowPrivate: true },
+      logger: { level: 'info', stream: log.stream },
+      autoReplyLimit,
+      env: { ...process.env, OPENAI_BASE_URL: `${openai.origin}/v1` },
+    },
+  });
+  expect((await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/openai`, { api_key: 'openai-key' })).status).toBe(200);
+  expect((await h.call('PUT', `/api/v1/organizations/${h.orgId}/api-keys/echo`, { api_key: 'echo-key' })).status).toBe(200);
   helper = await startRemote();
   remotes.push(helper);
 });
 afterAll(async () => {
   for (const remote of remotes) await remote.stop('SIGKILL');
   await h?.server.close();
+  await openai?.close();
 });
 
 /** A team of dana and a remote agent `helper` at `url` (with `headers`), on one edge. */
@@ -110,6 +134,21 @@ async function taskOf(taskId: string) {
 }
 
 const waitForState = (taskId: string, state: string, timeoutMs = 30_000) => until(() => taskOf(taskId), (t) => t.state === state, `task ${state}`, timeoutMs);
+
+/**
+ * Waits until the agent loop has nothing left to do on `threadId`: every work row of the thread
+ * (one per agent that answers there) has handled its latest message and is not claimed. From then
+ * on nothing is sent or posted in the thread until someone writes to it. Output: the thread's
+ * messages then.
+ */
+async function untilIdle(threadId: string) {
+  await until(
+    () => h.db.query<{ handled_seq: number; latest_seq: number; lease_token: string | null }>(`SELECT handled_seq, latest_seq, lease_token FROM agent_work WHERE thread_id = $1`, [threadId]),
+    (rows) => rows.length > 0 && rows.every((r) => r.handled_seq >= r.latest_seq && r.lease_token === null),
+    'the thread to go quiet',
+  );
+  return messagesOf(h, threadId);
+}
 
 describe('remote A2A agents', () => {
   it("a remote A2A agent: a person's message reaches it and its answer comes back into the thread", async () => {
@@ -209,5 +248,218 @@ describe('remote A2A agents', () => {
     expect(both.body.errors).toEqual([expect.objectContaining({ path: 'a2a' })]);
     const notUrl = await h.call('POST', `/api/v1/teams/${team.teamId}/agents`, { name: 'nourl', a2a: { url: 'ftp://example.com/agent' } });
     expect(notUrl.status).toBe(400);
+  });
+
+  it("a provider agent that asks a remote A2A agent with ask gets the remote's question (input-required) as the answer, answers it in the same thread, and the remote's task completes into its turn's reply", async () => {
+    scripts.set('DELEGATOR', (c) => {
+      const asked = c.turnResults.filter((r) => r.toolName === 'ask').map((r) => askAnswer(r) as { content: string; thread_id: string; expects_reply?: boolean });
+      const last = asked.at(-1);
+      if (!last) return callTool('ask', { peer: 'helper', content: 'ask me something' });
+      // A question back is answered in its thread: the remote goes on with the same task.
+      if (last.expects_reply) return callTool('ask', { peer: 'helper', thread_id: last.thread_id, content: 'Lee' });
+      return `The helper said: ${last.content}`;
+    });
+    const team = await makeTeam(h, {
+      humans: ['dana'],
+      agents: [
+        { name: 'lead', provider: 'openai', model: 'gpt-stub', instructions: 'DELEGATOR — scripted', tools: { team: true } },
+        { name: 'helper', a2a: { url: helper.url } },
+      ],
+      edges: [
+        ['dana', 'lead'],
+        ['lead', 'helper'],
+      ],
+    });
+    const opened = await h.call('POST', `/api/v1/edges/${team.edgeOf('dana', 'lead')}/threads`, { sender_agent_id: team.id.dana, content: 'get me a greeting' });
+    expect(opened.status).toBe(201);
+    const danaThread = await until(() => messagesOf(h, opened.body.thread_id), (ms) => ms.some((m) => m.sender_id === team.id.lead), "the lead's reply");
+    // The remote greets by the answer only when it continues the task that asked (remote-agent.ts).
+    expect(danaThread.map((m) => m.content)).toEqual(['get me a greeting', 'The helper said: hello Lee']);
+
+    const threads = (await h.call('GET', `/api/v1/edges/${team.edgeOf('lead', 'helper')}/threads`)).body.threads as Array<{ thread_id: string }>;
+    expect(threads).toHaveLength(1);
+    // Once the lead and the helper have nothing left to do there: the lead's loop took neither of the helper's answers as a message to answer.
+    const exchange = await untilIdle(threads[0]!.thread_id);
+    expect(exchange.map((m) => [m.sender_id === team.id.lead ? 'lead' : 'helper', m.content])).toEqual([
+      ['lead', 'ask me something'],
+      ['helper', 'What is your name?'],
+      ['lead', 'Lee'],
+      ['helper', 'hello Lee'],
+    ]);
+    // Each of the remote's answers replies to the message it answers: the question to the first ask, the greeting to the second.
+    const replyTo = await h.db.query<{ id: string; reply_to: string | null }>(`SELECT id, reply_to FROM messages WHERE thread_id = $1 ORDER BY seq`, [threads[0]!.thread_id]);
+    expect(replyTo.map((m) => m.reply_to)).toEqual([null, exchange[0]!.message_id, null, exchange[2]!.message_id]);
+    const calls = (await h.call('GET', `/api/v1/threads/${opened.body.thread_id}/tool-calls`)).body.tool_calls as Array<{
+      tool: string;
+      status: string;
+      result: { content: string; message_id: string; thread_id: string; expects_reply?: boolean };
+    }>;
+    expect(calls.map((c) => [c.tool, c.status, c.result.content, c.result.expects_reply ?? false])).toEqual([
+      ['ask', 'completed', 'What is your name?', true],
+      ['ask', 'completed', 'hello Lee', false],
+    ]);
+    expect(calls.map((c) => [c.result.thread_id, c.result.message_id])).toEqual([
+      [threads[0]!.thread_id, exchange[1]!.message_id],
+      [threads[0]!.thread_id, exchange[3]!.message_id],
+    ]);
+  });
+
+  it('a remote A2A agent that says it is working before it answers: an ask waits for its answer, not its status message', async () => {
+    const chatty = await startRemote({ args: ['--chatty'] });
+    remotes.push(chatty);
+    scripts.set('WAITER', (c) => {
+      const answer = askAnswer(c.resultOf('ask'));
+      return answer ? `Got: ${answer.content}` : callTool('ask', { peer: 'chatty', content: 'summarise the week' });
+    });
+    const team = await makeTeam(h, {
+      humans: ['dana'],
+      agents: [
+        { name: 'waiter', provider: 'openai', model: 'gpt-stub', instructions: 'WAITER — scripted', tools: { team: true } },
+        { name: 'chatty', a2a: { url: chatty.url } },
+      ],
+      edges: [
+        ['dana', 'waiter'],
+        ['waiter', 'chatty'],
+      ],
+    });
+    const opened = await h.call('POST', `/api/v1/edges/${team.edgeOf('dana', 'waiter')}/threads`, { sender_agent_id: team.id.dana, content: 'go' });
+    const replied = await until(() => messagesOf(h, opened.body.thread_id), (ms) => ms.some((m) => m.sender_id === team.id.waiter), "the waiter's reply");
+    expect(replied.map((m) => m.content)).toEqual(['go', 'Got: echo: summarise the week']);
+  });
+
+  it('the ping-pong guard: two remote A2A agents on one edge stop after the configured number of automatic replies, and a message written by hand starts them again', async () => {
+    const team = await makeTeam(h, {
+      agents: [
+        { name: 'left', a2a: { url: helper.url } },
+        { name: 'right', a2a: { url: helper.url } },
+      ],
+      edges: [['left', 'right']],
+    });
+    const opened = await h.call('POST', `/api/v1/edges/${team.edgeOf('left', 'right')}/threads`, { sender_agent_id: team.id.left, content: 'hello' });
+    expect(opened.status).toBe(201);
+    const threadId: string = opened.body.thread_id;
+    const stopped = await untilIdle(threadId);
+    expect(stopped.map((m) => m.content)).toEqual(['hello', 'echo: hello', 'echo: echo: hello', 'echo: echo: echo: hello', 'echo: echo: echo: echo: hello']);
+    expect(stopped.map((m) => m.sender_id)).toEqual([team.id.left, team.id.right, team.id.left, team.id.right, team.id.left]);
+
+    expect((await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: team.id.left, content: 'by hand' })).status).toBe(201);
+    const again = await untilIdle(threadId);
+    expect(again.slice(5, 7).map((m) => m.content)).toEqual(['by hand', 'echo: by hand']);
+    expect(again).toHaveLength(5 + 1 + autoReplyLimit);
+  });
+
+  it("the ping-pong guard: a provider agent and a remote A2A agent that says it is working stop too: the remote's status messages count as automatic replies", async () => {
+    const chatty = await startRemote({ args: ['--chatty'] });
+    remotes.push(chatty);
+    const team = await makeTeam(h, {
+      agents: [
+        { name: 'parrot', provider: 'echo' },
+        { name: 'chatty', a2a: { url: chatty.url } },
+      ],
+      edges: [['parrot', 'chatty']],
+    });
+    const opened = await h.call('POST', `/api/v1/edges/${team.edgeOf('parrot', 'chatty')}/threads`, { sender_agent_id: team.id.parrot, content: 'hi' });
+    const stopped = await untilIdle(opened.body.thread_id);
+    expect(stopped[1]).toMatchObject({ sender_id: team.id.chatty, content: 'working on: hi' });
+    // However the two interleave, the thread ends in a run of automatic replies no longer than the limit allows.
+    expect(stopped.length).toBeGreaterThan(autoReplyLimit);
+    expect(stopped.length).toBeLessThanOrEqual(1 + 2 * autoReplyLimit);
+  });
+
+  it("a remote A2A agent's files are kept as attachments of the organization: its bytes, and by URL (fetched under the remote URL rules, with the remote's headers on its own origin) unless larger than an attachment may be", async () => {
+    const guarded = await startRemote({ env: { REMOTE_AUTH: SECRET } });
+    remotes.push(guarded);
+    const { dana, agent, edge } = await teamWithRemote(guarded.url, { Authorization: SECRET });
+    const { taskId, threadId } = await askTask(edge, dana, 'file the quarter');
+    const done = (await waitForState(taskId, 'completed')) as unknown as {
+      artifacts: Array<{ name: string; parts: Array<{ text?: string; file?: { name: string; media_type: string; attachment_id: string } }> }>;
+      status_message: { content: string; attachments: string[] };
+    };
+    expect(done.artifacts).toHaveLength(1);
+    const [text, report, notes, big] = done.artifacts[0]!.parts;
+    expect(text).toEqual({ text: 'report on file the quarter' });
+    expect(report).toEqual({ file: { name: 'report.txt', media_type: 'text/plain', attachment_id: expect.any(String) } });
+    expect(notes).toEqual({ file: { name: 'notes.md', media_type: 'text/markdown', attachment_id: expect.any(String) } });
+    // Over 5 MiB: not fetched into an attachment, named with where it is.
+    expect(big).toEqual({ text: expect.stringMatching(/big\.bin.*\/files\/big\.bin.*5 MiB/) });
+    const content = async (id: string) => {
+      const response = await fetch(`${h.server.url}/api/v1/attachments/${id}/content`, { headers: { 'x-api-key': h.apiKey } });
+      expect(response.status).toBe(200);
+      return { type: response.headers.get('content-type'), text: await response.text() };
+    };
+    expect(await content(report!.file!.attachment_id)).toEqual({ type: expect.stringContaining('text/plain'), text: 'contents of the report on file the quarter' });
+    expect(await content(notes!.file!.attachment_id)).toEqual({ type: expect.stringContaining('text/markdown'), text: '# Notes\n\nFetched by URL.\n' });
+
+    // The reply carries its own file and the artifact's as attachments of the thread's message.
+    const reply = (await messagesOf(h, threadId)).find((m) => m.sender_id === agent) as unknown as { content: string; attachments: string[] };
+    expect(reply.content).toMatch(/^Here is the report\./);
+    expect(reply.attachments).toHaveLength(3);
+    expect(reply.attachments).toEqual(expect.arrayContaining([report!.file!.attachment_id, notes!.file!.attachment_id]));
+    const own = reply.attachments.find((id) => id !== report!.file!.attachment_id && id !== notes!.file!.attachment_id)!;
+    expect(await content(own)).toEqual({ type: expect.stringContaining('text/plain'), text: 'one line of summary' });
+    const meta = await h.call('GET', `/api/v1/attachments/${own}`);
+    expect(meta.body).toMatchObject({ filename: 'summary.txt', org_id: h.orgId });
+    expect(done.status_message.attachments).toEqual(reply.attachments);
+  });
+});
+
+/** A remote agent's own record (remote-agent.ts `GET /calls`): the JSON-RPC calls it got, and the tasks it made with the message that asked for each. */
+async function remoteRecord(remote: Remote): Promise<{ calls: Array<{ method: string; task_id: string | null; message_id: string | null }>; tasks: Array<{ task_id: string; message_id: string }> }> {
+  const response = await fetch(`${remote.url}/calls`);
+  expect(response.status).toBe(200);
+  return (await response.json()) as Awaited<ReturnType<typeof remoteRecord>>;
+}
+
+describe('remote A2A agents: cancel', () => {
+  it('a task canceled while its remote A2A agent works on it: the remote gets CancelTask for its own task, which it cancels, and nothing more is sent to it', async () => {
+    const slow = await startRemote({ env: { SLOW_MS: '600000' } });
+    remotes.push(slow);
+    const { dana, agent, edge } = await teamWithRemote(slow.url);
+    const { taskId, threadId } = await askTask(edge, dana, 'slow job');
+    // The remote works (its stream open, its task named), and would for ten minutes.
+    await until(() => messagesOf(h, threadId), (ms) => ms.some((m) => m.sender_id === agent && m.content === 'starting'), 'the remote to start');
+    const asked = (await messagesOf(h, threadId))[0]!;
+    const canceled = await h.call('POST', `/api/v1/tasks/${taskId}/cancel`);
+    expect(canceled.body.state).toBe('canceled');
+
+    const record = await until(() => remoteRecord(slow), (r) => r.calls.some((c) => c.method === 'CancelTask'), 'the remote to get CancelTask');
+    const made = record.tasks.find((t) => t.message_id === asked.message_id);
+    expect(made).toBeDefined();
+    expect(record.calls.filter((c) => c.method === 'CancelTask')).toEqual([{ method: 'CancelTask', task_id: made!.task_id, message_id: null }]);
+    // The remote answered that its task is canceled (the log holds its answer, noted on the exchange).
+    const logged = (text: string) => text.split('\n').find((line) => line.includes('its task was canceled with ours') && line.includes(made!.task_id));
+    const line = logged(await until(() => Promise.resolve(log.text()), (text) => logged(text) !== undefined, 'the answer to be logged'));
+    expect(JSON.parse(line!)).toMatchObject({ agent_id: agent, thread_id: threadId, remote_task_id: made!.task_id, remote_state: 'canceled' });
+
+    // Followed no more: a message written to the thread afterwards is not sent to the remote.
+    await untilIdle(threadId);
+    expect((await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: dana, content: 'slow again?' })).status).toBe(201);
+    const after = await untilIdle(threadId);
+    expect(after.filter((m) => m.sender_id === agent).map((m) => m.content)).toEqual(['starting']);
+    const calls = (await remoteRecord(slow)).calls;
+    expect(calls.slice(calls.findIndex((c) => c.method === 'CancelTask') + 1)).toEqual([]);
+    expect(await taskOf(taskId)).toMatchObject({ state: 'canceled', artifacts: [] });
+  });
+
+  it('a task canceled while its remote A2A agent waits for the answer to its question (input-required): the remote gets CancelTask for that task', async () => {
+    const { dana, agent, edge } = await teamWithRemote(helper.url);
+    const { taskId, threadId } = await askTask(edge, dana, 'ask me, then never mind');
+    await waitForState(taskId, 'input-required');
+    const asked = (await messagesOf(h, threadId))[0]!;
+    expect((await h.call('POST', `/api/v1/tasks/${taskId}/cancel`)).body.state).toBe('canceled');
+
+    const record = await until(
+      () => remoteRecord(helper),
+      (r) => {
+        const made = r.tasks.find((t) => t.message_id === asked.message_id);
+        return made !== undefined && r.calls.some((c) => c.method === 'CancelTask' && c.task_id === made.task_id);
+      },
+      'the remote to get CancelTask',
+    );
+    const made = record.tasks.find((t) => t.message_id === asked.message_id)!;
+    expect(record.calls.filter((c) => c.task_id === made.task_id).map((c) => c.method)).toEqual(['CancelTask']);
+    const messages = await untilIdle(threadId);
+    expect(messages.filter((m) => m.sender_id === agent).map((m) => m.content)).toEqual(['What is your name?']);
+    expect(await taskOf(taskId)).toMatchObject({ state: 'canceled', artifacts: [] });
   });
 });

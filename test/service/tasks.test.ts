@@ -4,7 +4,8 @@
  * organization's key), the events written with each change, the MCP task tools of an external
  * agent, and the turns of agents that work on their tasks — the echo agent, whose reply completes
  * its task, and a provider agent (the OpenAI stand-in) that asks back, waits for the answer and
- * completes. Runs on PGlite and, in the `postgres` project, on PostgreSQL.
+ * completes — and a cancel that stops the work: a turn streaming its reply, a turn waiting on its
+ * ask, and a turn that had not begun. Runs on PGlite and, in the `postgres` project, on PostgreSQL.
  */
 import type { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -17,9 +18,10 @@ import { waitForTask, waitForTaskAsParticipant } from '../../service/domain/task
 import { createEventHub } from '../../service/events/hub.ts';
 import { callTool as callMcpTool, connectMcp, toolError } from '../support/mcp.ts';
 import { callTool, type Conversation, type ModelScript, type ScriptReply } from '../support/model-script.ts';
-import { scriptedToolCompletions, startOpenAiStub, type OpenAiStub } from '../support/openai-stub.ts';
+import { scriptedToolCompletions, startOpenAiStub, textOf, toolCallCompletion, type OpenAiStub, type StubRequest } from '../support/openai-stub.ts';
 import { request, startHarness, startHarnessWithDb, type Harness, type Reply } from './helpers.ts';
-import { askAnswer, makeTeam, messagesOf, orgEvents, until, type BuiltTeam, type OrgEvent } from './turn-helpers.ts';
+import { readThread, type Item, type ThreadReader } from './stream-helpers.ts';
+import { askAnswer, makeTeam, messagesOf, orgEvents, toolCalls, until, type BuiltTeam, type OrgEvent } from './turn-helpers.ts';
 
 const unknownId = '6f1f3c1e-0000-4000-8000-000000000000';
 
@@ -71,6 +73,28 @@ async function danaAsksBot(team: BuiltTeam, text = 'Summarise the report'): Prom
 async function counts(taskId: string) {
   const task = (await api('GET', `/tasks/${taskId}`)).body;
   return { events: (await orgEvents(h)).length, messages: (await messagesOf(h, task.thread_id)).length, task };
+}
+
+/** dana asks `assignee` of `team` for a task over REST; expects 201. Output: the Task. */
+async function danaAsks(team: BuiltTeam, assignee: string, text: string): Promise<Task> {
+  const created = await api('POST', `/edges/${team.edgeOf('dana', assignee)}/tasks`, { requester_id: team.id.dana, parts: [{ text }] });
+  expect(created.status, JSON.stringify(created.body)).toBe(201);
+  return Task.parse(created.body);
+}
+
+/** The requests the OpenAI stand-in got for the agent whose instructions start with `script`. */
+function requestsOf(script: string): StubRequest[] {
+  return openai.requests.filter((r) => r.body.messages.some((m) => (m.role === 'system' || m.role === 'developer') && textOf(m.content).startsWith(script)));
+}
+
+/** The text of `senderId`'s deltas after the last `turn.step`: what a reader shows of the reply being written. */
+function writtenSoFar(items: readonly Item[], senderId: string): string {
+  let text = '';
+  for (const item of items) {
+    if (item.event === 'turn.step' || item.event === 'turn.restarted') text = '';
+    else if (item.event === 'message.delta' && item.data.sender_id === senderId) text += item.data.text;
+  }
+  return text;
 }
 
 /** The task's events in the log, oldest first. */
@@ -409,25 +433,107 @@ describe('tasks: agents that work on them', () => {
     expect(messages.map((m) => m.content)).toEqual(['Write the report', 'Which quarter?', 'Q3', 'Report for Q3']);
   });
 
-  it('a canceled task stays canceled when its assignee\'s reply comes', async () => {
-    let release!: () => void;
-    const gate = new Promise<void>((resolve) => (release = resolve));
-    scripts.set('slow-writer', async () => {
-      await gate;
-      return 'late reply';
+  it('cancel: a provider agent\'s turn streaming on its task is stopped — the model call is aborted, the tool call it was writing is not made, the text so far is posted stopped, and the task stays canceled without an artifact', async () => {
+    // Step 1 calls whoami; step 2 streams a line and then calls list_edges — unless it is stopped.
+    scripts.set('cancel-streamer', (c) => {
+      if (!c.resultOf('whoami')) return callTool('whoami', {});
+      const step = toolCallCompletion(c.model, [callTool('list_edges', {})]);
+      if (step === 'hang') return undefined;
+      (step.body as { choices: Array<{ message: { content: string } }> }).choices[0]!.message.content = 'n0 n1 n2 n3 n4 n5 n6 n7 ';
+      return { answer: step };
     });
     const team = await makeTeam(h, {
       humans: ['dana'],
-      agents: [{ name: 'slow', provider: 'openai', model: 'gpt-stub', instructions: 'slow-writer — scripted', tools: { team: true } }],
-      edges: [['dana', 'slow']],
+      agents: [{ name: 'streamer', provider: 'openai', model: 'gpt-stub', instructions: 'cancel-streamer — scripted', tools: { team: true } }],
+      edges: [['dana', 'streamer']],
     });
-    const created = await api('POST', `/edges/${team.edgeOf('dana', 'slow')}/tasks`, { requester_id: team.id.dana, parts: [{ text: 'take your time' }] });
-    await until(async () => (await api('GET', `/tasks/${created.body.task_id}`)).body, (t) => t.state === 'working', 'the turn to start');
-    expect((await api('POST', `/tasks/${created.body.task_id}/cancel`)).body.state).toBe('canceled');
-    release();
-    await until(() => messagesOf(h, created.body.thread_id), (ms) => ms.some((m) => m.content === 'late reply'), 'the reply');
-    const after = (await api('GET', `/tasks/${created.body.task_id}`)).body;
-    expect(after).toMatchObject({ state: 'canceled', artifacts: [] });
+    // Step 1's arguments are one chunk: only step 2's text is held, four words in.
+    openai.hold(4);
+    let task: Task;
+    let reader: ThreadReader | undefined;
+    try {
+      task = await danaAsks(team, 'streamer', 'Write it slowly');
+      reader = await readThread(h.server.url, task.thread_id, { 'x-api-key': h.apiKey }, { after: '0' });
+      const held = await openai.held();
+      expect(requestsOf('cancel-streamer')).toHaveLength(2);
+      // The text so far has reached the service (its readers see it) before the cancel.
+      await reader.until(() => writtenSoFar(reader!.items(), team.id.streamer!) === 'n0 n1 n2 n3 ', 'the deltas of the text so far');
+      const canceled = await api('POST', `/tasks/${task.task_id}/cancel`);
+      expect(canceled.body).toMatchObject({ state: 'canceled', status_message: null });
+      expect(await held.ended).toEqual({ aborted: true });
+    } finally {
+      // Were the call not aborted, the rest of step 2 — its list_edges call — would now come.
+      openai.release();
+    }
+    // The reply closes what the readers saw: its text is the deltas', posted stopped.
+    const created = await reader!.until((i) => i.event === 'message.created' && i.data.sender_id === team.id.streamer, 'the stopped reply');
+    reader!.close();
+    expect(created.at(-1)!.data).toMatchObject({ content: 'n0 n1 n2 n3 ', stopped: true });
+    const messages = await messagesOf(h, task.thread_id);
+    expect(messages.map((m) => [m.sender_id, m.content, (m as { stopped?: boolean }).stopped])).toEqual([
+      [team.id.dana, 'Write it slowly', false],
+      [team.id.streamer, 'n0 n1 n2 n3 ', true],
+    ]);
+    expect((await toolCalls(h, task.thread_id)).map((c) => [c.tool, c.status])).toEqual([['whoami', 'completed']]);
+    expect(requestsOf('cancel-streamer')).toHaveLength(2);
+    // The stopped reply did not complete the task: canceled, no artifact, the cancel its last change.
+    expect((await api('GET', `/tasks/${task.task_id}`)).body).toMatchObject({ state: 'canceled', artifacts: [], status_message: null });
+    expect((await taskEvents(task.task_id)).map((e) => e.data.state)).toEqual(['submitted', 'working', 'canceled']);
+  });
+
+  it('cancel: a provider agent\'s turn suspended on its ask back ends at once — the ask fails stopped, the reply is posted stopped, no further model call is made, and the task stays canceled', async () => {
+    scripts.set('cancel-asker', (c) => (c.resultOf('ask') ? 'Report for Q3' : callTool('ask', { peer: 'dana', content: 'Which quarter?' })));
+    const team = await makeTeam(h, {
+      humans: ['dana'],
+      agents: [{ name: 'asker', provider: 'openai', model: 'gpt-stub', instructions: 'cancel-asker — scripted', tools: { team: true } }],
+      edges: [['dana', 'asker']],
+    });
+    const task = await danaAsks(team, 'asker', 'Write the report');
+    await until(async () => (await api('GET', `/tasks/${task.task_id}`)).body, (t) => t.state === 'input-required', 'the asker to ask back');
+    expect((await api('POST', `/tasks/${task.task_id}/cancel`)).body.state).toBe('canceled');
+
+    const messages = await until(() => messagesOf(h, task.thread_id), (ms) => ms.length === 3, 'the stopped reply');
+    expect(messages.map((m) => [m.sender_id, m.content, (m as { stopped?: boolean }).stopped])).toEqual([
+      [team.id.dana, 'Write the report', false],
+      [team.id.asker, 'Which quarter?', false],
+      [team.id.asker, '(stopped before any reply was written)', true],
+    ]);
+    const calls = await toolCalls(h, task.thread_id);
+    expect(calls.map((c) => [c.tool, c.status])).toEqual([['ask', 'failed']]);
+    expect(calls[0]!.error).toMatch(/^stopped: /);
+    expect(requestsOf('cancel-asker')).toHaveLength(1);
+    expect((await api('GET', `/tasks/${task.task_id}`)).body).toMatchObject({ state: 'canceled', artifacts: [] });
+    expect((await taskEvents(task.task_id)).map((e) => e.data.state)).toEqual(['submitted', 'working', 'input-required', 'canceled']);
+  });
+
+  it('cancel: a task canceled before its assignee\'s turn began gets none — no model call, no turn, no reply — even once the agent can work', async () => {
+    // Its own server, whose storage the test reads: the agent loop's work row says when it is done.
+    const w = await startHarnessWithDb('tasks-cancel-early', { options: { env: { ...process.env, OPENAI_BASE_URL: `${openai.origin}/v1` } } });
+    try {
+      expect((await w.call('PUT', `/api/v1/organizations/${w.orgId}/api-keys/openai`, { api_key: 'openai-key' })).status).toBe(200);
+      scripts.set('cancel-early', () => 'too late');
+      const team = await makeTeam(w, {
+        humans: ['dana'],
+        agents: [{ name: 'early', provider: 'openai', model: 'gpt-stub', instructions: 'cancel-early — scripted', tools: { team: true }, status: 'paused' }],
+        edges: [['dana', 'early']],
+      });
+      const created = await w.call('POST', `/api/v1/edges/${team.edgeOf('dana', 'early')}/tasks`, { requester_id: team.id.dana, parts: [{ text: 'Not yet' }] });
+      expect(created.status).toBe(201);
+      expect((await w.call('POST', `/api/v1/tasks/${created.body.task_id}/cancel`)).body.state).toBe('canceled');
+      expect((await w.call('PATCH', `/api/v1/agents/${team.id.early}`, { status: 'active' })).status).toBe(200);
+      // Woken by the PATCH, the row is claimed and given back with every message handled.
+      await until(
+        () => w.db.query<{ handled_seq: number; latest_seq: number; lease_token: string | null }>(`SELECT handled_seq, latest_seq, lease_token FROM agent_work WHERE agent_id = $1`, [team.id.early]),
+        (rows) => rows.length === 1 && rows[0]!.handled_seq >= rows[0]!.latest_seq && rows[0]!.lease_token === null,
+        'the agent loop to pass the canceled task by',
+      );
+      expect(requestsOf('cancel-early')).toEqual([]);
+      expect(await w.db.query(`SELECT id FROM agent_turns WHERE agent_id = $1`, [team.id.early])).toEqual([]);
+      expect((await messagesOf(w, created.body.thread_id)).map((m) => m.content)).toEqual(['Not yet']);
+      expect((await w.call('GET', `/api/v1/tasks/${created.body.task_id}`)).body).toMatchObject({ state: 'canceled', artifacts: [] });
+    } finally {
+      await w.server.close();
+    }
   });
 });
 

@@ -1,7 +1,8 @@
 /**
  * What the tests of task steps (`task: true`) share: a definition whose `echo` agent answers at
- * once and whose `ext` agent is external (the tests act for it), and an organization with it
- * applied on a running acs-server.
+ * once and whose `ext` agent is external (the tests act for it, or let its tasks wait: `ask-ext`
+ * waits 2 minutes, `ask-ext-briefly` 2 seconds), and an organization with it applied on a running
+ * acs-server.
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
 import { tmpdir } from 'node:os';
@@ -74,6 +75,16 @@ pipelines:
             properties: { days: { type: integer, minimum: 1 } }
             required: [days]
     output: "{{ steps.plan.value.days }} days, task {{ steps.plan.task_id }}"
+  - name: ask-ext-briefly
+    team: desk
+    steps:
+      - id: plan
+        from: dana
+        to: ext
+        task: true
+        subject: Plan the release at once
+        content: Plan the release within two seconds
+        timeout: 2s
 `;
 
 /** A new organization with the definition applied: its client, env, participant ids and the pipelines as run inputs. */

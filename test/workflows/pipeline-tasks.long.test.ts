@@ -3,16 +3,19 @@
  * acs-server on each storage backend (embedded PGlite; PostgreSQL when `ACS_TEST_DATABASE_URL` or
  * scripts/with-postgres.sh gives one): the echo agent answers a task step, its task id and typed
  * value reach the result and `runs show`; a worker SIGKILLed while a task step waits: a new
- * worker carries the wait to its end, and the task was created once.
+ * worker carries the wait to its end, and the task was created once; a run cancelled while a task
+ * step waits, and a task step past its timeout, cancel the step's task (a local activity in a
+ * non-cancellable scope, under the patch `pipeline-cancel-open-tasks`) before the run ends; a
+ * cancel that keeps failing is given up after 3 attempts and changes nothing of how the run ends.
  */
 import { randomUUID } from 'node:crypto';
-import type { Client } from '@temporalio/client';
+import { WorkflowFailedError, type Client } from '@temporalio/client';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { runCli } from '../../cli/program.ts';
 import { newRunId, startPipelineRun } from '../../engine/temporal-runs.ts';
 import { startServer, type RunningServer } from '../../service/index.ts';
 import type { PipelineProgress, PipelineResult, PipelineRunInput } from '../../workflows/pipeline-orchestration.ts';
-import { progressQuery } from '../../workflows/pipeline-workflow.ts';
+import { PIPELINE_PATCHES, progressQuery } from '../../workflows/pipeline-workflow.ts';
 import { cliIo, entry, eventually } from '../support/decide.ts';
 import { createTestDatabase, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
 import { taskOrganization, type TaskOrganization } from '../support/task-steps.ts';
@@ -58,6 +61,17 @@ describeTemporal('task steps on Temporal', () => {
           const progress = await temporal.workflow.getHandle(runId).query(progressQuery).catch(() => undefined);
           return progress && ready(progress) ? progress : undefined;
         }, 120_000);
+      /** What the run's history holds: the ids of its patch markers, the activities it scheduled, its local activities' markers. */
+      const historyOf = async (runId: string) => {
+        const events = (await temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
+        return {
+          patches: events.flatMap((e) =>
+            e.markerRecordedEventAttributes?.markerName === 'core_patch' ? [(JSON.parse(Buffer.from(e.markerRecordedEventAttributes.details!['patch-data']!.payloads![0]!.data!).toString('utf8')) as { id: string }).id] : [],
+          ),
+          activities: events.flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name!] : [])),
+          localActivities: events.filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').length,
+        };
+      };
 
       it(`temporal (${backend}): a task step asks the echo agent through a task; the run completes with its task_id, the echo as reply and the typed value, and runs show names the task`, async () => {
         const org = await taskOrganization(server, `tasks-temporal-echo-${backend}`);
@@ -98,6 +112,69 @@ describeTemporal('task steps on Temporal', () => {
         const tasks = (await org.client.listTasks(org.teamId)).tasks;
         expect(tasks.map((t) => [t.task_id, t.state])).toEqual([[taskId, 'completed']]);
       }, 300_000);
+
+      it(`temporal (${backend}): a run cancelled while a task step waits ends cancelled, its step cancelled, and the step's task canceled in the service before the run ends`, async () => {
+        const org = await taskOrganization(server, `tasks-temporal-cancel-${backend}`);
+        const taskQueue = `tasks-cancel-${randomUUID()}`;
+        const worker = await startWorker(taskQueue, { env: org.env });
+        stops.push(() => worker.stop());
+        const runId = newRunId(`tasks-temporal-cancel-${backend}`, 'ask-ext');
+        await startPipelineRun(temporalInput(org, 'ask-ext'), runId, { settings: testSettings(), taskQueue });
+        const waiting = await progressUntil(runId, (p) => entry(p.steps, 'plan').wait_mode === 'poll' && Boolean(entry(p.steps, 'plan').task_id));
+        const taskId = entry(waiting.steps, 'plan').task_id!;
+        await temporal.workflow.getHandle(runId).cancel();
+        expect(await result(runId).catch((e: unknown) => e)).toBeInstanceOf(WorkflowFailedError);
+        expect((await temporal.workflow.getHandle(runId).describe()).status.name).toBe('CANCELLED');
+        expect(await org.client.getTask(taskId)).toMatchObject({ state: 'canceled', requester_id: org.ids['dana'], assignee_id: org.ids['ext'] });
+        const progress = await temporal.workflow.getHandle(runId).query(progressQuery);
+        expect(progress).toMatchObject({ status: 'cancelled' });
+        expect(entry(progress.steps, 'plan')).toMatchObject({ status: 'cancelled', task_id: taskId });
+        // The creation and the cancel: two local activities, the cancel under its patch.
+        expect(await historyOf(runId)).toEqual({ patches: [PIPELINE_PATCHES.waitsInWorkflow, PIPELINE_PATCHES.cancelOpenTasks], activities: ['resolveTeam', 'awaitTask'], localActivities: 2 });
+      }, 240_000);
+
+      it(`temporal (${backend}): a task step past its timeout fails the run with timed_out as before (runs show says so), and its task is canceled in the service`, async () => {
+        const org = await taskOrganization(server, `tasks-temporal-timeout-${backend}`);
+        const taskQueue = `tasks-timeout-${randomUUID()}`;
+        const worker = await startWorker(taskQueue, { env: org.env });
+        stops.push(() => worker.stop());
+        const runId = newRunId(`tasks-temporal-timeout-${backend}`, 'ask-ext-briefly');
+        await startPipelineRun(temporalInput(org, 'ask-ext-briefly'), runId, { settings: testSettings(), taskQueue });
+        expect(await result(runId).catch((e: unknown) => e)).toBeInstanceOf(WorkflowFailedError);
+        const progress = await temporal.workflow.getHandle(runId).query(progressQuery);
+        const plan = entry(progress.steps, 'plan');
+        expect(plan).toMatchObject({ status: 'failed', task_state: 'submitted', error: { code: 'timed_out', message: expect.stringMatching(/^task [0-9a-f-]{36} was not done before the deadline \(it is submitted\)$/) } });
+        expect((await org.client.getTask(plan.task_id!)).state).toBe('canceled');
+        const out: string[] = [];
+        expect(await runCli(['runs', 'show', runId], cliIo(server.url, org.env, out))).toBe(0);
+        expect(out.join('\n')).toMatch(/timed_out/);
+        expect(out.join('\n')).toContain(`task ${plan.task_id} (submitted)`);
+        expect(await historyOf(runId)).toEqual({ patches: [PIPELINE_PATCHES.waitsInWorkflow, PIPELINE_PATCHES.cancelOpenTasks], activities: ['resolveTeam', 'awaitTask'], localActivities: 2 });
+      }, 240_000);
+
+      it(`temporal (${backend}): a cancel of a timed-out step's task that keeps failing is tried 3 times, then the run fails timed_out as it would have, the task left open`, async () => {
+        const org = await taskOrganization(server, `tasks-temporal-cancel-fails-${backend}`);
+        const taskQueue = `tasks-cancel-fails-${randomUUID()}`;
+        // The worker cannot reach the service for the cancel only (a network failure: retryable).
+        let cancels = 0;
+        const failingCancel: typeof fetch = (input, init) => {
+          const url = input instanceof Request ? input.url : String(input);
+          if (/\/tasks\/[^/]+\/cancel$/.test(new URL(url).pathname)) {
+            cancels++;
+            return Promise.reject(new TypeError('fetch failed'));
+          }
+          return fetch(input, init);
+        };
+        const worker = await startWorker(taskQueue, { env: org.env, fetch: failingCancel });
+        stops.push(() => worker.stop());
+        const runId = newRunId(`tasks-temporal-cancel-fails-${backend}`, 'ask-ext-briefly');
+        await startPipelineRun(temporalInput(org, 'ask-ext-briefly'), runId, { settings: testSettings(), taskQueue });
+        expect(await result(runId).catch((e: unknown) => e)).toBeInstanceOf(WorkflowFailedError);
+        const plan = entry((await temporal.workflow.getHandle(runId).query(progressQuery)).steps, 'plan');
+        expect(plan).toMatchObject({ status: 'failed', error: { code: 'timed_out' } });
+        expect((await org.client.getTask(plan.task_id!)).state).toBe('submitted');
+        expect(cancels).toBe(3);
+      }, 240_000);
     });
   }
 });

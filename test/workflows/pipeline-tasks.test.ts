@@ -4,15 +4,17 @@
  * with a worker SIGKILLed while a task step waits): a step asks
  * through a task on its edge and waits until the task is final; its reply is the text of the
  * task's artifacts, its typed value parsed from them (or from a data part), `steps.ID.task_id`
- * names the task; a task that ends rejected fails the run with `task_failed`; `validate` knows
- * `task_id` on task steps only and refuses `task` with `thread`.
+ * names the task; a task that ends rejected fails the run with `task_failed`; a run cancelled
+ * while a task step waits, and a task step past its timeout, cancel the step's task (best effort:
+ * a cancel that fails is a warning, a task final already is left so); `validate` knows `task_id`
+ * on task steps only and refuses `task` with `thread`.
  */
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { createConversationActivities } from '../../activities/conversation-activities.ts';
 import { entryLine } from '../../cli/run-tree.ts';
-import { runPipelineLocally } from '../../engine/local-engine.ts';
+import { LocalRunCancelled, runPipelineLocally } from '../../engine/local-engine.ts';
 import { startServer } from '../../service/index.ts';
-import type { ProgressEvent } from '../../workflows/pipeline-orchestration.ts';
+import type { ProgressEvent, StepProgress } from '../../workflows/pipeline-orchestration.ts';
 import { problemLines, yaml } from '../definitions/helpers.ts';
 import { taskOrganization, type TaskOrganization } from '../support/task-steps.ts';
 
@@ -98,6 +100,81 @@ describe('task steps (local engine)', () => {
     expect(failed).toMatchObject({ type: 'task_failed', message: expect.stringMatching(/^step plan: task [0-9a-f-]{36} ended rejected: Not my area\.$/) });
     const [task] = (await org.client.listTasks(org.teamId)).tasks;
     expect(task!.state).toBe('rejected');
+  }, 60_000);
+
+  it('local: a run cancelled while a task step waits ends cancelled, the step cancelled, and the step\'s task canceled in the service', async () => {
+    const org = await organization('tasks-cancelled');
+    const stop = new AbortController();
+    const steps: StepProgress[] = [];
+    let cancelling = false;
+    const failed = await runPipelineLocally(org.input('ask-ext'), createConversationActivities({ env: org.env }), {
+      streamWaits: { env: org.env },
+      signal: stop.signal,
+      onProgress: ({ step }) => {
+        steps.push(step);
+        // Once the step waits on its task (the service has the task), the run is cancelled as `runs cancel` does.
+        if (step.status === 'running' && step.task_id && step.wait_mode && !cancelling) {
+          cancelling = true;
+          void org.client.getTask(step.task_id).then(() => stop.abort(new LocalRunCancelled('run cancelled by the test')));
+        }
+      },
+    }).catch((e: unknown) => e);
+    expect(failed).toBeInstanceOf(LocalRunCancelled);
+    const last = steps.at(-1)!;
+    expect(last).toMatchObject({ id: 'plan', status: 'cancelled', task_id: expect.any(String) });
+    // The run ended once the task was canceled: no wait for the service to catch up.
+    const task = await org.client.getTask(last.task_id!);
+    expect(task).toMatchObject({ state: 'canceled', requester_id: org.ids['dana'], assignee_id: org.ids['ext'] });
+  }, 60_000);
+
+  it('local: a task step past its timeout fails the run with timed_out as before, and its task is canceled in the service', async () => {
+    const org = await organization('tasks-timed-out');
+    const steps: StepProgress[] = [];
+    const failed = await runPipelineLocally(org.input('ask-ext-briefly'), createConversationActivities({ env: org.env }), {
+      streamWaits: { env: org.env },
+      onProgress: ({ step }) => void steps.push(step),
+    }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ type: 'timed_out', message: expect.stringMatching(/^task [0-9a-f-]{36} was not done before the deadline \(it is submitted\)$/) });
+    const last = steps.at(-1)!;
+    expect(last).toMatchObject({ id: 'plan', status: 'failed', error: { code: 'timed_out' }, task_state: 'submitted' });
+    expect((await org.client.getTask(last.task_id!)).state).toBe('canceled');
+  }, 60_000);
+
+  it('local: a cancel of a timed-out step\'s task that keeps failing is tried 3 times, reported as a warning naming the task, and the run still fails timed_out', async () => {
+    const org = await organization('tasks-cancel-fails');
+    // The service cannot be reached for the cancel only (a network failure: retryable).
+    let cancels = 0;
+    const failingCancel: typeof fetch = (input, init) => {
+      const url = input instanceof Request ? input.url : String(input);
+      if (/\/tasks\/[^/]+\/cancel$/.test(new URL(url).pathname)) {
+        cancels++;
+        return Promise.reject(new TypeError('fetch failed'));
+      }
+      return fetch(input, init);
+    };
+    const warnings: string[] = [];
+    const failed = await runPipelineLocally(org.input('ask-ext-briefly'), createConversationActivities({ env: org.env, fetch: failingCancel }), {
+      onWarning: (text) => void warnings.push(text),
+    }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ type: 'timed_out', message: expect.stringMatching(/^task [0-9a-f-]{36} was not done before the deadline/) });
+    const [task] = (await org.client.listTasks(org.teamId)).tasks;
+    expect(task!.state).toBe('submitted');
+    expect(cancels).toBe(3);
+    expect(warnings).toEqual([expect.stringMatching(new RegExp(`^step plan: could not cancel task ${task!.task_id}, which the run no longer waits for \\(network_error: .*\\); it stays open$`))]);
+  }, 60_000);
+
+  it('cancelStepTask: cancels an open task as its requester, and leaves a task that is final already as it is (409 task_final answered as not canceled)', async () => {
+    const org = await organization('tasks-cancel-activity');
+    const acts = createConversationActivities({ env: org.env });
+    const connection = org.input('ask-ext').connection;
+    const edge = (await org.client.getTeam(org.teamId)).edges.find((e) => e.participants.includes(org.ids['ext']!))!;
+    const open = await org.client.createTask(edge.edge_id, { requester_id: org.ids['dana']!, parts: [{ text: 'Left open' }] });
+    const done = await org.client.createTask(edge.edge_id, { requester_id: org.ids['dana']!, parts: [{ text: 'Done already' }] });
+    await org.client.setTaskStatus(done.task_id, { state: 'completed' });
+    expect(await acts.cancelStepTask({ connection, taskId: open.task_id })).toEqual({ taskId: open.task_id, canceled: true });
+    expect(await acts.cancelStepTask({ connection, taskId: done.task_id })).toEqual({ taskId: done.task_id, canceled: false });
+    expect((await org.client.getTask(open.task_id)).state).toBe('canceled');
+    expect((await org.client.getTask(done.task_id)).state).toBe('completed');
   }, 60_000);
 });
 

@@ -42,7 +42,7 @@ beforeAll(() => {
 });
 
 describe('replay', () => {
-  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after each of its patches), and pipelines completed, continued as new, answered by a human and cancelled, polling and waiting by push', () => {
+  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after each of its patches), and pipelines completed, continued as new, answered by a human and cancelled, polling and waiting by push, task steps completed, cancelled and timed out', () => {
     expect(files).toEqual([
       'apply-continue-as-new-batched.json',
       'apply-continue-as-new-cross-team.json',
@@ -83,7 +83,9 @@ describe('replay', () => {
       'pipeline-push-timeout.json',
       'pipeline-sleep.json',
       'pipeline-sub-pipeline.json',
+      'pipeline-task-cancelled.json',
       'pipeline-task-step.json',
+      'pipeline-task-timeout.json',
       'pipeline-triage.json',
       'pipeline-typed-reask.json',
     ]);
@@ -192,6 +194,35 @@ describe('replay', () => {
       ['noted', created[1]!['taskId']],
     ]);
     expect(result.steps[1]!.value).toBe(`echo: Noted: approve (task ${String(created[0]!['taskId'])})`);
+  });
+
+  it('replay: the task steps the run stopped waiting for were recorded doing what they say: cancelled, and past its timeout, each run cancelled its task (a local activity under the patch) before it ended', () => {
+    const events = (name: string) => histories().find((h) => h.name === name)!.history.events!;
+    const payload = (p: { data?: Uint8Array | null } | undefined) => JSON.parse(Buffer.from(p!.data!).toString('utf8')) as Record<string, unknown>;
+    /** The history's patch ids and local activities, in order. */
+    const markers = (name: string) =>
+      events(name).flatMap((e) => {
+        const marker = e.markerRecordedEventAttributes;
+        if (marker?.markerName === 'core_patch') return [`patch ${String(payload(marker.details!['patch-data']!.payloads![0])['id'])}`];
+        if (marker?.markerName === 'core_local_activity') return [String(payload(marker.details!['data']!.payloads![0])['activity_type'])];
+        return [];
+      });
+    const activities = (name: string) => events(name).flatMap((e) => (e.activityTaskScheduledEventAttributes ? [e.activityTaskScheduledEventAttributes.activityType!.name] : []));
+    for (const name of ['pipeline-task-cancelled', 'pipeline-task-timeout']) {
+      expect(markers(name), name).toEqual(['patch pipeline-waits-in-workflow', 'createStepTask', 'patch pipeline-cancel-open-tasks', 'cancelStepTask']);
+      expect(activities(name), name).toEqual(['resolveTeam', 'awaitTask']);
+    }
+    // The cancel came after the cancellation was asked for, and ended the task: the run ended cancelled.
+    const cancelled = events('pipeline-task-cancelled');
+    expect(cancelled.findIndex((e) => e.workflowExecutionCancelRequestedEventAttributes)).toBeLessThan(cancelled.findIndex((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity' && payload(e.markerRecordedEventAttributes.details!['data']!.payloads![0])['activity_type'] === 'cancelStepTask'));
+    const cancelResult = (name: string) => payload(events(name).filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity').at(-1)!.markerRecordedEventAttributes!.details!['result']!.payloads![0]);
+    expect(cancelResult('pipeline-task-cancelled')).toMatchObject({ canceled: true });
+    expect(cancelled.at(-1)!.workflowExecutionCanceledEventAttributes).toBeTruthy();
+    // Past its timeout: the step failed timed_out as before the cancel existed.
+    const timedOut = events('pipeline-task-timeout');
+    expect(cancelResult('pipeline-task-timeout')).toMatchObject({ canceled: true });
+    const failure = timedOut.at(-1)!.workflowExecutionFailedEventAttributes!.failure!;
+    expect(failure.cause?.applicationFailureInfo?.type ?? failure.applicationFailureInfo?.type).toBe('timed_out');
   });
 
   it('replay: every recorded history replays against the current workflow code without a determinism error', async () => {

@@ -24,12 +24,12 @@ import { askBackThread, completeTaskWithReply, markTaskInputRequired, startTaskW
 import { insertMessage } from '../../domain/threads.ts';
 import { isUniqueViolation, type Queryable } from '../../storage/db.ts';
 import { approvalQuestion, approvalReask, findApprover, maxApprovalAttempts, parseApproval } from '../../tools/approval.ts';
-import { findAnswer, judgeAnswer, questionText, resolveAskTarget, writeQuestion, type AskArgs } from '../../tools/ask.ts';
+import { answerReplyTo, findAnswer, judgeAnswer, questionText, resolveAskTarget, writeQuestion, type AskArgs } from '../../tools/ask.ts';
 import { boundedResult, RemoteToolError } from '../../tools/remote-mcp.ts';
 import { openToolbox, type Toolbox, type TurnTool } from '../../tools/toolbox.ts';
 import { redactKey } from '../providers/redact-key.ts';
 import { ProviderFailure, type ReplyProvider, type StepReply } from '../providers/types.ts';
-import { contextMessages, extendLease, maxContent, nextSql, parkRow, recordUsage, tokensToday, type AgentContext, type Claim, type LoopLogger, type ThreadMessage, watchStop } from '../work.ts';
+import { contextMessages, endsAutoReplyRun, extendLease, maxContent, nextSql, parkRow, recordUsage, tokensToday, type AgentContext, type Claim, type LoopLogger, type ThreadMessage, watchStop } from '../work.ts';
 import { stepMessages, stoppedText, type ContextMessage } from './transcript.ts';
 import { createDeltaWriter, resumeDeltas, signalLive } from '../../events/deltas.ts';
 import { moveCall, type ToolCallRow } from '../../domain/tool-calls.ts';
@@ -252,12 +252,13 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
 
   /** An ask that waits: its answer, a re-ask, or its timeout. */
   async function settleAsk(call: ToolCallRow, turn: TurnRow, tools: AgentTools): Promise<Date | undefined> {
-    const peer = await db.query<{ id: string; name: string; kind: string; provider: string | null }>(`SELECT id, name, kind, provider FROM participants WHERE id = $1`, [
-      call.wait_participant,
-    ]);
-    // An agent that runs in the service answers with its turn's reply (contract §11: delegation);
-    // what its tools write into the thread before it is not the answer.
-    const replyTo = peer[0]?.kind === 'agent' && peer[0].provider !== null ? call.wait_message! : undefined;
+    const peer = await db.query<{ id: string; name: string; kind: string; provider: string | null; remote: boolean }>(
+      `SELECT id, name, kind, provider, a2a IS NOT NULL AS remote FROM participants WHERE id = $1`,
+      [call.wait_participant],
+    );
+    // An agent that runs in the service (a provider agent's turn, a remote A2A agent's exchange)
+    // answers with a reply to the question; what it writes into the thread before is not the answer.
+    const replyTo = answerReplyTo(peer[0], call.wait_message!);
     const answer = await findAnswer(db, { threadId: call.wait_thread!, participantId: call.wait_participant!, afterSeq: call.wait_after_seq!, replyTo });
     if (!answer) {
       if (call.wait_deadline && call.wait_deadline.getTime() <= Date.now()) {
@@ -269,7 +270,7 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     }
     const from = { participant_id: call.wait_participant!, name: peer[0]?.name ?? call.wait_participant!, kind: peer[0]?.kind ?? 'agent' };
     const args = call.arguments as Partial<AskArgs>;
-    const judged = judgeAnswer(answer, { from, threadId: call.wait_thread!, replySchema: args.reply_schema, attempt: call.attempts });
+    const judged = judgeAnswer(answer, { from, threadId: call.wait_thread!, replySchema: args.reply_schema, attempt: call.attempts, peer: peer[0] });
     if (judged.kind === 'result') {
       await inTx(turn, (tx) => moveCall(tx, call, 'running', { status: 'completed', result: boundedResult(judged.result) }));
       return undefined;
@@ -509,18 +510,17 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
       const recent = await db.query<ThreadMessage>(nextSql, [claim.thread_id, claim.handled_seq, claim.agent_id, Math.max(contextMessages, options.autoReplyLimit)]);
       const incoming = recent[0];
       if (!incoming) return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
-      const run = recent.slice(0, options.autoReplyLimit);
-      if (incoming.reply_to !== null && run.length === options.autoReplyLimit && run.every((m) => m.reply_to !== null)) {
-        return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
-      }
+      if (endsAutoReplyRun(recent, options.autoReplyLimit)) return park(claim, { inMs: 0 }, { handledSeq: incoming.seq });
+      // No turn starts on the thread of a canceled task of the agent's (§12): the requester withdrew what it asked.
+      if ((await taskAssignedOnThread(db, claim.thread_id, claim.agent_id))?.state === 'canceled') return park(claim, { inMs: 0 }, { handledSeq: claim.latest_seq });
       turn = await startTurn(db, { agentId: claim.agent_id, threadId: claim.thread_id, messageId: incoming.id, messageSeq: incoming.seq, orgId: agent.org_id, teamId: agent.team_id });
       if (turn.state === 'completed' || turn.state === 'failed') return park(claim, { inMs: 0 }, { handledSeq: turn.message_seq });
     }
     span.setAttribute('acs.turn.id', turn.id);
     // The thread's task, when assigned to the agent (§12): the turn works on it (moved to working
     // once this run of the turn calls the model, at its start or when an answer it waited for came)
-    // and its reply completes it.
-    const onTask = (await taskAssignedOnThread(db, turn.thread_id, turn.agent_id)) !== undefined;
+    // and its reply completes it. Read once the stop is watched (below).
+    let onTask = false;
     let taskWorking = false;
     // A turn made by this run has written nothing yet; any other (taken up again) may have.
     const resumed = turn.fresh !== true;
@@ -557,7 +557,12 @@ export function createTurnRunner(options: TurnRunnerOptions): TurnRunner {
     let earlier: ToolCallRow[] | undefined;
     let recorded: ToolCallRow[] | undefined;
     try {
-      if (current.stop_requested) return completeStopped(claim, agent, current, '', replyId);
+      // Canceled (§12: domain/tasks.ts stops the assignee's turn as a stop does): read after the
+      // watch began, so a cancel committed before is seen here (a turn made after the cancel's stop
+      // flagged the thread's turns has no flag of its own) and a later one is signalled.
+      const task = await taskAssignedOnThread(db, current.thread_id, current.agent_id);
+      onTask = task !== undefined;
+      if (current.stop_requested || task?.state === 'canceled') return completeStopped(claim, agent, current, '', replyId);
       for (;;) {
         if (options.stopping.aborted) return park(claim, { inMs: 0 });
         if (stop.signal.aborted) return completeStopped(claim, agent, current, '', replyId);

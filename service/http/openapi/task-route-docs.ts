@@ -44,7 +44,10 @@ export const taskRouteDocs: Readonly<Record<string, RouteDoc>> = {
     operationId: 'cancelTask',
     tag: 'tasks',
     summary: 'Cancel a task, as its requester',
-    description: `The state becomes \`canceled\` (no status message); \`task.updated\`. No body. ${states}`,
+    description:
+      'The state becomes `canceled` (no status message); `task.updated`. No body. The work on it stops: the assignee\'s turn in progress on the task\'s thread ends as ' +
+      '`POST /threads/{thread_id}/stop` ends it (no further model call or tool call; the text so far is posted with `stopped: true` and does not complete the task), ' +
+      `and a remote A2A assignee is sent A2A \`CancelTask\` for its own task (best effort). ${states}`,
     success: { status: 200, schema: Task, description: 'the canceled task' },
     errors: ['task_final'],
   },
