@@ -19,11 +19,15 @@
  * Why fetch at all: a URL handed back by a remote is often short-lived (a signed link), and a
  * person or agent reading the thread later could not follow it (it may need the remote's
  * headers). Fetching it is as safe as the requests to the remote itself: the same guard.
+ *
+ * The other way, our message's attachments go to the remote as their bytes (`raw` file parts with
+ * their names and media types, {@link attachmentParts}): an attachment's URL needs a key of ours.
  */
 import type { Part as A2aPart } from '@a2a-js/sdk';
 import { CreateAttachmentBody, maxAttachmentBytes } from '../../api/schemas.ts';
 import { maxTaskParts, type TaskPart } from '../../api/tasks.ts';
 import type { UrlPolicy } from '../outbound/url-guard.ts';
+import type { Queryable } from '../storage/db.ts';
 import { newId } from '../domain/ids.ts';
 import { remoteErrorText, remoteFetch, type RemoteAgent } from './remote-client.ts';
 import type { PendingFile } from './remote-record.ts';
@@ -192,4 +196,30 @@ export async function readRemoteParts(parts: readonly A2aPart[], context: FileCo
     }
   }
   return { parts: out.slice(0, maxTaskParts), text: texts.join('\n\n'), files };
+}
+
+// PGlite returns bytea as Uint8Array, pg as Buffer: the SDK's `raw` takes a Buffer.
+function asBytes(value: unknown): Buffer {
+  if (Buffer.isBuffer(value)) return value;
+  if (value instanceof Uint8Array) return Buffer.from(value.buffer, value.byteOffset, value.byteLength);
+  throw new Error('attachment data is not binary');
+}
+
+/**
+ * The attachments `attachmentIds` of a message of organization `orgId`, in order, as A2A file
+ * parts carrying their bytes (`raw`, with the attachment's file name and media type), for a
+ * message sent to a remote A2A agent. An id that names no attachment of the organization any more
+ * (deleted meanwhile) is left out. Errors: the storage's.
+ */
+export async function attachmentParts(db: Queryable, orgId: string, attachmentIds: readonly string[]): Promise<A2aPart[]> {
+  if (attachmentIds.length === 0) return [];
+  const rows = await db.query<{ id: string; filename: string; content_type: string; data: unknown }>(
+    `SELECT id, filename, content_type, data FROM attachments WHERE org_id = $1 AND id = ANY($2::uuid[])`,
+    [orgId, [...attachmentIds]],
+  );
+  const byId = new Map(rows.map((row) => [row.id, row]));
+  return attachmentIds.flatMap((id) => {
+    const row = byId.get(id);
+    return row ? [{ content: { $case: 'raw' as const, value: asBytes(row.data) }, mediaType: row.content_type, filename: row.filename, metadata: { attachment_id: id } }] : [];
+  });
 }

@@ -48,7 +48,7 @@ import { startTaskWork, taskAssignedOnThread } from '../domain/task-turns.ts';
 import { endsAutoReplyRun, parkRow, recentMessages, watchStop, type AgentContext, type Claim, type Due, type LoopLogger } from '../agent-loop/work.ts';
 import { fetchRemoteCard, isTransient, isUrlRefusal, RemoteNonsense, remoteClient, remoteErrorText, RemoteUnavailable, type RemoteAgent, type RemoteCard } from './remote-client.ts';
 import { noteRemoteTask, noteSending, readExchange, recordOutcome, type Outcome, type PendingFile, type RemoteArtifact, type RemoteMessage } from './remote-record.ts';
-import { readRemoteParts, type ReadParts } from './remote-files.ts';
+import { attachmentParts, readRemoteParts, type ReadParts } from './remote-files.ts';
 import { liveRemoteTask, maxCancelAttempts, sendRemoteCancel } from './remote-cancel.ts';
 import { fromA2aState, toA2aPart } from './task-mapping.ts';
 
@@ -286,14 +286,26 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     }
   }
 
-  /** Sends our message (`content`) to the remote and follows its answer. */
-  async function send(client: Client, card: RemoteCard, claim: Claim, agent: AgentContext, exchange: Exchange, content: string, contextId: string, signal: AbortSignal): Promise<void> {
+  /**
+   * Sends our message (`content`, and the bytes of its attachments as file parts: the remote
+   * cannot read our attachment URLs without a key of ours) to the remote and follows its answer.
+   */
+  async function send(
+    client: Client,
+    card: RemoteCard,
+    claim: Claim,
+    agent: AgentContext,
+    exchange: Exchange,
+    incoming: { content: string; attachments: readonly string[] },
+    contextId: string,
+    signal: AbortSignal,
+  ): Promise<void> {
     const message: A2aMessage = {
       messageId: exchange.incoming.id,
       contextId,
       taskId: exchange.taskId ?? '',
       role: Role.ROLE_USER,
-      parts: [toA2aPart({ text: content }, '')],
+      parts: [toA2aPart({ text: incoming.content }, ''), ...(await attachmentParts(db, agent.org_id, incoming.attachments))],
       metadata: { thread_id: claim.thread_id },
       extensions: [],
       referenceTaskIds: [],
@@ -356,8 +368,8 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     if (task?.state === 'canceled') return endCanceled(claim, agent, liveRemoteTask(await readExchange(db, claim.agent_id, claim.thread_id)));
     // The oldest message of the other participant not answered yet: a message the remote's question
     // or final answer replies to is answered (a process that died before it parked the row).
-    const next = await db.query<{ id: string; seq: number; content: string }>(
-      `SELECT m.id, m.seq, m.content FROM messages m WHERE m.thread_id = $1 AND m.seq > $2 AND m.sender_id <> $3
+    const next = await db.query<{ id: string; seq: number; content: string; attachments: string[] }>(
+      `SELECT m.id, m.seq, m.content, m.attachments FROM messages m WHERE m.thread_id = $1 AND m.seq > $2 AND m.sender_id <> $3
           AND NOT EXISTS (SELECT 1 FROM messages r WHERE r.sender_id = $3 AND r.reply_to = m.id)
         ORDER BY m.seq LIMIT 1`,
       [claim.thread_id, claim.handled_seq, claim.agent_id],
@@ -399,7 +411,7 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
       if (!resumed) {
         if (resuming) exchange.taskId = undefined;
         await noteSending(db, claim.agent_id, claim.thread_id, incoming.id, exchange.taskId === undefined);
-        await send(client, card, claim, agent, exchange, incoming.content, before?.remote_context_id ?? claim.thread_id, signal);
+        await send(client, card, claim, agent, exchange, incoming, before?.remote_context_id ?? claim.thread_id, signal);
       }
       if (!exchange.settled) throw new RemoteUnavailable('the remote ended its answer before the task asked for input or ended; it is asked again');
       return park(claim, { inMs: 0 }, { handledSeq: incoming.seq, failures: 0 });

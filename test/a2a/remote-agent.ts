@@ -19,9 +19,10 @@
  * - anything else — a task that completes with the artifact `echo: <text>` and no message.
  * `--chatty`: every task first says `working on: <text>` (a `working` status message).
  * `CancelTask` ends a `slow` task `canceled` at once. `GET /calls` answers the agent's own record:
- * `{calls: [{method, task_id, message_id}], tasks: [{task_id, message_id}]}` — every JSON-RPC call
- * it got, in order (the task a call names, the message it sends), and every task it made, with the
- * message that asked for it.
+ * `{calls: [{method, task_id, message_id}], tasks: [{task_id, message_id}], files: [{message_id,
+ * files: [{name, media_type, text}]}]}` — every JSON-RPC call it got, in order (the task a call
+ * names, the message it sends), every task it made, with the message that asked for it, and the
+ * files (bytes) each message carried, as UTF-8 text.
  * Message and artifact ids derive from the message asked with, so an agent started again says the
  * same things under the same ids. `--nonsense`: its card is fine (no streaming), but JSON-RPC answers `this is
  * not json`.
@@ -82,6 +83,8 @@ class Helper implements AgentExecutor {
     const { taskId, contextId } = context;
     const incoming = context.userMessage;
     const text = textOf(incoming);
+    const received = incoming.parts.flatMap((p) => (p.content?.$case === 'raw' ? [{ name: p.filename, media_type: p.mediaType, text: Buffer.from(p.content.value).toString('utf8') }] : []));
+    if (received.length > 0) filesReceived.push({ message_id: incoming.messageId, files: received });
     const status = (state: TaskState, message?: Message) => AgentEvent.statusUpdate({ taskId, contextId, status: { state, message, timestamp: new Date().toISOString() }, metadata: undefined });
     const artifact = (id: string, value: string) =>
       AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: id, name: id, description: '', parts: [part(value)], metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined });
@@ -144,6 +147,8 @@ const working = new Map<string, { contextId: string; cancel: () => void }>();
 const calls: Array<{ method: string; task_id: string | null; message_id: string | null }> = [];
 /** Every task made, with the message that asked for it (`GET /calls`). */
 const made: Array<{ task_id: string; message_id: string }> = [];
+/** The files (bytes, `raw`) of each message received, by message (`GET /calls`). */
+const filesReceived: Array<{ message_id: string; files: Array<{ name: string; media_type: string; text: string }> }> = [];
 
 const handler = new DefaultRequestHandler(card, new InMemoryTaskStore(), new Helper());
 const app = express();
@@ -162,7 +167,7 @@ app.post('/', express.json(), (req, _res, next) => {
   next();
 });
 app.get('/calls', (_req, res) => {
-  res.json({ calls, tasks: made });
+  res.json({ calls, tasks: made, files: filesReceived });
 });
 app.get('/files/:name', (req, res) => {
   const file = files[req.params.name];

@@ -401,10 +401,42 @@ describe('remote A2A agents', () => {
     expect(meta.body).toMatchObject({ filename: 'summary.txt', org_id: h.orgId });
     expect(done.status_message.attachments).toEqual(reply.attachments);
   });
+
+  it("a person's message with attachments reaches a remote A2A agent with their bytes, names and media types (our attachment URLs need our key)", async () => {
+    const { dana, agent, edge } = await teamWithRemote(helper.url);
+    const upload = async (filename: string, contentType: string, text: string) => {
+      const created = await h.call('POST', '/api/v1/attachments', { filename, content_type: contentType, data_base64: Buffer.from(text).toString('base64') });
+      expect(created.status).toBe(201);
+      return created.body.attachment_id as string;
+    };
+    const attachments = [await upload('brief.md', 'text/markdown', '# Brief\n\nShip it.'), await upload('data.csv', 'text/csv', 'a,b\n1,2\n')];
+    const opened = await h.call('POST', `/api/v1/edges/${edge}/threads`, { sender_agent_id: dana, content: 'files follow' });
+    expect(opened.status).toBe(201);
+    const threadId = opened.body.thread_id as string;
+    await until(() => messagesOf(h, threadId), (ms) => ms.some((m) => m.sender_id === agent), "the remote agent's first answer");
+    const posted = await h.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: dana, content: 'read these', attachments });
+    expect(posted.status, JSON.stringify(posted.body)).toBe(201);
+    await until(() => messagesOf(h, threadId), (ms) => ms.filter((m) => m.sender_id === agent).length === 2, "the remote agent's second answer");
+    const sent = (await messagesOf(h, threadId)).find((m) => m.content === 'read these')!;
+    const record = await remoteRecord(helper);
+    expect(record.files.filter((f) => f.message_id === sent.message_id)).toEqual([
+      {
+        message_id: sent.message_id,
+        files: [
+          { name: 'brief.md', media_type: 'text/markdown', text: '# Brief\n\nShip it.' },
+          { name: 'data.csv', media_type: 'text/csv', text: 'a,b\n1,2\n' },
+        ],
+      },
+    ]);
+  });
 });
 
-/** A remote agent's own record (remote-agent.ts `GET /calls`): the JSON-RPC calls it got, and the tasks it made with the message that asked for each. */
-async function remoteRecord(remote: Remote): Promise<{ calls: Array<{ method: string; task_id: string | null; message_id: string | null }>; tasks: Array<{ task_id: string; message_id: string }> }> {
+/** A remote agent's own record (remote-agent.ts `GET /calls`): the JSON-RPC calls it got, the tasks it made with the message that asked for each, and the files each message carried. */
+async function remoteRecord(remote: Remote): Promise<{
+  calls: Array<{ method: string; task_id: string | null; message_id: string | null }>;
+  tasks: Array<{ task_id: string; message_id: string }>;
+  files: Array<{ message_id: string; files: Array<{ name: string; media_type: string; text: string }> }>;
+}> {
   const response = await fetch(`${remote.url}/calls`);
   expect(response.status).toBe(200);
   return (await response.json()) as Awaited<ReturnType<typeof remoteRecord>>;
