@@ -35,7 +35,6 @@ import type {
   PatchHumanBody,
   PatchOrganizationBody,
   PatchTeamBody,
-  ProtectedResource,
   Provider,
   ProviderKey,
   Team,
@@ -62,7 +61,7 @@ import type {
   Webhook,
   WebhookDelivery,
 } from '../api/events.ts';
-import { AcsApiError, isTlsFailure, NETWORK_ERROR, tlsReason } from './errors.ts';
+import { AcsApiError, errorFromResponse, isTlsFailure, NETWORK_ERROR, tlsReason, type Answer } from './errors.ts';
 import { readEventStream, type EventStreamRequest } from './event-stream.ts';
 import { readThreadStream, type ThreadStreamItem, type ThreadStreamRequest } from './thread-stream.ts';
 import type { HeaderSource, RateLimitPacer } from './rate-limit-pacer.ts';
@@ -675,7 +674,7 @@ export class AcsClient {
     }
     this.#pacer?.settle(Date.now(), answer.status, answer.headers);
     if (answer.status >= 200 && answer.status < 300) return (answer.text ? JSON.parse(answer.text) : undefined) as T;
-    throw errorFromResponse(method, path, answer, answer.headers.get('x-request-id') ?? undefined);
+    throw errorFromResponse(method, path, answer);
   }
 
   /**
@@ -871,15 +870,6 @@ function dispatch(
   });
 }
 
-/** An answer as the client reads it, whichever way it was sent. */
-interface Answer {
-  status: number;
-  statusText: string;
-  headers: HeaderSource;
-  /** The whole body as text (empty for none). */
-  text: string;
-}
-
 /** undici's header object (lower-case names; a repeated header as an array) read as `Headers` are. */
 function headerSource(headers: Record<string, string | string[] | undefined>): HeaderSource {
   return {
@@ -896,39 +886,4 @@ function timeoutError(timeoutMs: number): Error {
   const error = new Error(`no answer within ${timeoutMs} ms`);
   error.name = 'TimeoutError';
   return error;
-}
-
-function errorFromResponse(method: string, path: string, response: Answer, requestId: string | undefined): AcsApiError {
-  const text = response.text;
-  let problem: Record<string, unknown> = {};
-  try {
-    const parsed: unknown = JSON.parse(text);
-    if (parsed && typeof parsed === 'object') problem = parsed as Record<string, unknown>;
-  } catch {
-    // Not problem+json (a proxy's HTML page, say): fall back to the status alone.
-  }
-  const code = typeof problem.code === 'string' ? problem.code : fallbackCode(response.status);
-  const detail = typeof problem.detail === 'string' ? problem.detail : response.statusText;
-  const retryAfter = Number(response.headers.get('retry-after'));
-  return new AcsApiError({
-    status: response.status,
-    code,
-    message: `${method} ${path}: ${response.status} ${code}${detail ? `: ${detail}` : ''}`,
-    requestId: typeof problem.request_id === 'string' ? problem.request_id : requestId,
-    errors: Array.isArray(problem.errors) ? (problem.errors as AcsApiError['errors']) : undefined,
-    existingId: typeof problem.existing_id === 'string' ? problem.existing_id : undefined,
-    protectedResources: Array.isArray(problem.protected) ? (problem.protected as ProtectedResource[]) : undefined,
-    retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
-  });
-}
-
-/** A code for answers without problem+json, by status class (contract §2's codes where one fits). */
-function fallbackCode(status: number): string {
-  if (status === 401) return 'unauthenticated';
-  if (status === 404) return 'not_found';
-  if (status === 409) return 'conflict';
-  if (status === 429) return 'rate_limited';
-  if (status === 503) return 'unavailable';
-  if (status >= 500) return 'internal';
-  return 'invalid_request';
 }

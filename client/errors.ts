@@ -1,5 +1,6 @@
 import type { ProtectedResource } from '../api/schemas.ts';
 import type { FieldProblem } from '../errors/catalogue.ts';
+import type { HeaderSource } from './rate-limit-pacer.ts';
 
 /** Code used by {@link AcsApiError} when no HTTP response arrived (connection refused, DNS, reset). */
 export const NETWORK_ERROR = 'network_error';
@@ -95,4 +96,62 @@ export function tlsReason(code: string, message: string | undefined): string {
   const text = (message ?? code).trim();
   const openssl = /^[0-9A-F]+:error:[0-9A-F]+:[^:]*:[^:]*:([^:]+)/.exec(text);
   return (openssl?.[1] ?? text).replace(/\s+/g, ' ');
+}
+
+/** An answer of the service as the client reads it, whichever way it was sent (undici's dispatcher, or `fetch`). */
+export interface Answer {
+  /** HTTP status. */
+  status: number;
+  /** The status's reason phrase (`Bad Gateway`; empty when unknown). */
+  statusText: string;
+  /** The answer's headers. */
+  headers: HeaderSource;
+  /** The whole body as text (empty for none). */
+  text: string;
+}
+
+/**
+ * The {@link AcsApiError} of an error answer to `method path` (the path as the message names it,
+ * e.g. `/teams/…` or `events/stream`): the problem+json's `code`, `detail`, `request_id`,
+ * `errors`, `existing_id` and `protected` (contract §2), `Retry-After` in seconds. An answer
+ * without problem+json (a proxy's HTML page, say) gets a code by its status ({@link fallbackCode})
+ * and its reason phrase as detail; the request id then comes from `X-Request-Id`. Never carries
+ * the API key: the message is built from the method, path, status and problem only.
+ */
+export function errorFromResponse(method: string, path: string, response: Answer): AcsApiError {
+  let problem: Record<string, unknown> = {};
+  try {
+    const parsed: unknown = JSON.parse(response.text);
+    if (parsed && typeof parsed === 'object') problem = parsed as Record<string, unknown>;
+  } catch {
+    // Not problem+json (a proxy's HTML page, say): fall back to the status alone.
+  }
+  const code = typeof problem.code === 'string' ? problem.code : fallbackCode(response.status);
+  const detail = typeof problem.detail === 'string' ? problem.detail : response.statusText;
+  const retryAfter = Number(response.headers.get('retry-after'));
+  return new AcsApiError({
+    status: response.status,
+    code,
+    message: `${method} ${path}: ${response.status} ${code}${detail ? `: ${detail}` : ''}`,
+    requestId: typeof problem.request_id === 'string' ? problem.request_id : (response.headers.get('x-request-id') ?? undefined),
+    errors: Array.isArray(problem.errors) ? (problem.errors as AcsApiError['errors']) : undefined,
+    existingId: typeof problem.existing_id === 'string' ? problem.existing_id : undefined,
+    protectedResources: Array.isArray(problem.protected) ? (problem.protected as ProtectedResource[]) : undefined,
+    retryAfterSeconds: Number.isFinite(retryAfter) && retryAfter > 0 ? retryAfter : undefined,
+  });
+}
+
+/**
+ * A code for answers without problem+json, by status (contract §2's codes where one fits):
+ * `unauthenticated` (401), `not_found` (404), `conflict` (409), `rate_limited` (429),
+ * `unavailable` (503), `internal` (any other 5xx), else `invalid_request`.
+ */
+function fallbackCode(status: number): string {
+  if (status === 401) return 'unauthenticated';
+  if (status === 404) return 'not_found';
+  if (status === 409) return 'conflict';
+  if (status === 429) return 'rate_limited';
+  if (status === 503) return 'unavailable';
+  if (status >= 500) return 'internal';
+  return 'invalid_request';
 }

@@ -3,9 +3,8 @@
  * parsed with `eventsource-parser`, resumed from the last event's id (`Last-Event-ID`) after a
  * dropped connection, as an EventSource does.
  */
-import { createParser } from 'eventsource-parser';
 import type { Event } from '../api/events.ts';
-import { AcsApiError, NETWORK_ERROR } from './errors.ts';
+import { readSse, type StreamTransport } from './sse-reconnect.ts';
 
 /** What to stream and how. */
 export interface EventStreamRequest {
@@ -37,99 +36,29 @@ export interface EventStreamRequest {
   onDisconnected?: ((why: string) => void) | undefined;
 }
 
-/** Why a connection failed, as a person reads it: `connection refused`, `503 unavailable`, the error's own words. */
-function lostBecause(error: unknown): string {
-  if (error instanceof AcsApiError && error.status > 0) return `${error.status} ${error.code}`;
-  const cause = (error as { cause?: { cause?: { code?: string; message?: string }; code?: string; message?: string } }).cause;
-  const code = cause?.code ?? cause?.cause?.code;
-  if (code === 'ECONNREFUSED') return 'connection refused';
-  if (code === 'ECONNRESET' || code === 'UND_ERR_SOCKET') return 'the connection was cut';
-  if (code === 'ENOTFOUND') return 'no such host';
-  return code ?? (error instanceof Error ? error.message : String(error));
-}
-
-/** How the stream reaches the service (given by {@link AcsClient}; the key stays there). */
-export interface StreamTransport {
-  fetch: typeof fetch;
-  url: string;
-  headers: Record<string, string>;
-}
-
 /**
  * Yields the events of the stream at `transport.url`, in seq order, until `request.signal` aborts.
  * A refusal of the service (a 4xx: `events_expired`, `invalid_cursor`, `not_found`, …) is thrown
  * as {@link AcsApiError}; a dropped connection or a 5xx is retried from the last id received
  * (unless `reconnect` is false: then it is thrown, `network_error` for a dropped connection).
+ * The loop and the errors are client/sse-reconnect.ts's.
  */
-export async function* readEventStream(transport: StreamTransport, request: EventStreamRequest = {}): AsyncGenerator<Event> {
-  let lastId = request.after;
-  const reconnect = request.reconnect ?? true;
-  for (;;) {
-    if (request.signal?.aborted) return;
-    const params = new URLSearchParams();
-    if (request.types?.length) params.set('types', request.types.join(','));
-    if (request.teamId) params.set('team_id', request.teamId);
-    if (lastId !== undefined) params.set('after', String(lastId));
-    const headers: Record<string, string> = { ...transport.headers, accept: 'text/event-stream' };
-    if (lastId !== undefined) headers['last-event-id'] = String(lastId);
-    let failure: AcsApiError | undefined;
-    try {
-      const response = await transport.fetch(`${transport.url}${params.size > 0 ? `?${params}` : ''}`, { headers, signal: request.signal });
-      if (!response.ok) {
-        const text = await response.text();
-        let problem: { code?: string; detail?: string; request_id?: string } = {};
-        try {
-          problem = JSON.parse(text) as typeof problem;
-        } catch {
-          // not problem+json
-        }
-        const error = new AcsApiError({
-          status: response.status,
-          code: problem.code ?? (response.status >= 500 ? 'unavailable' : 'invalid_request'),
-          message: `GET events/stream: ${response.status} ${problem.code ?? ''}${problem.detail ? `: ${problem.detail}` : ''}`,
-          requestId: problem.request_id ?? response.headers.get('x-request-id') ?? undefined,
-        });
-        if (response.status < 500 || !reconnect) throw error;
-        failure = error;
-        request.onDisconnected?.(lostBecause(error));
-      } else {
-        const queue: Event[] = [];
-        const parser = createParser({
-          // The server says where the stream starts: a reconnect before any event resumes there.
-          onComment: (comment) => {
-            const start = /^\s*connected after (\d+)/.exec(comment);
-            if (!start) return;
-            if (lastId === undefined) lastId = Number(start[1]);
-            request.onConnected?.(Number(start[1]));
-          },
-          onEvent: (message) => {
-            if (!message.data) return;
-            const event = JSON.parse(message.data) as Event;
-            queue.push(event);
-          },
-        });
-        const decoder = new TextDecoder();
-        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-          parser.feed(decoder.decode(chunk, { stream: true }));
-          while (queue.length > 0) {
-            const event = queue.shift()!;
-            lastId = event.seq;
-            yield event;
-          }
-        }
-        // The server ended the stream (it stopped, or this client read too slowly): resume.
-        if (reconnect && !request.signal?.aborted) request.onDisconnected?.('the server ended the stream');
-      }
-    } catch (error) {
-      if (request.signal?.aborted) return;
-      if (error instanceof AcsApiError && (error.status < 500 || !reconnect)) throw error;
-      failure = error instanceof AcsApiError ? error : new AcsApiError({ status: 0, code: NETWORK_ERROR, message: `GET events/stream: the connection dropped (${(error as Error).message})` });
-      if (reconnect && !(error instanceof AcsApiError)) request.onDisconnected?.(lostBecause(error));
-    }
-    if (!reconnect) {
-      if (failure) throw failure;
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, request.reconnectMs ?? 1_000));
-  }
+export function readEventStream(transport: StreamTransport, request: EventStreamRequest = {}): AsyncGenerator<Event> {
+  const query = new URLSearchParams();
+  if (request.types?.length) query.set('types', request.types.join(','));
+  if (request.teamId) query.set('team_id', request.teamId);
+  const onConnected = request.onConnected;
+  return readSse<Event>(transport, {
+    label: 'events/stream',
+    query,
+    after: request.after === undefined ? undefined : String(request.after),
+    position: /\d+/,
+    item: (message) => (message.data ? (JSON.parse(message.data) as Event) : undefined),
+    positionOf: (event) => String(event.seq),
+    signal: request.signal,
+    reconnect: request.reconnect,
+    reconnectMs: request.reconnectMs,
+    onConnected: onConnected && ((position) => onConnected(Number(position))),
+    onDisconnected: request.onDisconnected,
+  });
 }

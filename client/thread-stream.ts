@@ -5,14 +5,11 @@
  * dropped connection from the last item's position (`Last-Event-ID`), as an EventSource does, so
  * that a reader gets every item once.
  */
-import { setTimeout as sleep } from 'node:timers/promises';
-import { createParser } from 'eventsource-parser';
 import type { z } from 'zod';
 import type { ToolCall } from '../api/agent-tools.ts';
 import type { Message } from '../api/schemas.ts';
 import type { MessageDelta, TurnRestarted, TurnStep } from '../api/thread-stream.ts';
-import { AcsApiError, NETWORK_ERROR } from './errors.ts';
-import type { StreamTransport } from './event-stream.ts';
+import { readSse, type StreamTransport } from './sse-reconnect.ts';
 
 /** One item of a thread's stream, with its position (`id`: `12`, or `12.3` for a live item after message 12). */
 export type ThreadStreamItem =
@@ -54,70 +51,19 @@ export interface ThreadStreamRequest {
  * position received (unless `reconnect` is false: then a failure is thrown, `network_error` for a
  * dropped connection, and an ended stream ends the iterator).
  */
-export async function* readThreadStream(transport: StreamTransport, request: ThreadStreamRequest = {}): AsyncGenerator<ThreadStreamItem> {
-  let lastId = request.after;
-  const reconnect = request.reconnect ?? true;
-  for (;;) {
-    if (request.signal?.aborted) return;
-    const headers: Record<string, string> = { ...transport.headers, accept: 'text/event-stream' };
-    // The header is what a reconnecting EventSource sends; the service reads it before `after`.
-    if (lastId !== undefined) headers['last-event-id'] = lastId;
-    const url = lastId === undefined ? transport.url : `${transport.url}?${new URLSearchParams({ after: lastId })}`;
-    let failure: AcsApiError | undefined;
-    try {
-      const response = await transport.fetch(url, { headers, signal: request.signal });
-      if (!response.ok) {
-        const text = await response.text();
-        let problem: { code?: string; detail?: string; request_id?: string } = {};
-        try {
-          problem = JSON.parse(text) as typeof problem;
-        } catch {
-          // not problem+json
-        }
-        const error = new AcsApiError({
-          status: response.status,
-          code: problem.code ?? (response.status >= 500 ? 'unavailable' : 'invalid_request'),
-          message: `GET threads/stream: ${response.status} ${problem.code ?? ''}${problem.detail ? `: ${problem.detail}` : ''}`,
-          requestId: problem.request_id ?? response.headers.get('x-request-id') ?? undefined,
-        });
-        if (response.status < 500 || !reconnect) throw error;
-        failure = error;
-      } else {
-        const queue: ThreadStreamItem[] = [];
-        const parser = createParser({
-          // The service says where the stream starts: a reconnect before any item resumes there.
-          onComment: (comment) => {
-            const start = /^\s*connected after (\d+(?:\.\d+)?)/.exec(comment);
-            if (!start) return;
-            if (lastId === undefined) lastId = start[1]!;
-            request.onConnected?.(start[1]!);
-          },
-          onEvent: (message) => {
-            if (!message.data || !message.event || !knownTypes.has(message.event) || message.id === undefined) return;
-            queue.push({ id: message.id, type: message.event, data: JSON.parse(message.data) } as ThreadStreamItem);
-          },
-        });
-        const decoder = new TextDecoder();
-        for await (const chunk of response.body as unknown as AsyncIterable<Uint8Array>) {
-          parser.feed(decoder.decode(chunk, { stream: true }));
-          while (queue.length > 0) {
-            const item = queue.shift()!;
-            lastId = item.id;
-            yield item;
-          }
-        }
-        // The service ended the stream (it stopped, or this reader read too slowly): resume.
-      }
-    } catch (error) {
-      if (request.signal?.aborted) return;
-      if (error instanceof AcsApiError && (error.status < 500 || !reconnect)) throw error;
-      failure = error instanceof AcsApiError ? error : new AcsApiError({ status: 0, code: NETWORK_ERROR, message: `GET threads/stream: the connection dropped (${(error as Error).message})` });
-    }
-    if (!reconnect) {
-      if (failure) throw failure;
-      return;
-    }
-    // Abortable: Ctrl-C during the pause ends the iterator at once.
-    await sleep(request.reconnectMs ?? 1_000, undefined, { signal: request.signal }).catch(() => {});
-  }
+export function readThreadStream(transport: StreamTransport, request: ThreadStreamRequest = {}): AsyncGenerator<ThreadStreamItem> {
+  return readSse<ThreadStreamItem>(transport, {
+    label: 'threads/stream',
+    after: request.after,
+    position: /\d+(?:\.\d+)?/,
+    item: (message) =>
+      !message.data || !message.event || !knownTypes.has(message.event) || message.id === undefined
+        ? undefined
+        : ({ id: message.id, type: message.event, data: JSON.parse(message.data) } as ThreadStreamItem),
+    positionOf: (item) => item.id,
+    signal: request.signal,
+    reconnect: request.reconnect,
+    reconnectMs: request.reconnectMs,
+    onConnected: request.onConnected,
+  });
 }

@@ -12,13 +12,8 @@
 import type { ServerResponse } from 'node:http';
 import { assertCursor, logBounds, matchesFilter, readEvents, type EventFilter, type StoredEvent } from './log.ts';
 import { allTopic, type EventHub } from './hub.ts';
+import { sseSession } from './sse-session.ts';
 import type { Queryable } from '../storage/db.ts';
-
-/** Longest silence on a stream before a keep-alive comment (contract §9: at most 15 s). */
-export const defaultKeepAliveMs = 15_000;
-
-/** Bytes a slow client may leave unread before the stream is closed (it resumes with Last-Event-ID). */
-const maxBufferedBytes = 4 * 1024 * 1024;
 
 /** Events read per statement while catching up. */
 const catchUpPage = 500;
@@ -34,7 +29,7 @@ export interface EventStreamOptions {
   accept?: (event: StoredEvent) => boolean;
   /** Start after this seq; undefined: with the events written from now on. */
   after: number | undefined;
-  /** Keep-alive period in milliseconds (default {@link defaultKeepAliveMs}). */
+  /** Keep-alive period in milliseconds (default 15 s, events/sse-session.ts). */
   keepAliveMs?: number;
   /** Ends the stream (the server stops). */
   signal: AbortSignal;
@@ -73,69 +68,36 @@ export function sseFrame(event: StoredEvent): string {
  * Streams events on `res`, whose status and headers the caller has written (200,
  * `text/event-stream`). Resolves when the stream ends: the client went away, `signal` aborted, the
  * client read too slowly (more than 4 MiB left unread: closed, to be resumed), or reading failed
- * (the stream is closed; a client resumes from its last id).
+ * (the stream is closed; a client resumes from its last id). The skeleton is events/sse-session.ts's.
  */
-export async function streamEvents(res: ServerResponse, options: EventStreamOptions): Promise<void> {
-  const { db, hub, orgId, filter } = options;
+export function streamEvents(res: ServerResponse, options: EventStreamOptions): Promise<void> {
+  const { hub, orgId, filter } = options;
   const accept = (event: StoredEvent) => matchesFilter(event, filter) && (options.accept?.(event) ?? true);
   const frame = options.frame ?? sseFrame;
+  // The last seq sent or passed over: a live event at or before it was already read from storage.
   let cursor = 0;
-  let catchingUp = true;
-  const held: StoredEvent[] = [];
-  let finish: () => void = () => {};
-  const finished = new Promise<void>((resolve) => (finish = resolve));
-  let ended = false;
-  const end = () => {
-    if (ended) return;
-    ended = true;
-    clearInterval(keepAlive);
-    options.signal.removeEventListener('abort', end);
-    if (!res.writableEnded) res.end();
-    finish();
-  };
-  const write = (text: string) => {
-    if (ended) return;
-    res.write(text);
-    if (res.writableLength > maxBufferedBytes) end();
-  };
-  const send = (event: StoredEvent) => {
-    if (event.seq <= cursor) return;
+  const live = (event: StoredEvent): string | undefined => {
+    if (event.seq <= cursor) return undefined;
     cursor = event.seq;
-    if (accept(event)) write(frame(event));
+    return accept(event) ? frame(event) : undefined;
   };
-  const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs ?? defaultKeepAliveMs);
-  res.once('close', end);
-  options.signal.addEventListener('abort', end, { once: true });
-  if (options.signal.aborted) end();
-
-  const subscription = await hub.subscribe(orgId, allTopic, (events) => {
-    if (catchingUp) held.push(...events);
-    else for (const event of events) send(event);
-  });
-  try {
+  return sseSession<StoredEvent>(res, { signal: options.signal, keepAliveMs: options.keepAliveMs, frame: live }, async (session) => {
+    const subscription = await hub.subscribe(orgId, allTopic, (events) => session.deliver(events));
+    session.defer(() => subscription.unsubscribe());
     // How long a client waits before it reconnects, and where the stream starts: a client that
     // saw no event before it was cut off resumes from there (an `id:` without data would not be
     // kept by every parser, so a comment says it).
     // Events committed before the stream began are numbered (and then handed to the subscription).
     await hub.settle(orgId);
     cursor = options.after ?? subscription.head;
-    write(`retry: 2000\n: ${options.greeting?.(cursor) ?? `connected after ${cursor}`}\n\n`);
-    if (options.after !== undefined) {
-      for (;;) {
-        if (ended) return;
-        const page = await readEvents(db, orgId, cursor, catchUpPage, filter);
-        for (const event of page.events) if (options.accept?.(event) ?? true) write(frame(event));
-        cursor = page.nextAfter;
-        if (!page.full) break;
-      }
+    session.write(`retry: 2000\n: ${options.greeting?.(cursor) ?? `connected after ${cursor}`}\n\n`);
+    if (options.after === undefined) return;
+    for (;;) {
+      if (session.ended) return;
+      const page = await readEvents(options.db, orgId, cursor, catchUpPage, filter);
+      for (const event of page.events) if (options.accept?.(event) ?? true) session.write(frame(event));
+      cursor = page.nextAfter;
+      if (!page.full) break;
     }
-    catchingUp = false;
-    for (const event of held.splice(0)) send(event);
-    await finished;
-  } catch {
-    end();
-  } finally {
-    subscription.unsubscribe();
-    end();
-  }
+  });
 }

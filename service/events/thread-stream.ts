@@ -16,6 +16,7 @@ import { toMessage, type MessageRow } from '../domain/threads.ts';
 import type { Queryable } from '../storage/db.ts';
 import { liveKey, positionBefore, positionId, type LiveItemType, type StreamPosition } from './deltas.ts';
 import { threadTopic, type EventHub, type Subscription } from './hub.ts';
+import { sseSession } from './sse-session.ts';
 
 /** One item of a thread's stream: a message, or a live item. */
 export type StreamItem =
@@ -24,12 +25,6 @@ export type StreamItem =
 
 /** Items read per statement. */
 const pageSize = 500;
-
-/** Longest silence before a keep-alive comment, in milliseconds (as the event stream's). */
-const defaultKeepAliveMs = 15_000;
-
-/** Bytes a slow reader may leave unread before its stream is closed (it resumes from its last id). */
-const maxBufferedBytes = 4 * 1024 * 1024;
 
 interface ItemRow extends Omit<MessageRow, 'seq'> {
   after_seq: number;
@@ -202,73 +197,33 @@ export function createThreadStreams(db: Queryable, hub: EventHub): ThreadStreams
   }
 
   return {
-    async stream(res, options) {
+    stream(res, options) {
+      // The last position sent or passed over: a live item at or before it was already read.
       let position: StreamPosition | undefined = options.from;
-      let catchingUp = true;
-      const held: StreamItem[] = [];
-      let finish: () => void = () => {};
-      const finished = new Promise<void>((resolve) => (finish = resolve));
-      let ended = false;
-      const end = () => {
-        if (ended) return;
-        ended = true;
-        clearInterval(keepAlive);
-        options.signal.removeEventListener('abort', end);
-        if (!res.writableEnded) res.end();
-        finish();
-      };
-      const write = (text: string) => {
-        if (ended) return;
-        res.write(text);
-        if (res.writableLength > maxBufferedBytes) end();
-      };
-      const send = (item: StreamItem) => {
-        if (position !== undefined && !positionBefore(position, item.position)) return;
+      const live = (item: StreamItem): string | undefined => {
+        if (position !== undefined && !positionBefore(position, item.position)) return undefined;
         position = item.position;
-        write(streamFrame(item));
+        return streamFrame(item);
       };
-      /**
-       * Sends what came after `position` (page by page), then what the follower brought meanwhile.
-       * A function of its own: a suspended async function keeps its registers, so were this done
-       * inline before `await finished`, the last page read (up to 500 items) would stay alive as
-       * long as the stream (74 KiB a stream after a reply of 100 deltas: bench/streams.ts).
-       * Output: false when the stream ended meanwhile.
-       */
-      const catchUp = async (): Promise<boolean> => {
-        for (;;) {
-          if (ended || position === undefined) return false;
-          const items = await readStreamItems(db, options.threadId, position);
-          for (const item of items) send(item);
-          if (items.length < pageSize) break;
-        }
-        catchingUp = false;
-        for (const item of held.splice(0)) send(item);
-        return true;
-      };
-      const keepAlive = setInterval(() => write(': keep-alive\n\n'), options.keepAliveMs ?? defaultKeepAliveMs);
-      res.once('close', end);
-      options.signal.addEventListener('abort', end, { once: true });
-      if (options.signal.aborted) end();
-      let leave = () => {};
-      try {
-        leave = await follow(options.orgId, options.threadId, (items) => {
-          if (catchingUp) held.push(...items);
-          else for (const item of items) send(item);
-        });
+      // The catch-up is sseSession's `start`, a function of its own: see there why (74 KiB a stream
+      // were kept alive after a reply of 100 deltas when it was done inline: bench/streams.ts).
+      return sseSession<StreamItem>(res, { signal: options.signal, keepAliveMs: options.keepAliveMs, frame: live }, async (session) => {
+        const leave = await follow(options.orgId, options.threadId, (items) => session.deliver(items));
+        session.defer(leave);
         if (position === undefined) {
           // From after the last message: a reply being written shows from its first delta.
           const endNow = await streamEnd(db, options.threadId);
           position = { after: endNow?.after ?? 0, k: 0 };
         }
-        write(`retry: 2000\n: connected after ${positionId(position)}\n\n`);
-        if (!(await catchUp())) return;
-        await finished;
-      } catch {
-        end();
-      } finally {
-        leave();
-        end();
-      }
+        session.write(`retry: 2000\n: connected after ${positionId(position)}\n\n`);
+        // Sends what came after `position`, page by page.
+        for (;;) {
+          if (session.ended || position === undefined) return;
+          const items = await readStreamItems(db, options.threadId, position);
+          for (const item of items) session.send(item);
+          if (items.length < pageSize) break;
+        }
+      });
     },
     stats: () => ({ followers: followers.size, readers: [...followers.values()].reduce((n, f) => n + f.readers.size, 0) }),
   };

@@ -89,6 +89,23 @@ describe('client: events', () => {
     expect(seenAfter).toEqual(['0', '1']);
     controller.abort();
   });
+
+  it('client: a stream refused with a page that is not problem+json fails with the code any other request of the client gets for that status', async () => {
+    // A proxy in front of the service answering its own HTML page: the code comes from the status.
+    const proxyPage = (status: number): typeof fetch => async () => new Response('<html>nope</html>', { status, headers: { 'content-type': 'text/html' } });
+    const failure = async (status: number, open: (client: AcsClient) => AsyncGenerator<unknown>) => {
+      const client = new AcsClient({ baseUrl: server.url, apiKey: 'acs_test_unused', fetch: proxyPage(status) });
+      const error = await open(client).next().then(() => undefined, (e: unknown) => e);
+      expect(error).toBeInstanceOf(AcsApiError);
+      return [(error as AcsApiError).status, (error as AcsApiError).code];
+    };
+    const orgId = '00000000-0000-4000-8000-000000000000';
+    expect(await failure(404, (c) => c.streamEvents(orgId, { reconnect: false }))).toEqual([404, 'not_found']);
+    expect(await failure(404, (c) => c.streamThread(orgId, { reconnect: false }))).toEqual([404, 'not_found']);
+    expect(await failure(401, (c) => c.streamEvents(orgId, { reconnect: false }))).toEqual([401, 'unauthenticated']);
+    const get = await new AcsClient({ baseUrl: server.url, apiKey: 'acs_test_unused', fetch: proxyPage(404) }).getTeam(orgId).then(() => undefined, (e: unknown) => e);
+    expect((get as AcsApiError).code).toBe('not_found');
+  });
 });
 
 describe('client: webhooks', () => {
