@@ -8,11 +8,13 @@
  * it for (task-watch.ts) as status and artifact updates, until the task is final or asks for
  * input, the call's wait is over, or the client goes away.
  */
-import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext } from '@a2a-js/sdk/server';
+import type { Task as A2aTask } from '@a2a-js/sdk';
+import { AgentEvent, type AgentExecutor, type ExecutionEventBus, type RequestContext, type ServerCallContext } from '@a2a-js/sdk/server';
+import type { Task } from '../../api/tasks.ts';
 import { getTaskAsParticipant } from '../domain/tasks.ts';
-import { preparedMessage, reachableCall, SendModes } from './call-context.ts';
+import { preparedMessage, reachableCall, SendModes, setStreamView, streamView, type ReachableCall } from './call-context.ts';
 import { toA2aTask } from './task-mapping.ts';
-import type { StoreEnv } from './task-store.ts';
+import { withHistory, type StoreEnv } from './task-store.ts';
 import { answered, followTaskUpdates } from './task-watch.ts';
 
 /** How long a blocking `SendMessage` waits for the task to end or ask for input before it answers with the task as it is (60 s: within the server's idle timeout of 120 s). */
@@ -21,6 +23,16 @@ export const defaultBlockingWaitMs = 60_000;
 /** What the executor needs: the store's environment, and the bound of a blocking send's wait. */
 export interface ExecutorEnv extends StoreEnv {
   blockingWaitMs: number;
+}
+
+/** Whether two reads of a task show the same task (state, status message, artifacts, last change): what A2A's Task shows of it besides the history. */
+function sameTask(a: Task, b: Task): boolean {
+  return (
+    a.updated_at === b.updated_at &&
+    a.state === b.state &&
+    (a.status_message?.message_id ?? null) === (b.status_message?.message_id ?? null) &&
+    a.artifacts.length === b.artifacts.length
+  );
 }
 
 /** The AgentExecutor of the A2A server (see the module's comment). */
@@ -57,8 +69,9 @@ export class DomainAgentExecutor implements AgentExecutor {
     let first = true;
     for await (const update of followTaskUpdates({ deps, orgId: call.participant.orgId, taskId, load, signal, said: prepared.before, publicUrl: url, deltasFrom })) {
       if (update.kind === 'snapshot') {
-        // History is left to the store (the SDK reads it there for the answer).
-        if (first) eventBus.publish(AgentEvent.task(toA2aTask(update.task, [], url)));
+        // A stream's first event is the task with its history, kept for the SDK's loads during the
+        // call; a blocking send's history is left to the store (the SDK reads it there for the answer).
+        if (first) eventBus.publish(AgentEvent.task(prepared.mode === SendModes.stream ? await this.#shown(requestContext.context, call, update.task) : toA2aTask(update.task, [], url)));
         first = false;
       } else if (update.kind === 'artifact') {
         eventBus.publish(AgentEvent.artifactUpdate(update.event));
@@ -67,6 +80,22 @@ export class DomainAgentExecutor implements AgentExecutor {
         if (answered(update.task, true)) return;
       }
     }
+  }
+
+  /**
+   * What a stream shows of `task` (its first read) as its first event, kept as the call's view
+   * (call-context.ts `StreamView`): the request handler's view of the task it just created when
+   * the task has not changed since (its history, read after the creation, is then the thread's as
+   * it stood with this very task), else `task` with its history read now. Output: a copy. Errors:
+   * storage errors.
+   */
+  async #shown(context: ServerCallContext, call: ReachableCall, task: Task): Promise<A2aTask> {
+    let view = streamView(context, task.task_id);
+    if (!view || !sameTask(view.task, task)) {
+      view = { task, shown: await withHistory(this.#env, call, task) };
+      setStreamView(context, view);
+    }
+    return structuredClone(view.shown);
   }
 
   /**

@@ -2,8 +2,10 @@
  * What one A2A call carries through `@a2a-js/sdk`'s request handler, task store and agent
  * executor (contract §12): the authenticated caller as the SDK's `User` (its `ServerCallContext.user`),
  * the signal that ends the call's waits, and what the request handler prepared of an incoming
- * message (its parts in the service's form, and how long the call may wait for the task).
+ * message (its parts in the service's form, and how long the call may wait for the task), and
+ * what a stream has shown its client of the task (its first event).
  */
+import type { Task as A2aTask } from '@a2a-js/sdk';
 import type { ServerCallContext, User } from '@a2a-js/sdk/server';
 import { TaskNotFoundError } from '@a2a-js/sdk/errors';
 import type { Task } from '../../api/tasks.ts';
@@ -98,4 +100,39 @@ export function setCreatedInCall(context: ServerCallContext, taskId: string): vo
 /** The task this call's message created, if it created one. */
 export function createdInCall(context: ServerCallContext): string | undefined {
   return context.state.get(createdKey) as string | undefined;
+}
+
+/**
+ * What a streaming send (`SendStreamingMessage`) shows its client of its task as the stream's first
+ * event: the task as read (`task`) and A2A's Task made of it with its history (`shown`).
+ *
+ * Why the call keeps it: the SDK's request handler reads the task through the store (task-store.ts
+ * `load`, with its history) for the request context, and again for each event it processes — its
+ * result manager's merge, then the first event's payload — where the SDK's own stores keep the
+ * task in memory. In a stream the result manager's copy is never shown (the client gets the
+ * events, push notifications go out from storage through the webhook worker), and the first
+ * event's payload is the task as the executor read it: so within the call the store answers these
+ * reads with `shown` instead of reading the task and its thread again (three reads of the task
+ * with its history before the first event, one for each later event and each chunk of a reply).
+ * Blocking and immediate sends keep none: their answer is the result manager's copy, read from
+ * storage.
+ */
+export interface StreamView {
+  /** The task as read when `shown` was made (the executor compares its first read with it). */
+  task: Task;
+  /** A2A's Task of `task` with the thread's latest messages as its history; never changed in place (readers get copies). */
+  shown: A2aTask;
+}
+
+const streamViewKey = 'acs.stream-view';
+
+/** Keeps what the call's stream shows of its task (see {@link StreamView}); a later one replaces it. */
+export function setStreamView(context: ServerCallContext, view: StreamView): void {
+  context.state.set(streamViewKey, view);
+}
+
+/** What the call's stream shows of the task `taskId` (any case), if the call is a stream that has one (see {@link StreamView}). */
+export function streamView(context: ServerCallContext, taskId: string): StreamView | undefined {
+  const view = context.state.get(streamViewKey) as StreamView | undefined;
+  return view && view.task.task_id === taskId.toLowerCase() ? view : undefined;
 }

@@ -26,11 +26,11 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import { createAttachment } from '../domain/attachments.ts';
 import { cancelTaskAsParticipant, createTaskAsParticipant, isFinalTaskState, sendTaskMessageAsParticipant } from '../domain/tasks.ts';
 import { domainCaller } from './a2a-caller.ts';
-import { reachableCall, setCreatedInCall, setPreparedMessage, SendModes, type ReachableCall, type SendMode } from './call-context.ts';
+import { reachableCall, setCreatedInCall, setPreparedMessage, setStreamView, SendModes, type ReachableCall, type SendMode } from './call-context.ts';
 import { DomainAgentExecutor, type ExecutorEnv } from './agent-executor.ts';
 import { fromA2aParts, IncomingPartsError, toA2aState, withAttachments } from './task-mapping.ts';
 import { DomainPushStore, webhookWorkerSends, type PushEnv } from './push-configs.ts';
-import { callersTask, DomainTaskStore } from './task-store.ts';
+import { callersTask, DomainTaskStore, withHistory } from './task-store.ts';
 import { followTaskUpdates } from './task-watch.ts';
 import { replyDeltasFromNow } from './reply-deltas.ts';
 
@@ -127,9 +127,9 @@ export class EdgeRequestHandler extends DefaultRequestHandler {
   override async *resubscribe(params: SubscribeToTaskRequest, context: ServerCallContext): AsyncGenerator<StreamResponse, void, undefined> {
     const call = reachableCall(context);
     if (!params.id?.trim()) throw new RequestMalformedError('Task ID is required');
-    const first = await this.#store.load(params.id, context);
-    const task = first && (await callersTask(this.#env, call, first.id));
-    if (!first || !task) throw new TaskNotFoundError(`Task not found: ${params.id}`);
+    const read = await this.#store.read(call, params.id);
+    if (!read) throw new TaskNotFoundError(`Task not found: ${params.id}`);
+    const { task, shown: first } = read;
     if (isFinalTaskState(task.state)) throw new UnsupportedOperationError(`Task ${params.id} is in a terminal state (${task.state}) and cannot be subscribed to.`);
     yield { payload: { $case: 'task', value: first } };
     const load = async () => (await callersTask(this.#env, call, task.task_id)) ?? task;
@@ -183,6 +183,9 @@ export class EdgeRequestHandler extends DefaultRequestHandler {
         setCreatedInCall(context, before.task_id);
         // From here on the message continues the task just created: the SDK loads it, not one of its own.
         message.taskId = before.task_id;
+        // A stream shows the task as created (with its thread's first message) unless the executor
+        // finds it changed: the SDK's loads of it during the call need not read it again.
+        if (mode === SendModes.stream) setStreamView(context, { task: before, shown: await withHistory(this.#env, call, before) });
       }
       message.contextId = before.thread_id;
       setPreparedMessage(context, { before, mode, streamFrom });

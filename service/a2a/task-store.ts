@@ -9,6 +9,8 @@
  * the assignee's turns, canceled by its requester), each writing `task.updated` in its
  * transaction. So `save`, which the SDK calls with its own merge of the events it saw, writes
  * nothing: every event the executor hands the SDK was read from storage after it was written.
+ * Within a streaming send, `load` answers with what the stream shows of its task instead of
+ * reading it again (call-context.ts `StreamView`).
  */
 import type { ListTasksRequest, ListTasksResponse, Task as A2aTask } from '@a2a-js/sdk';
 import type { ServerCallContext, TaskStore } from '@a2a-js/sdk/server';
@@ -18,7 +20,7 @@ import { ServiceError } from '../../errors/catalogue.ts';
 import type { DomainDeps } from '../domain/caller.ts';
 import { isUuid } from '../domain/ids.ts';
 import { getTaskAsParticipant, listTaskHistoryAsParticipant, listTasksAsParticipant } from '../domain/tasks.ts';
-import { reachableCall, type ReachableCall } from './call-context.ts';
+import { reachableCall, streamView, type ReachableCall, type StreamView } from './call-context.ts';
 import { fromA2aState, toA2aTask } from './task-mapping.ts';
 
 /** The most messages of a task's thread returned as its history (the latest ones). */
@@ -45,6 +47,16 @@ export async function callersTask(env: StoreEnv, call: ReachableCall, taskId: st
   }
 }
 
+/**
+ * A2A's Task of `task` (one of the call's caller, as {@link callersTask} read it) with its history,
+ * the thread's latest {@link maxHistory} messages, read now. Errors: storage errors; `not_found`
+ * (ServiceError) when the task is no longer there.
+ */
+export async function withHistory(env: StoreEnv, call: ReachableCall, task: Task): Promise<A2aTask> {
+  const history = await listTaskHistoryAsParticipant(env.deps, call.participant, task.task_id, maxHistory);
+  return toA2aTask(task, history, env.publicUrl());
+}
+
 /** The TaskStore of the A2A server (see the module's comment). */
 export class DomainTaskStore implements TaskStore {
   readonly #env: StoreEnv;
@@ -56,7 +68,8 @@ export class DomainTaskStore implements TaskStore {
   /**
    * A2A's Task of `taskId` with its history (the thread's latest {@link maxHistory} messages), or
    * undefined when the caller may not see it (not its task at this agent, not on its edge, no such
-   * task): the SDK answers `TaskNotFoundError` then.
+   * task): the SDK answers `TaskNotFoundError` then. In a streaming send that has shown its task,
+   * a copy of what it showed, not read again (call-context.ts `StreamView`).
    */
   async load(taskId: string, context: ServerCallContext): Promise<A2aTask | undefined> {
     let call: ReachableCall;
@@ -65,10 +78,20 @@ export class DomainTaskStore implements TaskStore {
     } catch {
       return undefined;
     }
+    const view = streamView(context, taskId);
+    if (view) return structuredClone(view.shown);
+    return (await this.read(call, taskId))?.shown;
+  }
+
+  /**
+   * The task `taskId` of the call's caller at the agent it calls, as stored (`task`) and as A2A's
+   * Task with its history (`shown`), read now — the shape a stream keeps as its view — or
+   * undefined as for {@link load}. Errors: storage errors.
+   */
+  async read(call: ReachableCall, taskId: string): Promise<StreamView | undefined> {
     const task = await callersTask(this.#env, call, taskId);
     if (!task) return undefined;
-    const history = await listTaskHistoryAsParticipant(this.#env.deps, call.participant, task.task_id, maxHistory);
-    return toA2aTask(task, history, this.#env.publicUrl());
+    return { task, shown: await withHistory(this.#env, call, task) };
   }
 
   /** Writes nothing: the domain is the only writer of tasks (see the module's comment). */

@@ -6,7 +6,7 @@
  * to the agent, another team's key (nothing written). A2A 0.3's JSON-RPC through the SDK's
  * compatibility layer.
  */
-import { TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
+import { Role, TaskState, type StreamResponse, type Task } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { request } from '../service/helpers.ts';
 import { messagesOf, orgEvents, until } from '../service/turn-helpers.ts';
@@ -108,6 +108,9 @@ describe('sending messages', () => {
     // The whole artifact replaces the chunks: the same artifact, the reply as posted.
     expect(whole.map((u) => [u.artifact!.artifactId, u.append, u.artifact!.parts.map(partText).join('')])).toEqual([[chunks[0]!.artifact!.artifactId, false, 'Draft for: a haiku']]);
     const task = (events[0]!.payload as { value: Task }).value;
+    // The first event is the task as submitted, with the caller's message as its history.
+    expect(task.status?.state).toBe(TaskState.TASK_STATE_SUBMITTED);
+    expect(task.history.map((m) => [m.role, m.parts.map(partText).join('')])).toEqual([[Role.ROLE_USER, 'a haiku']]);
     const stored = await w.h.call('GET', `/api/v1/tasks/${task.id}`);
     expect(stored.body.artifacts.map((a: { artifact_id: string }) => a.artifact_id)).toEqual([chunks[0]!.artifact!.artifactId]);
     // The chunks come after the task is working, the whole artifact before the final status.
