@@ -71,6 +71,8 @@ export interface PendingFile {
 export interface RemoteMessage {
   key: string;
   content: string;
+  /** The message's id, when it was fixed before (the reply to ours, whose deltas named it: remote-deltas.ts); default a new one. */
+  id?: string | undefined;
   /** The message's attachments: ids of the outcome's `files` (stored with the message). */
   attachments?: string[] | undefined;
   /** Our message it answers: set on the final answer and on a question back (`input-required`), one of them per message (unique `(sender_id, reply_to)`). */
@@ -82,6 +84,8 @@ export interface RemoteMessage {
 /** A remote artifact to add to the thread's task, at most once (by `key`). */
 export interface RemoteArtifact {
   key: string;
+  /** The artifact's id on the task, when it is fixed (the streamed artifact: the reply's id, remote-deltas.ts); default a new one. */
+  id?: string | undefined;
   name: string | null;
   parts: TaskPart[];
 }
@@ -100,6 +104,14 @@ export interface Outcome {
   statusKey?: string | undefined;
   /** The exchange afterwards: the remote task's state, and whether our message's answer is all recorded. */
   exchange?: { remoteState: string | null; settled: boolean } | undefined;
+}
+
+/**
+ * A message's content as {@link recordOutcome} posts it: cut at 32,768 characters, `(no text)` when
+ * empty (the streamed text of a reply is compared with it: remote-deltas.ts).
+ */
+export function postedContent(content: string): string {
+  return content.trim() === '' ? '(no text)' : content.slice(0, 32_768);
 }
 
 /** Claims `key` for the exchange; true when it was not recorded before. */
@@ -136,11 +148,11 @@ export async function recordOutcome(tx: Queryable, outcome: Outcome): Promise<{ 
     }
   };
   for (const message of outcome.messages) {
-    const content = message.content.trim() === '' ? '(no text)' : message.content.slice(0, 32_768);
+    const content = postedContent(message.content);
     if (await claimKey(tx, agentId, threadId, message.key)) {
       const attachments = (message.attachments ?? []).slice(0, 100);
       await store(attachments);
-      const appended = await insertMessage(tx, threadId, agentId, content, { replyTo: message.replyTo, expectsReply: message.expectsReply, attachments });
+      const appended = await insertMessage(tx, threadId, agentId, content, { replyTo: message.replyTo, expectsReply: message.expectsReply, attachments, id: message.id });
       await tx.query(`UPDATE a2a_posted SET message_id = $4 WHERE agent_id = $1 AND thread_id = $2 AND remote_key = $3`, [agentId, threadId, message.key.slice(0, 500), appended.id]);
       ids.set(message.key, appended.id);
       posted += 1;
@@ -161,7 +173,7 @@ export async function recordOutcome(tx: Queryable, outcome: Outcome): Promise<{ 
       if (!(await claimKey(tx, agentId, threadId, artifact.key))) continue;
       const added = await tx.query(
         `INSERT INTO task_artifacts (id, task_id, name, parts) SELECT $1, $2, $3, $4::jsonb WHERE (SELECT count(*) FROM task_artifacts WHERE task_id = $2) < $5 RETURNING 1`,
-        [newId(), taskId, artifact.name, JSON.stringify(artifact.parts), maxTaskArtifacts],
+        [artifact.id ?? newId(), taskId, artifact.name, JSON.stringify(artifact.parts), maxTaskArtifacts],
       );
       if (added.length > 0) {
         taskChanged = true;

@@ -21,6 +21,9 @@
  *   URL) are kept as attachments (remote-files.ts): file parts of the task's artifacts and
  *   attachments of the message that carries them; the message that settles the exchange carries
  *   the artifacts' files too.
+ * - **As it is written** (§13): the chunks of an artifact the remote streams are written as
+ *   `message.delta`s of the reply, whose id is fixed before the exchange (remote-deltas.ts); the
+ *   message that replies to ours is posted with it.
  * - **Ping-pong guard** (agent-loop.ts `autoReplyLimit`): a message that ends a run of automatic
  *   replies (work.ts `automaticSql`: what the remote's exchanges recorded counts) is not sent.
  * - **Faults.** The remote down, slow, or cut off mid-answer: the row is retried with backoff and
@@ -50,6 +53,7 @@ import { fetchRemoteCard, isTransient, isUrlRefusal, RemoteNonsense, remoteClien
 import { noteRemoteTask, noteSending, readExchange, recordOutcome, type Outcome, type PendingFile, type RemoteArtifact, type RemoteMessage } from './remote-record.ts';
 import { attachmentParts, readRemoteParts, type ReadParts } from './remote-files.ts';
 import { liveRemoteTask, maxCancelAttempts, sendRemoteCancel } from './remote-cancel.ts';
+import { appendParts, RemoteReplyStream } from './remote-deltas.ts';
 import { fromA2aState, toA2aPart } from './task-mapping.ts';
 
 /** What the runner needs of the agent loop. */
@@ -122,6 +126,9 @@ class Exchange {
   /** Reads the remote's parts as they are kept (remote-files.ts: files fetched and stored under the exchange's signal); set before the exchange begins. */
   read!: (parts: readonly A2aPart[]) => Promise<ReadParts>;
 
+  /** The reply's deltas (remote-deltas.ts: its id fixed, the streamed artifact's chunks written); set before the exchange begins. */
+  reply!: RemoteReplyStream;
+
   /** `expected`: the remote task our message continues (an answer to its question), if any. */
   constructor(incoming: { id: string }, expected: string | undefined) {
     this.incoming = incoming;
@@ -146,7 +153,10 @@ class Exchange {
     for (const [id, artifact] of this.artifacts) {
       const read = await this.read(artifact.parts);
       if (read.parts.length === 0) continue;
-      artifacts.push({ key: `artifact:${this.taskId}:${id}`, name: artifact.name || null, parts: read.parts });
+      // The streamed artifact is kept under the reply's id: A2A streams of our own server sent its
+      // chunks under that id (reply-deltas.ts), and the whole artifact replaces them.
+      const fixed = id === this.reply.streamedArtifact ? this.reply.replyId : undefined;
+      artifacts.push({ key: `artifact:${this.taskId}:${id}`, id: fixed, name: artifact.name || null, parts: read.parts });
       files.push(...read.files);
       if (read.text !== '') texts.push(read.text);
     }
@@ -198,9 +208,10 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
           // A direct answer (no task): it is the reply, and it completes our task with it as the artifact.
           const read = await exchange.read(message.parts);
           const key = messageKey(message, `reply:${exchange.incoming.id}`);
+          await exchange.reply.settle(read.text);
           await record(agent.org_id, {
             ...base,
-            messages: [{ key, content: read.text, replyTo: exchange.incoming.id, attachments: fileIds(read) }],
+            messages: [{ key, id: exchange.reply.replyId, content: read.text, replyTo: exchange.incoming.id, attachments: fileIds(read) }],
             artifacts: read.parts.length === 0 ? [] : [{ key: `reply-artifact:${key}`, name: null, parts: read.parts }],
             files: read.files,
             state: 'completed',
@@ -238,7 +249,9 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
         const artifact = update.artifact;
         if (!artifact) throw new RemoteNonsense('the remote answered an artifact update without an artifact');
         const known = exchange.artifacts.get(artifact.artifactId);
-        if (update.append && known) known.parts.push(...artifact.parts);
+        // Its chunks are the reply as it is written (remote-deltas.ts), before they are kept.
+        await exchange.reply.artifactUpdate(artifact.artifactId, { append: update.append, lastChunk: update.lastChunk, parts: artifact.parts }, known?.parts);
+        if (update.append && known) appendParts(known.parts, artifact.parts);
         else exchange.artifacts.set(artifact.artifactId, { name: artifact.name, parts: [...artifact.parts] });
         return;
       }
@@ -274,6 +287,9 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     } else {
       reply = { key: `final:${taskId}`, content: state === 'completed' ? artifactText || 'Done.' : `The remote agent ended the task: ${state}.`, replyTo: exchange.incoming.id, attachments };
     }
+    // The message that replies to ours has the id its deltas named (remote-deltas.ts).
+    reply.id = exchange.reply.replyId;
+    await exchange.reply.settle(reply.content);
     await record(agent.org_id, { ...base, messages: [reply], artifacts, files: [...read.files, ...artifactFiles], state, statusKey: reply.key, exchange: { remoteState: state, settled: true } });
     exchange.settled = true;
   }
@@ -405,6 +421,10 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     try {
       // Submitted, or asking until this answer: the remote works on it now.
       if (task) await startTaskWork(deps, claim.thread_id, claim.agent_id);
+      // The reply's id is fixed before the first delta; an attempt after one that wrote text of it says it restarted.
+      exchange.reply = await RemoteReplyStream.open({ db, hub: deps.events, threadId: claim.thread_id, senderId: claim.agent_id, incomingId: incoming.id }, (error) =>
+        log.warn({ ...where, reason: (error as Error).message }, 'remote A2A agent: a delta of its reply could not be written'),
+      );
       const card = await cardOf(claim.agent_id, agent, remote, signal);
       const client = await remoteClient(card.card, remote, policy, signal);
       const resumed = resuming ? await resume(client, card, claim, agent, exchange, signal) : false;
@@ -416,6 +436,8 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
       if (!exchange.settled) throw new RemoteUnavailable('the remote ended its answer before the task asked for input or ended; it is asked again');
       return park(claim, { inMs: 0 }, { handledSeq: incoming.seq, failures: 0 });
     } catch (error) {
+      // The text held is written now, not after the row is parked (a next attempt finds it there).
+      await exchange.reply?.flush();
       if (options.stopping.aborted) return park(claim, { inMs: 0 });
       if (canceled.signal.aborted) {
         // The task was canceled mid-exchange: the remote's task (as this exchange knows it, noted
@@ -438,10 +460,14 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
       cards.delete(claim.agent_id);
       log.warn({ ...where, reason }, 'remote A2A agent answered what cannot be read: its task failed');
       const key = `failed:${exchange.taskId ?? 'none'}:${incoming.id}`;
+      const content = `The remote A2A agent at ${a2a.url} could not be followed: ${reason}`;
+      // The failure replies to our message: it ends the reply whose deltas may have been written.
+      const replyId = exchange.reply?.replyId;
+      await exchange.reply?.settle(content);
       await record(agent.org_id, {
         agentId: claim.agent_id,
         threadId: claim.thread_id,
-        messages: [{ key, content: `The remote A2A agent at ${a2a.url} could not be followed: ${reason}`, replyTo: incoming.id }],
+        messages: [{ key, id: replyId, content, replyTo: incoming.id }],
         artifacts: [],
         state: 'failed',
         statusKey: key,

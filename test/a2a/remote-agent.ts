@@ -12,6 +12,10 @@
  *   it with the artifact `hello <answer>`.
  * - `slow …` — a task that says "starting" (status message), works `SLOW_MS`, then completes with
  *   the artifact `done: <text>`.
+ * - `stream …` — a task that writes the artifact `story` in chunks (`append`), one word of
+ *   `Once upon a time, <text>.` each `STREAM_MS` (default 30) apart, then completes with no
+ *   message (the artifact's text is the reply), or, asked `stream and say …`, with the message
+ *   "The tale is told."; the same chunks under the same ids when asked again. With `STREAM_HOLD_MS`, it works that long after its third chunk (a test kills it then).
  * - `file …` — a task that completes with the artifact `report` (a text part, the bytes of
  *   `report.txt`, and by URL `notes.md` and `big.bin`, served at `/files/…`: the latter 6 MiB, more
  *   than an attachment may hold) and the message "Here is the report." with the bytes of
@@ -38,6 +42,9 @@ const nonsense = args.includes('--nonsense');
 const streaming = !args.includes('--no-streaming') && !nonsense;
 const chatty = args.includes('--chatty');
 const slowMs = Number(process.env.SLOW_MS ?? '0');
+const streamMs = Number(process.env.STREAM_MS ?? '30');
+const streamHoldMs = Number(process.env.STREAM_HOLD_MS ?? '0');
+const sleep = (ms: number) => new Promise((resolve) => setTimeout(resolve, ms));
 const auth = process.env.REMOTE_AUTH;
 
 const card: AgentCard = {
@@ -99,7 +106,17 @@ class Helper implements AgentExecutor {
     made.push({ task_id: taskId, message_id: incoming.messageId });
     bus.publish(AgentEvent.task({ id: taskId, contextId, status: { state: TaskState.TASK_STATE_SUBMITTED, message: undefined, timestamp: new Date().toISOString() }, artifacts: [], history: [incoming], metadata: undefined }));
     if (chatty) bus.publish(status(TaskState.TASK_STATE_WORKING, agentMessage(`${incoming.messageId}:working`, taskId, contextId, `working on: ${text}`)));
-    if (text.startsWith('file')) {
+    if (text.startsWith('stream')) {
+      bus.publish(status(TaskState.TASK_STATE_WORKING));
+      const words = `Once upon a time, ${text}.`.split(/(?=\s)/);
+      for (const [i, word] of words.entries()) {
+        const chunk = { artifactId: 'story', name: 'story', description: '', parts: [part(word)], metadata: undefined, extensions: [] };
+        bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: chunk, append: i > 0, lastChunk: i === words.length - 1, metadata: undefined }));
+        await sleep(i === 2 && streamHoldMs > 0 ? streamHoldMs : streamMs);
+      }
+      const closing = text.startsWith('stream and say') ? agentMessage(`${incoming.messageId}:told`, taskId, contextId, 'The tale is told.') : undefined;
+      bus.publish(status(TaskState.TASK_STATE_COMPLETED, closing));
+    } else if (text.startsWith('file')) {
       const base = `http://127.0.0.1:${port}/files`;
       const parts = [
         part(`report on ${text}`),

@@ -5,7 +5,9 @@
  * message and its answer, a task and its artifact, an input-required round trip (with a person, and
  * with a provider agent that asks with `ask`), the remote killed mid-task and started again, a
  * remote answering nonsense, its header secret kept out of events, logs and errors, the ping-pong
- * guard between remotes and agents, and the remote's files kept as attachments. The provider agent
+ * guard between remotes and agents, the remote's files kept as attachments, and its artifact
+ * streamed in chunks seen as the reply's deltas on the thread's stream (§13; also killed mid-stream,
+ * and called over our own A2A server). The provider agent
  * is scripted over the OpenAI stand-in (test/support/openai-stub.ts). Runs on PGlite and, in the
  * `postgres` project, on PostgreSQL.
  */
@@ -20,6 +22,10 @@ import { callTool, type Conversation, type ModelScript, type ScriptReply } from 
 import { scriptedToolCompletions, startOpenAiStub, type OpenAiStub } from '../support/openai-stub.ts';
 import { startHarnessWithDb, type Harness } from '../service/helpers.ts';
 import { askAnswer, makeTeam, messagesOf, orgEvents, until } from '../service/turn-helpers.ts';
+import type { StreamResponse } from '@a2a-js/sdk';
+import { agentCardUrl } from '../../api/a2a.ts';
+import { a2aClient, partText, sendRequest, userMessage } from './a2a-helpers.ts';
+import { createdOf, deltasOf, readThread, rebuiltText, type Item } from '../service/stream-helpers.ts';
 
 const root = join(dirname(fileURLToPath(import.meta.url)), '../..');
 const SECRET = 'Bearer s3cr3t-remote-token-9f8e7d';
@@ -205,6 +211,100 @@ describe('remote A2A agents', () => {
     // The restarted remote said "starting" again under the same id: recorded once.
     expect(fromRemote).toEqual(['starting', 'done: slow job']);
     expect((await orgEvents(h, 'task.updated')).length).toBeGreaterThan(eventsBefore);
+  });
+
+  it("a remote A2A agent streaming its artifact in chunks: a reader of the thread's stream sees the reply's message.deltas before its message.created, under its id, joined equal to it", async () => {
+    const { dana, agent, edge } = await teamWithRemote(helper.url);
+    const { taskId, threadId } = await askTask(edge, dana, 'stream the tale');
+    const reader = await readThread(h.server.url, threadId, { 'x-api-key': h.apiKey }, { after: '0' });
+    try {
+      const items = await reader.until((i) => i.event === 'message.created' && i.data.sender_id === agent, "the remote's reply");
+      const reply = items.find((i) => i.event === 'message.created' && i.data.sender_id === agent)!;
+      expect(reply.data.content).toBe('Once upon a time, stream the tale.');
+      const deltas = deltasOf(items, reply.data.message_id);
+      // Written as it came: more than one delta, all before the reply, numbered 0, 1, …
+      expect(deltas.length).toBeGreaterThan(1);
+      expect(deltas.map((d) => d.data.index)).toEqual(deltas.map((_, i) => i));
+      expect(items.indexOf(deltas.at(-1)!)).toBeLessThan(items.indexOf(reply));
+      expect(deltas.map((d) => d.data.text).join('')).toBe(reply.data.content);
+      expect(deltas.every((d) => d.data.sender_id === agent)).toBe(true);
+      expect(items.some((i) => i.event === 'turn.restarted')).toBe(false);
+    } finally {
+      reader.close();
+    }
+    // The chunks make one text on the task's artifact, as the remote named it.
+    const done = await waitForState(taskId, 'completed');
+    expect(done.artifacts.map((a) => ({ name: a.name, parts: a.parts }))).toEqual([{ name: 'story', parts: [{ text: 'Once upon a time, stream the tale.' }] }]);
+  });
+
+  it('a remote A2A agent that streams its artifact and ends with a message of its own: the streamed text is dropped (turn.restarted) before its reply, which is that message', async () => {
+    const { dana, agent, edge } = await teamWithRemote(helper.url);
+    const { taskId, threadId } = await askTask(edge, dana, 'stream and say it');
+    const reader = await readThread(h.server.url, threadId, { 'x-api-key': h.apiKey }, { after: '0' });
+    try {
+      const items = await reader.until((i) => i.event === 'message.created' && i.data.sender_id === agent, "the remote's reply");
+      const reply = items.find((i) => i.event === 'message.created' && i.data.sender_id === agent)!;
+      expect(reply.data.content).toBe('The tale is told.');
+      const deltas = deltasOf(items, reply.data.message_id);
+      expect(deltas.map((d) => d.data.text).join('')).toBe('Once upon a time, stream and say it.');
+      const restarted = items.findIndex((i) => i.event === 'turn.restarted' && i.data.message_id === reply.data.message_id);
+      expect(restarted).toBeGreaterThan(items.indexOf(deltas.at(-1)!));
+      expect(restarted).toBeLessThan(items.indexOf(reply));
+      expect(rebuiltText(items, reply.data.message_id)).toBe('');
+    } finally {
+      reader.close();
+    }
+    const done = await waitForState(taskId, 'completed');
+    expect(done.status_message?.content).toBe('The tale is told.');
+    expect(done.artifacts.map((a) => a.parts)).toEqual([[{ text: 'Once upon a time, stream and say it.' }]]);
+  });
+
+  it("a remote A2A agent called over our A2A server streams too: its reply's deltas come as chunks of one artifact, which the remote's whole artifact then replaces under the same id", async () => {
+    const team = await makeTeam(h, { agents: [{ name: 'caller' }, { name: 'helper', a2a: { url: helper.url } }], edges: [['caller', 'helper']] });
+    const key = await h.call('POST', `/api/v1/agents/${team.id.caller}/mcp-keys`, {});
+    expect(key.status).toBe(201);
+    const client = await a2aClient(agentCardUrl(h.server.url, team.id.helper!), key.body.mcp_key);
+    const events: StreamResponse[] = [];
+    for await (const event of client.sendMessageStream(sendRequest(userMessage('stream over a2a')))) events.push(event);
+    const last = events.at(-1)!.payload!;
+    expect(last.$case === 'statusUpdate' && last.value.status?.message?.parts.map(partText).join('')).toBe('Once upon a time, stream over a2a.');
+    const updates = events.flatMap((e) => (e.payload?.$case === 'artifactUpdate' ? [e.payload.value] : []));
+    const chunks = updates.filter((u) => !u.lastChunk);
+    expect(chunks.length).toBeGreaterThan(0);
+    expect(chunks.map((u) => u.artifact!.parts.map(partText).join('')).join('')).toBe('Once upon a time, stream over a2a.');
+    // One artifact in the end: the chunks' artifact, whole, not a second one beside it.
+    expect(updates.filter((u) => u.lastChunk).map((u) => [u.artifact!.artifactId, u.append, u.artifact!.name, u.artifact!.parts.map(partText).join('')])).toEqual([
+      [chunks[0]!.artifact!.artifactId, false, 'story', 'Once upon a time, stream over a2a.'],
+    ]);
+  });
+
+  it('a remote A2A agent killed (SIGKILL) while it streams its artifact and started again: its chunks sent again are not read twice (turn.restarted), and its reply is posted once', async () => {
+    const streamer = await startRemote({ env: { STREAM_HOLD_MS: '600000' } });
+    remotes.push(streamer);
+    const { dana, agent, edge } = await teamWithRemote(streamer.url);
+    const { taskId, threadId } = await askTask(edge, dana, 'stream twice');
+    const reader = await readThread(h.server.url, threadId, { 'x-api-key': h.apiKey }, { after: '0' });
+    try {
+      await reader.until((i) => i.event === 'message.delta' && i.data.sender_id === agent, 'a first delta');
+      await streamer.stop('SIGKILL');
+      const again = await startRemote({ port: streamer.port });
+      remotes.push(again);
+      const items: Item[] = await reader.until((i) => i.event === 'message.created' && i.data.sender_id === agent, "the remote's reply");
+      const reply = items.find((i) => i.event === 'message.created' && i.data.sender_id === agent)!;
+      expect(reply.data.content).toBe('Once upon a time, stream twice.');
+      const restarted = items.findIndex((i) => i.event === 'turn.restarted' && i.data.message_id === reply.data.message_id);
+      // The text of the first attempt is dropped by the restart; the deltas go on numbering.
+      expect(restarted).toBeGreaterThan(items.indexOf(deltasOf(items, reply.data.message_id)[0]!));
+      const indexes = deltasOf(items, reply.data.message_id).map((d) => d.data.index);
+      expect(indexes).toEqual(indexes.map((_, i) => i));
+      expect(rebuiltText(items, reply.data.message_id)).toBe(reply.data.content);
+      expect(createdOf(items, reply.data.message_id)).toBeDefined();
+    } finally {
+      reader.close();
+    }
+    await waitForState(taskId, 'completed');
+    const fromRemote = (await messagesOf(h, threadId)).filter((m) => m.sender_id === agent).map((m) => m.content);
+    expect(fromRemote).toEqual(['Once upon a time, stream twice.']);
   });
 
   it('a remote A2A agent answering what is not JSON fails the task with the reason, and is not asked again', async () => {
