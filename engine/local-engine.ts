@@ -77,10 +77,11 @@ export class LocalRunCancelled extends Error {
  * `signal` cancels the run as `runs cancel` cancels a workflow: the waiting steps and sleeps stop
  * at once, running entries end `cancelled`, nothing more is sent (a send already under way ends
  * first), and the run rejects with a {@link LocalRunCancelled} (the signal's reason when it is one).
- * A waiting task step's task is cancelled then, and when the step's `timeout` passes (with
- * `cancelStepTask` among `acts`; best effort: a failure goes to `onWarning`, default
- * `process.emitWarning`, and the run ends as it would have); the run settles once those cancels are
- * done. Output: {@link PipelineResult}. Raises the first failing entry's error (an
+ * A waiting task step's task is cancelled then, when the step's `timeout` passes, and when the run
+ * fails meanwhile (a parallel member's, another member failing the run; a task being created is
+ * cancelled once it is), with `cancelStepTask` among `acts` (best effort: a failure goes to
+ * `onWarning`, default `process.emitWarning`, and the run ends as it would have); the run settles
+ * once those cancels are done. Output: {@link PipelineResult}. Raises the first failing entry's error (an
  * `ApplicationFailure` typed by the stable code, e.g. `timed_out`, `reply_invalid`).
  */
 export async function runPipelineLocally(
@@ -112,11 +113,17 @@ export async function runPipelineLocally(
   if (signal) retrying = untilAborted(retrying, signal, cancelled);
   // Task steps see the signal themselves: a cancelled step cancels its task before it ends.
   const cancels: Array<Promise<void>> = [];
+  // Aborted when the run has ended: a task step still under way then (a parallel member's, when
+  // another member failed the run) cancels its task and ends.
+  const ended = new AbortController();
+  const steps = new Set<Promise<unknown>>();
   const { cancelStepTask } = acts as Partial<TaskStepActivities>;
   retrying = withTaskSteps(retrying, retried as Partial<TaskStepActivities>, {
     ...(signal ? { signal } : {}),
+    ended: ended.signal,
     cancelled,
     cancels,
+    steps,
     onWarning: options.onWarning ?? ((text) => process.emitWarning(text, 'TeamctlWarning')),
     ...(cancelStepTask
       ? {
@@ -183,7 +190,10 @@ export async function runPipelineLocally(
     if (signal?.aborted) throw cancelled();
     return await run(input, options.onProgress);
   } finally {
-    // Cancels of tasks still under way (a parallel member's, when another member ended the run first).
+    // Task steps still under way (a parallel member's, when another member ended the run first)
+    // stop and cancel their tasks; the run settles once those cancels are done.
+    ended.abort();
+    await Promise.allSettled(steps);
     await Promise.all(cancels);
     closeStream();
   }
@@ -241,6 +251,10 @@ export type TaskStepActivities = Pick<ConversationActivities, 'createStepTask' |
 interface TaskStepEnding {
   /** The run's cancellation, when it can be cancelled. */
   signal?: AbortSignal;
+  /** Aborted once the run has ended (failed, say): a step still under way stops too. */
+  ended: AbortSignal;
+  /** Where each task step under way is put, until it ends (for the run to wait for). */
+  steps: Set<Promise<unknown>>;
   /** The error a cancelled step ends with. */
   cancelled: () => Error;
   /** Cancels a task (retried a few times); absent: tasks are left open. */
@@ -260,12 +274,17 @@ interface TaskStepEnding {
  * poll under way ends on its own, within a poll once the task is canceled) or at its deadline
  * (`timed_out`); either way its task is cancelled first, as the workflow does (best effort: a
  * task final already is left so, a failure goes to `ending.onWarning`, and the step ends as it would
- * have). A run cancelled while a step's task is being created cancels that task too.
+ * have). A run cancelled while a step's task is being created cancels that task too. So does a
+ * run that ended (`ending.ended`: failed while this step waits or creates its task); the step then
+ * rejects with an error nobody sees (its run settled its steps already).
  */
 function withTaskSteps(acts: PipelineActivities, from: Partial<TaskStepActivities>, ending: TaskStepEnding): PipelineActivities {
   const { createStepTask, awaitTask } = from;
   if (acts.task || !createStepTask || !awaitTask) return acts;
-  const { signal, cancelled } = ending;
+  const { signal, cancelled, ended } = ending;
+  const stopping = signal ? AbortSignal.any([signal, ended]) : ended;
+  /** Why a step stops waiting: the run's cancel, or its end. */
+  const stopped = (): Error => (signal?.aborted ? cancelled() : new Error('the run ended while this task step was under way'));
   const cancelOpenTask = (input: TaskStepInput, taskId: string): Promise<void> => {
     const { cancelStepTask } = ending;
     if (!cancelStepTask) return Promise.resolve();
@@ -281,26 +300,32 @@ function withTaskSteps(acts: PipelineActivities, from: Partial<TaskStepActivitie
   };
   return {
     ...acts,
-    task: async (input, options = {}) => {
-      if (signal?.aborted) throw cancelled();
-      const created = await createStepTask(input);
-      options.taskCreated?.(created);
-      const waits = input.deadline !== undefined && !FINAL_TASK_STATES.includes(created.state);
-      if (signal?.aborted) {
-        // Cancelled while the task was being created: a task the step would wait for, nobody will.
-        if (waits) await cancelOpenTask(input, created.taskId);
-        throw cancelled();
-      }
-      if (!waits) return created;
-      // WaitKinds.poll: the interpreter's module is loaded lazily (see runPipelineLocally).
-      options.waiting?.('poll');
-      try {
-        return await untilSignal(awaitTask({ connection: input.connection, taskId: created.taskId, threadId: created.threadId, deadline: input.deadline! }), signal, cancelled);
-      } catch (error) {
-        // Cancelled, or out of time: nobody waits for the task any more, so its assignee should stop.
-        if (signal?.aborted || (error instanceof ApplicationFailure && error.type === 'timed_out')) await cancelOpenTask(input, created.taskId);
-        throw error;
-      }
+    task: (input, options = {}) => {
+      const step = (async () => {
+        if (signal?.aborted) throw cancelled();
+        const created = await createStepTask(input);
+        options.taskCreated?.(created);
+        const waits = input.deadline !== undefined && !FINAL_TASK_STATES.includes(created.state);
+        if (stopping.aborted) {
+          // Cancelled, or the run ended, while the task was being created: a task the step would wait for, nobody will.
+          if (waits) await cancelOpenTask(input, created.taskId);
+          throw stopped();
+        }
+        if (!waits) return created;
+        // WaitKinds.poll: the interpreter's module is loaded lazily (see runPipelineLocally).
+        options.waiting?.('poll');
+        try {
+          return await untilSignal(awaitTask({ connection: input.connection, taskId: created.taskId, threadId: created.threadId, deadline: input.deadline! }), stopping, stopped);
+        } catch (error) {
+          // Cancelled, ended, or out of time: nobody waits for the task any more, so its assignee should stop.
+          if (stopping.aborted || (error instanceof ApplicationFailure && error.type === 'timed_out')) await cancelOpenTask(input, created.taskId);
+          throw error;
+        }
+      })();
+      ending.steps.add(step);
+      const forget = () => void ending.steps.delete(step);
+      step.then(forget, forget);
+      return step;
     },
   };
 }

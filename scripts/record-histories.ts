@@ -16,7 +16,8 @@
  * branch skipped on an input; a loop of 3 iterations; a map of 5 items; a sub-pipeline (the
  * parent's history; the child is a workflow of its own); a sleep; task steps (`task: true`): a typed
  * one dana completes by REST while it waits, then one the echo agent completes; one cancelled while
- * it waits, and one past its timeout (each run cancels its task before it ends).
+ * it waits, and one past its timeout (each run cancels its task before it ends); a parallel pair
+ * whose brief member times out while the other waits (the run cancels both tasks).
  *
  * Waits that hold nothing ({@link PUSH}): on an organization whose webhook points at the worker's
  * events listener, the typed approval answered by push (a signal), answered wrong then right (a
@@ -121,6 +122,21 @@ const DECIDE = `
         task: true
         content: "Ship it within two seconds?"
         timeout: 2s
+  - name: task-parallel-failed
+    team: intake
+    steps:
+      - parallel:
+          - id: ask
+            from: triager
+            to: dana
+            task: true
+            content: "Ship it? (a sibling will fail this run)"
+          - id: brief
+            from: triager
+            to: dana
+            task: true
+            content: "Brief it within two seconds?"
+            timeout: 2s
   - name: typed-reask
     team: intake
     steps:
@@ -424,6 +440,17 @@ try {
     await save('pipeline-task-timeout', handle, true);
     const taskId = (await handle.query(progressQuery)).steps.find((s) => s.id === 'ask')?.task_id;
     if (!taskId || (await acs.getTask(taskId)).state !== 'canceled') throw new Error('pipeline-task-timeout: the run did not cancel its task');
+  }
+  if (wanted('pipeline-task-parallel-failed')) {
+    // A parallel member past its timeout fails the run while its sibling waits on a task: the run
+    // cancels both tasks before it ends (the sibling's under the patch pipeline-cancel-tasks-at-end).
+    const handle = await startDecide('task-parallel-failed');
+    await save('pipeline-task-parallel-failed', handle, true);
+    const steps = (await handle.query(progressQuery)).steps;
+    for (const id of ['ask', 'brief']) {
+      const taskId = steps.find((s) => s.id === id)?.task_id;
+      if (!taskId || (await acs.getTask(taskId)).state !== 'canceled') throw new Error(`pipeline-task-parallel-failed: the run did not cancel the task of ${id}`);
+    }
   }
   if (wanted('pipeline-branch-skipped')) await save('pipeline-branch-skipped', await startDecide('branch'));
   if (wanted('pipeline-loop-3')) await save('pipeline-loop-3', await startDecide('loop-3'));

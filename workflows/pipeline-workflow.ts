@@ -24,7 +24,9 @@
  *   stops waiting for — the run is cancelled, or the step's `timeout` passes — is cancelled
  *   (`cancelStepTask`, a local activity in a non-cancellable scope, best effort: its failure is
  *   logged and the run ends as it would have); runs recorded before the patch
- *   `PIPELINE_PATCHES.cancelOpenTasks` replay without it.
+ *   `PIPELINE_PATCHES.cancelOpenTasks` replay without it. Since `cancelTasksAtEnd`, so is a task
+ *   that another task step still waits for when the run fails, and the creation of a task is
+ *   awaited in a non-cancellable scope, its task cancelled when the run was cancelled meanwhile.
  * - Expressions (CEL) and typed replies (JSON Schema, ajv) are evaluated in the workflow itself:
  *   both libraries are pure, deterministic JavaScript that the workflow sandbox runs (ajv's
  *   generated validators included), so a `when`, an `until` or a reply check adds no history
@@ -94,8 +96,16 @@ const STEP_MARGIN_MS = 5 * 60_000;
  * recorded before replays with one `converse` activity per step, as it ran. `cancelOpenTasks`: a
  * task step's task that the run stops waiting for (cancelled, timed out) is cancelled; a run
  * recorded before (its `runs show` replays it) ends as it did, without the cancel.
+ * `cancelTasksAtEnd`: a task step's creation is awaited even when the run is cancelled meanwhile
+ * (and the task it made cancelled then), and a run that fails cancels the tasks its other task
+ * steps still wait for (a parallel member's, when another member failed the run); a run recorded
+ * before ends as it did.
  */
-export const PIPELINE_PATCHES = { waitsInWorkflow: 'pipeline-waits-in-workflow', cancelOpenTasks: 'pipeline-cancel-open-tasks' } as const;
+export const PIPELINE_PATCHES = {
+  waitsInWorkflow: 'pipeline-waits-in-workflow',
+  cancelOpenTasks: 'pipeline-cancel-open-tasks',
+  cancelTasksAtEnd: 'pipeline-cancel-tasks-at-end',
+} as const;
 
 /**
  * Whether a task step's wait failed because its time ran out: `awaitTask`'s `timed_out` at the
@@ -173,21 +183,70 @@ export async function pipelineWorkflow(input: PipelineRunInput): Promise<Pipelin
     taskCancels.push(done);
     return done;
   };
+  /**
+   * Whether this run cancels its task steps' tasks when it ends (`cancelTasksAtEnd`): asked once,
+   * at its first task step (a run without one never records the patch).
+   */
+  let tasksAtEnd: boolean | undefined;
+  /**
+   * The task steps under way (`cancelTasksAtEnd`), each until it ends: its creation's outcome (the
+   * id of the task it waits for, or none: not created, final already, not waited for).
+   */
+  const stepTasks = new Set<{ connection: Connection; stepId: string; waitsFor: Promise<string | undefined> }>();
+  /** Set when the run failed: a task step whose creation ends afterwards waits for nothing. */
+  let runFailed = false;
   const acts: PipelineActivities = {
     resolveTeam: (args) => lookup.resolveTeam(args),
     // Task steps exist only in runs started since they were added: no patch guards them (the
-    // cancel of a task the run stops waiting for came later: `cancelOpenTasks` guards it).
+    // cancel of a task the run stops waiting for came later: `cancelOpenTasks` guards it, and
+    // `cancelTasksAtEnd` the cancels at a failed run's end and of a creation a cancel overtook).
     task: async (args: TaskStepInput, options: ExchangeOptions = {}) => {
-      const created = await local.createStepTask(args);
+      tasksAtEnd ??= patched(PIPELINE_PATCHES.cancelTasksAtEnd);
+      let created;
+      const stepTask = { connection: args.connection, stepId: args.stepId, waitsFor: Promise.resolve<string | undefined>(undefined) };
+      if (tasksAtEnd) {
+        // Awaited even when the run is cancelled meanwhile: the task it makes is then known, so it
+        // can be cancelled (a cancelled local activity's task may have been created all the same).
+        const creation = CancellationScope.nonCancellable(() => local.createStepTask(args));
+        stepTask.waitsFor = creation.then(
+          (task) => (args.deadline === undefined || FINAL_TASK_STATES.includes(task.state) ? undefined : task.taskId),
+          () => undefined,
+        );
+        stepTasks.add(stepTask);
+        try {
+          created = await creation;
+        } catch (error) {
+          stepTasks.delete(stepTask);
+          throw error;
+        }
+      } else {
+        created = await local.createStepTask(args);
+      }
       options.taskCreated?.(created);
-      if (args.deadline === undefined || FINAL_TASK_STATES.includes(created.state)) return created;
+      const waits = args.deadline !== undefined && !FINAL_TASK_STATES.includes(created.state);
+      if (tasksAtEnd) {
+        const scope = CancellationScope.current();
+        if (scope.consideredCancelled) {
+          // Cancelled while the task was being created: a task the step would wait for, nobody will.
+          stepTasks.delete(stepTask);
+          if (waits) await cancelOpenTask(args.connection, created.taskId, args.stepId);
+          await scope.cancelRequested;
+        }
+        // The run failed while the task was being created: its end cancels the task (see below);
+        // the step is settled already, and what it throws is dropped.
+        if (runFailed) throw new Error('the run failed while this task step created its task');
+        if (!waits) stepTasks.delete(stepTask);
+      }
+      if (!waits) return created;
       options.waiting?.(WaitKinds.poll);
       try {
-        return await awaitingTask({ connection: args.connection, taskId: created.taskId, threadId: created.threadId, deadline: args.deadline });
+        return await awaitingTask({ connection: args.connection, taskId: created.taskId, threadId: created.threadId, deadline: args.deadline! });
       } catch (error) {
         // Cancelled, or out of time: nobody waits for the task any more, so its assignee should stop.
         if (isCancellation(error) || waitRanOut(error)) await cancelOpenTask(args.connection, created.taskId, args.stepId);
         throw error;
+      } finally {
+        stepTasks.delete(stepTask);
       }
     },
     converse: async (args: ConverseInput, options: ExchangeOptions = {}) => {
@@ -234,9 +293,25 @@ export async function pipelineWorkflow(input: PipelineRunInput): Promise<Pipelin
       },
     });
   } catch (error) {
+    const cancelled = isCancellation(error);
+    if (!cancelled && stepTasks.size > 0) {
+      // The run failed while other task steps wait for their tasks (a parallel member's, when
+      // another member failed): nobody will, so their assignees should stop. A creation under
+      // way ends first (its step then waits for nothing). The steps are settled first, so that
+      // such a step ends `failed` with the others.
+      settleRunning(state, StepStatuses.failed);
+      runFailed = true;
+      const steps = [...stepTasks];
+      stepTasks.clear();
+      await Promise.all(
+        steps.map(async ({ connection, stepId, waitsFor }) => {
+          const taskId = await waitsFor;
+          if (taskId !== undefined) await cancelOpenTask(connection, taskId, stepId);
+        }),
+      );
+    }
     // Cancels still under way (a parallel member's, when another member ended the run first).
     if (taskCancels.length > 0) await Promise.all(taskCancels);
-    const cancelled = isCancellation(error);
     status = cancelled ? RunStatuses.cancelled : RunStatuses.failed;
     settleRunning(state, cancelled ? StepStatuses.cancelled : StepStatuses.failed);
     throw error;

@@ -1,7 +1,8 @@
 /**
  * What the tests of task steps (`task: true`) share: a definition whose `echo` agent answers at
  * once and whose `ext` agent is external (the tests act for it, or let its tasks wait: `ask-ext`
- * waits 2 minutes, `ask-ext-briefly` 2 seconds), and an organization with it applied on a running
+ * waits 2 minutes, `ask-ext-briefly` 2 seconds, `ask-ext-in-parallel` asks both at once, so that
+ * the brief one fails the run while the other waits), and an organization with it applied on a running
  * acs-server.
  */
 import { mkdtemp, writeFile } from 'node:fs/promises';
@@ -85,6 +86,24 @@ pipelines:
         subject: Plan the release at once
         content: Plan the release within two seconds
         timeout: 2s
+  - name: ask-ext-in-parallel
+    team: desk
+    steps:
+      - parallel:
+          - id: plan
+            from: dana
+            to: ext
+            task: true
+            subject: Plan the release
+            content: Plan the release
+            timeout: 2m
+          - id: brief
+            from: dana
+            to: ext
+            task: true
+            subject: Brief the team at once
+            content: Brief the team within two seconds
+            timeout: 2s
 `;
 
 /** A new organization with the definition applied: its client, env, participant ids and the pipelines as run inputs. */

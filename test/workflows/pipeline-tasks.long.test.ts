@@ -5,7 +5,9 @@
  * value reach the result and `runs show`; a worker SIGKILLed while a task step waits: a new
  * worker carries the wait to its end, and the task was created once; a run cancelled while a task
  * step waits, and a task step past its timeout, cancel the step's task (a local activity in a
- * non-cancellable scope, under the patch `pipeline-cancel-open-tasks`) before the run ends; a
+ * non-cancellable scope, under the patch `pipeline-cancel-open-tasks`) before the run ends; so do
+ * a run that fails while a parallel member's task step waits, and a run cancelled while a task is
+ * being created (the creation is awaited; patch `pipeline-cancel-tasks-at-end`); a
  * cancel that keeps failing is given up after 3 attempts and changes nothing of how the run ends.
  */
 import { randomUUID } from 'node:crypto';
@@ -130,7 +132,7 @@ describeTemporal('task steps on Temporal', () => {
         expect(progress).toMatchObject({ status: 'cancelled' });
         expect(entry(progress.steps, 'plan')).toMatchObject({ status: 'cancelled', task_id: taskId });
         // The creation and the cancel: two local activities, the cancel under its patch.
-        expect(await historyOf(runId)).toEqual({ patches: [PIPELINE_PATCHES.waitsInWorkflow, PIPELINE_PATCHES.cancelOpenTasks], activities: ['resolveTeam', 'awaitTask'], localActivities: 2 });
+        expect(await historyOf(runId)).toEqual({ patches: [PIPELINE_PATCHES.waitsInWorkflow, PIPELINE_PATCHES.cancelTasksAtEnd, PIPELINE_PATCHES.cancelOpenTasks], activities: ['resolveTeam', 'awaitTask'], localActivities: 2 });
       }, 240_000);
 
       it(`temporal (${backend}): a task step past its timeout fails the run with timed_out as before (runs show says so), and its task is canceled in the service`, async () => {
@@ -149,7 +151,69 @@ describeTemporal('task steps on Temporal', () => {
         expect(await runCli(['runs', 'show', runId], cliIo(server.url, org.env, out))).toBe(0);
         expect(out.join('\n')).toMatch(/timed_out/);
         expect(out.join('\n')).toContain(`task ${plan.task_id} (submitted)`);
-        expect(await historyOf(runId)).toEqual({ patches: [PIPELINE_PATCHES.waitsInWorkflow, PIPELINE_PATCHES.cancelOpenTasks], activities: ['resolveTeam', 'awaitTask'], localActivities: 2 });
+        expect(await historyOf(runId)).toEqual({ patches: [PIPELINE_PATCHES.waitsInWorkflow, PIPELINE_PATCHES.cancelTasksAtEnd, PIPELINE_PATCHES.cancelOpenTasks], activities: ['resolveTeam', 'awaitTask'], localActivities: 2 });
+      }, 240_000);
+
+      it(`temporal (${backend}): a parallel member past its timeout fails the run while its sibling waits on a task; the sibling's task is canceled in the service too, under the patch pipeline-cancel-tasks-at-end`, async () => {
+        const org = await taskOrganization(server, `tasks-temporal-parallel-${backend}`);
+        const taskQueue = `tasks-parallel-${randomUUID()}`;
+        const worker = await startWorker(taskQueue, { env: org.env });
+        stops.push(() => worker.stop());
+        const runId = newRunId(`tasks-temporal-parallel-${backend}`, 'ask-ext-in-parallel');
+        await startPipelineRun(temporalInput(org, 'ask-ext-in-parallel'), runId, { settings: testSettings(), taskQueue });
+        expect(await result(runId).catch((e: unknown) => e)).toBeInstanceOf(WorkflowFailedError);
+        const progress = await temporal.workflow.getHandle(runId).query(progressQuery);
+        expect(progress).toMatchObject({ status: 'failed' });
+        expect(entry(progress.steps, 'brief')).toMatchObject({ status: 'failed', error: { code: 'timed_out' } });
+        const plan = entry(progress.steps, 'plan');
+        expect(plan).toMatchObject({ status: 'failed', task_id: expect.any(String) });
+        // The run ended once both tasks were canceled: no wait for the service to catch up.
+        const tasks = (await org.client.listTasks(org.teamId)).tasks;
+        expect(tasks.map((t) => [t.task_id === plan.task_id ? 'plan' : t.title, t.state]).sort()).toEqual([
+          ['Brief the team at once', 'canceled'],
+          ['plan', 'canceled'],
+        ]);
+        const history = await historyOf(runId);
+        expect(history.patches).toEqual([PIPELINE_PATCHES.waitsInWorkflow, PIPELINE_PATCHES.cancelTasksAtEnd, PIPELINE_PATCHES.cancelOpenTasks]);
+        // Two creations, two cancels.
+        expect(history.localActivities).toBe(4);
+      }, 240_000);
+
+      it(`temporal (${backend}): a run cancelled while its task step's task is being created ends cancelled once the creation is done, and the task it made is canceled in the service`, async () => {
+        const org = await taskOrganization(server, `tasks-temporal-cancel-creating-${backend}`);
+        const taskQueue = `tasks-cancel-creating-${randomUUID()}`;
+        const runId = newRunId(`tasks-temporal-cancel-creating-${backend}`, 'ask-ext');
+        // The run is cancelled when the creation's request leaves the worker, which reaches the
+        // service only after the workflow task's heartbeat (8 s of the default 10 s) has delivered
+        // the cancel to the workflow, the create local activity still in flight.
+        let creations = 0;
+        const slowCreation: typeof fetch = async (input, init) => {
+          const url = input instanceof Request ? input.url : String(input);
+          const method = input instanceof Request ? input.method : (init?.method ?? 'GET');
+          if (method === 'POST' && /\/edges\/[^/]+\/tasks$/.test(new URL(url).pathname)) {
+            creations++;
+            await temporal.workflow.getHandle(runId).cancel();
+            await new Promise((resolve) => setTimeout(resolve, 12_000));
+          }
+          return fetch(input, init);
+        };
+        const worker = await startWorker(taskQueue, { env: org.env, fetch: slowCreation });
+        stops.push(() => worker.stop());
+        await startPipelineRun(temporalInput(org, 'ask-ext'), runId, { settings: testSettings(), taskQueue });
+        expect(await result(runId).catch((e: unknown) => e)).toBeInstanceOf(WorkflowFailedError);
+        expect((await temporal.workflow.getHandle(runId).describe()).status.name).toBe('CANCELLED');
+        expect(creations).toBe(1);
+        const tasks = (await org.client.listTasks(org.teamId)).tasks;
+        expect(tasks.map((t) => [t.title, t.state])).toEqual([['Plan the release', 'canceled']]);
+        const progress = await temporal.workflow.getHandle(runId).query(progressQuery);
+        expect(progress).toMatchObject({ status: 'cancelled' });
+        expect(entry(progress.steps, 'plan')).toMatchObject({ status: 'cancelled', task_id: tasks[0]!.task_id });
+        // The workflow heard the cancel before the creation's result, and never waited on the task.
+        const events = (await temporal.workflow.getHandle(runId).fetchHistory()).events ?? [];
+        const cancelAt = events.findIndex((e) => e.workflowExecutionCancelRequestedEventAttributes);
+        expect(cancelAt).toBeGreaterThan(-1);
+        expect(cancelAt).toBeLessThan(events.findIndex((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity'));
+        expect(await historyOf(runId)).toEqual({ patches: [PIPELINE_PATCHES.waitsInWorkflow, PIPELINE_PATCHES.cancelTasksAtEnd, PIPELINE_PATCHES.cancelOpenTasks], activities: ['resolveTeam'], localActivities: 2 });
       }, 240_000);
 
       it(`temporal (${backend}): a cancel of a timed-out step's task that keeps failing is tried 3 times, then the run fails timed_out as it would have, the task left open`, async () => {

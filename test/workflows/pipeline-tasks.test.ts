@@ -5,7 +5,8 @@
  * through a task on its edge and waits until the task is final; its reply is the text of the
  * task's artifacts, its typed value parsed from them (or from a data part), `steps.ID.task_id`
  * names the task; a task that ends rejected fails the run with `task_failed`; a run cancelled
- * while a task step waits, and a task step past its timeout, cancel the step's task (best effort:
+ * while a task step waits, a task step past its timeout, and a run that fails while a parallel
+ * member's task step waits, cancel the step's task (best effort:
  * a cancel that fails is a warning, a task final already is left so); `validate` knows `task_id`
  * on task steps only and refuses `task` with `thread`.
  */
@@ -138,6 +139,26 @@ describe('task steps (local engine)', () => {
     const last = steps.at(-1)!;
     expect(last).toMatchObject({ id: 'plan', status: 'failed', error: { code: 'timed_out' }, task_state: 'submitted' });
     expect((await org.client.getTask(last.task_id!)).state).toBe('canceled');
+  }, 60_000);
+
+  it('local: a parallel member past its timeout fails the run while its sibling waits on a task; the sibling\'s task is canceled in the service too', async () => {
+    const org = await organization('tasks-parallel-failed');
+    const steps: StepProgress[] = [];
+    const failed = await runPipelineLocally(org.input('ask-ext-in-parallel'), createConversationActivities({ env: org.env }), {
+      streamWaits: { env: org.env },
+      onProgress: ({ step }) => void steps.push(step),
+    }).catch((e: unknown) => e);
+    expect(failed).toMatchObject({ type: 'timed_out' });
+    const last = (id: string) => steps.filter((s) => s.id === id).at(-1)!;
+    expect(last('brief')).toMatchObject({ status: 'failed', error: { code: 'timed_out' } });
+    // The sibling was waiting on its task when the run failed.
+    expect(last('plan')).toMatchObject({ status: 'running', wait_mode: 'poll', task_id: expect.any(String) });
+    // The run ended once both tasks were canceled: no wait for the service to catch up.
+    const tasks = (await org.client.listTasks(org.teamId)).tasks;
+    expect(tasks.map((t) => [t.title, t.state]).sort()).toEqual([
+      ['Brief the team at once', 'canceled'],
+      ['Plan the release', 'canceled'],
+    ]);
   }, 60_000);
 
   it('local: a cancel of a timed-out step\'s task that keeps failing is tried 3 times, reported as a warning naming the task, and the run still fails timed_out', async () => {

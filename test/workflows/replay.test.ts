@@ -42,7 +42,7 @@ beforeAll(() => {
 });
 
 describe('replay', () => {
-  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after each of its patches), and pipelines completed, continued as new, answered by a human and cancelled, polling and waiting by push, task steps completed, cancelled and timed out', () => {
+  it('replay: the recorded histories cover creating, a no-op, deletes with a rename, destroy, continue-as-new and a failure of apply (before and after each of its patches), and pipelines completed, continued as new, answered by a human and cancelled, polling and waiting by push, task steps completed, cancelled, timed out and waiting in a run that failed', () => {
     expect(files).toEqual([
       'apply-continue-as-new-batched.json',
       'apply-continue-as-new-cross-team.json',
@@ -84,6 +84,7 @@ describe('replay', () => {
       'pipeline-sleep.json',
       'pipeline-sub-pipeline.json',
       'pipeline-task-cancelled.json',
+      'pipeline-task-parallel-failed.json',
       'pipeline-task-step.json',
       'pipeline-task-timeout.json',
       'pipeline-triage.json',
@@ -196,7 +197,7 @@ describe('replay', () => {
     expect(result.steps[1]!.value).toBe(`echo: Noted: approve (task ${String(created[0]!['taskId'])})`);
   });
 
-  it('replay: the task steps the run stopped waiting for were recorded doing what they say: cancelled, and past its timeout, each run cancelled its task (a local activity under the patch) before it ended', () => {
+  it('replay: the task steps the run stopped waiting for were recorded doing what they say: cancelled, past its timeout, and waiting when a parallel member failed the run, each run cancelled its tasks (local activities under the patches) before it ended', () => {
     const events = (name: string) => histories().find((h) => h.name === name)!.history.events!;
     const payload = (p: { data?: Uint8Array | null } | undefined) => JSON.parse(Buffer.from(p!.data!).toString('utf8')) as Record<string, unknown>;
     /** The history's patch ids and local activities, in order. */
@@ -223,6 +224,25 @@ describe('replay', () => {
     expect(cancelResult('pipeline-task-timeout')).toMatchObject({ canceled: true });
     const failure = timedOut.at(-1)!.workflowExecutionFailedEventAttributes!.failure!;
     expect(failure.cause?.applicationFailureInfo?.type ?? failure.applicationFailureInfo?.type).toBe('timed_out');
+    // A parallel member past its timeout failed the run while its sibling waited on a task: under
+    // the patch pipeline-cancel-tasks-at-end, the run cancelled both tasks, and failed timed_out.
+    expect(markers('pipeline-task-parallel-failed')).toEqual([
+      'patch pipeline-waits-in-workflow',
+      'patch pipeline-cancel-tasks-at-end',
+      'createStepTask',
+      'createStepTask',
+      'patch pipeline-cancel-open-tasks',
+      'cancelStepTask',
+      'cancelStepTask',
+    ]);
+    expect(activities('pipeline-task-parallel-failed')).toEqual(['resolveTeam', 'awaitTask', 'awaitTask']);
+    const parallelCancels = events('pipeline-task-parallel-failed')
+      .filter((e) => e.markerRecordedEventAttributes?.markerName === 'core_local_activity')
+      .slice(-2)
+      .map((e) => payload(e.markerRecordedEventAttributes!.details!['result']!.payloads![0]));
+    expect(parallelCancels).toEqual([expect.objectContaining({ canceled: true }), expect.objectContaining({ canceled: true })]);
+    const parallelFailure = events('pipeline-task-parallel-failed').at(-1)!.workflowExecutionFailedEventAttributes!.failure!;
+    expect(parallelFailure.cause?.applicationFailureInfo?.type ?? parallelFailure.applicationFailureInfo?.type).toBe('timed_out');
   });
 
   it('replay: every recorded history replays against the current workflow code without a determinism error', async () => {
