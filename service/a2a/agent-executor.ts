@@ -25,16 +25,6 @@ export interface ExecutorEnv extends StoreEnv {
   blockingWaitMs: number;
 }
 
-/** Whether two reads of a task show the same task (state, status message, artifacts, last change): what A2A's Task shows of it besides the history. */
-function sameTask(a: Task, b: Task): boolean {
-  return (
-    a.updated_at === b.updated_at &&
-    a.state === b.state &&
-    (a.status_message?.message_id ?? null) === (b.status_message?.message_id ?? null) &&
-    a.artifacts.length === b.artifacts.length
-  );
-}
-
 /** The AgentExecutor of the A2A server (see the module's comment). */
 export class DomainAgentExecutor implements AgentExecutor {
   readonly #env: ExecutorEnv;
@@ -83,15 +73,16 @@ export class DomainAgentExecutor implements AgentExecutor {
   }
 
   /**
-   * What a stream shows of `task` (its first read) as its first event, kept as the call's view
-   * (call-context.ts `StreamView`): the request handler's view of the task it just created when
-   * the task has not changed since (its history, read after the creation, is then the thread's as
-   * it stood with this very task), else `task` with its history read now. Output: a copy. Errors:
-   * storage errors.
+   * What a stream shows as its first event, kept as the call's view (call-context.ts
+   * `StreamView`): the task as the request handler created it, with its first message as history,
+   * when this call created it — the stream then always begins with the task as submitted, and a
+   * turn that started meanwhile follows as a status update (the first read, `task`, is compared
+   * with the task as created, not shown) — else `task` (a task the message continues) with its
+   * history read now. Output: a copy. Errors: storage errors.
    */
   async #shown(context: ServerCallContext, call: ReachableCall, task: Task): Promise<A2aTask> {
     let view = streamView(context, task.task_id);
-    if (!view || !sameTask(view.task, task)) {
+    if (!view) {
       view = { task, shown: await withHistory(this.#env, call, task) };
       setStreamView(context, view);
     }

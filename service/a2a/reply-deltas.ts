@@ -19,7 +19,7 @@ import type { Queryable } from '../storage/db.ts';
 import type { StreamPosition } from '../events/deltas.ts';
 import { readStreamItems, streamEnd } from '../events/thread-stream.ts';
 
-/** Most stream items read per wake (a page; the rest come at the next read). */
+/** Stream items read per statement. */
 const readPage = 500;
 
 /**
@@ -51,13 +51,20 @@ export class ReplyDeltas {
   }
 
   /**
-   * The assignee's deltas written since the last read (at most one page of the thread's stream),
-   * as artifact updates in their order. Output: the events (empty when nothing new). Errors:
+   * The assignee's deltas written since the last read, as artifact updates in their order. Output: the events (empty when nothing new). Errors:
    * storage's (the position stays, so the next read tries again).
    */
   async read(): Promise<TaskArtifactUpdateEvent[]> {
-    const items = await readStreamItems(this.#db, this.#task.thread_id, this.#position, readPage);
     const events: TaskArtifactUpdateEvent[] = [];
+    // Page after page until one comes back short: nothing written before this read waits for a later wake.
+    for (;;) {
+      const items = await readStreamItems(this.#db, this.#task.thread_id, this.#position, readPage);
+      this.#take(items, events);
+      if (items.length < readPage) return events;
+    }
+  }
+
+  #take(items: Awaited<ReturnType<typeof readStreamItems>>, events: TaskArtifactUpdateEvent[]): void {
     for (const item of items) {
       this.#position = item.position;
       if (item.type === 'message.created') continue;
@@ -73,7 +80,6 @@ export class ReplyDeltas {
       events.push(this.#chunk(messageId, text, this.#open.has(messageId)));
       this.#open.add(messageId);
     }
-    return events;
   }
 
   #chunk(messageId: string, text: string, append: boolean): TaskArtifactUpdateEvent {

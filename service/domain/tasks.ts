@@ -343,7 +343,7 @@ async function cancel(deps: DomainDeps, scope: Scope, taskId: string, by: string
  * claimed before it is flagged. A turn stopped so posts what it wrote so far with `stopped: true`,
  * as a stop does: its deltas were streamed to readers under the reply's id, and the reply closes
  * them; the reply does not complete the task, which is final (task-turns.ts `completeTaskWithReply`
- * moves no final task). Errors: the storage's (the task stays canceled).
+ * moves no final task). Errors: the storage's, after {@link stopAttempts} attempts (the task stays canceled).
  */
 async function stopWorkOn(deps: DomainDeps, task: Task): Promise<void> {
   try {
@@ -351,8 +351,20 @@ async function stopWorkOn(deps: DomainDeps, task: Task): Promise<void> {
   } catch {
     // The hook is a notification: a listener that throws does not undo or fail the cancel.
   }
-  await requestStop(deps, task.thread_id, { agentId: task.assignee_id });
+  // The task is canceled already: a failed stop is tried again rather than answered as a failed
+  // cancel (a retried cancel would be 409 task_final, and the turn would run on unflagged).
+  for (let attempt = 1; ; attempt++) {
+    try {
+      await requestStop(deps, task.thread_id, { agentId: task.assignee_id });
+      return;
+    } catch (error) {
+      if (attempt >= stopAttempts) throw error;
+    }
+  }
 }
+
+/** Attempts at flagging the assignee's turn to stop after a cancel committed (storage errors are rare and brief). */
+const stopAttempts = 3;
 
 /**
  * Cancels a task (contract §12 `POST /tasks/{task_id}/cancel`), as its requester (`by`, when
