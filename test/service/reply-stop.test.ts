@@ -11,7 +11,7 @@ import { QUICK_TOOL, SLOW_TOOL, startCountedEverything } from '../support/mcp-ev
 import { callTool, paced, type Conversation, type ModelScript, type ScriptReply } from '../support/model-script.ts';
 import { scriptedToolCompletions, startOpenAiStub, textOf, toolCallCompletion, type OpenAiStub, type StubRequest } from '../support/openai-stub.ts';
 import { request, startHarness, type Harness } from './helpers.ts';
-import { readThread, streamStart, type Item, type ThreadReader } from './stream-helpers.ts';
+import { readThread, streamStart, writtenSoFar, type Item, type ThreadReader } from './stream-helpers.ts';
 import { makeTeam, messagesOf, openThread, signIn, toolCalls, until, waitForToolCalls } from './turn-helpers.ts';
 
 const cleanups: Array<() => Promise<unknown>> = [];
@@ -47,16 +47,6 @@ function requestsOf(script: string): StubRequest[] {
 
 /** What a held stream sent of its text before the hold. */
 const sentText = (held: StubRequest) => held.chunks.filter((c) => c.kind === 'text').map((c) => c.text).join('');
-
-/** The text of `senderId`'s deltas after the last `turn.step`: what the reader shows of the reply being written. */
-function writtenSoFar(items: readonly Item[], senderId: string): string {
-  let text = '';
-  for (const item of items) {
-    if (item.event === 'turn.step' || item.event === 'turn.restarted') text = '';
-    else if (item.event === 'message.delta' && item.data.sender_id === senderId) text += item.data.text;
-  }
-  return text;
-}
 
 /** Waits until the reader shows `text` written so far by `senderId`. */
 function readerShows(reader: ThreadReader, senderId: string, text: string): Promise<Item[]> {

@@ -175,3 +175,13 @@ export async function streamStart(url: string, headers: Record<string, string>):
     return { status: response.status, body: text };
   }
 }
+
+/** The text of `senderId`'s deltas after the last `turn.step` or `turn.restarted`: what a reader shows of the reply being written. */
+export function writtenSoFar(items: readonly Item[], senderId: string): string {
+  let text = '';
+  for (const item of items) {
+    if (item.event === 'turn.step' || item.event === 'turn.restarted') text = '';
+    else if (item.event === 'message.delta' && item.data.sender_id === senderId) text += item.data.text;
+  }
+  return text;
+}

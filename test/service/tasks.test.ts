@@ -20,7 +20,7 @@ import { callTool as callMcpTool, connectMcp, toolError } from '../support/mcp.t
 import { callTool, type Conversation, type ModelScript, type ScriptReply } from '../support/model-script.ts';
 import { scriptedToolCompletions, startOpenAiStub, textOf, toolCallCompletion, type OpenAiStub, type StubRequest } from '../support/openai-stub.ts';
 import { request, startHarness, startHarnessWithDb, type Harness, type Reply } from './helpers.ts';
-import { readThread, type Item, type ThreadReader } from './stream-helpers.ts';
+import { readThread, writtenSoFar, type ThreadReader } from './stream-helpers.ts';
 import { askAnswer, makeTeam, messagesOf, orgEvents, toolCalls, until, type BuiltTeam, type OrgEvent } from './turn-helpers.ts';
 
 const unknownId = '6f1f3c1e-0000-4000-8000-000000000000';
@@ -85,16 +85,6 @@ async function danaAsks(team: BuiltTeam, assignee: string, text: string): Promis
 /** The requests the OpenAI stand-in got for the agent whose instructions start with `script`. */
 function requestsOf(script: string): StubRequest[] {
   return openai.requests.filter((r) => r.body.messages.some((m) => (m.role === 'system' || m.role === 'developer') && textOf(m.content).startsWith(script)));
-}
-
-/** The text of `senderId`'s deltas after the last `turn.step`: what a reader shows of the reply being written. */
-function writtenSoFar(items: readonly Item[], senderId: string): string {
-  let text = '';
-  for (const item of items) {
-    if (item.event === 'turn.step' || item.event === 'turn.restarted') text = '';
-    else if (item.event === 'message.delta' && item.data.sender_id === senderId) text += item.data.text;
-  }
-  return text;
 }
 
 /** The task's events in the log, oldest first. */

@@ -133,3 +133,19 @@ export async function taskOrganization(server: Pick<RunningServer, 'url' | 'prov
 
 /** An organization of {@link taskOrganization}. */
 export type TaskOrganization = Awaited<ReturnType<typeof taskOrganization>>;
+
+/**
+ * A `fetch` for a worker or the local engine that cannot reach the service for a task's cancel
+ * only (`POST /tasks/{id}/cancel` rejects as a network failure does: retryable), counting each
+ * attempt with `onCancel`; every other request goes through.
+ */
+export function failingCancelFetch(onCancel: () => void): typeof fetch {
+  return (input, init) => {
+    const url = input instanceof Request ? input.url : String(input);
+    if (/\/tasks\/[^/]+\/cancel$/.test(new URL(url).pathname)) {
+      onCancel();
+      return Promise.reject(new TypeError('fetch failed'));
+    }
+    return fetch(input, init);
+  };
+}

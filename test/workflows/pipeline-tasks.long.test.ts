@@ -20,7 +20,7 @@ import type { PipelineProgress, PipelineResult, PipelineRunInput } from '../../w
 import { PIPELINE_PATCHES, progressQuery } from '../../workflows/pipeline-workflow.ts';
 import { cliIo, entry, eventually } from '../support/decide.ts';
 import { createTestDatabase, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
-import { taskOrganization, type TaskOrganization } from '../support/task-steps.ts';
+import { failingCancelFetch, taskOrganization, type TaskOrganization } from '../support/task-steps.ts';
 import { connectTestClient, describeTemporal, spawnWorker, startWorker, testSettings } from '../support/temporal.ts';
 
 const backends = ['pglite', ...(testDatabaseUrl ? ['postgres'] : [])] as const;
@@ -221,14 +221,7 @@ describeTemporal('task steps on Temporal', () => {
         const taskQueue = `tasks-cancel-fails-${randomUUID()}`;
         // The worker cannot reach the service for the cancel only (a network failure: retryable).
         let cancels = 0;
-        const failingCancel: typeof fetch = (input, init) => {
-          const url = input instanceof Request ? input.url : String(input);
-          if (/\/tasks\/[^/]+\/cancel$/.test(new URL(url).pathname)) {
-            cancels++;
-            return Promise.reject(new TypeError('fetch failed'));
-          }
-          return fetch(input, init);
-        };
+        const failingCancel = failingCancelFetch(() => cancels++);
         const worker = await startWorker(taskQueue, { env: org.env, fetch: failingCancel });
         stops.push(() => worker.stop());
         const runId = newRunId(`tasks-temporal-cancel-fails-${backend}`, 'ask-ext-briefly');

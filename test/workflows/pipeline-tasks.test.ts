@@ -17,7 +17,7 @@ import { LocalRunCancelled, runPipelineLocally } from '../../engine/local-engine
 import { startServer } from '../../service/index.ts';
 import type { ProgressEvent, StepProgress } from '../../workflows/pipeline-orchestration.ts';
 import { problemLines, yaml } from '../definitions/helpers.ts';
-import { taskOrganization, type TaskOrganization } from '../support/task-steps.ts';
+import { failingCancelFetch, taskOrganization, type TaskOrganization } from '../support/task-steps.ts';
 
 let server: Awaited<ReturnType<typeof startServer>>;
 beforeAll(async () => {
@@ -165,14 +165,7 @@ describe('task steps (local engine)', () => {
     const org = await organization('tasks-cancel-fails');
     // The service cannot be reached for the cancel only (a network failure: retryable).
     let cancels = 0;
-    const failingCancel: typeof fetch = (input, init) => {
-      const url = input instanceof Request ? input.url : String(input);
-      if (/\/tasks\/[^/]+\/cancel$/.test(new URL(url).pathname)) {
-        cancels++;
-        return Promise.reject(new TypeError('fetch failed'));
-      }
-      return fetch(input, init);
-    };
+    const failingCancel = failingCancelFetch(() => cancels++);
     const warnings: string[] = [];
     const failed = await runPipelineLocally(org.input('ask-ext-briefly'), createConversationActivities({ env: org.env, fetch: failingCancel }), {
       onWarning: (text) => void warnings.push(text),
