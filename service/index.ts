@@ -1,3 +1,4 @@
+import type { FileLimits } from './a2a/remote-files.ts';
 import { hostname } from 'node:os';
 import { trace, type TracerProvider } from '@opentelemetry/api';
 import { installContextPropagation, otlpTracing } from '../telemetry/otlp.ts';
@@ -78,6 +79,8 @@ export interface ServerOptions {
   agentConcurrency?: number;
   /** Longest provider call in milliseconds; default `ACS_PROVIDER_TIMEOUT` (seconds) of `env`, else 120 s. */
   providerTimeoutMs?: number;
+  /** Bounds on remote A2A agents' files (a2a/remote-files.ts `FileLimits`); default `defaultFileLimits`. Tests make them small. */
+  remoteFileLimits?: FileLimits;
   /**
    * Environment to read `ACS_ENCRYPTION_KEY`, `ACS_ADMIN_TOKEN`, `ACS_RATE_LIMIT` and the agent
    * loop's settings from; default `process.env`. Provider keys are never read from it.
@@ -353,12 +356,13 @@ export async function startServer(options: ServerOptions = {}): Promise<RunningS
       autoReplyLimit: options.autoReplyLimit,
       concurrency: options.agentConcurrency ?? positiveIntegerFromEnv(env, 'ACS_AGENT_CONCURRENCY', 8),
       callTimeoutMs,
+      remoteFileLimits: options.remoteFileLimits,
       signal: shutdown.signal,
       log: app.log,
     });
     // Retried as the loop retries a remote agent's other calls (agent-loop.ts: its backoff).
     const tickMs = options.tickMs ?? 1000;
-    remoteCancels = createRemoteCanceller({ deps, log: app.log, stopping: shutdown.signal, callTimeoutMs, backoffMs: (failures) => Math.min(300_000, tickMs * 2 ** failures) });
+    remoteCancels = createRemoteCanceller({ deps, log: app.log, stopping: shutdown.signal, callTimeoutMs, backoffMs: (failures) => Math.min(300_000, tickMs * 2 ** failures), leasePollMs: tickMs });
     const running = app;
     let closing: Promise<void> | undefined;
     return {

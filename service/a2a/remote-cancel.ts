@@ -14,7 +14,10 @@
  *   parked with the loop's backoff and the next claim tries again.
  * - **No exchange in progress** (the remote asked its question and waits for the requester, or
  *   its row is backing off): the process that canceled sends it ({@link createRemoteCanceller},
- *   told through `DomainDeps.onTaskCanceled`), retrying in that process.
+ *   told through `DomainDeps.onTaskCanceled`), retrying in that process. An exchange in progress
+ *   when the cancel comes may settle a question instead of being cut (the cancel came as it
+ *   parked); the canceller waits for its row's lease to go and reads the exchange again, so that
+ *   question's task is still canceled at the remote.
  *
  * The remote's answer is noted on the exchange (its task's state); nothing is posted to the thread,
  * whose task is canceled already.
@@ -129,6 +132,12 @@ export async function sendRemoteCancel(deps: DomainDeps, log: LoopLogger, assign
   }
 }
 
+/** Whether the work row (`agentId`, `threadId`) is leased now (an exchange in progress). Errors: the storage's. */
+async function isLeased(db: Queryable, agentId: string, threadId: string): Promise<boolean> {
+  const rows = await db.query<{ leased: boolean }>(`SELECT lease_token IS NOT NULL AS leased FROM agent_work WHERE agent_id = $1 AND thread_id = $2`, [agentId, threadId]);
+  return rows[0]?.leased === true;
+}
+
 /** Options of {@link createRemoteCanceller}. */
 export interface RemoteCancellerOptions {
   deps: DomainDeps;
@@ -139,6 +148,8 @@ export interface RemoteCancellerOptions {
   callTimeoutMs: number;
   /** The wait before attempt `n + 1` after `n` failed, in milliseconds. Default 1 s doubling, at most 5 min. */
   backoffMs?(failures: number): number;
+  /** How often a leased work row is looked at while the canceller waits for its exchange to end, in milliseconds. Default 1000. */
+  leasePollMs?: number;
 }
 
 /** Cancels remote A2A agents' tasks from the process that canceled ours (see the module's comment). */
@@ -153,26 +164,38 @@ export interface RemoteCanceller {
  * Creates the canceller of the process. `taskCanceled(task)` looks up the task's assignee: when
  * it is a remote A2A agent whose exchange on the task's thread still follows a remote task, and no
  * exchange is in progress (the thread's work row is not leased: an exchange in progress sends
- * `CancelTask` itself, remote-runner.ts), it sends `CancelTask` ({@link sendRemoteCancel}), up to
+ * `CancelTask` itself, remote-runner.ts; while the row is leased the canceller waits for it to be
+ * parked and then reads the exchange again, so that one that settled a question meanwhile, as the
+ * cancel came, is still sent it), it sends `CancelTask` ({@link sendRemoteCancel}), up to
  * {@link maxCancelAttempts} times with backoff while the remote cannot be reached, then logs that it
  * gave up. Output: {@link RemoteCanceller}.
  */
 export function createRemoteCanceller(options: RemoteCancellerOptions): RemoteCanceller {
   const { deps, log, stopping } = options;
   const backoffMs = options.backoffMs ?? ((failures: number) => Math.min(300_000, 1000 * 2 ** (failures - 1)));
+  const leasePollMs = options.leasePollMs ?? 1000;
   const inFlight = new Set<Promise<void>>();
 
   async function cancelFor(task: Task): Promise<void> {
-    const rows = await deps.db.query<{ name: string; a2a: unknown; a2a_secrets: string | null; leased: boolean; remote_task_id: string | null; remote_state: string | null }>(
-      `SELECT p.name, p.a2a, p.a2a_secrets, w.lease_token IS NOT NULL AS leased, x.remote_task_id, x.remote_state
+    // Leased: an exchange is in progress. If it is cut by the cancel it sends CancelTask itself
+    // (and notes the remote's task canceled); if it settles a question (input-required) instead,
+    // it parks the row and nothing would wake it (a remote agent has no turn to stop). So the
+    // canceller waits for the lease to go (at most a call's time and a minute: a lease outlives
+    // a dead process by no more) and then reads the exchange as that park left it.
+    const waitUntil = Date.now() + options.callTimeoutMs + 60_000;
+    while ((await isLeased(deps.db, task.assignee_id, task.thread_id)) && Date.now() < waitUntil) {
+      await sleep(leasePollMs, undefined, { signal: stopping }).catch(() => undefined);
+      if (stopping.aborted) return;
+    }
+    const rows = await deps.db.query<{ name: string; a2a: unknown; a2a_secrets: string | null; remote_task_id: string | null; remote_state: string | null }>(
+      `SELECT p.name, p.a2a, p.a2a_secrets, x.remote_task_id, x.remote_state
          FROM participants p JOIN a2a_exchanges x ON x.agent_id = p.id AND x.thread_id = $2
-         LEFT JOIN agent_work w ON w.agent_id = p.id AND w.thread_id = $2
         WHERE p.id = $1 AND p.a2a IS NOT NULL`,
       [task.assignee_id, task.thread_id],
     );
     const row = rows[0];
     const remoteTaskId = liveRemoteTask(row);
-    if (!row || row.leased || remoteTaskId === undefined) return;
+    if (!row || remoteTaskId === undefined) return;
     const assignee: RemoteAssignee = { agentId: task.assignee_id, threadId: task.thread_id, orgId: task.org_id, name: row.name, a2a: row.a2a, a2aSecrets: row.a2a_secrets };
     for (let attempt = 1; ; attempt++) {
       const signal = AbortSignal.any([stopping, AbortSignal.timeout(options.callTimeoutMs)]);

@@ -10,11 +10,14 @@
  *   servers, §11, §9: https and public addresses only unless `--webhook-allow-private`; checked
  *   before the request and at the connection, so a name that resolves elsewhere by then reaches
  *   nothing inside; no redirect followed), http(s) only, at most 5 MiB (read no further), within
- *   {@link fileTimeoutMs}. The remote's headers go only to its own origin (its own file server);
+ *   {@link fileTimeoutMs} each and the exchange's own time for files ({@link FileLimits}: 30 s for
+ *   all of them, apart from the exchange's call timeout, so files never fail the exchange). The remote's headers go only to its own origin (its own file server);
  *   a URL of any other origin is fetched without them, so a file URL never carries the remote's
  *   secrets elsewhere. A file that cannot be fetched so (refused, too large, an error, too slow)
  *   is named with its URL and why in a text part, and the exchange goes on: a file never fails or
  *   holds up the remote's answer.
+ * - **Memory**: one step of the answer keeps at most `stepBytes` (25 MiB) of files ({@link FileBudget});
+ *   past them a file is named, not kept.
  *
  * Why fetch at all: a URL handed back by a remote is often short-lived (a signed link), and a
  * person or agent reading the thread later could not follow it (it may need the remote's
@@ -22,6 +25,7 @@
  *
  * The other way, our message's attachments go to the remote as their bytes (`raw` file parts with
  * their names and media types, {@link attachmentParts}): an attachment's URL needs a key of ours.
+ * At most 20 MiB of them per message; one past that is named in a text part, not sent.
  */
 import type { Part as A2aPart } from '@a2a-js/sdk';
 import { CreateAttachmentBody, maxAttachmentBytes } from '../../api/schemas.ts';
@@ -34,6 +38,50 @@ import type { PendingFile } from './remote-record.ts';
 
 /** The longest a file by URL is fetched for, in milliseconds. */
 export const fileTimeoutMs = 30_000;
+
+/**
+ * The bounds on the files of a remote's answer and of our messages (contract §12, "A2A
+ * participants"; docs/a2a.md "Limits"). Times in milliseconds, sizes in bytes.
+ */
+export interface FileLimits {
+  /** The longest one file by URL is fetched for (default {@link fileTimeoutMs}). */
+  fileTimeoutMs: number;
+  /** The longest all the files of one exchange (one attempt: a send or resumption and its answer) are fetched for together (default 30 s). */
+  filesTimeoutMs: number;
+  /** The bytes of files one exchange step (one event of the remote's answer, recorded with its files) keeps (default 25 MiB): past them a file is named, not kept. */
+  stepBytes: number;
+  /** The bytes of attachments one message sends the remote (default 20 MiB): past them an attachment is named in a text part, not sent. */
+  messageBytes: number;
+}
+
+/** The limits the service runs with (see {@link FileLimits}). */
+export const defaultFileLimits: FileLimits = { fileTimeoutMs, filesTimeoutMs: 30_000, stepBytes: 25 * 1024 * 1024, messageBytes: 20 * 1024 * 1024 };
+
+/**
+ * What the files of one exchange step may still take: a deadline for all of them and the bytes
+ * still to keep. Shared by every read of the step ({@link readRemoteParts}), so that many slow or
+ * large files never hold up the remote's answer or hold more than `stepBytes` in memory.
+ */
+export interface FileBudget {
+  limits: FileLimits;
+  /** Aborted when the step's time for files is up: a file then fetching, and any after it, is not kept. */
+  deadline: AbortSignal;
+  /** Bytes still to keep, in bytes. */
+  bytesLeft: number;
+}
+
+/**
+ * A new budget for one exchange step under `limits`, with `deadline` (the exchange's, shared by its
+ * steps; default one of `limits.filesTimeoutMs` from now). Output: {@link FileBudget}.
+ */
+export function fileBudget(limits: FileLimits = defaultFileLimits, deadline: AbortSignal = AbortSignal.timeout(limits.filesTimeoutMs)): FileBudget {
+  return { limits, deadline, bytesLeft: limits.stepBytes };
+}
+
+/** A byte count as people read it (`5 MiB`, `300 bytes`). */
+function bytesText(bytes: number): string {
+  return bytes % (1024 * 1024) === 0 ? `${bytes / (1024 * 1024)} MiB` : `${bytes} bytes`;
+}
 
 /** The longest text part (a message's content is at most 32,768 characters). */
 const maxTextLength = 32_768;
@@ -55,6 +103,8 @@ export interface FileContext {
   policy: UrlPolicy;
   /** The exchange's signal: aborted, reading stops and the abort is thrown (the exchange is retried). */
   signal: AbortSignal;
+  /** The step's budget for files (default: a new {@link fileBudget} per call); its deadline never fails the exchange. */
+  budget?: FileBudget;
 }
 
 /** A file's name as an attachment takes it (1–255 characters, no control characters), else `fallback`. */
@@ -98,7 +148,8 @@ export type FetchedFile = { ok: true; data: Buffer; contentType: string | null }
 /**
  * Fetches the file at `url` for the remote of `context` (the rules in the module's comment), at
  * most `limit` bytes (default 5 MiB). Output: {@link FetchedFile}; every failure of the file is a
- * reason, without any header value. Errors: only the exchange's abort (`context.signal`), rethrown.
+ * reason, without any header value. Errors: only the exchange's abort (`context.signal`), rethrown: the file's own timeout
+ * and the step's deadline (`context.budget`) are reasons, never errors.
  */
 export async function fetchRemoteFile(url: string, context: FileContext, limit = maxAttachmentBytes): Promise<FetchedFile> {
   let protocol: string;
@@ -109,8 +160,11 @@ export async function fetchRemoteFile(url: string, context: FileContext, limit =
   }
   if (protocol !== 'https:' && protocol !== 'http:') return { ok: false, reason: `a ${protocol} URL is not fetched` };
   const headers = sameOrigin(url, context.remote.url) ? context.remote.headers : {};
-  const signal = AbortSignal.any([context.signal, AbortSignal.timeout(fileTimeoutMs)]);
-  const tooLarge = { ok: false as const, reason: `larger than ${limit === maxAttachmentBytes ? '5 MiB' : `${limit} bytes`}, an attachment's limit` };
+  const budget = context.budget ?? fileBudget();
+  if (budget.deadline.aborted) return { ok: false, reason: `the files of this answer took more than ${budget.limits.filesTimeoutMs} ms` };
+  const fileTimeout = AbortSignal.timeout(budget.limits.fileTimeoutMs);
+  const signal = AbortSignal.any([context.signal, fileTimeout, budget.deadline]);
+  const tooLarge = { ok: false as const, reason: limit === maxAttachmentBytes ? "larger than 5 MiB, an attachment's limit" : `larger than the ${bytesText(limit)} still kept of this answer's files` };
   try {
     const response = await remoteFetch({ url: context.remote.url, headers }, context.policy, signal)(url, { method: 'GET' });
     if (!response.ok) {
@@ -140,23 +194,28 @@ export async function fetchRemoteFile(url: string, context: FileContext, limit =
     return { ok: true, data: Buffer.concat(chunks), contentType: response.headers.get('content-type') };
   } catch (error) {
     if (context.signal.aborted) throw error;
-    return { ok: false, reason: signal.aborted ? `no answer within ${fileTimeoutMs} ms` : remoteErrorText(error, context.remote) };
+    if (budget.deadline.aborted) return { ok: false, reason: `the files of this answer took more than ${budget.limits.filesTimeoutMs} ms` };
+    return { ok: false, reason: fileTimeout.aborted ? `no answer within ${budget.limits.fileTimeoutMs} ms` : remoteErrorText(error, context.remote) };
   }
 }
 
 /**
  * Reads a remote's A2A parts (A2A v1.0 §4.1.6) as the service keeps them: see {@link ReadParts} and
  * the module's comment. Text parts longer than 32,768 characters are cut there, empty ones
- * dropped; the parts after the 20th are dropped from `parts` (still in `text`). Output:
- * {@link ReadParts}. Errors: only the exchange's abort, rethrown.
+ * dropped; the parts after the 20th are dropped from `parts` (still in `text`). Files are kept
+ * within `context.budget` (its bytes and deadline, shared by the reads of one step): past them a
+ * file is named with why, not kept. Output: {@link ReadParts}. Errors: only the exchange's abort, rethrown.
  */
 export async function readRemoteParts(parts: readonly A2aPart[], context: FileContext): Promise<ReadParts> {
+  const budget = context.budget ?? fileBudget();
+  const fileContext: FileContext = { ...context, budget };
   const out: TaskPart[] = [];
   const texts: string[] = [];
   const files: PendingFile[] = [];
   const keep = (name: string, type: string, data: Buffer) => {
     const file: PendingFile = { attachmentId: newId(), filename: name, contentType: type, data };
     files.push(file);
+    budget.bytesLeft -= data.length;
     out.push({ file: { name, media_type: type, attachment_id: file.attachmentId } });
     texts.push(`[file: ${name} (${type})]`);
   };
@@ -180,6 +239,7 @@ export async function readRemoteParts(parts: readonly A2aPart[], context: FileCo
       const data = Buffer.from(content.value);
       if (out.length >= maxTaskParts) texts.push(`[file: ${name} (${type}), not kept: past the ${maxTaskParts} parts kept]`);
       else if (data.length > maxAttachmentBytes) named(`[file: ${name} (${type}), not kept: larger than 5 MiB, an attachment's limit]`);
+      else if (data.length > budget.bytesLeft) named(`[file: ${name} (${type}), not kept: past the ${bytesText(budget.limits.stepBytes)} of files kept of one answer]`);
       else keep(name, type, data);
     } else if (content?.$case === 'url') {
       const url = content.value;
@@ -190,7 +250,11 @@ export async function readRemoteParts(parts: readonly A2aPart[], context: FileCo
         texts.push(`[file: ${where}, not kept: past the ${maxTaskParts} parts kept]`);
         continue;
       }
-      const fetched = await fetchRemoteFile(url, context);
+      if (budget.bytesLeft <= 0) {
+        named(`[file: ${where}, not kept: past the ${bytesText(budget.limits.stepBytes)} of files kept of one answer]`);
+        continue;
+      }
+      const fetched = await fetchRemoteFile(url, fileContext, Math.min(maxAttachmentBytes, budget.bytesLeft));
       if (fetched.ok) keep(name, mediaType(part.mediaType, fetched.contentType), fetched.data);
       else named(`[file: ${where}, not kept: ${fetched.reason}]`);
     }
@@ -209,17 +273,37 @@ function asBytes(value: unknown): Buffer {
  * The attachments `attachmentIds` of a message of organization `orgId`, in order, as A2A file
  * parts carrying their bytes (`raw`, with the attachment's file name and media type), for a
  * message sent to a remote A2A agent. An id that names no attachment of the organization any more
- * (deleted meanwhile) is left out. Errors: the storage's.
+ * (deleted meanwhile) is left out. At most `maxBytes` bytes of attachments (default 20 MiB,
+ * {@link defaultFileLimits}) are loaded and sent: an attachment past them goes as a text part
+ * naming it (name, media type, size, id), so one message never holds more than that in memory.
+ * Errors: the storage's.
  */
-export async function attachmentParts(db: Queryable, orgId: string, attachmentIds: readonly string[]): Promise<A2aPart[]> {
+export async function attachmentParts(db: Queryable, orgId: string, attachmentIds: readonly string[], maxBytes = defaultFileLimits.messageBytes): Promise<A2aPart[]> {
   if (attachmentIds.length === 0) return [];
-  const rows = await db.query<{ id: string; filename: string; content_type: string; data: unknown }>(
-    `SELECT id, filename, content_type, data FROM attachments WHERE org_id = $1 AND id = ANY($2::uuid[])`,
+  // Sizes first: only the attachments within the budget are read.
+  const rows = await db.query<{ id: string; filename: string; content_type: string; size: number | string }>(
+    `SELECT id, filename, content_type, size_bytes AS size FROM attachments WHERE org_id = $1 AND id = ANY($2::uuid[])`,
     [orgId, [...attachmentIds]],
   );
   const byId = new Map(rows.map((row) => [row.id, row]));
-  return attachmentIds.flatMap((id) => {
+  let left = maxBytes;
+  const sent = new Set<string>();
+  for (const id of attachmentIds) {
     const row = byId.get(id);
-    return row ? [{ content: { $case: 'raw' as const, value: asBytes(row.data) }, mediaType: row.content_type, filename: row.filename, metadata: { attachment_id: id } }] : [];
+    if (!row || sent.has(id) || Number(row.size) > left) continue;
+    left -= Number(row.size);
+    sent.add(id);
+  }
+  const data = sent.size === 0 ? [] : await db.query<{ id: string; data: unknown }>(`SELECT id, data FROM attachments WHERE org_id = $1 AND id = ANY($2::uuid[])`, [orgId, [...sent]]);
+  const bytesById = new Map(data.map((row) => [row.id, row.data]));
+  return attachmentIds.flatMap((id): A2aPart[] => {
+    const row = byId.get(id);
+    if (!row) return [];
+    const bytes = bytesById.get(id);
+    if (bytes === undefined) {
+      const text = `[attachment: ${row.filename} (${row.content_type}, ${Number(row.size)} bytes, id ${id}), not sent: past the ${bytesText(maxBytes)} of attachments one message sends]`;
+      return [{ content: { $case: 'text' as const, value: text }, mediaType: 'text/plain', filename: '', metadata: { attachment_id: id } }];
+    }
+    return [{ content: { $case: 'raw' as const, value: asBytes(bytes) }, mediaType: row.content_type, filename: row.filename, metadata: { attachment_id: id } }];
   });
 }

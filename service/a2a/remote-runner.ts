@@ -51,7 +51,8 @@ import { startTaskWork, taskAssignedOnThread } from '../domain/task-turns.ts';
 import { endsAutoReplyRun, parkRow, recentMessages, watchStop, type AgentContext, type Claim, type Due, type LoopLogger } from '../agent-loop/work.ts';
 import { fetchRemoteCard, isTransient, isUrlRefusal, RemoteNonsense, remoteClient, remoteErrorText, RemoteUnavailable, type RemoteAgent, type RemoteCard } from './remote-client.ts';
 import { noteRemoteTask, noteSending, readExchange, recordOutcome, type Outcome, type PendingFile, type RemoteArtifact, type RemoteMessage } from './remote-record.ts';
-import { attachmentParts, readRemoteParts, type ReadParts } from './remote-files.ts';
+import { maxTaskArtifacts } from '../../api/tasks.ts';
+import { attachmentParts, defaultFileLimits, fileBudget, readRemoteParts, type FileBudget, type FileLimits, type ReadParts } from './remote-files.ts';
 import { liveRemoteTask, maxCancelAttempts, sendRemoteCancel } from './remote-cancel.ts';
 import { appendParts, RemoteReplyStream } from './remote-deltas.ts';
 import { fromA2aState, toA2aPart } from './task-mapping.ts';
@@ -68,6 +69,8 @@ export interface RemoteRunnerOptions {
   autoReplyLimit: number;
   /** Aborted when the service stops: the exchange stops where it is, to be resumed. */
   stopping: AbortSignal;
+  /** The bounds on files (remote-files.ts {@link FileLimits}); default {@link defaultFileLimits}. Tests make them small. */
+  fileLimits?: FileLimits | undefined;
 }
 
 /** The runner of remote A2A agents' work. */
@@ -123,8 +126,28 @@ class Exchange {
 
   readonly incoming: { id: string };
 
-  /** Reads the remote's parts as they are kept (remote-files.ts: files fetched and stored under the exchange's signal); set before the exchange begins. */
-  read!: (parts: readonly A2aPart[]) => Promise<ReadParts>;
+  /**
+   * Reads the remote's parts as they are kept (remote-files.ts: files fetched under the exchange's
+   * signal, within `budget`); set before the exchange begins.
+   */
+  read!: (parts: readonly A2aPart[], budget: FileBudget) => Promise<ReadParts>;
+
+  /** The bounds on files; set before the exchange begins. */
+  limits: FileLimits = defaultFileLimits;
+
+  /** The files' budget of the step (event) being recorded: a new one per event ({@link follow}). */
+  budget: FileBudget | undefined;
+
+  /** Keeps an artifact of the answer: a new one past the {@link maxTaskArtifacts} a task keeps is dropped (never held in memory). */
+  keepArtifact(id: string, artifact: { name: string; parts: A2aPart[] }): void {
+    if (this.artifacts.has(id) || this.artifacts.size < maxTaskArtifacts) this.artifacts.set(id, artifact);
+  }
+
+  /** Reads parts within the current step's budget (one is started when none is). */
+  readParts(parts: readonly A2aPart[]): Promise<ReadParts> {
+    this.budget ??= fileBudget(this.limits);
+    return this.read(parts, this.budget);
+  }
 
   /** The reply's deltas (remote-deltas.ts: its id fixed, the streamed artifact's chunks written); set before the exchange begins. */
   reply!: RemoteReplyStream;
@@ -150,8 +173,11 @@ class Exchange {
     const artifacts: RemoteArtifact[] = [];
     const files: PendingFile[] = [];
     const texts: string[] = [];
+    let seen = 0;
     for (const [id, artifact] of this.artifacts) {
-      const read = await this.read(artifact.parts);
+      // No more artifacts are read (nor their files fetched) than a task keeps.
+      if (seen++ >= maxTaskArtifacts) break;
+      const read = await this.readParts(artifact.parts);
       if (read.parts.length === 0) continue;
       // The streamed artifact is kept under the reply's id: A2A streams of our own server sent its
       // chunks under that id (reply-deltas.ts), and the whole artifact replaces them.
@@ -206,7 +232,7 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
         if (exchange.taskId !== undefined && message.taskId && message.taskId !== exchange.taskId) exchange.same(message.taskId, message.contextId);
         if (exchange.taskId === undefined || !message.taskId) {
           // A direct answer (no task): it is the reply, and it completes our task with it as the artifact.
-          const read = await exchange.read(message.parts);
+          const read = await exchange.readParts(message.parts);
           const key = messageKey(message, `reply:${exchange.incoming.id}`);
           await exchange.reply.settle(read.text);
           await record(agent.org_id, {
@@ -221,14 +247,14 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
           exchange.settled = true;
           return;
         }
-        const read = await exchange.read(message.parts);
+        const read = await exchange.readParts(message.parts);
         await record(agent.org_id, { ...base, messages: [{ key: messageKey(message, `msg:${exchange.taskId}`), content: read.text, attachments: fileIds(read) }], artifacts: [], files: read.files });
         return;
       }
       case 'task': {
         const task: A2aTask = payload.value;
         exchange.same(task.id, task.contextId);
-        for (const artifact of task.artifacts) exchange.artifacts.set(artifact.artifactId, { name: artifact.name, parts: [...artifact.parts] });
+        for (const artifact of task.artifacts) exchange.keepArtifact(artifact.artifactId, { name: artifact.name, parts: [...artifact.parts] });
         const stale = exchange.answering && task.status?.state === A2aState.TASK_STATE_INPUT_REQUIRED;
         exchange.answering = false;
         if (stale) return;
@@ -252,7 +278,7 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
         // Its chunks are the reply as it is written (remote-deltas.ts), before they are kept.
         await exchange.reply.artifactUpdate(artifact.artifactId, { append: update.append, lastChunk: update.lastChunk, parts: artifact.parts }, known?.parts);
         if (update.append && known) appendParts(known.parts, artifact.parts);
-        else exchange.artifacts.set(artifact.artifactId, { name: artifact.name, parts: [...artifact.parts] });
+        else exchange.keepArtifact(artifact.artifactId, { name: artifact.name, parts: [...artifact.parts] });
         return;
       }
     }
@@ -266,12 +292,12 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     if (state === undefined) throw new RemoteNonsense(`the remote answered a task in no known state (${String(a2aState)})`);
     const taskId = exchange.taskId!;
     if (state === 'submitted' || state === 'working') {
-      const read = message && partsText(message.parts) !== '' ? await exchange.read(message.parts) : undefined;
+      const read = message && partsText(message.parts) !== '' ? await exchange.readParts(message.parts) : undefined;
       const messages: RemoteMessage[] = read && message ? [{ key: messageKey(message, `status:${taskId}:${state}`), content: read.text, attachments: fileIds(read) }] : [];
       if (messages.length > 0) await record(agent.org_id, { ...base, messages, artifacts: [], files: read?.files, state: 'working', statusKey: messages[0]!.key, exchange: { remoteState: state, settled: false } });
       return;
     }
-    const read = message ? await exchange.read(message.parts) : { parts: [], text: '', files: [] };
+    const read = message ? await exchange.readParts(message.parts) : { parts: [], text: '', files: [] };
     const text = read.text;
     const { artifacts, files: artifactFiles, text: artifactText } = await exchange.artifactList();
     // The message that settles carries its own files and the artifacts' (the thread shows them all).
@@ -297,6 +323,8 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
   /** Runs the events of one answer through {@link onEvent} until it settles or ends. */
   async function follow(claim: Claim, agent: AgentContext, exchange: Exchange, events: AsyncIterable<StreamResponse> | Iterable<StreamResponse>): Promise<void> {
     for await (const event of events) {
+      // Each event (step) has its own budget of time and bytes for files (remote-files.ts).
+      exchange.budget = undefined;
       await onEvent(claim, agent, exchange, event);
       if (exchange.settled) return;
     }
@@ -321,7 +349,7 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
       contextId,
       taskId: exchange.taskId ?? '',
       role: Role.ROLE_USER,
-      parts: [toA2aPart({ text: incoming.content }, ''), ...(await attachmentParts(db, agent.org_id, incoming.attachments))],
+      parts: [toA2aPart({ text: incoming.content }, ''), ...(await attachmentParts(db, agent.org_id, incoming.attachments, exchange.limits.messageBytes))],
       metadata: { thread_id: claim.thread_id },
       extensions: [],
       referenceTaskIds: [],
@@ -417,7 +445,8 @@ export function createRemoteA2aRunner(options: RemoteRunnerOptions): RemoteRunne
     const canceled = watchStop(deps.events, claim.thread_id, async () => (await taskAssignedOnThread(db, claim.thread_id, claim.agent_id))?.state === 'canceled');
     const signal = AbortSignal.any([options.stopping, timeout, canceled.signal]);
     // The remote's files are fetched and read under the exchange's signal (remote-files.ts).
-    exchange.read = (parts) => readRemoteParts(parts, { remote, policy, signal });
+    exchange.read = (parts, budget) => readRemoteParts(parts, { remote, policy, signal, budget });
+    exchange.limits = options.fileLimits ?? defaultFileLimits;
     try {
       // Submitted, or asking until this answer: the remote works on it now.
       if (task) await startTaskWork(deps, claim.thread_id, claim.agent_id);

@@ -21,6 +21,7 @@ import { redactKey } from './providers/redact-key.ts';
 import { ProviderFailure, type ProviderReply, type ReplyProvider, type Turn } from './providers/types.ts';
 import { createTurnRunner } from './turns/run-turn.ts';
 import { createRemoteA2aRunner } from '../a2a/remote-runner.ts';
+import type { FileLimits } from '../a2a/remote-files.ts';
 import { newId } from '../domain/ids.ts';
 import { createDeltaWriter, resumeDeltas } from '../events/deltas.ts';
 import { stoppedText } from './turns/transcript.ts';
@@ -68,6 +69,8 @@ export interface AgentLoopOptions {
   concurrency?: number;
   /** Longest provider call, in milliseconds; it is aborted then and retried with backoff. Default 120000. */
   callTimeoutMs?: number;
+  /** Bounds on remote A2A agents' files (a2a/remote-files.ts `FileLimits`); default `defaultFileLimits`. */
+  remoteFileLimits?: FileLimits | undefined;
   /**
    * How much longer than a call's timeout a claim lasts, in milliseconds (default 30000): a row
    * whose process died is taken over after `callTimeoutMs + leaseMarginMs`.
@@ -142,7 +145,7 @@ export function startAgentLoop(options: AgentLoopOptions): AgentLoop {
   });
 
   // Remote A2A agents' exchanges (contract §12): their work rows are claimed here like provider agents'.
-  const remotes = createRemoteA2aRunner({ deps, log, callTimeoutMs, backoffMs, autoReplyLimit, stopping: stopping.signal });
+  const remotes = createRemoteA2aRunner({ deps, log, callTimeoutMs, backoffMs, autoReplyLimit, stopping: stopping.signal, fileLimits: options.remoteFileLimits });
 
   const park = (claim: Claim, due: Due, changes: { handledSeq?: number; failures?: number } = {}) => parkRow(deps.db, claim, due, changes);
 

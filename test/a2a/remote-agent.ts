@@ -20,6 +20,8 @@
  *   `report.txt`, and by URL `notes.md` and `big.bin`, served at `/files/…`: the latter 6 MiB, more
  *   than an attachment may hold) and the message "Here is the report." with the bytes of
  *   `summary.txt`.
+ * - `held …` — a task that completes with the artifact `held`: a text part and three files by URL
+ *   (`/held/1.bin` …) whose responses are held and never sent (a file server that never answers).
  * - anything else — a task that completes with the artifact `echo: <text>` and no message.
  * `--chatty`: every task first says `working on: <text>` (a `working` status message).
  * `CancelTask` ends a `slow` task `canceled` at once. `GET /calls` answers the agent's own record:
@@ -127,6 +129,10 @@ class Helper implements AgentExecutor {
       bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'report', name: 'report', description: '', parts, metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
       const summary = filePart('summary.txt', 'text/plain', { $case: 'raw', value: Buffer.from('one line of summary') });
       bus.publish(status(TaskState.TASK_STATE_COMPLETED, agentMessage(`${incoming.messageId}:report`, taskId, contextId, 'Here is the report.', [summary])));
+    } else if (text.startsWith('held')) {
+      const parts = [part(`held files for ${text}`), ...[1, 2, 3].map((n) => filePart(`${n}.bin`, 'application/octet-stream', { $case: 'url', value: `http://127.0.0.1:${port}/held/${n}.bin` }))];
+      bus.publish(AgentEvent.artifactUpdate({ taskId, contextId, artifact: { artifactId: 'held', name: 'held', description: '', parts, metadata: undefined, extensions: [] }, append: false, lastChunk: true, metadata: undefined }));
+      bus.publish(status(TaskState.TASK_STATE_COMPLETED));
     } else if (text.startsWith('ask')) {
       bus.publish(status(TaskState.TASK_STATE_INPUT_REQUIRED, agentMessage(`${incoming.messageId}:question`, taskId, contextId, 'What is your name?')));
     } else if (text.startsWith('slow')) {
@@ -194,6 +200,10 @@ app.get('/files/:name', (req, res) => {
   }
   res.type(file.type).send(file.data);
 });
+// A file server that never answers: the response is held until the process ends.
+app.get('/held/:name', (_req, res) => {
+  res.flushHeaders();
+});
 if (nonsense) {
   app.post('/', (_req, res) => {
     res.status(200).type('application/json').send('this is not json');
@@ -204,4 +214,7 @@ if (nonsense) {
 const server = app.listen(port, '127.0.0.1', () => {
   process.stdout.write(`listening ${port}\n`);
 });
-process.on('SIGTERM', () => server.close(() => process.exit(0)));
+process.on('SIGTERM', () => {
+  server.closeAllConnections();
+  server.close(() => process.exit(0));
+});

@@ -18,6 +18,7 @@ import { Writable } from 'node:stream';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { Db } from '../../service/storage/db.ts';
+import { parkRow } from '../../service/agent-loop/work.ts';
 import { callTool, type Conversation, type ModelScript, type ScriptReply } from '../support/model-script.ts';
 import { scriptedToolCompletions, startOpenAiStub, type OpenAiStub } from '../support/openai-stub.ts';
 import { startHarnessWithDb, type Harness } from '../service/helpers.ts';
@@ -593,5 +594,101 @@ describe('remote A2A agents: cancel', () => {
     const messages = await untilIdle(threadId);
     expect(messages.filter((m) => m.sender_id === agent).map((m) => m.content)).toEqual(['What is your name?']);
     expect(await taskOf(taskId)).toMatchObject({ state: 'canceled', artifacts: [] });
+  });
+  it("a task canceled while its remote A2A agent's exchange holds the thread's work row (it settles the remote's question as the cancel comes): once the row is parked, the remote gets CancelTask", async () => {
+    const { dana, agent, edge } = await teamWithRemote(helper.url);
+    const { taskId, threadId } = await askTask(edge, dana, 'ask me, then cancel as it parks');
+    await waitForState(taskId, 'input-required');
+    await untilIdle(threadId);
+    const asked = (await messagesOf(h, threadId))[0]!;
+    // The row held as by an exchange that has just settled the question and not parked yet.
+    const token = '00000000-0000-4000-8000-000000000001';
+    await h.db.query(`UPDATE agent_work SET lease_token = $3 WHERE agent_id = $1 AND thread_id = $2`, [agent, threadId, token]);
+    expect((await h.call('POST', `/api/v1/tasks/${taskId}/cancel`)).body.state).toBe('canceled');
+    // The exchange parks the row as the runner does after a question (due at once, its message handled).
+    const [row] = await h.db.query<{ handled_seq: number; latest_seq: number }>(`SELECT handled_seq, latest_seq FROM agent_work WHERE agent_id = $1 AND thread_id = $2`, [agent, threadId]);
+    await parkRow(h.db, { agent_id: agent, thread_id: threadId, token, failures: 0 }, { inMs: 0 }, { handledSeq: row!.latest_seq, failures: 0 });
+    const record = await until(
+      () => remoteRecord(helper),
+      (r) => {
+        const made = r.tasks.find((t) => t.message_id === asked.message_id);
+        return made !== undefined && r.calls.some((c) => c.method === 'CancelTask' && c.task_id === made.task_id);
+      },
+      'the remote to get CancelTask',
+    );
+    const made = record.tasks.find((t) => t.message_id === asked.message_id)!;
+    expect(record.calls.filter((c) => c.task_id === made.task_id).map((c) => c.method)).toEqual(['CancelTask']);
+    expect(await taskOf(taskId)).toMatchObject({ state: 'canceled', artifacts: [] });
+  });
+});
+
+describe('remote A2A agents: bounds on files', () => {
+  // A server of its own, with small bounds on files (a2a/remote-files.ts `FileLimits`): all the
+  // files of an exchange get 300 ms together (each alone up to ten minutes), a message sends at
+  // most 30 bytes of attachments, and an exchange's call times out after 10 s.
+  let bounded: Harness & { db: Db };
+  let remote: Remote;
+  beforeAll(async () => {
+    bounded = await startHarnessWithDb('bounded', {
+      options: {
+        webhooks: { allowPrivate: true },
+        logger: { level: 'info', stream: logCapture().stream },
+        providerTimeoutMs: 10_000,
+        remoteFileLimits: { fileTimeoutMs: 600_000, filesTimeoutMs: 300, stepBytes: 25 * 1024 * 1024, messageBytes: 30 },
+      },
+    });
+    remote = await startRemote();
+    remotes.push(remote);
+  });
+  afterAll(async () => {
+    await bounded?.server.close();
+  });
+
+  const team = async () => {
+    const made = await makeTeam(bounded, { humans: ['dana'], agents: [{ name: 'helper', a2a: { url: remote.url } }], edges: [['dana', 'helper']] });
+    return { dana: made.id.dana!, agent: made.id.helper!, edge: made.edgeOf('dana', 'helper') };
+  };
+
+  it("a remote A2A agent whose file server never answers: its task completes, each file named as not kept because the answer's files took too long, and it is asked once", async () => {
+    const { dana, edge } = await team();
+    const created = await bounded.call('POST', `/api/v1/edges/${edge}/tasks`, { requester_id: dana, parts: [{ text: 'held files' }] });
+    expect(created.status, JSON.stringify(created.body)).toBe(201);
+    const done = await until(
+      async () => (await bounded.call('GET', `/api/v1/tasks/${created.body.task_id}`)).body as { state: string; artifacts: Array<{ parts: Array<{ text?: string; file?: unknown }> }> },
+      (task) => task.state === 'completed',
+      'the task to complete',
+    );
+    const parts = done.artifacts[0]!.parts;
+    expect(parts[0]).toEqual({ text: 'held files for held files' });
+    expect(parts.slice(1).map((p) => p.text)).toEqual(
+      [1, 2, 3].map((n) => `[file: ${n}.bin (application/octet-stream) at ${remote.url.replace(/\/$/, '')}/held/${n}.bin, not kept: the files of this answer took more than 300 ms]`),
+    );
+    // Followed once: the slow files did not fail the exchange, which would be retried (GetTask, files fetched again).
+    const asked = (await messagesOf(bounded, created.body.thread_id))[0]!;
+    const record = await remoteRecord(remote);
+    const made = record.tasks.find((t) => t.message_id === asked.message_id)!;
+    expect(made).toBeDefined();
+    expect(record.calls.filter((c) => c.task_id === made.task_id || c.message_id === asked.message_id).map((c) => c.method)).toEqual(['SendStreamingMessage']);
+  });
+
+  it("a person's message whose attachments pass what one message sends: the remote gets the bytes of those within it, and not the rest", async () => {
+    const { dana, agent, edge } = await team();
+    const upload = async (filename: string, text: string) => {
+      const created = await bounded.call('POST', '/api/v1/attachments', { filename, content_type: 'text/plain', data_base64: Buffer.from(text).toString('base64') });
+      expect(created.status).toBe(201);
+      return created.body.attachment_id as string;
+    };
+    // 20 bytes each: the first fits in the 30 bytes a message sends, the second does not.
+    const attachments = [await upload('first.txt', 'first file, 20 bytes'), await upload('second.txt', 'second file 20 bytes')];
+    const opened = await bounded.call('POST', `/api/v1/edges/${edge}/threads`, { sender_agent_id: dana, content: 'files follow' });
+    expect(opened.status, JSON.stringify(opened.body)).toBe(201);
+    const threadId = opened.body.thread_id as string;
+    await until(() => messagesOf(bounded, threadId), (ms) => ms.some((m) => m.sender_id === agent), "the remote agent's first answer");
+    const posted = await bounded.call('POST', `/api/v1/threads/${threadId}/messages`, { sender_agent_id: dana, content: 'two files', attachments });
+    expect(posted.status, JSON.stringify(posted.body)).toBe(201);
+    await until(() => messagesOf(bounded, threadId), (ms) => ms.filter((m) => m.sender_id === agent).length === 2, "the remote agent's second answer");
+    const sent = (await messagesOf(bounded, threadId)).find((m) => m.content === 'two files')!;
+    const record = await remoteRecord(remote);
+    expect(record.files.filter((f) => f.message_id === sent.message_id)).toEqual([{ message_id: sent.message_id, files: [{ name: 'first.txt', media_type: 'text/plain', text: 'first file, 20 bytes' }] }]);
   });
 });

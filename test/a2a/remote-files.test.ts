@@ -9,7 +9,7 @@ import { createServer, type IncomingHttpHeaders, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import type { Part } from '@a2a-js/sdk';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { fetchRemoteFile, readRemoteParts, type FileContext } from '../../service/a2a/remote-files.ts';
+import { defaultFileLimits, fetchRemoteFile, fileBudget, readRemoteParts, type FileContext } from '../../service/a2a/remote-files.ts';
 
 /** A file server on loopback that records the headers of each request. */
 interface FileServer {
@@ -18,7 +18,10 @@ interface FileServer {
   server: Server;
 }
 
-/** Serves `/small.txt` (text), `/unsized.bin` (6 MiB, chunked: no Content-Length) and 404 for anything else. */
+/** Responses held by `/held.bin` (never sent), ended when the tests end. */
+const held: import('node:http').ServerResponse[] = [];
+
+/** Serves `/small.txt` (text), `/unsized.bin` (6 MiB, chunked: no Content-Length), `/held.bin` (never answers) and 404 for anything else. */
 async function startFileServer(): Promise<FileServer> {
   const seen: IncomingHttpHeaders[] = [];
   const server = createServer((req, res) => {
@@ -30,6 +33,8 @@ async function startFileServer(): Promise<FileServer> {
       const chunk = Buffer.alloc(1024 * 1024, 1);
       for (let i = 0; i < 6; i++) res.write(chunk);
       res.end();
+    } else if (req.url === '/held.bin') {
+      held.push(res);
     } else {
       res.writeHead(404).end();
     }
@@ -46,6 +51,7 @@ beforeAll(async () => {
   elsewhere = await startFileServer();
 });
 afterAll(async () => {
+  for (const res of held) res.destroy();
   for (const s of [remoteOrigin, elsewhere]) await new Promise((resolve) => s?.server.close(resolve));
 });
 
@@ -111,5 +117,40 @@ describe('remote files', () => {
       '[file: small.txt (text/plain; charset=utf-8)]',
       `[file: gone.pdf (application/pdf) at ${remoteOrigin.origin}/missing, not kept: the remote answered 404]`,
     ]);
+  });
+
+  it('readRemoteParts: a file that does not answer within its own time is named, not kept, and the next file is still fetched', async () => {
+    const budget = fileBudget({ ...defaultFileLimits, fileTimeoutMs: 100, filesTimeoutMs: 60_000 });
+    const read = await readRemoteParts([urlPart(`${remoteOrigin.origin}/held.bin`), urlPart(`${remoteOrigin.origin}/small.txt`)], { ...context(), budget });
+    expect(read.parts).toEqual([
+      { text: `[file: held.bin (application/octet-stream) at ${remoteOrigin.origin}/held.bin, not kept: no answer within 100 ms]` },
+      { file: { name: 'small.txt', media_type: 'text/plain; charset=utf-8', attachment_id: read.files[0]!.attachmentId } },
+    ]);
+  });
+
+  it("readRemoteParts: once the step's time for files is up, a file fetching and every file after it are named, not kept, and the read ends without error", async () => {
+    const budget = fileBudget({ ...defaultFileLimits, fileTimeoutMs: 600_000, filesTimeoutMs: 100 });
+    const read = await readRemoteParts([urlPart(`${remoteOrigin.origin}/held.bin`), urlPart(`${remoteOrigin.origin}/held.bin`, 'again.bin')], { ...context(), budget });
+    expect(read.files).toEqual([]);
+    expect(read.parts).toEqual([
+      { text: `[file: held.bin (application/octet-stream) at ${remoteOrigin.origin}/held.bin, not kept: the files of this answer took more than 100 ms]` },
+      { text: `[file: again.bin (application/octet-stream) at ${remoteOrigin.origin}/held.bin, not kept: the files of this answer took more than 100 ms]` },
+    ]);
+  });
+
+  it("readRemoteParts: the reads of one step share its byte budget: past it a file, as bytes or by URL, is named, not kept", async () => {
+    const budget = fileBudget({ ...defaultFileLimits, stepBytes: 15 });
+    const raw = (name: string, text: string): Part => ({ content: { $case: 'raw', value: Buffer.from(text) }, filename: name, mediaType: 'text/plain', metadata: undefined });
+    const first = await readRemoteParts([raw('a.txt', 'raw bytes')], { ...context(), budget });
+    expect(first.files.map((f) => f.filename)).toEqual(['a.txt']);
+    // 6 bytes left: small.txt (10 bytes) is read no further than them; b.txt (6) fits; c.txt does not.
+    const second = await readRemoteParts([urlPart(`${remoteOrigin.origin}/small.txt`), raw('b.txt', 'abcdef'), raw('c.txt', 'x')], { ...context(), budget });
+    expect(second.files.map((f) => f.filename)).toEqual(['b.txt']);
+    expect(second.parts).toEqual([
+      { text: `[file: small.txt (application/octet-stream) at ${remoteOrigin.origin}/small.txt, not kept: larger than the 6 bytes still kept of this answer's files]` },
+      { file: { name: 'b.txt', media_type: 'text/plain', attachment_id: second.files[0]!.attachmentId } },
+      { text: '[file: c.txt (text/plain), not kept: past the 15 bytes of files kept of one answer]' },
+    ]);
+    expect(budget.bytesLeft).toBe(0);
   });
 });
