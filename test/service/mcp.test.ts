@@ -14,6 +14,7 @@ import { startServer, type RunningServer } from '../../service/index.ts';
 import { callTool, connectMcp, toolError } from '../support/mcp.ts';
 import { createTestDatabase, postgresBackend, testDatabaseUrl, type TestDatabase } from '../support/postgres.ts';
 import { request, startHarness, type Harness, type Reply } from './helpers.ts';
+import { until } from './turn-helpers.ts';
 
 const accept = { accept: 'application/json, text/event-stream' };
 const unknownId = '6f1f3c1e-0000-4000-8000-000000000000';
@@ -632,13 +633,17 @@ describe('MCP endpoint: keys and HTTP', () => {
   });
 
   it('http: stopping the server ends a held wait_for_messages at once, answered with no messages', async () => {
-    const own = await startHarness();
+    // Its metrics say when the wait is held: round trips alone do not prove that the call reached
+    // the server, and a call that arrives after the stop began is refused 503 instead.
+    const own = await startHarness({ metricsListen: { host: '127.0.0.1', port: 0 } });
     try {
       const team = await request(`${own.server.url}/api/v1/organizations/${own.orgId}/teams`, 'POST', { team_name: 'stopping' }, { 'x-api-key': own.apiKey });
       const agent = await request(`${own.server.url}/api/v1/teams/${team.body.team_id}/agents`, 'POST', { name: 'bot' }, { 'x-api-key': own.apiKey });
       const key = await request(`${own.server.url}/api/v1/agents/${agent.body.agent_id}/mcp-keys`, 'POST', undefined, { 'x-api-key': own.apiKey });
       const client = await connectMcp(own.server.url, key.body.mcp_key);
       const waiting = callTool(client, 'wait_for_messages', { timeout_seconds: 30 });
+      const heldWaits = async () => /^acs_held_waits\{kind="mcp_wait"\} 1$/m.test(await (await fetch(own.server.metricsUrl!)).text());
+      await until(heldWaits, (held) => held, 'the wait to be held');
       await stillHeld(waiting, () => request(`${own.server.url}/healthz`, 'GET'));
       const closing = own.server.close();
       expect(await woken(waiting)).toEqual({ messages: [], has_more: false });
